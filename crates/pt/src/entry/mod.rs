@@ -1,0 +1,181 @@
+//! Page-table entries: one neutral view above bit-exact codecs.
+//!
+//! The engine and the MMU model speak [`Entry`]; the table pages hold the
+//! architecture's own 64-bit words, produced by [`encode`] and read back by
+//! [`decode`]. Each codec module documents the bit layout it implements and
+//! cites the manual section.
+//!
+//! A software entry of a geometry with a software page larger than its
+//! hardware page (`riscv-sv39-64k`) is a group of hardware words: the engine
+//! calls [`encode_group_word`] once per word of the group.
+//!
+//! Neutral conventions shared by every codec:
+//! - `Leaf.pa` is the output address of the page or block this entry maps,
+//!   aligned to the entry's size. For a word of a contiguous (ARM) or NAPOT
+//!   (RISC-V) run, ARM stores each entry's own output address while Svnapot
+//!   stores the run's base with the low PPN bits replaced by the NAPOT
+//!   pattern, so [`decode`] of a NAPOT word yields the *run base*. Callers
+//!   that need the address of one page of a run use [`leaf_output`].
+//! - `Attrs.perms.write` means "writes are allowed by this entry"; `dirty`
+//!   means "the hardware would treat the page as written" (ARM expresses
+//!   both through AP[2] and DBM; see `arm64`).
+
+pub mod arm64;
+pub mod riscv;
+pub mod x86;
+
+use crate::geometry::{Arch, Geometry};
+use thiserror::Error;
+
+/// Access permissions of a leaf.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Perms {
+    pub read: bool,
+    pub write: bool,
+    pub exec: bool,
+    /// Accessible from user mode.
+    pub user: bool,
+}
+
+impl Perms {
+    /// Read-write user data (the common case).
+    pub const USER_RW: Perms = Perms {
+        read: true,
+        write: true,
+        exec: false,
+        user: true,
+    };
+    /// Read-only user data.
+    pub const USER_R: Perms = Perms {
+        read: true,
+        write: false,
+        exec: false,
+        user: true,
+    };
+}
+
+/// Memory type of a leaf (x86 PWT/PCD, RISC-V Svpbmt, ARM AttrIndx with a fixed MAIR).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum MemType {
+    #[default]
+    Normal,
+    NonCacheable,
+    Device,
+}
+
+/// Attributes of a leaf entry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Attrs {
+    pub perms: Perms,
+    /// Global (x86 G, RISC-V G, ARM !nG).
+    pub global: bool,
+    pub accessed: bool,
+    pub dirty: bool,
+    pub mem_type: MemType,
+}
+
+impl Attrs {
+    pub fn new(perms: Perms) -> Attrs {
+        Attrs {
+            perms,
+            ..Attrs::default()
+        }
+    }
+}
+
+/// The neutral view of one (software) entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Entry {
+    /// Not present: the hardware walk stops here with a fault.
+    Invalid,
+    /// Points to the next-level table page at `pa`.
+    Table { pa: u64 },
+    /// Maps a page or block at `pa`. `contiguous` marks a member of a
+    /// contiguous (ARM) or NAPOT (RISC-V) run.
+    Leaf {
+        pa: u64,
+        attrs: Attrs,
+        contiguous: bool,
+    },
+}
+
+impl Entry {
+    pub fn is_present(&self) -> bool {
+        !matches!(self, Entry::Invalid)
+    }
+    pub fn is_leaf(&self) -> bool {
+        matches!(self, Entry::Leaf { .. })
+    }
+}
+
+/// A hardware word the codec cannot read as a valid entry of that level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum DecodeError {
+    #[error("reserved encoding {raw:#018x} at level {level}: {why}")]
+    Reserved {
+        raw: u64,
+        level: usize,
+        why: &'static str,
+    },
+    #[error("misaligned output address in {raw:#018x} at level {level}")]
+    Misaligned { raw: u64, level: usize },
+}
+
+/// The hardware word of `entry` at `level` of `geom` (the first word of its
+/// group, for software-page geometries).
+///
+/// `level` indexes from the leaf (0). Leaves at levels the geometry marks as
+/// non-leaf, misaligned addresses and addresses wider than `oa_bits` are the
+/// caller's bugs: the engine checks them before encoding (debug-asserted here).
+#[inline]
+pub fn encode(geom: &Geometry, level: usize, entry: &Entry) -> u64 {
+    encode_group_word(geom, level, entry, 0)
+}
+
+/// Word `j` (0-based) of the group of hardware words that make one software
+/// entry. For a table entry, word `j` points to hardware table `j` inside the
+/// next table page; for a leaf, word `j` maps hardware page `j` of it (a
+/// NAPOT word at the leaf level of a software-page geometry).
+#[inline]
+pub fn encode_group_word(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
+    match geom.arch() {
+        Arch::X86_64 => x86::encode(geom, level, entry, j),
+        Arch::RiscV => riscv::encode(geom, level, entry, j),
+        Arch::Arm64 => arm64::encode(geom, level, entry, j),
+    }
+}
+
+/// Reads one hardware word at `level` back into the neutral view. For a word
+/// of a software-page group, the returned addresses are those of the whole
+/// software entry (table page base, or leaf base).
+///
+/// # Errors
+/// [`DecodeError`] for encodings the architecture reserves.
+#[inline]
+pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeError> {
+    match geom.arch() {
+        Arch::X86_64 => x86::decode(geom, level, raw),
+        Arch::RiscV => riscv::decode(geom, level, raw),
+        Arch::Arm64 => arm64::decode(geom, level, raw),
+    }
+}
+
+/// `raw` with the Accessed flag set, and Dirty too when `write` (what the
+/// hardware walker does on an access; ARM's DBM makes a clean-writable page
+/// dirty by clearing AP[2]). `raw` must be a valid leaf word.
+#[inline]
+pub fn mark_accessed(geom: &Geometry, level: usize, raw: u64, write: bool) -> u64 {
+    match geom.arch() {
+        Arch::X86_64 => x86::mark_accessed(raw, write),
+        Arch::RiscV => riscv::mark_accessed(raw, write),
+        Arch::Arm64 => arm64::mark_accessed(level, raw, write),
+    }
+}
+
+/// The physical address that `va` reaches through the leaf entry `pa`
+/// (decoded at `level`, mapping `leaf_size` bytes: the entry's size, or the
+/// run's size for a contiguous leaf).
+#[inline]
+pub fn leaf_output(leaf_pa: u64, leaf_size: u64, va: u64) -> u64 {
+    (leaf_pa & !(leaf_size - 1)) | (va & (leaf_size - 1))
+}

@@ -1,0 +1,226 @@
+//! x86-64 paging entries, 4-level and 5-level (Intel SDM vol. 3A, §4.5
+//! "4-Level Paging and 5-Level Paging", tables 4-14 to 4-20; memory typing
+//! §4.9).
+//!
+//! One 64-bit word per entry, the same layout at every level:
+//!
+//! ```text
+//!  63  62..52   51..12          11..9  8  7      6  5  4    3    2   1   0
+//!  XD  ignored  address         AVL    G  PS/PAT D  A  PCD  PWT  US  RW  P
+//! ```
+//!
+//! - **P** (0) present. `P = 0` decodes to [`Entry::Invalid`] whatever the
+//!   other bits hold (Linux keeps swap and PROT_NONE state there).
+//! - **PS** (7) on a level above the PTE level: 1 = the entry maps a page
+//!   (2 MiB in a PDE, 1 GiB in a PDPTE), 0 = it points to a table. At the PTE
+//!   level every present entry is a 4 KiB page and bit 7 is its PAT bit.
+//! - **Address**: bits 51:12 for a table or a 4 KiB page; 51:21 for a 2 MiB
+//!   page and 51:30 for a 1 GiB page, whose bit 12 is the PAT bit and whose
+//!   bits 20:13 / 29:13 are reserved. Bits 51:M (M = the geometry's
+//!   `oa_bits`, MAXPHYADDR) are reserved.
+//! - **XD** (63) execute-disable; IA32_EFER.NXE is assumed set (Linux sets it
+//!   whenever the CPU has NX), so bit 63 is never reserved.
+//!
+//! ## Neutral view
+//!
+//! - Table entries are written as Linux writes them, `_PAGE_TABLE =
+//!   P | RW | US | A | D` (0x67): the upper levels never restrict access, the
+//!   leaf decides. Decoding a table ignores its flag bits (restrictions on
+//!   upper levels and PWT/PCD of table entries are not modeled).
+//! - Leaf: a present x86 page is always readable, so `perms.read` must be
+//!   true; `write = RW`, `user = US`, `exec = !XD`, `global = G`,
+//!   `accessed = A`, `dirty = D`.
+//! - Memory type, with the PAT bit always 0 and Linux's PAT layout (entries
+//!   0 to 3 = WB, WC, UC-, UC): `Normal` = PWT 0 PCD 0 (PAT 0, write-back);
+//!   `NonCacheable` = PCD (PAT 2, UC-); `Device` = PCD | PWT (PAT 3, UC).
+//!   A leaf with the PAT bit set or with PWT alone selects a type the neutral
+//!   view cannot name: decode rejects it rather than guess.
+//! - x86-64 has no contiguous entries: a contiguous leaf is a caller bug
+//!   (debug-asserted).
+//!
+//! ## Decode errors
+//!
+//! [`DecodeError::Reserved`] for PS set at a level where the geometry has no
+//! leaves (architecturally reserved in a PML4E or PML5E), address bits at or
+//! above MAXPHYADDR, and the memory types above; [`DecodeError::Misaligned`]
+//! for a 2 MiB or 1 GiB page with reserved low address bits set.
+
+use super::{Attrs, DecodeError, Entry, MemType, Perms};
+use crate::geometry::Geometry;
+
+/// Present.
+pub const P: u64 = 1 << 0;
+/// Writable.
+pub const RW: u64 = 1 << 1;
+/// User-accessible.
+pub const US: u64 = 1 << 2;
+/// Page-level write-through.
+pub const PWT: u64 = 1 << 3;
+/// Page-level cache disable.
+pub const PCD: u64 = 1 << 4;
+/// Accessed.
+pub const A: u64 = 1 << 5;
+/// Dirty (leaves only).
+pub const D: u64 = 1 << 6;
+/// Page size: a leaf above the PTE level.
+pub const PS: u64 = 1 << 7;
+/// PAT bit of a 4 KiB PTE (the position of PS in the levels above).
+pub const PAT_4K: u64 = 1 << 7;
+/// Global (leaves only).
+pub const G: u64 = 1 << 8;
+/// PAT bit of a 2 MiB or 1 GiB page.
+pub const PAT_HUGE: u64 = 1 << 12;
+/// Execute-disable.
+pub const XD: u64 = 1 << 63;
+/// The flags of a table entry.
+// Linux: arch/x86/include/asm/pgtable_types.h, _PAGE_TABLE
+pub const TABLE_FLAGS: u64 = P | RW | US | A | D;
+/// The address field, bits 51:12.
+pub const ADDR_MASK: u64 = 0x000f_ffff_ffff_f000;
+
+/// Address bits the geometry's MAXPHYADDR allows (bits `oa_bits-1`:12).
+#[inline]
+fn oa_mask(geom: &Geometry) -> u64 {
+    ADDR_MASK & ((1u64 << geom.oa_bits()) - 1)
+}
+
+#[inline]
+fn bit(on: bool, mask: u64) -> u64 {
+    (on as u64).wrapping_neg() & mask
+}
+
+#[inline]
+fn mem_type_bits(t: MemType) -> u64 {
+    match t {
+        MemType::Normal => 0,
+        MemType::NonCacheable => PCD,
+        MemType::Device => PCD | PWT,
+    }
+}
+
+/// The word for `entry` at `level`. x86-64 entries are single words, so `j`
+/// must be 0.
+#[inline]
+pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
+    debug_assert_eq!(j, 0, "x86-64 entries are single words");
+    match *entry {
+        Entry::Invalid => 0,
+        Entry::Table { pa } => {
+            debug_assert!(level > 0, "a table entry at the PTE level");
+            debug_assert_eq!(
+                pa & !oa_mask(geom),
+                0,
+                "table address {pa:#x} misaligned or beyond oa_bits"
+            );
+            pa | TABLE_FLAGS
+        }
+        Entry::Leaf {
+            pa,
+            attrs,
+            contiguous,
+        } => {
+            debug_assert!(!contiguous, "x86-64 has no contiguous entries");
+            debug_assert!(
+                geom.level(level).leaf,
+                "a leaf at level {level}, which holds no leaves"
+            );
+            debug_assert!(attrs.perms.read, "present x86-64 pages are readable");
+            debug_assert_eq!(
+                pa & !(oa_mask(geom) & !(geom.entry_size(level) - 1)),
+                0,
+                "leaf address {pa:#x} misaligned for level {level} or beyond oa_bits"
+            );
+            let p = attrs.perms;
+            pa | P
+                | bit(p.write, RW)
+                | bit(p.user, US)
+                | mem_type_bits(attrs.mem_type)
+                | bit(attrs.accessed, A)
+                | bit(attrs.dirty, D)
+                | bit(level != 0, PS)
+                | bit(attrs.global, G)
+                | bit(!p.exec, XD)
+        }
+    }
+}
+
+/// Reads the word `raw` at `level`.
+///
+/// # Errors
+/// [`DecodeError::Reserved`] for PS where the geometry allows no leaf,
+/// address bits beyond `oa_bits`, a set PAT bit or PWT without PCD;
+/// [`DecodeError::Misaligned`] for a huge page with low address bits set.
+#[inline]
+pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeError> {
+    if raw & P == 0 {
+        return Ok(Entry::Invalid);
+    }
+    let oa = oa_mask(geom);
+    let beyond_oa = raw & ADDR_MASK & !oa;
+    if level != 0 && raw & PS == 0 {
+        if beyond_oa != 0 {
+            return Err(reserved(raw, level, "address bits at or above MAXPHYADDR"));
+        }
+        return Ok(Entry::Table { pa: raw & oa });
+    }
+    let size_mask = geom.entry_size(level) - 1;
+    // Bit 7 at the PTE level, bit 12 above it.
+    let pat = if level == 0 { PAT_4K } else { PAT_HUGE };
+    let bad = (!geom.level(level).leaf)
+        | (raw & pat != 0)
+        | (raw & (PWT | PCD) == PWT)
+        | (beyond_oa != 0);
+    if bad {
+        return Err(leaf_error(geom, level, raw));
+    }
+    if raw & oa & size_mask & !PAT_HUGE != 0 {
+        return Err(DecodeError::Misaligned { raw, level });
+    }
+    let mem_type = match raw & (PWT | PCD) {
+        0 => MemType::Normal,
+        PCD => MemType::NonCacheable,
+        _ => MemType::Device,
+    };
+    Ok(Entry::Leaf {
+        pa: raw & oa & !size_mask,
+        attrs: Attrs {
+            perms: Perms {
+                read: true,
+                write: raw & RW != 0,
+                exec: raw & XD == 0,
+                user: raw & US != 0,
+            },
+            global: raw & G != 0,
+            accessed: raw & A != 0,
+            dirty: raw & D != 0,
+            mem_type,
+        },
+        contiguous: false,
+    })
+}
+
+fn reserved(raw: u64, level: usize, why: &'static str) -> DecodeError {
+    DecodeError::Reserved { raw, level, why }
+}
+
+/// Names the first rule a leaf word breaks (off the hot path).
+#[cold]
+fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
+    let why = if !geom.level(level).leaf {
+        "PS set at a level that holds no pages (reserved in a PML4E/PML5E)"
+    } else if raw & ADDR_MASK & !oa_mask(geom) != 0 {
+        "address bits at or above MAXPHYADDR"
+    } else if raw & (PWT | PCD) == PWT {
+        "PWT without PCD selects PAT entry 1 (WC), which the neutral view cannot name"
+    } else {
+        "PAT bit set: memory types beyond PWT/PCD are not modeled"
+    };
+    reserved(raw, level, why)
+}
+
+/// `raw` with A set, and D too when `write` (what the processor does on an
+/// access through a leaf, SDM §4.8).
+#[inline]
+pub fn mark_accessed(raw: u64, write: bool) -> u64 {
+    raw | A | bit(write, D)
+}

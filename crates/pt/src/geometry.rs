@@ -1,0 +1,897 @@
+//! A page-table geometry as data.
+//!
+//! A geometry says how a virtual address is cut into table indices: the base
+//! page (which is also the size of every table page), the index bits of each
+//! level, which levels may hold a leaf, and how many entries make a
+//! contiguous (ARM) or NAPOT (RISC-V Svnapot) run. Nothing else in ptlab
+//! branches on a level count: adding a format is adding a preset here and, if
+//! its bits are new, a codec in [`crate::entry`].
+//!
+//! Levels are indexed from the leaf: `levels[0]` is the PTE level (L3 on
+//! ARM64), the last one is the root.
+//!
+//! ## Software pages larger than the hardware page
+//!
+//! The RISC-V 64 KiB proposal keeps the hardware's 4 KiB Sv39 walk but lets
+//! the OS manage memory in 64 KiB units. One *software* entry is then a group
+//! of `2^(page_shift - hw_page_shift)` = 16 consecutive hardware entries, a
+//! table page is 64 KiB (16 hardware tables), and a leaf at the PTE level is a
+//! NAPOT run of 16 hardware PTEs. [`Geometry::hw_words_per_entry`] is 1 for
+//! every other geometry. The software split (38-34, 33-25, 24-16, 15-0 for
+//! Sv39) is what [`Geometry::index`] computes; the hardware walk uses
+//! [`Geometry::hw_index`].
+//!
+//! ## Invariants (checked by [`Geometry::new`])
+//!
+//! - `levels[0].shift == page_shift`, and each level starts where the one
+//!   below ends: `levels[i+1].shift == levels[i].shift + levels[i].bits`.
+//! - The root ends at `va_bits`.
+//! - A table of a level fits in one table page:
+//!   `2^bits * 8 * hw_words_per_entry <= 2^page_shift`.
+//! - `levels[0]` is always a leaf level.
+
+use serde::Deserialize;
+use std::fmt;
+use thiserror::Error;
+
+/// The most levels any geometry may have (5-level x86-64 uses 5).
+pub const MAX_LEVELS: usize = 6;
+
+/// Bytes in one hardware page-table entry, on every architecture ptlab models.
+pub const ENTRY_BYTES: u64 = 8;
+
+/// Which entry format (codec) a geometry's tables use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arch {
+    X86_64,
+    RiscV,
+    Arm64,
+}
+
+impl Arch {
+    fn parse(s: &str) -> Option<Arch> {
+        match s {
+            "x86-64" | "x86_64" => Some(Arch::X86_64),
+            "riscv" | "riscv64" => Some(Arch::RiscV),
+            "arm64" | "aarch64" => Some(Arch::Arm64),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86-64",
+            Arch::RiscV => "riscv",
+            Arch::Arm64 => "arm64",
+        }
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One level of a geometry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelSpec {
+    /// As the architecture names it: PGD/P4D/PUD/PMD/PTE, or L0..L3 on ARM64.
+    pub name: String,
+    /// Lowest virtual-address bit this level indexes (software view).
+    pub shift: u32,
+    /// Index bits (software view): a table of this level has `2^bits` entries.
+    pub bits: u32,
+    /// Whether an entry of this level may be a leaf (a page or block).
+    pub leaf: bool,
+    /// Entries in a contiguous (ARM) or NAPOT (RISC-V) run at this level; 0 if
+    /// the architecture has none here.
+    pub contig: u32,
+}
+
+impl LevelSpec {
+    /// Bytes mapped by one entry of this level.
+    pub fn entry_size(&self) -> u64 {
+        1u64 << self.shift
+    }
+    /// Entries in one table of this level.
+    pub fn entries(&self) -> u64 {
+        1u64 << self.bits
+    }
+    /// Highest virtual-address bit this level indexes (inclusive).
+    pub fn high_bit(&self) -> u32 {
+        self.shift + self.bits - 1
+    }
+}
+
+/// How a leaf of a given size is built: at which level, from how many entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeafKind {
+    pub level: usize,
+    /// 1 for a plain leaf; the run length for a contiguous / NAPOT leaf.
+    pub entries: u32,
+    pub size: u64,
+}
+
+impl LeafKind {
+    pub fn is_contiguous(&self) -> bool {
+        self.entries > 1
+    }
+}
+
+/// A checked page-table geometry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Geometry {
+    name: String,
+    arch: Arch,
+    page_shift: u32,
+    hw_page_shift: u32,
+    va_bits: u32,
+    oa_bits: u32,
+    levels: Vec<LevelSpec>,
+    description: String,
+}
+
+/// Why a geometry is impossible.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum GeometryError {
+    #[error("unknown geometry \"{name}\"; known: {known}")]
+    UnknownName { name: String, known: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+}
+
+impl Geometry {
+    /// Builds a geometry from its parts, checking every invariant of the module.
+    ///
+    /// `levels` go from the leaf up (index 0 = leaf); their `shift` is
+    /// recomputed from `page_shift` and the bits below, so callers only give
+    /// names, bits, leaf and contig.
+    ///
+    /// # Errors
+    /// [`GeometryError::Invalid`] naming the level and the rule it breaks.
+    pub fn new(
+        name: &str,
+        arch: Arch,
+        page_shift: u32,
+        hw_page_shift: u32,
+        oa_bits: u32,
+        mut levels: Vec<LevelSpec>,
+    ) -> Result<Geometry, GeometryError> {
+        let bad = |m: String| Err(GeometryError::Invalid(format!("geometry \"{name}\": {m}")));
+        if levels.is_empty() {
+            return bad("it has no levels".into());
+        }
+        if levels.len() > MAX_LEVELS {
+            return bad(format!(
+                "{} levels; at most {MAX_LEVELS} are supported",
+                levels.len()
+            ));
+        }
+        if !(12..=16).contains(&page_shift) {
+            return bad(format!(
+                "page_shift {page_shift}: the base page must be 4 KiB to 64 KiB (12..=16)"
+            ));
+        }
+        if hw_page_shift > page_shift || hw_page_shift < 12 {
+            return bad(format!(
+                "hw_page_shift {hw_page_shift}: must be at least 12 and at most page_shift {page_shift}"
+            ));
+        }
+        match arch {
+            Arch::X86_64 | Arch::RiscV if hw_page_shift != 12 => {
+                return bad(format!(
+                    "{arch} hardware pages are 4 KiB (hw_page_shift 12), not 2^{hw_page_shift}"
+                ))
+            }
+            Arch::Arm64 if ![12, 14, 16].contains(&hw_page_shift) => {
+                return bad(format!(
+                    "arm64 granules are 4K, 16K or 64K (shift 12, 14, 16), not 2^{hw_page_shift}"
+                ))
+            }
+            Arch::Arm64 if hw_page_shift != page_shift => {
+                return bad("arm64 has no software page larger than its granule".into())
+            }
+            _ => {}
+        }
+        let group = 1u64 << (page_shift - hw_page_shift);
+        let mut shift = page_shift;
+        for (i, l) in levels.iter_mut().enumerate() {
+            if l.bits == 0 || l.bits > 16 {
+                return bad(format!(
+                    "level {i} (\"{}\") has {} index bits; expected 1 to 16",
+                    l.name, l.bits
+                ));
+            }
+            l.shift = shift;
+            let table_bytes = l.entries() * ENTRY_BYTES * group;
+            if table_bytes > 1u64 << page_shift {
+                return bad(format!(
+                    "level {i} (\"{}\"): 2^{} entries of {} bytes need {} bytes, more than one {}-byte table page",
+                    l.name,
+                    l.bits,
+                    ENTRY_BYTES * group,
+                    table_bytes,
+                    1u64 << page_shift
+                ));
+            }
+            if l.contig != 0 {
+                if !l.contig.is_power_of_two() || u64::from(l.contig) > l.entries() {
+                    return bad(format!(
+                        "level {i} (\"{}\"): a contiguous run of {} entries must be a power of two no larger than the table ({} entries)",
+                        l.name, l.contig, l.entries()
+                    ));
+                }
+                if !l.leaf {
+                    return bad(format!(
+                        "level {i} (\"{}\"): contiguous runs need a level that may hold leaves",
+                        l.name
+                    ));
+                }
+                if arch == Arch::RiscV && (i != 0 || l.contig != 16 || group != 1) {
+                    // Svnapot defines only 64 KiB runs of 4 KiB PTEs, at the leaf level.
+                    return bad(format!(
+                        "level {i} (\"{}\"): RISC-V Svnapot runs are 16 entries of 4 KiB at the leaf level only",
+                        l.name
+                    ));
+                }
+                if arch == Arch::X86_64 {
+                    return bad("x86-64 has no contiguous entries".into());
+                }
+            }
+            shift += l.bits;
+        }
+        if !levels[0].leaf {
+            return bad("the lowest level must hold leaves".into());
+        }
+        if shift > 64 {
+            return bad(format!("the levels index {shift} bits; at most 64"));
+        }
+        if oa_bits < 32 || oa_bits > 56 {
+            return bad(format!("oa_bits {oa_bits}: expected 32 to 56"));
+        }
+        Ok(Geometry {
+            name: name.to_string(),
+            arch,
+            page_shift,
+            hw_page_shift,
+            va_bits: shift,
+            oa_bits,
+            levels,
+            description: String::new(),
+        })
+    }
+
+    fn with_description(mut self, d: &str) -> Geometry {
+        self.description = d.to_string();
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+    /// log2 of the base page, which is also the size of a table page.
+    pub fn page_shift(&self) -> u32 {
+        self.page_shift
+    }
+    pub fn page_size(&self) -> u64 {
+        1 << self.page_shift
+    }
+    /// log2 of the hardware page (smaller than [`Self::page_shift`] only for
+    /// software-page geometries such as `riscv-sv39-64k`).
+    pub fn hw_page_shift(&self) -> u32 {
+        self.hw_page_shift
+    }
+    /// Bytes of one table page.
+    pub fn table_bytes(&self) -> u64 {
+        1 << self.page_shift
+    }
+    /// Hardware words making one software entry (16 for the RISC-V 64 KiB page, else 1).
+    pub fn hw_words_per_entry(&self) -> u64 {
+        1 << (self.page_shift - self.hw_page_shift)
+    }
+    /// Virtual-address bits translated.
+    pub fn va_bits(&self) -> u32 {
+        self.va_bits
+    }
+    /// Physical (output) address bits the entry format can hold.
+    pub fn oa_bits(&self) -> u32 {
+        self.oa_bits
+    }
+    pub fn levels(&self) -> &[LevelSpec] {
+        &self.levels
+    }
+    pub fn level(&self, level: usize) -> &LevelSpec {
+        &self.levels[level]
+    }
+    pub fn num_levels(&self) -> usize {
+        self.levels.len()
+    }
+    pub fn root_level(&self) -> usize {
+        self.levels.len() - 1
+    }
+
+    /// The software index of `va` at `level`.
+    #[inline]
+    pub fn index(&self, level: usize, va: u64) -> u64 {
+        let l = &self.levels[level];
+        (va >> l.shift) & ((1u64 << l.bits) - 1)
+    }
+
+    /// Lowest VA bit a hardware table of `level` indexes.
+    #[inline]
+    pub fn hw_shift(&self, level: usize) -> u32 {
+        self.levels[level].shift - (self.page_shift - self.hw_page_shift)
+    }
+
+    /// Index bits of one hardware table of `level`: a hardware table is one
+    /// hardware page of 8-byte entries, or less at the root.
+    #[inline]
+    pub fn hw_bits(&self, level: usize) -> u32 {
+        let sub = self.page_shift - self.hw_page_shift;
+        (self.levels[level].bits + sub).min(self.hw_page_shift - 3)
+    }
+
+    /// The index of `va` inside the hardware table that the hardware walk
+    /// reads at `level` (equal to [`Self::index`] when software and hardware
+    /// pages are the same size).
+    #[inline]
+    pub fn hw_index(&self, level: usize, va: u64) -> u64 {
+        (va >> self.hw_shift(level)) & ((1u64 << self.hw_bits(level)) - 1)
+    }
+
+    /// Bytes mapped by one software entry of `level`.
+    pub fn entry_size(&self, level: usize) -> u64 {
+        self.levels[level].entry_size()
+    }
+
+    /// Every leaf size the geometry allows, ascending, with how it is built.
+    pub fn leaf_kinds(&self) -> Vec<LeafKind> {
+        let mut v = Vec::new();
+        for (i, l) in self.levels.iter().enumerate() {
+            if l.leaf {
+                v.push(LeafKind {
+                    level: i,
+                    entries: 1,
+                    size: l.entry_size(),
+                });
+                if l.contig > 1 {
+                    v.push(LeafKind {
+                        level: i,
+                        entries: l.contig,
+                        size: l.entry_size() * u64::from(l.contig),
+                    });
+                }
+            }
+        }
+        v.sort_by_key(|k| k.size);
+        v
+    }
+
+    /// Every leaf size the geometry allows, ascending.
+    pub fn leaf_sizes(&self) -> Vec<u64> {
+        self.leaf_kinds().iter().map(|k| k.size).collect()
+    }
+
+    /// How a leaf of `size` bytes is built, if the geometry allows it.
+    pub fn leaf_kind(&self, size: u64) -> Option<LeafKind> {
+        self.leaf_kinds().into_iter().find(|k| k.size == size)
+    }
+
+    /// Whether `va` is canonical: the bits above `va_bits - 1` repeat it.
+    pub fn is_canonical(&self, va: u64) -> bool {
+        if self.va_bits >= 64 {
+            return true;
+        }
+        let top = (va as i64) >> (self.va_bits - 1);
+        top == 0 || top == -1
+    }
+
+    /// One past the highest user (lower-half) address.
+    pub fn user_limit(&self) -> u64 {
+        1u64 << (self.va_bits - 1)
+    }
+
+    /// The size of one table page of this geometry, in bytes, as a human string.
+    pub fn summary(&self) -> String {
+        let names: Vec<&str> = self.levels.iter().rev().map(|l| l.name.as_str()).collect();
+        format!(
+            "{}: {} levels ({}), {}-bit VA, {} pages",
+            self.name,
+            self.levels.len(),
+            names.join(" > "),
+            self.va_bits,
+            human_size(self.page_size())
+        )
+    }
+}
+
+/// `4096` -> "4 KiB", `2097152` -> "2 MiB".
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut u = 0;
+    let mut v = bytes;
+    while v >= 1024 && v % 1024 == 0 && u < UNITS.len() - 1 {
+        v /= 1024;
+        u += 1;
+    }
+    format!("{v} {}", UNITS[u])
+}
+
+fn lvl(name: &str, bits: u32, leaf: bool, contig: u32) -> LevelSpec {
+    LevelSpec {
+        name: name.to_string(),
+        shift: 0,
+        bits,
+        leaf,
+        contig,
+    }
+}
+
+/// Names of the presets, in the order `ptlab geometry list` shows them.
+pub const PRESET_NAMES: &[&str] = &[
+    "x86-64-4l",
+    "x86-64-5l",
+    "riscv-sv39",
+    "riscv-sv48",
+    "riscv-sv57",
+    "riscv-sv39-64k",
+    "riscv-sv48-64k",
+    "arm64-4k-48",
+    "arm64-16k-48",
+    "arm64-64k-48",
+    "arm64-64k-52",
+];
+
+/// A built-in geometry by name.
+///
+/// # Errors
+/// [`GeometryError::UnknownName`] listing the known names.
+pub fn preset(name: &str) -> Result<Geometry, GeometryError> {
+    // Levels are listed from the leaf up.
+    let g = match name {
+        // Intel SDM vol. 3A, 4.5: 4-level paging, 2 MiB (PDE) and 1 GiB (PDPTE) pages.
+        "x86-64-4l" => Geometry::new(
+            name,
+            Arch::X86_64,
+            12,
+            12,
+            52,
+            vec![
+                lvl("PTE", 9, true, 0),
+                lvl("PMD", 9, true, 0),
+                lvl("PUD", 9, true, 0),
+                lvl("PGD", 9, false, 0),
+            ],
+        )
+        .map(|g| g.with_description("x86-64 4-level paging (48-bit VA, 4K/2M/1G pages)")),
+        // 5-level paging (LA57) adds the P4D level in Linux's naming.
+        "x86-64-5l" => Geometry::new(
+            name,
+            Arch::X86_64,
+            12,
+            12,
+            52,
+            vec![
+                lvl("PTE", 9, true, 0),
+                lvl("PMD", 9, true, 0),
+                lvl("PUD", 9, true, 0),
+                lvl("P4D", 9, false, 0),
+                lvl("PGD", 9, false, 0),
+            ],
+        )
+        .map(|g| g.with_description("x86-64 5-level paging, LA57 (57-bit VA, 4K/2M/1G pages)")),
+        // RISC-V privileged spec, Sv39/Sv48/Sv57: a leaf may sit at any level;
+        // Svnapot gives 64 KiB runs of 16 PTEs. Level names follow Linux.
+        "riscv-sv39" => Geometry::new(
+            name,
+            Arch::RiscV,
+            12,
+            12,
+            56,
+            vec![
+                lvl("PTE", 9, true, 16),
+                lvl("PMD", 9, true, 0),
+                lvl("PGD", 9, true, 0),
+            ],
+        )
+        .map(|g| g.with_description("RISC-V Sv39 (39-bit VA, 4K/64K NAPOT/2M/1G pages)")),
+        "riscv-sv48" => Geometry::new(
+            name,
+            Arch::RiscV,
+            12,
+            12,
+            56,
+            vec![
+                lvl("PTE", 9, true, 16),
+                lvl("PMD", 9, true, 0),
+                lvl("PUD", 9, true, 0),
+                lvl("PGD", 9, true, 0),
+            ],
+        )
+        .map(|g| g.with_description("RISC-V Sv48 (48-bit VA, 4K/64K NAPOT/2M/1G/512G pages)")),
+        "riscv-sv57" => Geometry::new(
+            name,
+            Arch::RiscV,
+            12,
+            12,
+            56,
+            vec![
+                lvl("PTE", 9, true, 16),
+                lvl("PMD", 9, true, 0),
+                lvl("PUD", 9, true, 0),
+                lvl("P4D", 9, true, 0),
+                lvl("PGD", 9, true, 0),
+            ],
+        )
+        .map(|g| g.with_description("RISC-V Sv57 (57-bit VA, 4K/64K NAPOT/2M/1G/512G/256T pages)")),
+        // The RFC "riscv: Introduce 64K base page": the OS page is 64 KiB, each
+        // software entry is 16 hardware Sv39 entries, a PTE-level leaf is a
+        // NAPOT run. Software split 38-34, 33-25, 24-16, 15-0.
+        "riscv-sv39-64k" => Geometry::new(
+            name,
+            Arch::RiscV,
+            16,
+            12,
+            56,
+            vec![
+                lvl("PTE", 9, true, 0),
+                lvl("PMD", 9, true, 0),
+                lvl("PGD", 5, true, 0),
+            ],
+        )
+        .map(|g| {
+            g.with_description(
+                "RISC-V Sv39 with a 64 KiB software page (Svnapot leaves, 64 KiB tables)",
+            )
+        }),
+        "riscv-sv48-64k" => Geometry::new(
+            name,
+            Arch::RiscV,
+            16,
+            12,
+            56,
+            vec![
+                lvl("PTE", 9, true, 0),
+                lvl("PMD", 9, true, 0),
+                lvl("PUD", 9, true, 0),
+                lvl("PGD", 5, true, 0),
+            ],
+        )
+        .map(|g| {
+            g.with_description(
+                "RISC-V Sv48 with a 64 KiB software page (Svnapot leaves, 64 KiB tables)",
+            )
+        }),
+        // Arm ARM D8 (VMSAv8-64 translation): 4K granule, 48-bit VA, blocks at
+        // L1 (1G) and L2 (2M); contiguous runs of 16 at L1, L2, L3.
+        "arm64-4k-48" => Geometry::new(
+            name,
+            Arch::Arm64,
+            12,
+            12,
+            48,
+            vec![
+                lvl("L3", 9, true, 16),
+                lvl("L2", 9, true, 16),
+                lvl("L1", 9, true, 16),
+                lvl("L0", 9, false, 0),
+            ],
+        )
+        .map(|g| g.with_description("ARM64 4K granule, 48-bit VA (4K/64K/2M/32M/1G/16G)")),
+        // 16K granule: L0 has 2 entries; blocks at L2 (32M); contiguous runs of
+        // 128 at L3 (2M) and 32 at L2 (1G). L1 blocks need FEAT_LPA2: not modeled.
+        "arm64-16k-48" => Geometry::new(
+            name,
+            Arch::Arm64,
+            14,
+            14,
+            48,
+            vec![
+                lvl("L3", 11, true, 128),
+                lvl("L2", 11, true, 32),
+                lvl("L1", 11, false, 0),
+                lvl("L0", 1, false, 0),
+            ],
+        )
+        .map(|g| g.with_description("ARM64 16K granule, 48-bit VA (16K/2M/32M/1G)")),
+        // 64K granule: root is L1 (6 bits for 48-bit VA); blocks at L2 (512M);
+        // contiguous runs of 32 at L3 (2M) and L2 (16G).
+        "arm64-64k-48" => Geometry::new(
+            name,
+            Arch::Arm64,
+            16,
+            16,
+            48,
+            vec![
+                lvl("L3", 13, true, 32),
+                lvl("L2", 13, true, 32),
+                lvl("L1", 6, false, 0),
+            ],
+        )
+        .map(|g| g.with_description("ARM64 64K granule, 48-bit VA (64K/2M/512M/16G)")),
+        // 52-bit VA and PA (FEAT_LVA, FEAT_LPA): L1 grows to 10 bits and may
+        // hold 4 TiB blocks; output address bits 51:48 sit in descriptor bits 15:12.
+        "arm64-64k-52" => Geometry::new(
+            name,
+            Arch::Arm64,
+            16,
+            16,
+            52,
+            vec![
+                lvl("L3", 13, true, 32),
+                lvl("L2", 13, true, 32),
+                lvl("L1", 10, true, 0),
+            ],
+        )
+        .map(|g| g.with_description("ARM64 64K granule, 52-bit VA and PA (64K/2M/512M/16G/4T)")),
+        _ => {
+            return Err(GeometryError::UnknownName {
+                name: name.to_string(),
+                known: PRESET_NAMES.join(", "),
+            })
+        }
+    };
+    // The presets are fixed data: a failure is a bug in this file.
+    Ok(g.unwrap_or_else(|e| panic!("preset {name} is invalid: {e}")))
+}
+
+/// Every preset, in [`PRESET_NAMES`] order.
+pub fn presets() -> Vec<Geometry> {
+    PRESET_NAMES
+        .iter()
+        .map(|n| preset(n).expect("preset names are known"))
+        .collect()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileGeometry {
+    name: String,
+    arch: String,
+    page_shift: u32,
+    hw_page_shift: Option<u32>,
+    oa_bits: Option<u32>,
+    description: Option<String>,
+    /// From the root down, as the seeds draw addresses.
+    level: Vec<FileLevel>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLevel {
+    name: String,
+    bits: u32,
+    #[serde(default)]
+    leaf: bool,
+    #[serde(default)]
+    contig: u32,
+}
+
+/// Reads a geometry from TOML text (`path` only names it in errors).
+///
+/// ```toml
+/// name = "x86-like-10bit"
+/// arch = "x86-64"          # which entry codec: x86-64, riscv, arm64
+/// page_shift = 12
+/// [[level]]                # from the root down
+/// name = "PGD"
+/// bits = 9
+/// [[level]]
+/// name = "PTE"
+/// bits = 9
+/// leaf = true
+/// ```
+///
+/// # Errors
+/// [`GeometryError::File`] with the line and column of a syntax or type
+/// error, or the rule an impossible geometry breaks.
+pub fn from_toml(path: &str, text: &str) -> Result<Geometry, GeometryError> {
+    let file_err = |message: String| GeometryError::File {
+        path: path.to_string(),
+        message,
+    };
+    let fg: FileGeometry = toml::from_str(text).map_err(|e| {
+        let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+        file_err(format!(
+            "{line}:{col}: {}",
+            e.message().lines().next().unwrap_or("invalid TOML")
+        ))
+    })?;
+    let arch = Arch::parse(&fg.arch).ok_or_else(|| {
+        file_err(format!(
+            "key \"arch\": unknown architecture \"{}\"; expected x86-64, riscv or arm64",
+            fg.arch
+        ))
+    })?;
+    let levels: Vec<LevelSpec> = fg
+        .level
+        .iter()
+        .rev()
+        .map(|l| lvl(&l.name, l.bits, l.leaf, l.contig))
+        .collect();
+    let oa = fg.oa_bits.unwrap_or(match arch {
+        Arch::X86_64 => 52,
+        Arch::RiscV => 56,
+        Arch::Arm64 => 48,
+    });
+    let g = Geometry::new(
+        &fg.name,
+        arch,
+        fg.page_shift,
+        fg.hw_page_shift.unwrap_or(fg.page_shift.min(match arch {
+            Arch::Arm64 => fg.page_shift,
+            _ => 12,
+        })),
+        oa,
+        levels,
+    )
+    .map_err(|e| file_err(e.to_string()))?;
+    Ok(g.with_description(fg.description.as_deref().unwrap_or("from a geometry file")))
+}
+
+/// A preset name or the path of a geometry file.
+///
+/// # Errors
+/// As [`preset`] and [`from_toml`]; an unreadable file names the path.
+pub fn load(name_or_path: &str) -> Result<Geometry, GeometryError> {
+    if name_or_path.ends_with(".toml") || name_or_path.contains('/') {
+        let text = std::fs::read_to_string(name_or_path).map_err(|e| GeometryError::File {
+            path: name_or_path.to_string(),
+            message: format!("cannot read the geometry file: {e}"),
+        })?;
+        from_toml(name_or_path, &text)
+    } else {
+        preset(name_or_path)
+    }
+}
+
+fn line_col(text: &str, byte: usize) -> (usize, usize) {
+    let before = &text[..byte.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(g: &Geometry) -> Vec<(String, u32, u32)> {
+        g.levels()
+            .iter()
+            .rev()
+            .map(|l| (l.name.clone(), l.high_bit(), l.shift))
+            .collect()
+    }
+
+    #[test]
+    fn x86_64_4_level_matches_the_seed_figure() {
+        let g = preset("x86-64-4l").unwrap();
+        assert_eq!(g.va_bits(), 48);
+        assert_eq!(
+            split(&g),
+            vec![
+                ("PGD".into(), 47, 39),
+                ("PUD".into(), 38, 30),
+                ("PMD".into(), 29, 21),
+                ("PTE".into(), 20, 12)
+            ]
+        );
+        assert_eq!(g.leaf_sizes(), vec![4096, 2 << 20, 1 << 30]);
+    }
+
+    #[test]
+    fn x86_64_5_level_adds_p4d_and_starts_pgd_at_bit_56() {
+        let g = preset("x86-64-5l").unwrap();
+        assert_eq!(g.va_bits(), 57);
+        let s = split(&g);
+        assert_eq!(s[0], ("PGD".into(), 56, 48));
+        assert_eq!(s[1], ("P4D".into(), 47, 39));
+    }
+
+    #[test]
+    fn riscv_64k_software_split_matches_the_rfc() {
+        let g = preset("riscv-sv39-64k").unwrap();
+        assert_eq!(
+            split(&g),
+            vec![
+                ("PGD".into(), 38, 34),
+                ("PMD".into(), 33, 25),
+                ("PTE".into(), 24, 16)
+            ]
+        );
+        assert_eq!(g.hw_words_per_entry(), 16);
+        // The hardware still walks Sv39: 38-30, 29-21, 20-12.
+        assert_eq!(
+            (g.hw_shift(2), g.hw_bits(2)),
+            (30, 9),
+            "hardware root covers 38-30"
+        );
+        assert_eq!((g.hw_shift(1), g.hw_bits(1)), (21, 9));
+        assert_eq!((g.hw_shift(0), g.hw_bits(0)), (12, 9));
+        assert_eq!(g.leaf_sizes(), vec![64 << 10, 32 << 20, 16 << 30]);
+    }
+
+    #[test]
+    fn every_preset_keeps_the_invariants() {
+        for g in presets() {
+            let mut shift = g.page_shift();
+            for l in g.levels() {
+                assert_eq!(l.shift, shift, "{}", g.name());
+                assert!(
+                    l.entries() * 8 * g.hw_words_per_entry() <= g.table_bytes(),
+                    "{}",
+                    g.name()
+                );
+                shift += l.bits;
+            }
+            assert_eq!(shift, g.va_bits());
+            assert!(g.levels()[0].leaf);
+        }
+    }
+
+    #[test]
+    fn arm_granules_have_their_architected_blocks() {
+        let g = preset("arm64-16k-48").unwrap();
+        assert_eq!(g.levels()[3].bits, 1, "L0 of 16K/48-bit has two entries");
+        assert_eq!(g.leaf_sizes(), vec![16 << 10, 2 << 20, 32 << 20, 1 << 30]);
+        let g = preset("arm64-64k-52").unwrap();
+        assert_eq!(g.va_bits(), 52);
+        assert_eq!(g.levels()[2].bits, 10);
+    }
+
+    #[test]
+    fn unknown_names_list_the_known_ones() {
+        let e = preset("x86-64-6l").unwrap_err().to_string();
+        assert!(
+            e.contains("x86-64-6l") && e.contains("riscv-sv39-64k"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn canonical_addresses() {
+        let g = preset("x86-64-4l").unwrap();
+        assert!(g.is_canonical(0x7fff_ffff_f000));
+        assert!(!g.is_canonical(0x8000_0000_0000));
+        assert!(g.is_canonical(0xffff_8000_0000_0000));
+        let g5 = preset("x86-64-5l").unwrap();
+        assert!(g5.is_canonical(0x8000_0000_0000));
+    }
+
+    #[test]
+    fn geometry_files_are_checked() {
+        let ok = "name = \"t\"\narch = \"x86-64\"\npage_shift = 12\n[[level]]\nname = \"PGD\"\nbits = 9\n[[level]]\nname = \"PTE\"\nbits = 9\nleaf = true\n";
+        let g = from_toml("t.toml", ok).unwrap();
+        assert_eq!(g.va_bits(), 30);
+        assert_eq!(g.levels()[1].name, "PGD");
+
+        let too_wide = ok.replace("bits = 9\nleaf", "bits = 10\nleaf");
+        let e = from_toml("t.toml", &too_wide).unwrap_err().to_string();
+        assert!(
+            e.starts_with("t.toml: ") && e.contains("more than one"),
+            "{e}"
+        );
+
+        let typo = ok.replace("page_shift", "page_shfit");
+        let e = from_toml("t.toml", &typo).unwrap_err().to_string();
+        assert!(e.starts_with("t.toml: 3:"), "{e}");
+
+        let no_leaf = ok.replace("leaf = true\n", "");
+        let e = from_toml("t.toml", &no_leaf).unwrap_err().to_string();
+        assert!(e.contains("lowest level must hold leaves"), "{e}");
+
+        let napot_high = "name = \"t\"\narch = \"riscv\"\npage_shift = 12\n[[level]]\nname = \"PMD\"\nbits = 9\nleaf = true\ncontig = 16\n[[level]]\nname = \"PTE\"\nbits = 9\nleaf = true\n";
+        let e = from_toml("t.toml", napot_high).unwrap_err().to_string();
+        assert!(e.contains("Svnapot"), "{e}");
+    }
+}

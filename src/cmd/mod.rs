@@ -1,0 +1,21 @@
+//! One module per command.
+
+mod explain;
+mod geometry;
+
+use crate::cli::{Cli, Command};
+use crate::fail::CmdResult;
+
+pub fn dispatch(cli: Cli) -> CmdResult {
+    match cli.command {
+        Command::Geometry { what } => geometry::run(what),
+        Command::Explain(args) => explain::run(args),
+    }
+}
+
+/// Prints one JSON document on stdout.
+pub fn print_json<T: serde::Serialize>(v: &T) -> CmdResult {
+    let s = serde_json::to_string_pretty(v).map_err(anyhow::Error::from)?;
+    println!("{s}");
+    Ok(std::process::ExitCode::SUCCESS)
+}
