@@ -1,1 +1,30 @@
-//! host
+//! What this host is and how it is set up for virtual memory, read from /proc
+//! and /sys.
+//!
+//! - [`Fingerprint`]: the environment a result came from (kernel, CPU, paging
+//!   levels, THP, hypervisor, memory).
+//! - [`audit()`]: the latency hazards of `ptlab audit`, each with a status, a
+//!   reason and a remedy.
+//! - [`CounterReader`]: this process's memory counters (faults, VmPTE, RSS,
+//!   AnonHugePages, TLB shootdowns), read without page faults of its own, for
+//!   measuring inside a workload.
+//! - [`MemInfo`], [`KernelConfig`], [`CpuInfo`]: the readers underneath.
+//!
+//! Invariant: nothing here panics or fails on an unreadable file; what cannot
+//! be read is reported as unavailable (`None`, or an audit item with status
+//! `unavailable`). Nothing needs root.
+
+pub mod audit;
+pub mod counters;
+pub mod cpu;
+pub mod fingerprint;
+pub mod kconfig;
+pub mod meminfo;
+pub mod procfs;
+
+pub use audit::{audit, audit_with, Audit, AuditOptions, Item, Status};
+pub use counters::{CounterReader, Sample};
+pub use cpu::CpuInfo;
+pub use fingerprint::{Fingerprint, Hypervisor, MthpSetting};
+pub use kconfig::KernelConfig;
+pub use meminfo::MemInfo;
