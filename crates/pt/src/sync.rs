@@ -5,9 +5,9 @@
 #[cfg(loom)]
 pub use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 #[cfg(loom)]
-pub use loom::sync::{Mutex, MutexGuard};
+pub use loom::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 #[cfg(not(loom))]
 pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub use std::sync::{Mutex, MutexGuard};
+pub use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
