@@ -1,0 +1,242 @@
+//! The invariant checker: walks the whole tree with the address space
+//! quiescent (mmap lock held for writing) and compares what it finds with
+//! the counters and the allocator.
+//!
+//! Checked: every linked table is live, linked once, and its present count
+//! equals its present entries; every leaf lies inside a VMA and is counted
+//! in the right RSS counter; huge PMDs have a deposited table; the per-level
+//! table counts equal a recount (deposits at the PTE level); large folios'
+//! map counts equal their mapped PTEs; every live data frame is accounted
+//! for (no leak); with eager reclaim no empty PTE table stays linked.
+
+use crate::config::Reclaim;
+use crate::space::{lock_plain, AddressSpace, PageKind, Rss};
+use crate::vma::Vmas;
+use pt::Entry;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+
+/// What the recount found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recount {
+    pub tables_per_level: Vec<u64>,
+    pub rss_pages: [i64; 3],
+    pub anon_huge_pages: i64,
+    pub anon_frames: u64,
+}
+
+struct Walk<'a> {
+    s: &'a AddressSpace,
+    vmas: &'a Vmas,
+    seen: HashSet<u64>,
+    rc: Recount,
+    folio_maps: HashMap<u64, u64>,
+    anon_small: HashSet<u64>,
+    errors: Vec<String>,
+}
+
+impl AddressSpace {
+    /// Checks every invariant of the module documentation.
+    ///
+    /// # Errors
+    /// Every violation found, one per line.
+    pub fn check_invariants(&self) -> Result<Recount, String> {
+        let vmas = self.vmas.write().unwrap_or_else(|p| p.into_inner());
+        let g = self.pt.geometry();
+        let mut w = Walk {
+            s: self,
+            vmas: &vmas,
+            seen: HashSet::new(),
+            rc: Recount {
+                tables_per_level: vec![0; g.num_levels()],
+                ..Recount::default()
+            },
+            folio_maps: HashMap::new(),
+            anon_small: HashSet::new(),
+            errors: Vec::new(),
+        };
+        w.rc.tables_per_level[g.root_level()] = 1;
+        w.visit(self.pt.root(), g.root_level(), 0);
+        let deposits = lock_plain(&self.deposits).clone();
+        for (va, t) in &deposits {
+            if !self.pt.mem().is_live_table(*t) || !w.seen.insert(*t) {
+                w.errors
+                    .push(format!("deposit for {va:#x} is freed or also linked"));
+            }
+            w.rc.tables_per_level[0] += 1;
+        }
+        for (l, n) in w.rc.tables_per_level.iter().enumerate() {
+            if *n != self.pt.tables_at(l) {
+                w.errors.push(format!(
+                    "level {l}: {} tables linked or deposited, counter says {}",
+                    n,
+                    self.pt.tables_at(l)
+                ));
+            }
+        }
+        for k in 0..3 {
+            let c = self.rss[k].load(Ordering::Relaxed);
+            if c != w.rc.rss_pages[k] {
+                w.errors.push(format!(
+                    "rss[{k}]: counter {c}, recount {}",
+                    w.rc.rss_pages[k]
+                ));
+            }
+        }
+        let ah = self.anon_huge.load(Ordering::Relaxed);
+        if ah != w.rc.anon_huge_pages {
+            w.errors.push(format!(
+                "anon_huge: counter {ah}, recount {}",
+                w.rc.anon_huge_pages
+            ));
+        }
+        let folios = lock_plain(&self.folios).clone();
+        for (head, f) in &folios {
+            let m = w.folio_maps.get(head).copied().unwrap_or(0);
+            if m != f.mapped {
+                w.errors.push(format!(
+                    "folio {head:#x}: mapped {} but {m} PTEs map it",
+                    f.mapped
+                ));
+            }
+        }
+        if self.nr_folios.load(Ordering::Relaxed) != folios.len() {
+            w.errors.push("nr_folios differs from the registry".into());
+        }
+        // Leak check: every live data frame is a zero page, a mapped anon
+        // page, a large folio or a page of a live object's cache.
+        let mut objects: Vec<*const crate::cache::MemObject> = Vec::new();
+        let mut cache_frames = 0;
+        for v in vmas.iter() {
+            if let Some(o) = v.object() {
+                let p = std::sync::Arc::as_ptr(o);
+                if !objects.contains(&p) {
+                    objects.push(p);
+                    cache_frames += o.frames();
+                }
+            }
+        }
+        let zero = 1 + u64::from(self.huge_zero_pa.is_some());
+        let expected = zero + w.anon_small.len() as u64 + folios.len() as u64 + cache_frames;
+        let (live, _) = self.pt.mem().live_data();
+        if live != expected {
+            w.errors.push(format!(
+                "data frames: {live} live, {expected} accounted for (zero pages {zero}, anon {}, folios {}, cache {cache_frames})",
+                w.anon_small.len(),
+                folios.len()
+            ));
+        }
+        w.rc.anon_frames = w.anon_small.len() as u64;
+        if w.errors.is_empty() {
+            Ok(w.rc)
+        } else {
+            Err(w.errors.join("\n"))
+        }
+    }
+}
+
+impl Walk<'_> {
+    fn visit(&mut self, table: u64, level: usize, base: u64) {
+        let s = self.s;
+        let g = s.pt.geometry();
+        let l = g.level(level);
+        let size = l.entry_size();
+        let mut present = 0u32;
+        for i in 0..l.entries() {
+            let va = base + i * size;
+            let e = match s.pt.read_entry(table, level, va) {
+                Ok(e) => e,
+                Err(e) => {
+                    self.errors
+                        .push(format!("corrupt entry at {va:#x} level {level}: {e}"));
+                    continue;
+                }
+            };
+            match e {
+                Entry::Invalid => {}
+                Entry::Table { pa } => {
+                    present += 1;
+                    if !s.pt.mem().is_live_table(pa) {
+                        self.errors
+                            .push(format!("table {pa:#x} for {va:#x} is linked but freed"));
+                        continue;
+                    }
+                    if !self.seen.insert(pa) {
+                        self.errors.push(format!("table {pa:#x} is linked twice"));
+                        continue;
+                    }
+                    self.rc.tables_per_level[level - 1] += 1;
+                    self.visit(pa, level - 1, va);
+                }
+                Entry::Leaf { pa, .. } => {
+                    present += 1;
+                    self.leaf(level, va, pa, size);
+                }
+            }
+        }
+        let counted =
+            s.pt.mem()
+                .meta(table)
+                .present
+                .load(pt::sync::Ordering::Acquire);
+        if counted != present {
+            self.errors.push(format!(
+                "table {table:#x} (level {level}, {base:#x}): count {counted}, present {present}"
+            ));
+        }
+        if level == 0 && present == 0 && s.cfg.reclaim == Reclaim::Eager {
+            self.errors.push(format!(
+                "eager reclaim left the empty PTE table at {base:#x}"
+            ));
+        }
+    }
+
+    fn leaf(&mut self, level: usize, va: u64, pa: u64, size: u64) {
+        let s = self.s;
+        let Some(vma) = self.vmas.find(va) else {
+            self.errors
+                .push(format!("leaf at {va:#x} outside every VMA"));
+            return;
+        };
+        if level == 1 {
+            if !lock_plain(&s.deposits).contains_key(&va) {
+                self.errors
+                    .push(format!("huge PMD at {va:#x} has no deposited table"));
+            }
+            if Some(pa) != s.huge_zero_pa {
+                let n = (size / s.page) as i64;
+                self.rc.rss_pages[Rss::Anon as usize] += n;
+                self.rc.anon_huge_pages += n;
+                *self.folio_maps.entry(pa).or_default() += size / s.page;
+            }
+            return;
+        }
+        if level != 0 {
+            self.errors
+                .push(format!("leaf at level {level} for {va:#x}"));
+            return;
+        }
+        match s.classify(vma, va, pa) {
+            PageKind::Zero => {}
+            PageKind::Cache(r) => self.rc.rss_pages[r as usize] += 1,
+            PageKind::Anon => {
+                self.rc.rss_pages[Rss::Anon as usize] += 1;
+                let folios = lock_plain(&s.folios);
+                let mut sz = s.page << 1;
+                let mut found = false;
+                while sz <= s.pmd_size {
+                    let head = pa & !(sz - 1);
+                    if folios.get(&head).is_some_and(|f| f.size == sz) {
+                        *self.folio_maps.entry(head).or_default() += 1;
+                        found = true;
+                        break;
+                    }
+                    sz <<= 1;
+                }
+                if !found && !self.anon_small.insert(pa) {
+                    self.errors.push(format!("anon frame {pa:#x} mapped twice"));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! The knobs of the model, with Linux's x86-64 defaults of this host.
+
+use std::collections::BTreeMap;
+
+/// Which locks protect the page-table levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Locking {
+    /// One `page_table_lock` for every level (Linux before split PTE locks).
+    Global,
+    /// Split PTE locks: each PTE table has its own lock; the PMD level and
+    /// above use `page_table_lock` (Linux with `USE_SPLIT_PTE_PTLOCKS` only).
+    SplitPte,
+    /// Split PTE and PMD locks (Linux's default on x86-64).
+    SplitPmd,
+}
+
+/// What happens to PTE tables that become empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reclaim {
+    /// Tables stay until munmap frees what no VMA covers.
+    Off,
+    /// Linux `CONFIG_PT_RECLAIM`: `MADV_DONTNEED` over a whole PMD range
+    /// frees its empty PTE table.
+    On,
+    /// The reclaim slides' full design: a PTE table is freed as soon as its
+    /// count of present entries drops to zero, on every path (past Linux).
+    Eager,
+}
+
+/// `/sys/kernel/mm/transparent_hugepage/enabled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ThpMode {
+    Always,
+    Madvise,
+    Never,
+}
+
+/// `/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/enabled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MthpPolicy {
+    Always,
+    Madvise,
+    Never,
+    /// Follow the top-level [`ThpMode`].
+    Inherit,
+}
+
+/// Knobs that break the model on purpose, so tests can show that the
+/// checkers catch the bug. Never set them outside tests.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DebugKnobs {
+    /// Drop and re-take the PTE lock every this many entries while zapping
+    /// (Linux: `need_resched()` in `zap_pte_range`). 0 = never.
+    pub zap_batch: u32,
+    /// Reintroduce the 2025 PT_RECLAIM bug: take the direct (no re-check)
+    /// reclaim path even after the PTE lock was dropped midway.
+    pub reclaim_without_recheck: bool,
+}
+
+/// The configuration of one address space.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MmConfig {
+    pub locking: Locking,
+    pub reclaim: Reclaim,
+    /// Policy for PMD-sized THP.
+    pub thp: ThpMode,
+    /// Policy per multi-size THP size in bytes (sizes between the base page
+    /// and the PMD size; absent = never).
+    pub mthp: BTreeMap<u64, MthpPolicy>,
+    /// `transparent_hugepage/use_zero_page`.
+    pub thp_use_zero_page: bool,
+    /// `/sys/kernel/mm/fault_around_bytes` (debugfs).
+    pub fault_around_bytes: u64,
+    /// Read-around window of a page-cache miss (the device's `read_ahead_kb`).
+    pub readaround_bytes: u64,
+    #[doc(hidden)]
+    pub debug: DebugKnobs,
+}
+
+impl Default for MmConfig {
+    /// Linux 6.18 on x86-64 as this host runs it: split PMD locks,
+    /// PT_RECLAIM on, THP "madvise", every mTHP size "never", the huge zero
+    /// page on, fault-around 64 KiB, read-ahead 128 KiB.
+    fn default() -> MmConfig {
+        let mthp = (14..20).map(|s| (1u64 << s, MthpPolicy::Never)).collect();
+        MmConfig {
+            locking: Locking::SplitPmd,
+            reclaim: Reclaim::On,
+            thp: ThpMode::Madvise,
+            mthp,
+            thp_use_zero_page: true,
+            fault_around_bytes: 64 << 10,
+            readaround_bytes: 128 << 10,
+            debug: DebugKnobs::default(),
+        }
+    }
+}

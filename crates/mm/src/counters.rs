@@ -1,0 +1,155 @@
+//! Counters: per thread (merged at marks, DESIGN "Counters per thread") and
+//! address-space wide (computed from state).
+
+/// The lock classes whose acquisitions are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LockClass {
+    /// The mmap lock (reader-writer; both modes counted here).
+    Mmap = 0,
+    /// `mm->page_table_lock`.
+    PageTableLock = 1,
+    /// A split PMD-table lock.
+    Pmd = 2,
+    /// A split PTE-table lock.
+    Pte = 3,
+}
+
+impl LockClass {
+    pub const ALL: [LockClass; 4] = [
+        LockClass::Mmap,
+        LockClass::PageTableLock,
+        LockClass::Pmd,
+        LockClass::Pte,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            LockClass::Mmap => "mmap_lock",
+            LockClass::PageTableLock => "page_table_lock",
+            LockClass::Pmd => "pmd_lock",
+            LockClass::Pte => "pte_lock",
+        }
+    }
+}
+
+/// Counters one thread accumulates without sharing a cache line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadCounters {
+    /// Handled faults that needed no I/O (Linux `min_flt`).
+    pub minor_faults: u64,
+    /// Handled faults that read the page in (Linux `maj_flt`).
+    pub major_faults: u64,
+    /// Faults that ended in `VM_FAULT_OOM` (not counted as faults, as Linux).
+    pub oom_faults: u64,
+    /// Faults that ended in SIGSEGV.
+    pub segv_faults: u64,
+    /// PMD-sized THP allocated on fault (`thp_fault_alloc`).
+    pub thp_fault_alloc: u64,
+    /// THP allocations that failed and fell back (`thp_fault_fallback`).
+    pub thp_fault_fallback: u64,
+    /// Multi-size THP folios allocated on fault.
+    pub mthp_fault_alloc: u64,
+    /// Lock acquisitions per [`LockClass`].
+    pub lock_acquisitions: [u64; 4],
+    /// Acquisitions that found the lock held (try-lock failed first).
+    pub lock_contended: [u64; 4],
+}
+
+impl ThreadCounters {
+    /// Adds `other` into `self`.
+    pub fn merge(&mut self, other: &ThreadCounters) {
+        self.minor_faults += other.minor_faults;
+        self.major_faults += other.major_faults;
+        self.oom_faults += other.oom_faults;
+        self.segv_faults += other.segv_faults;
+        self.thp_fault_alloc += other.thp_fault_alloc;
+        self.thp_fault_fallback += other.thp_fault_fallback;
+        self.mthp_fault_alloc += other.mthp_fault_alloc;
+        for i in 0..4 {
+            self.lock_acquisitions[i] += other.lock_acquisitions[i];
+            self.lock_contended[i] += other.lock_contended[i];
+        }
+    }
+}
+
+/// The per-thread context every operation takes.
+#[derive(Debug, Default)]
+pub struct ThreadCtx {
+    pub counters: ThreadCounters,
+}
+
+impl ThreadCtx {
+    pub fn new() -> ThreadCtx {
+        ThreadCtx::default()
+    }
+}
+
+/// A snapshot of every counter, with the names of
+/// shared/spec/workload-format.md where the kernel has the same counter.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MmCounters {
+    pub minor_faults: i64,
+    pub major_faults: i64,
+    /// VmPTE: PTE, PMD and PUD tables (Linux `mm_pgtables_bytes`), deposited
+    /// THP tables included.
+    pub vmpte_kb: i64,
+    pub rss_anon_kb: i64,
+    pub rss_file_kb: i64,
+    pub rss_shmem_kb: i64,
+    /// PMD-mapped anonymous THP (smaps `AnonHugePages`).
+    pub anon_huge_kb: i64,
+    /// Table pages per level name, root first (deposited tables counted at
+    /// the PTE level).
+    pub pt_pages: Vec<(String, i64)>,
+    pub threads: ThreadCounters,
+}
+
+impl MmCounters {
+    /// Flat (name, value) pairs: the spec's counters, then the model's own.
+    pub fn to_pairs(&self) -> Vec<(&'static str, i64)> {
+        let t = &self.threads;
+        let mut v = vec![
+            ("minor_faults", self.minor_faults),
+            ("major_faults", self.major_faults),
+            ("vmpte_kb", self.vmpte_kb),
+            ("rss_anon_kb", self.rss_anon_kb),
+            ("rss_file_kb", self.rss_file_kb),
+            ("rss_shmem_kb", self.rss_shmem_kb),
+            ("anon_huge_kb", self.anon_huge_kb),
+            (
+                "lock_acquisitions",
+                t.lock_acquisitions.iter().sum::<u64>() as i64,
+            ),
+            (
+                "lock_contended",
+                t.lock_contended.iter().sum::<u64>() as i64,
+            ),
+            ("thp_fault_alloc", t.thp_fault_alloc as i64),
+            ("thp_fault_fallback", t.thp_fault_fallback as i64),
+            ("mthp_fault_alloc", t.mthp_fault_alloc as i64),
+            ("oom_faults", t.oom_faults as i64),
+            ("segv_faults", t.segv_faults as i64),
+        ];
+        const ACQ: [&str; 4] = [
+            "lock_acquisitions.mmap_lock",
+            "lock_acquisitions.page_table_lock",
+            "lock_acquisitions.pmd_lock",
+            "lock_acquisitions.pte_lock",
+        ];
+        const CON: [&str; 4] = [
+            "lock_contended.mmap_lock",
+            "lock_contended.page_table_lock",
+            "lock_contended.pmd_lock",
+            "lock_contended.pte_lock",
+        ];
+        for c in LockClass::ALL {
+            v.push((ACQ[c as usize], t.lock_acquisitions[c as usize] as i64));
+            v.push((CON[c as usize], t.lock_contended[c as usize] as i64));
+        }
+        v
+    }
+
+    /// Table pages per level name, root first.
+    pub fn pt_pages(&self) -> Vec<(String, i64)> {
+        self.pt_pages.clone()
+    }
+}

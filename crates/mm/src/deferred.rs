@@ -1,0 +1,116 @@
+//! Deferred work: what an operation leaves for the caller to do after the
+//! TLB shootdown (Linux `mmu_gather`: flush, then free pages and tables).
+
+use crate::cache::MemObject;
+use crate::error::Errno;
+use crate::space::AddressSpace;
+use pt::table::{Flush, FreedTables};
+use std::sync::Arc;
+
+/// Work an operation could not finish by itself: invalidate `flush` in every
+/// TLB (and the walk caches when `flush_tables`), then call
+/// [`Deferred::complete`] to free the unlinked tables and the data frames.
+#[must_use = "changed translations must be flushed, then the Deferred completed"]
+#[derive(Debug, Default)]
+pub struct Deferred {
+    /// Virtual ranges whose translations changed.
+    pub flush: Flush,
+    /// Whether table pages were unlinked (walk caches must be flushed too).
+    pub flush_tables: bool,
+    /// Table pages unlinked from the tree, to free after the shootdown.
+    pub tables: FreedTables,
+    /// Data frames (pa, size) no longer mapped, to free after the shootdown.
+    pub frames: Vec<(u64, u64)>,
+    /// Memory objects whose last mapping went away (freed with their pages).
+    pub(crate) objects: Vec<Arc<MemObject>>,
+}
+
+impl Deferred {
+    /// Nothing to do.
+    pub fn none() -> Deferred {
+        Deferred::default()
+    }
+
+    /// Whether there is nothing to flush or free.
+    pub fn is_empty(&self) -> bool {
+        self.flush.is_empty()
+            && self.tables.tables.is_empty()
+            && self.frames.is_empty()
+            && self.objects.is_empty()
+    }
+
+    pub(crate) fn add_flush(&mut self, va: u64, len: u64) {
+        add_range(&mut self.flush, va, len);
+    }
+
+    pub(crate) fn add_table(&mut self, level: usize, pa: u64, va: u64, span: u64) {
+        self.tables.tables.push((level, pa));
+        add_range(&mut self.tables.flush, va, span);
+        self.flush_tables = true;
+    }
+
+    /// Appends `other`'s work to this one.
+    pub fn merge(&mut self, other: Deferred) {
+        let Deferred {
+            flush,
+            flush_tables,
+            tables,
+            frames,
+            objects,
+        } = other;
+        for (va, len) in flush.ranges {
+            add_range(&mut self.flush, va, len);
+        }
+        self.flush_tables |= flush_tables;
+        let FreedTables { tables, flush } = tables;
+        self.tables.tables.extend(tables);
+        for (va, len) in flush.ranges {
+            add_range(&mut self.tables.flush, va, len);
+        }
+        self.frames.extend(frames);
+        self.objects.extend(objects);
+    }
+
+    /// Frees the tables and frames. Call after every TLB that may hold the
+    /// flushed ranges (and walk caches, if `flush_tables`) was invalidated.
+    ///
+    /// # Errors
+    /// [`Errno::Internal`] if a table or frame was freed twice (a bug).
+    pub fn complete(self, space: &AddressSpace) -> Result<(), Errno> {
+        let Deferred {
+            flush,
+            tables,
+            frames,
+            objects,
+            ..
+        } = self;
+        flush.done();
+        tables.release(space.page_table())?;
+        let mem = space.page_table().mem();
+        for (pa, size) in frames {
+            mem.free_data(pa, size)?;
+        }
+        drop(objects);
+        Ok(())
+    }
+
+    /// For callers with no TLB model (tests, single-threaded runs): there is
+    /// nothing to shoot down, so complete at once.
+    ///
+    /// # Errors
+    /// As [`Deferred::complete`].
+    pub fn complete_without_tlb(self, space: &AddressSpace) -> Result<(), Errno> {
+        self.complete(space)
+    }
+}
+
+/// Appends `[va, va + len)` to `f`, merging with the last range when adjacent.
+pub(crate) fn add_range(f: &mut Flush, va: u64, len: u64) {
+    if let Some(last) = f.ranges.last_mut() {
+        if last.0 + last.1 == va {
+            last.1 += len;
+            return;
+        }
+    }
+    f.ranges.push((va, len));
+}

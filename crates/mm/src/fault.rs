@@ -1,0 +1,590 @@
+//! The fault handler, as Linux x86-64 does it (mm/memory.c
+//! `handle_mm_fault` and mm/huge_memory.c).
+//!
+//! Faults run under the mmap lock held for reading; the PMD entry is
+//! installed or changed under the PMD lock, PTEs under the PTE lock with the
+//! `pmd_same` re-check (see [`crate::locking`]). Frames are allocated before
+//! the lock is taken and released if the entry changed meanwhile (the fault
+//! still counts, as on Linux, and the access is retried).
+
+use crate::cache::MemObject;
+use crate::counters::ThreadCtx;
+use crate::deferred::Deferred;
+use crate::error::Errno;
+use crate::space::{AddressSpace, PageKind, Rss};
+use crate::vma::Vma;
+use pt::{Attrs, Entry, Perms};
+
+/// The access that faulted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultAccess {
+    pub write: bool,
+    pub exec: bool,
+    /// From user mode (all accesses of a workload are).
+    pub user: bool,
+}
+
+impl FaultAccess {
+    pub const READ: FaultAccess = FaultAccess {
+        write: false,
+        exec: false,
+        user: true,
+    };
+    pub const WRITE: FaultAccess = FaultAccess {
+        write: true,
+        exec: false,
+        user: true,
+    };
+}
+
+/// SIGSEGV's si_code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegvCode {
+    /// No VMA there (SEGV_MAPERR).
+    MapErr,
+    /// The VMA forbids the access (SEGV_ACCERR).
+    AccErr,
+}
+
+/// What a fault ended in.
+#[must_use = "a handled fault may leave a TLB flush to do"]
+#[derive(Debug)]
+pub enum FaultResult {
+    /// Handled (or found already handled): retry the access. `major` when
+    /// the page had to be read in.
+    Handled { deferred: Deferred, major: bool },
+    /// SIGSEGV.
+    Segv(SegvCode),
+    /// VM_FAULT_OOM: no memory for a frame or a table.
+    Oom,
+    /// An inconsistency in the model (a bug).
+    Internal(Errno),
+}
+
+enum Huge {
+    Done,
+    Fallback,
+}
+
+impl AddressSpace {
+    /// Handles a fault at `va` (Linux: arch/x86/mm/fault.c
+    /// `do_user_addr_fault` then `handle_mm_fault`). Counts one minor or
+    /// major fault per handled fault (Linux `mm_account_fault`); SIGSEGV and
+    /// OOM are not counted as faults.
+    pub fn fault(&self, ctx: &mut ThreadCtx, va: u64, access: FaultAccess) -> FaultResult {
+        let vmas = self.mmap_read(ctx);
+        let Some(vma) = vmas.find(va) else {
+            ctx.counters.segv_faults += 1;
+            return FaultResult::Segv(SegvCode::MapErr);
+        };
+        // Linux: arch/x86/mm/fault.c, access_error
+        let p = vma.prot;
+        if !p.accessible() || (access.write && !p.write) || (access.exec && !p.exec) {
+            ctx.counters.segv_faults += 1;
+            return FaultResult::Segv(SegvCode::AccErr);
+        }
+        match self.handle_mm_fault(ctx, vma, va & !(self.page - 1), access.write) {
+            Ok((deferred, major)) => {
+                if major {
+                    ctx.counters.major_faults += 1;
+                } else {
+                    ctx.counters.minor_faults += 1;
+                }
+                FaultResult::Handled { deferred, major }
+            }
+            Err(Errno::NoMem(_)) => {
+                ctx.counters.oom_faults += 1;
+                FaultResult::Oom
+            }
+            Err(e) => FaultResult::Internal(e),
+        }
+    }
+
+    // Linux: mm/memory.c, __handle_mm_fault
+    pub(crate) fn handle_mm_fault(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        va: u64,
+        write: bool,
+    ) -> Result<(Deferred, bool), Errno> {
+        let pmd_table = self.alloc_pmd_table(ctx, va)?;
+        let mut d = Deferred::none();
+        loop {
+            match self.pt.read_entry(pmd_table, 1, va)? {
+                Entry::Invalid => {
+                    if self.thp_allowed(vma, va) {
+                        match self.do_huge_pmd_anonymous_page(ctx, vma, pmd_table, va, write)? {
+                            Huge::Done => return Ok((d, false)),
+                            Huge::Fallback => {}
+                        }
+                    }
+                    self.pte_alloc(ctx, pmd_table, va)?;
+                }
+                Entry::Leaf { pa, attrs, .. } => {
+                    if write && !attrs.perms.write && Some(pa) == self.huge_zero_pa {
+                        // Linux: do_huge_pmd_wp_page on the huge zero page
+                        // falls back: split, then the PTE path copies.
+                        let g = self.pmd_lock(ctx, pmd_table);
+                        if let Entry::Leaf { pa: p2, .. } = self.pt.read_entry(pmd_table, 1, va)? {
+                            if p2 == pa {
+                                self.split_huge_pmd_locked(vma, pmd_table, va, &mut d)?;
+                            }
+                        }
+                        drop(g);
+                        continue;
+                    }
+                    // Linux: huge_pmd_set_accessed (a spurious fault).
+                    return Ok((d, false));
+                }
+                Entry::Table { pa: table } => {
+                    if let Some(major) =
+                        self.handle_pte_fault(ctx, vma, pmd_table, table, va, write, &mut d)?
+                    {
+                        return Ok((d, major));
+                    }
+                }
+            }
+        }
+    }
+
+    // Linux: mm/memory.c, __pte_alloc (pmd_install re-checks pmd_none under the PMD lock)
+    fn pte_alloc(&self, ctx: &mut ThreadCtx, pmd_table: u64, va: u64) -> Result<(), Errno> {
+        let table = self.pt.mem().alloc_table(0)?;
+        let g = self.pmd_lock(ctx, pmd_table);
+        if self.pt.read_entry(pmd_table, 1, va)? == Entry::Invalid {
+            self.pt.link_table(pmd_table, 1, va, table);
+            drop(g);
+        } else {
+            drop(g);
+            self.pt.mem().free_table(table)?;
+        }
+        Ok(())
+    }
+
+    // Linux: mm/huge_memory.c, do_huge_pmd_anonymous_page / __do_huge_pmd_anonymous_page
+    fn do_huge_pmd_anonymous_page(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: u64,
+        va: u64,
+        write: bool,
+    ) -> Result<Huge, Errno> {
+        let haddr = va & !(self.pmd_size - 1);
+        let mem = self.pt.mem();
+        let huge_zero = self.huge_zero_pa.expect("thp_allowed checked it");
+        if !write && self.cfg.thp_use_zero_page {
+            // set_huge_zero_folio: deposit a table, mm_inc_nr_ptes.
+            let table = mem.alloc_table(0)?;
+            let g = self.pmd_lock(ctx, pmd_table);
+            if self.pt.read_entry(pmd_table, 1, haddr)? == Entry::Invalid {
+                let attrs = self.leaf_attrs(vma, PageKind::Zero, false);
+                self.set_huge_pmd(pmd_table, haddr, huge_zero, attrs, table);
+                drop(g);
+            } else {
+                drop(g);
+                mem.free_table(table)?;
+            }
+            return Ok(Huge::Done);
+        }
+        let Ok(folio) = mem.alloc_data(self.pmd_size) else {
+            ctx.counters.thp_fault_fallback += 1;
+            return Ok(Huge::Fallback);
+        };
+        let table = match mem.alloc_table(0) {
+            Ok(t) => t,
+            Err(e) => {
+                mem.free_data(folio, self.pmd_size)?;
+                return Err(e.into());
+            }
+        };
+        let g = self.pmd_lock(ctx, pmd_table);
+        if self.pt.read_entry(pmd_table, 1, haddr)? == Entry::Invalid {
+            let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
+            self.add_folio(folio, self.pmd_size);
+            self.set_huge_pmd(pmd_table, haddr, folio, attrs, table);
+            let n = (self.pmd_size / self.page) as i64;
+            self.rss_add(Rss::Anon, n);
+            self.anon_huge
+                .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            drop(g);
+            ctx.counters.thp_fault_alloc += 1;
+        } else {
+            drop(g);
+            mem.free_table(table)?;
+            mem.free_data(folio, self.pmd_size)?;
+        }
+        Ok(Huge::Done)
+    }
+
+    /// Installs a huge PMD leaf with its deposited table (caller holds the
+    /// PMD lock; the entry is empty).
+    fn set_huge_pmd(&self, pmd_table: u64, haddr: u64, pa: u64, attrs: Attrs, deposit: u64) {
+        crate::space::lock_plain(&self.deposits).insert(haddr, deposit);
+        // The deposited table is page-table memory: Linux counts it in VmPTE.
+        self.pt.count_table(0);
+        self.pt.write_entry(
+            pmd_table,
+            1,
+            haddr,
+            &Entry::Leaf {
+                pa,
+                attrs,
+                contiguous: false,
+            },
+        );
+    }
+
+    /// Linux `handle_pte_fault`. `Ok(None)`: the PMD entry changed, retry.
+    #[allow(clippy::too_many_arguments)]
+    fn handle_pte_fault(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: u64,
+        table: u64,
+        va: u64,
+        write: bool,
+        d: &mut Deferred,
+    ) -> Result<Option<bool>, Errno> {
+        let orig = self.pt.read_entry(table, 0, va)?;
+        match orig {
+            Entry::Invalid => match vma.object() {
+                None => self.do_anonymous_page(ctx, vma, pmd_table, table, va, write),
+                Some(obj) if !write => self.do_read_fault(ctx, vma, obj, pmd_table, table, va),
+                Some(obj) if !vma.shared => self.do_cow_fault(ctx, vma, obj, pmd_table, table, va),
+                Some(obj) => self.do_shared_fault(ctx, vma, obj, pmd_table, table, va),
+            },
+            Entry::Leaf { pa, attrs, .. } if write && !attrs.perms.write => {
+                self.do_wp_page(ctx, vma, pmd_table, table, va, orig, pa, d)
+            }
+            // Spurious: someone else handled it, or a stale TLB entry.
+            _ => Ok(Some(false)),
+        }
+    }
+
+    fn range_none(&self, table: u64, base: u64, size: u64) -> bool {
+        let mut v = base;
+        while v < base + size {
+            if !matches!(self.pt.read_entry(table, 0, v), Ok(Entry::Invalid)) {
+                return false;
+            }
+            v += self.page;
+        }
+        true
+    }
+
+    /// Writes the PTEs of a folio of `size` at `base` (plain, or as
+    /// contiguous runs where the geometry has them: ARM contpte, Svnapot).
+    fn set_ptes(&self, table: u64, base: u64, pa: u64, size: u64, attrs: Attrs) {
+        let l0 = self.pt.geometry().level(0);
+        let run = u64::from(l0.contig) * self.page;
+        let contiguous = l0.contig > 1 && size >= run && size % run == 0;
+        let mut off = 0;
+        while off < size {
+            self.pt.write_entry(
+                table,
+                0,
+                base + off,
+                &Entry::Leaf {
+                    pa: pa + off,
+                    attrs,
+                    contiguous,
+                },
+            );
+            off += self.page;
+        }
+    }
+
+    // Linux: mm/memory.c, do_anonymous_page (+ alloc_anon_folio for mTHP)
+    fn do_anonymous_page(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: u64,
+        table: u64,
+        va: u64,
+        write: bool,
+    ) -> Result<Option<bool>, Errno> {
+        if !write {
+            // The shared zero page: a fault, no RSS.
+            let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
+                return Ok(None);
+            };
+            if self.pt.read_entry(table, 0, va)? == Entry::Invalid {
+                let attrs = self.leaf_attrs(vma, PageKind::Zero, false);
+                self.set_ptes(table, va, self.zero_pa, self.page, attrs);
+            }
+            drop(g);
+            return Ok(Some(false));
+        }
+        let mem = self.pt.mem();
+        let mut folio = None;
+        for size in self.mthp_sizes(vma, va) {
+            let base = va & !(size - 1);
+            if !self.range_none(table, base, size) {
+                continue;
+            }
+            if let Ok(pa) = mem.alloc_data(size) {
+                folio = Some((base, pa, size));
+                break;
+            }
+        }
+        let (base, pa, size) = match folio {
+            Some(f) => f,
+            None => (va, mem.alloc_data(self.page)?, self.page),
+        };
+        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
+            mem.free_data(pa, size)?;
+            return Ok(None);
+        };
+        if !self.range_none(table, base, size) {
+            drop(g);
+            mem.free_data(pa, size)?;
+            return Ok(Some(false));
+        }
+        let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
+        if size > self.page {
+            self.add_folio(pa, size);
+            ctx.counters.mthp_fault_alloc += 1;
+        }
+        self.set_ptes(table, base, pa, size, attrs);
+        self.rss_add(Rss::Anon, (size / self.page) as i64);
+        drop(g);
+        Ok(Some(false))
+    }
+
+    fn cache_rss(obj: &MemObject) -> Rss {
+        match obj.kind {
+            crate::cache::ObjectKind::File => Rss::File,
+            crate::cache::ObjectKind::Shmem => Rss::Shmem,
+        }
+    }
+
+    fn readaround_pages(&self) -> u64 {
+        (self.cfg.readaround_bytes / self.page).max(1)
+    }
+
+    fn object_limit(&self, vma: &Vma) -> u64 {
+        vma.pgoff_of(vma.start, self.page_shift) + vma.pages(self.page_shift)
+    }
+
+    // Linux: mm/memory.c, do_read_fault (do_fault_around, then __do_fault)
+    fn do_read_fault(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        obj: &MemObject,
+        pmd_table: u64,
+        table: u64,
+        va: u64,
+    ) -> Result<Option<bool>, Errno> {
+        let nr = self.cfg.fault_around_bytes / self.page;
+        let rss = Self::cache_rss(obj);
+        if nr > 1 {
+            // Linux: do_fault_around: a window aligned to fault_around_bytes,
+            // clipped to the VMA and the PTE table; filemap_map_pages maps
+            // only pages already in the page cache.
+            let ptrs = self.pt.geometry().level(0).entries();
+            let pte_off = self.pt.geometry().index(0, va);
+            let vma_off = (va - vma.start) / self.page;
+            let from = (pte_off & !(nr - 1)).max(pte_off - pte_off.min(vma_off));
+            let to = (from + nr)
+                .min(ptrs)
+                .min(pte_off + vma.pages(self.page_shift) - vma_off);
+            let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
+                return Ok(None);
+            };
+            let mut pages = obj.lock();
+            let mut hit = false;
+            for i in from..to {
+                let v = va - (pte_off - i) * self.page;
+                if self.pt.read_entry(table, 0, v)? != Entry::Invalid {
+                    continue;
+                }
+                let idx = vma.pgoff_of(v, self.page_shift);
+                if let Some(pa) = obj.cached(&mut pages, idx) {
+                    let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), false);
+                    self.set_ptes(table, v, pa, self.page, attrs);
+                    self.rss_add(rss, 1);
+                    hit |= v == va;
+                }
+            }
+            drop(pages);
+            drop(g);
+            if hit {
+                return Ok(Some(false));
+            }
+        }
+        let idx = vma.pgoff_of(va, self.page_shift);
+        let lookup = obj.get(
+            &mut obj.lock(),
+            idx,
+            self.readaround_pages(),
+            self.object_limit(vma),
+        )?;
+        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
+            return Ok(None);
+        };
+        if self.pt.read_entry(table, 0, va)? == Entry::Invalid {
+            let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), false);
+            self.set_ptes(table, va, lookup.pa, self.page, attrs);
+            self.rss_add(rss, 1);
+        }
+        drop(g);
+        Ok(Some(lookup.major))
+    }
+
+    // Linux: mm/memory.c, do_cow_fault
+    fn do_cow_fault(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        obj: &MemObject,
+        pmd_table: u64,
+        table: u64,
+        va: u64,
+    ) -> Result<Option<bool>, Errno> {
+        let mem = self.pt.mem();
+        let copy = mem.alloc_data(self.page)?;
+        let idx = vma.pgoff_of(va, self.page_shift);
+        let lookup = match obj.get(
+            &mut obj.lock(),
+            idx,
+            self.readaround_pages(),
+            self.object_limit(vma),
+        ) {
+            Ok(l) => l,
+            Err(e) => {
+                mem.free_data(copy, self.page)?;
+                return Err(e);
+            }
+        };
+        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
+            mem.free_data(copy, self.page)?;
+            return Ok(None);
+        };
+        if self.pt.read_entry(table, 0, va)? == Entry::Invalid {
+            let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
+            self.set_ptes(table, va, copy, self.page, attrs);
+            self.rss_add(Rss::Anon, 1);
+            drop(g);
+        } else {
+            drop(g);
+            mem.free_data(copy, self.page)?;
+        }
+        Ok(Some(lookup.major))
+    }
+
+    // Linux: mm/memory.c, do_shared_fault (page_mkwrite, then a dirty writable PTE)
+    fn do_shared_fault(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        obj: &MemObject,
+        pmd_table: u64,
+        table: u64,
+        va: u64,
+    ) -> Result<Option<bool>, Errno> {
+        let idx = vma.pgoff_of(va, self.page_shift);
+        let rss = Self::cache_rss(obj);
+        let lookup = obj.get(
+            &mut obj.lock(),
+            idx,
+            self.readaround_pages(),
+            self.object_limit(vma),
+        )?;
+        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
+            return Ok(None);
+        };
+        if self.pt.read_entry(table, 0, va)? == Entry::Invalid {
+            let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), true);
+            self.set_ptes(table, va, lookup.pa, self.page, attrs);
+            self.rss_add(rss, 1);
+            MemObject::set_dirty(&mut obj.lock(), idx, true);
+        }
+        drop(g);
+        Ok(Some(lookup.major))
+    }
+
+    // Linux: mm/memory.c, do_wp_page (wp_page_copy for the zero page and
+    // private file pages; wp_page_shared for shared file pages)
+    #[allow(clippy::too_many_arguments)]
+    fn do_wp_page(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: u64,
+        table: u64,
+        va: u64,
+        orig: Entry,
+        pa: u64,
+        d: &mut Deferred,
+    ) -> Result<Option<bool>, Errno> {
+        let kind = self.classify(vma, va, pa);
+        let mem = self.pt.mem();
+        let copy = match kind {
+            PageKind::Zero => true,
+            PageKind::Cache(_) => !vma.shared,
+            PageKind::Anon => false,
+        };
+        if copy {
+            let new = mem.alloc_data(self.page)?;
+            let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
+                mem.free_data(new, self.page)?;
+                return Ok(None);
+            };
+            if self.pt.read_entry(table, 0, va)? != orig {
+                drop(g);
+                mem.free_data(new, self.page)?;
+                return Ok(Some(false));
+            }
+            let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
+            self.pt.write_entry(table, 0, va, &Entry::Invalid);
+            self.set_ptes(table, va, new, self.page, attrs);
+            if let PageKind::Cache(rss) = kind {
+                self.rss_add(rss, -1);
+            }
+            self.rss_add(Rss::Anon, 1);
+            drop(g);
+            d.add_flush(va, self.page);
+            return Ok(Some(false));
+        }
+        // Reuse: make the PTE writable and dirty.
+        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
+            return Ok(None);
+        };
+        if self.pt.read_entry(table, 0, va)? == orig {
+            let attrs = self.leaf_attrs(vma, kind, true);
+            let attrs = Attrs {
+                perms: Perms {
+                    write: vma.prot.write,
+                    ..attrs.perms
+                },
+                ..attrs
+            };
+            self.pt.write_entry(
+                table,
+                0,
+                va,
+                &Entry::Leaf {
+                    pa,
+                    attrs,
+                    contiguous: matches!(
+                        orig,
+                        Entry::Leaf {
+                            contiguous: true,
+                            ..
+                        }
+                    ),
+                },
+            );
+            if let (PageKind::Cache(_), Some(obj)) = (kind, vma.object()) {
+                MemObject::set_dirty(&mut obj.lock(), vma.pgoff_of(va, self.page_shift), true);
+            }
+        }
+        drop(g);
+        Ok(Some(false))
+    }
+}

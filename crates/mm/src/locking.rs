@@ -1,0 +1,139 @@
+//! The lock protocol of the address space, and the helpers that keep it.
+//!
+//! ## Locks
+//! - The **mmap lock** (reader-writer, over the VMAs). Faults and madvise
+//!   advice that does not change VMAs (DONTNEED, FREE, POPULATE_*,
+//!   WILLNEED, PAGEOUT) take it for reading; mmap, munmap, mprotect,
+//!   mlock/munlock and MADV_[NO]HUGEPAGE for writing.
+//! - **`page_table_lock`** (one per address space): the entries of every
+//!   level above the PMD; under `Global` also the PMD and PTE entries, under
+//!   `SplitPte` also the PMD entries.
+//! - The **PMD lock** (`SplitPmd`): the lock beside each PMD table page,
+//!   over that table's entries (huge leaves and links to PTE tables).
+//! - The **PTE lock** (`SplitPte`, `SplitPmd`): the lock beside each PTE
+//!   table page, over that table's entries.
+//!
+//! ## Invariants
+//! 1. Order: mmap lock, then PMD lock, then PTE lock, then a memory
+//!    object's page lock or the deposit/folio registries. A PMD lock is
+//!    never *waited for* while a PTE lock is held (only try-locked: Linux
+//!    `try_get_and_clear_pmd`).
+//! 2. Tables above the PTE level are unlinked only by munmap
+//!    (`free_pgtables`), under the mmap lock held for writing: under the
+//!    read lock, a walk may read the upper levels without locks.
+//! 3. A PTE table is reached by reading its PMD entry without a lock, then
+//!    taking the table's lock and re-checking that the PMD entry still
+//!    points to it (Linux `pte_offset_map_lock`'s `pmd_same`); if not, the
+//!    walker retries from the PMD entry. The table page stays in the arena
+//!    after it is freed, so locking a stale one is harmless.
+//! 4. Entries of a table are written only with its lock held (upper levels:
+//!    `page_table_lock`).
+//! 5. A PTE table is unlinked only with both the PMD lock and its own lock
+//!    held and its emptiness known under them: either re-checked (the count
+//!    of present entries is 0), or established by a zap pass that held the
+//!    PTE lock from its first entry to the unlink (the direct path). A pass
+//!    that dropped the PTE lock midway must re-check (the 2025 Linux bug
+//!    "fix incorrect reclaim of non-empty PTE pages" was this rule broken).
+//! 6. Unlinked tables and unmapped frames leave through [`crate::Deferred`]
+//!    and are freed only after the TLB shootdown.
+//! 7. Every acquisition is counted per class; a failed try-lock before the
+//!    blocking lock counts as contended.
+
+use crate::config::Locking;
+use crate::counters::{LockClass, ThreadCtx};
+use crate::space::AddressSpace;
+use crate::vma::Vmas;
+use pt::sync::{Mutex, MutexGuard, RwLockReadGuard, RwLockWriteGuard};
+use pt::Entry;
+use std::sync::TryLockError;
+
+impl AddressSpace {
+    /// Takes `m`, counting the acquisition (and a contention if a try-lock fails).
+    #[inline]
+    pub(crate) fn lock_counted<'a>(
+        &self,
+        ctx: &mut ThreadCtx,
+        m: &'a Mutex<()>,
+        class: LockClass,
+    ) -> MutexGuard<'a, ()> {
+        ctx.counters.lock_acquisitions[class as usize] += 1;
+        match m.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                ctx.counters.lock_contended[class as usize] += 1;
+                m.lock().unwrap_or_else(|p| p.into_inner())
+            }
+        }
+    }
+
+    /// The lock over the entries of the PMD table at `pmd_table`.
+    #[inline]
+    pub(crate) fn pmd_lockptr(&self, pmd_table: u64) -> (&Mutex<()>, LockClass) {
+        match self.cfg.locking {
+            Locking::Global | Locking::SplitPte => (&self.ptl, LockClass::PageTableLock),
+            Locking::SplitPmd => (&self.pt.mem().meta(pmd_table).lock, LockClass::Pmd),
+        }
+    }
+
+    /// The lock over the entries of the PTE table at `pte_table`.
+    #[inline]
+    pub(crate) fn pte_lockptr(&self, pte_table: u64) -> (&Mutex<()>, LockClass) {
+        match self.cfg.locking {
+            Locking::Global => (&self.ptl, LockClass::PageTableLock),
+            _ => (&self.pt.mem().meta(pte_table).lock, LockClass::Pte),
+        }
+    }
+
+    /// Linux `pmd_lock`.
+    #[inline]
+    pub(crate) fn pmd_lock(&self, ctx: &mut ThreadCtx, pmd_table: u64) -> MutexGuard<'_, ()> {
+        let (m, c) = self.pmd_lockptr(pmd_table);
+        self.lock_counted(ctx, m, c)
+    }
+
+    /// Linux `pte_offset_map_lock`: locks the PTE table `table` that the PMD
+    /// entry for `va` pointed to, and re-checks that it still does
+    /// (invariant 3). `None`: it does not any more; retry.
+    #[inline]
+    pub(crate) fn pte_offset_map_lock(
+        &self,
+        ctx: &mut ThreadCtx,
+        pmd_table: u64,
+        va: u64,
+        table: u64,
+    ) -> Option<MutexGuard<'_, ()>> {
+        let (m, c) = self.pte_lockptr(table);
+        let g = self.lock_counted(ctx, m, c);
+        match self.pt.read_entry(pmd_table, 1, va) {
+            Ok(Entry::Table { pa }) if pa == table => Some(g),
+            _ => None,
+        }
+    }
+
+    /// The mmap lock for reading.
+    pub(crate) fn mmap_read(&self, ctx: &mut ThreadCtx) -> RwLockReadGuard<'_, Vmas> {
+        ctx.counters.lock_acquisitions[LockClass::Mmap as usize] += 1;
+        match self.vmas.try_read() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                ctx.counters.lock_contended[LockClass::Mmap as usize] += 1;
+                self.vmas.read().unwrap_or_else(|p| p.into_inner())
+            }
+        }
+    }
+
+    /// The mmap lock for writing.
+    pub(crate) fn mmap_write(&self, ctx: &mut ThreadCtx) -> RwLockWriteGuard<'_, Vmas> {
+        ctx.counters.lock_acquisitions[LockClass::Mmap as usize] += 1;
+        match self.vmas.try_write() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                ctx.counters.lock_contended[LockClass::Mmap as usize] += 1;
+                self.vmas.write().unwrap_or_else(|p| p.into_inner())
+            }
+        }
+    }
+}

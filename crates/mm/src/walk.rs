@@ -1,0 +1,725 @@
+//! Range operations over the page tables: zap (munmap, MADV_DONTNEED),
+//! change_protection (mprotect), MADV_FREE, MADV_PAGEOUT, writeback
+//! (msync), splitting huge PMDs, reclaiming empty PTE tables and
+//! `free_pgtables`. Each keeps the lock protocol of [`crate::locking`].
+
+use crate::cache::MemObject;
+use crate::config::Reclaim;
+use crate::counters::ThreadCtx;
+use crate::deferred::Deferred;
+use crate::error::Errno;
+use crate::space::{lock_plain, AddressSpace, PageKind, Rss};
+use crate::vma::Vma;
+use pt::{Attrs, Entry};
+use std::sync::atomic::Ordering;
+
+/// What to do with each present PTE of a range.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PteOp {
+    Protect,
+    Free,
+    PageOut,
+    Writeback,
+}
+
+impl AddressSpace {
+    /// Calls `f(pmd_table, a, next)` for each PMD entry's share of
+    /// `[start, end)` whose PMD table exists, skipping missing upper tables.
+    fn for_each_pmd(
+        &self,
+        start: u64,
+        end: u64,
+        f: &mut dyn FnMut(u64, u64, u64) -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        let g = self.pt.geometry();
+        let mut a = start;
+        while a < end {
+            match self.find_pmd_table(a) {
+                Ok(pmd_table) => {
+                    let next = (a | (self.pmd_size - 1)).saturating_add(1).min(end);
+                    f(pmd_table, a, next)?;
+                    a = next;
+                }
+                Err(level) => {
+                    let span = g.entry_size(level);
+                    a = (a | (span - 1)).saturating_add(1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Linux `__split_huge_pmd` (caller holds the PMD lock; the entry for
+    /// `va` is a huge leaf): the deposited table becomes the PTE table.
+    pub(crate) fn split_huge_pmd_locked(
+        &self,
+        vma: &Vma,
+        pmd_table: u64,
+        va: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let haddr = va & !(self.pmd_size - 1);
+        let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(pmd_table, 1, haddr)? else {
+            return Ok(());
+        };
+        let dep = lock_plain(&self.deposits)
+            .remove(&haddr)
+            .ok_or_else(|| Errno::Internal(format!("no deposited table for {haddr:#x}")))?;
+        let n = self.pmd_size / self.page;
+        let zero = Some(pa) == self.huge_zero_pa;
+        for i in 0..n {
+            let (p, a) = if zero {
+                // Linux: __split_huge_zero_page_pmd maps the small zero page.
+                (self.zero_pa, self.leaf_attrs(vma, PageKind::Zero, false))
+            } else {
+                (pa + i * self.page, attrs)
+            };
+            self.pt.write_entry(
+                dep,
+                0,
+                haddr + i * self.page,
+                &Entry::Leaf {
+                    pa: p,
+                    attrs: a,
+                    contiguous: false,
+                },
+            );
+        }
+        if !zero {
+            self.anon_huge.fetch_sub(n as i64, Ordering::Relaxed);
+        }
+        self.pt.write_entry(pmd_table, 1, haddr, &Entry::Invalid);
+        // The deposit was counted; link_table counts it again.
+        self.pt.uncount_table(0);
+        self.pt.link_table(pmd_table, 1, haddr, dep);
+        d.add_flush(haddr, self.pmd_size);
+        Ok(())
+    }
+
+    /// Handles a huge PMD leaf met by a range operation over `[a, next)`:
+    /// splits it when the range covers only part of it. Returns the leaf
+    /// (under `f`, with the PMD lock held) when covered whole.
+    fn huge_pmd_range(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: u64,
+        a: u64,
+        next: u64,
+        d: &mut Deferred,
+        whole: &mut dyn FnMut(&mut Deferred, u64, Attrs) -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        let g = self.pmd_lock(ctx, pmd_table);
+        if let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(pmd_table, 1, a)? {
+            if next - a == self.pmd_size {
+                whole(d, pa, attrs)?;
+            } else {
+                self.split_huge_pmd_locked(vma, pmd_table, a, d)?;
+            }
+        }
+        drop(g);
+        Ok(())
+    }
+
+    /// Rewrites a contiguous run containing `va` as plain entries (ARM's
+    /// break-before-make for the contiguous bit; Linux `contpte_try_unfold`).
+    fn unfold(&self, table: u64, va: u64) -> Result<(), Errno> {
+        let l0 = self.pt.geometry().level(0);
+        if l0.contig <= 1 {
+            return Ok(());
+        }
+        let run = u64::from(l0.contig) * self.page;
+        if va % run == 0 {
+            return Ok(());
+        }
+        if let Entry::Leaf {
+            contiguous: true, ..
+        } = self.pt.read_entry(table, 0, va)?
+        {
+            let base = va & !(run - 1);
+            for i in 0..u64::from(l0.contig) {
+                let v = base + i * self.page;
+                if let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(table, 0, v)? {
+                    self.pt.write_entry(
+                        table,
+                        0,
+                        v,
+                        &Entry::Leaf {
+                            pa,
+                            attrs,
+                            contiguous: false,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Clears one present PTE and accounts it (Linux `zap_present_ptes`).
+    fn zap_pte(&self, vma: &Vma, table: u64, va: u64, pa: u64, d: &mut Deferred) {
+        self.pt.write_entry(table, 0, va, &Entry::Invalid);
+        d.add_flush(va, self.page);
+        match self.classify(vma, va, pa) {
+            PageKind::Zero => {}
+            PageKind::Anon => {
+                self.rss_add(Rss::Anon, -1);
+                self.put_anon_page(pa, d);
+            }
+            PageKind::Cache(rss) => self.rss_add(rss, -1),
+        }
+    }
+
+    /// Linux `zap_huge_pmd` (caller holds the PMD lock).
+    fn zap_huge_pmd(
+        &self,
+        pmd_table: u64,
+        haddr: u64,
+        pa: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        self.pt.write_entry(pmd_table, 1, haddr, &Entry::Invalid);
+        d.add_flush(haddr, self.pmd_size);
+        let dep = lock_plain(&self.deposits)
+            .remove(&haddr)
+            .ok_or_else(|| Errno::Internal(format!("no deposited table for {haddr:#x}")))?;
+        // zap_deposited_table: freed with the gather, counted out of VmPTE.
+        d.tables.tables.push((0, dep));
+        if Some(pa) != self.huge_zero_pa {
+            let n = (self.pmd_size / self.page) as i64;
+            self.rss_add(Rss::Anon, -n);
+            self.anon_huge.fetch_sub(n, Ordering::Relaxed);
+            if lock_plain(&self.folios).remove(&pa).is_some() {
+                self.nr_folios.fetch_sub(1, Ordering::Release);
+            }
+            d.frames.push((pa, self.pmd_size));
+        }
+        Ok(())
+    }
+
+    /// Linux `unmap_page_range` over `[start, end)` of `vma`; with
+    /// `reclaim_pt` (MADV_DONTNEED) PTE tables emptied over their whole
+    /// range are freed when reclaim is on (Linux `zap_pte_range` with
+    /// `details->reclaim_pt`); with eager reclaim every emptied table is.
+    pub(crate) fn zap_range(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        start: u64,
+        end: u64,
+        reclaim_pt: bool,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        self.for_each_pmd(start, end, &mut |pmd_table, a, next| loop {
+            match self.pt.read_entry(pmd_table, 1, a)? {
+                Entry::Invalid => return Ok(()),
+                Entry::Leaf { .. } => {
+                    self.huge_pmd_range(ctx, vma, pmd_table, a, next, d, &mut |d, pa, _| {
+                        self.zap_huge_pmd(pmd_table, a, pa, d)
+                    })?;
+                    if next - a == self.pmd_size {
+                        return Ok(());
+                    }
+                }
+                Entry::Table { pa: table } => {
+                    if self.zap_pte_range(ctx, vma, pmd_table, table, a, next, reclaim_pt, d)? {
+                        return Ok(());
+                    }
+                }
+            }
+        })
+    }
+
+    /// Linux `zap_pte_range`. `Ok(false)`: the PMD entry changed before the
+    /// table could be locked; the caller retries.
+    #[allow(clippy::too_many_arguments)]
+    fn zap_pte_range(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: u64,
+        table: u64,
+        start: u64,
+        end: u64,
+        reclaim_pt: bool,
+        d: &mut Deferred,
+    ) -> Result<bool, Errno> {
+        let eager = self.cfg.reclaim == Reclaim::Eager;
+        // Linux: reclaim_pt_is_enabled: the zap covers the whole PMD range.
+        let can_reclaim =
+            (self.cfg.reclaim == Reclaim::On && reclaim_pt && end - start >= self.pmd_size)
+                || eager;
+        let batch = match self.cfg.debug.zap_batch {
+            0 => u64::MAX,
+            n => u64::from(n),
+        };
+        let mut direct = true;
+        let mut addr = start;
+        let mut first = true;
+        loop {
+            let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, addr, table) else {
+                // Reclaimed by someone else (nothing left to zap) or never ours.
+                return Ok(!first);
+            };
+            first = false;
+            self.unfold(table, addr)?;
+            if end % (self.pmd_size) != 0 {
+                self.unfold(table, end)?;
+            }
+            let mut n = 0;
+            while addr < end && n < batch {
+                if let Entry::Leaf { pa, .. } = self.pt.read_entry(table, 0, addr)? {
+                    self.zap_pte(vma, table, addr, pa, d);
+                }
+                addr += self.page;
+                n += 1;
+            }
+            if addr < end {
+                // Linux: need_resched() — the PTE lock is dropped midway, so
+                // emptiness must be re-checked later (unless the bug knob).
+                drop(g);
+                if !self.cfg.debug.reclaim_without_recheck {
+                    direct = false;
+                }
+                continue;
+            }
+            if can_reclaim && direct {
+                let empty_known = !eager || end - start >= self.pmd_size;
+                let empty = empty_known
+                    || self
+                        .pt
+                        .mem()
+                        .meta(table)
+                        .present
+                        .load(pt::sync::Ordering::Acquire)
+                        == 0;
+                if empty {
+                    // Linux: try_get_and_clear_pmd — try-lock the PMD lock
+                    // while holding the PTE lock (never wait: lock order).
+                    direct = self.try_clear_pmd_locked(ctx, pmd_table, table, start, d);
+                } else {
+                    direct = false;
+                }
+                if direct {
+                    drop(g);
+                    return Ok(true);
+                }
+            } else {
+                direct = false;
+            }
+            drop(g);
+            break;
+        }
+        if can_reclaim && !direct {
+            self.try_to_free_pte(ctx, pmd_table, table, start, d)?;
+        }
+        Ok(true)
+    }
+
+    /// With the PTE lock of `table` held: take the PMD lock without waiting
+    /// and unlink the table. `false` if the PMD lock was busy.
+    fn try_clear_pmd_locked(
+        &self,
+        ctx: &mut ThreadCtx,
+        pmd_table: u64,
+        table: u64,
+        va: u64,
+        d: &mut Deferred,
+    ) -> bool {
+        let (pml, class) = self.pmd_lockptr(pmd_table);
+        let (ptl, _) = self.pte_lockptr(table);
+        let guard = if std::ptr::eq(pml, ptl) {
+            None
+        } else {
+            ctx.counters.lock_acquisitions[class as usize] += 1;
+            match pml.try_lock() {
+                Ok(g) => Some(g),
+                Err(_) => {
+                    ctx.counters.lock_contended[class as usize] += 1;
+                    return false;
+                }
+            }
+        };
+        let haddr = va & !(self.pmd_size - 1);
+        if let Some(t) = self.pt.unlink_table(pmd_table, 1, haddr) {
+            debug_assert_eq!(t, table, "the PTE lock pins the PMD entry");
+            d.add_table(0, t, haddr, self.pmd_size);
+        }
+        drop(guard);
+        true
+    }
+
+    /// Linux `try_to_free_pte`: PMD lock, then PTE lock with the `pmd_same`
+    /// re-check, then the emptiness re-check (invariant 5), then unlink.
+    pub(crate) fn try_to_free_pte(
+        &self,
+        ctx: &mut ThreadCtx,
+        pmd_table: u64,
+        table: u64,
+        va: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let haddr = va & !(self.pmd_size - 1);
+        let pml = self.pmd_lock(ctx, pmd_table);
+        if self.pt.read_entry(pmd_table, 1, haddr)? != (Entry::Table { pa: table }) {
+            drop(pml);
+            return Ok(());
+        }
+        let (pm, _) = self.pmd_lockptr(pmd_table);
+        let (tm, class) = self.pte_lockptr(table);
+        let ptl = if std::ptr::eq(pm, tm) {
+            None
+        } else {
+            Some(self.lock_counted(ctx, tm, class))
+        };
+        if self
+            .pt
+            .mem()
+            .meta(table)
+            .present
+            .load(pt::sync::Ordering::Acquire)
+            == 0
+        {
+            self.pt.unlink_table(pmd_table, 1, haddr);
+            d.add_table(0, table, haddr, self.pmd_size);
+        }
+        drop(ptl);
+        drop(pml);
+        Ok(())
+    }
+
+    /// Applies `op` to every present PTE in `[start, end)` of `vma`,
+    /// splitting huge PMDs the range covers only in part.
+    fn pte_walk(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        start: u64,
+        end: u64,
+        op: PteOp,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        self.for_each_pmd(start, end, &mut |pmd_table, a, next| loop {
+            match self.pt.read_entry(pmd_table, 1, a)? {
+                Entry::Invalid => return Ok(()),
+                Entry::Leaf { .. } => {
+                    if op == PteOp::PageOut {
+                        // Not modelled: anonymous THP cannot be paged out without swap.
+                        return Ok(());
+                    }
+                    self.huge_pmd_range(ctx, vma, pmd_table, a, next, d, &mut |d, pa, attrs| {
+                        let attrs = match op {
+                            // Linux: change_huge_pmd
+                            PteOp::Protect => {
+                                let kind = if Some(pa) == self.huge_zero_pa {
+                                    PageKind::Zero
+                                } else {
+                                    PageKind::Anon
+                                };
+                                self.leaf_attrs(vma, kind, attrs.dirty)
+                            }
+                            // Linux: madvise_free_huge_pmd (lazyfree: clean, old)
+                            PteOp::Free => Attrs {
+                                dirty: false,
+                                accessed: false,
+                                ..attrs
+                            },
+                            _ => attrs,
+                        };
+                        if attrs != self.huge_attrs(pmd_table, a)? {
+                            self.pt.write_entry(
+                                pmd_table,
+                                1,
+                                a,
+                                &Entry::Leaf {
+                                    pa,
+                                    attrs,
+                                    contiguous: false,
+                                },
+                            );
+                            d.add_flush(a, self.pmd_size);
+                        }
+                        Ok(())
+                    })?;
+                    if next - a == self.pmd_size {
+                        return Ok(());
+                    }
+                }
+                Entry::Table { pa: table } => {
+                    let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, a, table) else {
+                        continue;
+                    };
+                    self.unfold(table, a)?;
+                    if next % self.pmd_size != 0 {
+                        self.unfold(table, next)?;
+                    }
+                    let mut va = a;
+                    while va < next {
+                        if let Entry::Leaf {
+                            pa,
+                            attrs,
+                            contiguous,
+                        } = self.pt.read_entry(table, 0, va)?
+                        {
+                            self.pte_op(vma, table, va, pa, attrs, contiguous, op, d)?;
+                        }
+                        va += self.page;
+                    }
+                    let eager_free = self.cfg.reclaim == Reclaim::Eager
+                        && self
+                            .pt
+                            .mem()
+                            .meta(table)
+                            .present
+                            .load(pt::sync::Ordering::Acquire)
+                            == 0;
+                    drop(g);
+                    if eager_free {
+                        self.try_to_free_pte(ctx, pmd_table, table, a, d)?;
+                    }
+                    return Ok(());
+                }
+            }
+        })
+    }
+
+    fn huge_attrs(&self, pmd_table: u64, va: u64) -> Result<Attrs, Errno> {
+        match self.pt.read_entry(pmd_table, 1, va)? {
+            Entry::Leaf { attrs, .. } => Ok(attrs),
+            _ => Err(Errno::Internal("huge leaf vanished under its lock".into())),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn pte_op(
+        &self,
+        vma: &Vma,
+        table: u64,
+        va: u64,
+        pa: u64,
+        attrs: Attrs,
+        contiguous: bool,
+        op: PteOp,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let kind = self.classify(vma, va, pa);
+        let new = match op {
+            // Linux: change_pte_range (pte_modify + can_change_pte_writable)
+            PteOp::Protect => {
+                let dirty = attrs.dirty;
+                Attrs {
+                    accessed: attrs.accessed,
+                    ..self.leaf_attrs(vma, kind, dirty)
+                }
+            }
+            // Linux: madvise_free_pte_range: anon pages become clean and old
+            // (lazyfree); they stay mapped and in RSS until reclaim.
+            PteOp::Free => {
+                if kind != PageKind::Anon {
+                    return Ok(());
+                }
+                Attrs {
+                    dirty: false,
+                    accessed: false,
+                    ..attrs
+                }
+            }
+            // Linux: madvise_pageout → reclaim_pages: with no swap only clean
+            // file pages mapped once can go; they are unmapped and evicted.
+            PteOp::PageOut => {
+                if let (PageKind::Cache(Rss::File), Some(obj)) = (kind, vma.object()) {
+                    let idx = vma.pgoff_of(va, self.page_shift);
+                    let mut pages = obj.lock();
+                    if !attrs.dirty && !MemObject::is_dirty(&pages, idx) && self.mapped_once(pa) {
+                        self.pt.write_entry(table, 0, va, &Entry::Invalid);
+                        d.add_flush(va, self.page);
+                        self.rss_add(Rss::File, -1);
+                        if let Some(f) = MemObject::evict(&mut pages, idx) {
+                            d.frames.push((f, self.page));
+                        }
+                    }
+                }
+                return Ok(());
+            }
+            // Linux: folio_mkclean: write-protect and clean every mapping of
+            // a dirty page being written back.
+            PteOp::Writeback => {
+                let Some(obj) = vma.object() else {
+                    return Ok(());
+                };
+                if kind != PageKind::Cache(Rss::File) {
+                    return Ok(());
+                }
+                let idx = vma.pgoff_of(va, self.page_shift);
+                let mut pages = obj.lock();
+                if !attrs.dirty && !MemObject::is_dirty(&pages, idx) {
+                    return Ok(());
+                }
+                MemObject::set_dirty(&mut pages, idx, false);
+                self.leaf_attrs(vma, kind, false)
+            }
+        };
+        if new != attrs {
+            self.pt.write_entry(
+                table,
+                0,
+                va,
+                &Entry::Leaf {
+                    pa,
+                    attrs: new,
+                    contiguous,
+                },
+            );
+            d.add_flush(va, self.page);
+        }
+        Ok(())
+    }
+
+    /// Whether a page-cache page is mapped by one PTE only. The model has
+    /// one object per mapping, so a file page is mapped at most once unless
+    /// its VMA was split and remapped (not possible through the API).
+    fn mapped_once(&self, _pa: u64) -> bool {
+        true
+    }
+
+    /// Linux `change_protection` over `[start, end)` of `vma` (its VMA
+    /// already carries the new protection).
+    pub(crate) fn change_protection(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        start: u64,
+        end: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        self.pte_walk(ctx, vma, start, end, PteOp::Protect, d)
+    }
+
+    /// Linux `madvise_free_single_vma`.
+    pub(crate) fn madvise_free(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        start: u64,
+        end: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        self.pte_walk(ctx, vma, start, end, PteOp::Free, d)
+    }
+
+    /// Linux `madvise_pageout`.
+    pub(crate) fn pageout(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        start: u64,
+        end: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        self.pte_walk(ctx, vma, start, end, PteOp::PageOut, d)
+    }
+
+    /// Writeback of a shared file range (msync).
+    pub(crate) fn writeback(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        start: u64,
+        end: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        self.pte_walk(ctx, vma, start, end, PteOp::Writeback, d)
+    }
+
+    /// Linux `free_pgtables` / `free_pgd_range`: frees every table below the
+    /// root that overlaps `[start, end)` and lies wholly inside
+    /// `[floor, ceiling)` (no VMA needs any part of it). Runs under the mmap
+    /// lock held for writing (locking invariant 2).
+    pub(crate) fn free_pgtables(
+        &self,
+        start: u64,
+        end: u64,
+        floor: u64,
+        ceiling: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let root_level = self.pt.geometry().root_level();
+        self.free_walk(self.pt.root(), root_level, start, end, floor, ceiling, d)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn free_walk(
+        &self,
+        table: u64,
+        level: usize,
+        start: u64,
+        end: u64,
+        floor: u64,
+        ceiling: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        if level == 0 || start >= end {
+            return Ok(());
+        }
+        let size = self.pt.geometry().entry_size(level);
+        let mut va = start & !(size - 1);
+        while va < end {
+            if let Entry::Table { pa } = self.pt.read_entry(table, level, va)? {
+                let hi = va.saturating_add(size);
+                if va >= floor && hi <= ceiling {
+                    self.free_subtree(pa, level - 1, va, d)?;
+                    self.pt.write_entry(table, level, va, &Entry::Invalid);
+                    d.add_table(level - 1, pa, va, size);
+                } else {
+                    self.free_walk(pa, level - 1, start.max(va), end.min(hi), floor, ceiling, d)?;
+                }
+            }
+            match va.checked_add(size) {
+                Some(n) => va = n,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn free_subtree(
+        &self,
+        table: u64,
+        level: usize,
+        base: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let present = self
+            .pt
+            .mem()
+            .meta(table)
+            .present
+            .load(pt::sync::Ordering::Acquire);
+        if level == 0 {
+            if present != 0 {
+                return Err(Errno::Internal(format!(
+                    "free_pgtables: PTE table at {base:#x} still maps {present} pages"
+                )));
+            }
+            return Ok(());
+        }
+        let size = self.pt.geometry().entry_size(level);
+        let n = self.pt.geometry().level(level).entries();
+        for i in 0..n {
+            let va = base + i * size;
+            match self.pt.read_entry(table, level, va)? {
+                Entry::Table { pa } => {
+                    self.free_subtree(pa, level - 1, va, d)?;
+                    d.add_table(level - 1, pa, va, size);
+                }
+                Entry::Leaf { .. } => {
+                    return Err(Errno::Internal(format!(
+                        "free_pgtables: a leaf at {va:#x} outside every VMA"
+                    )))
+                }
+                Entry::Invalid => {}
+            }
+        }
+        Ok(())
+    }
+}
