@@ -169,6 +169,17 @@ fn dmi_vendor_is_vm(vendor: &str) -> bool {
     VM_VENDORS.iter().any(|m| v.starts_with(m))
 }
 
+/// The top-level THP policy (`always`, `madvise`, `never`), if readable.
+pub fn thp_enabled() -> Option<String> {
+    procfs::read_string(format!("{THP_DIR}/enabled"))
+        .and_then(|t| procfs::selected_choice(&t).map(str::to_string))
+}
+
+/// The multi-size THP policies, by size (empty before Linux 6.8).
+pub fn mthp_settings() -> Vec<MthpSetting> {
+    read_mthp()
+}
+
 fn read_mthp() -> Vec<MthpSetting> {
     let Ok(dir) = std::fs::read_dir(THP_DIR) else {
         return Vec::new();

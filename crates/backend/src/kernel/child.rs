@@ -1,0 +1,354 @@
+//! The measured child process: from `fork` to `_exit`.
+//!
+//! Invariants that make its counters the workload's alone:
+//!
+//! - Everything the child allocates (the counter reader, mark records,
+//!   latency histograms, worker stacks and their scratch buffers) is
+//!   allocated and written *before* the baseline; after it, nothing is
+//!   allocated or freed (a free could trim the heap and change RSS).
+//! - Before the baseline the child's own memory is made fault-free
+//!   ([`super::quiesce`]) and every code path of a mark is run once.
+//! - The `end` mark is taken while all workers are still alive, and the
+//!   process then leaves with `_exit`, so no thread exit or destructor runs
+//!   inside the measurement.
+//! - Only one report is written: the first failure (an op's syscall, or a
+//!   SIGSEGV/SIGBUS) claims [`FAILING`], writes its report and `_exit`s;
+//!   others park.
+//!
+//! The parent may have other threads (the test harness does): the child uses
+//! glibc's malloc, which is fork-safe, only before the baseline, and takes no
+//! lock the parent could have held at `fork`.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use host::CounterReader;
+
+use super::latency::{FineHist, HIST_WORDS};
+use super::program::Program;
+use super::sync::{Barrier, Gate};
+use super::wire::{self, Call, HEADER_WORDS, MAGIC, NONE, RECORD_WORDS, SAMPLE_WORDS};
+
+/// Stack of each worker thread, and how much of it is written up front.
+const WORKER_STACK: usize = 512 * 1024;
+const STACK_PRETOUCH: usize = 64 * 1024;
+/// Exit codes of the child (the parent reads the report, not these).
+const EXIT_OK: i32 = 0;
+const EXIT_FAILED: i32 = 3;
+
+/// Claimed by the first failure; later ones park instead of reporting.
+static FAILING: AtomicBool = AtomicBool::new(false);
+/// The pipe to the parent, for the signal handler.
+static REPORT_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// State shared by the coordinator and the workers.
+pub(crate) struct Shared<'a> {
+    pub prog: &'a Program,
+    /// Region files by region id (-1: none).
+    pub fds: &'a [RawFd],
+    /// A file region made cold by an earlier `file = "cold"` mmap.
+    pub cold: Vec<AtomicBool>,
+    pub barrier: Barrier,
+    gate: Gate,
+    log: Mutex<MarkLog>,
+}
+
+/// Mark records and latency histograms, in memory written before the
+/// baseline.
+struct MarkLog {
+    reader: CounterReader,
+    t0: Instant,
+    base: [u64; SAMPLE_WORDS],
+    records: Vec<u64>,
+    n_records: usize,
+    hists: Vec<u64>,
+    n_hists: usize,
+    /// Latency pending in workers when they finished, for the `end` mark.
+    end_hist: Box<FineHist>,
+}
+
+/// What a worker owns.
+pub(crate) struct Local {
+    /// Latency of accesses since this thread's last mark.
+    pub hist: Box<FineHist>,
+    /// Scratch for reading a file back into the page cache.
+    pub warm: Vec<u8>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The child's whole life. Never returns.
+pub(crate) fn child_main(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        coordinate(prog, fds, report_fd)
+    }));
+    report_panic()
+}
+
+fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
+    // SAFETY: prctl with these arguments only sets a flag: if the parent
+    // dies, the kernel kills this child, so none is left behind.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    REPORT_FD.store(report_fd, Ordering::SeqCst);
+    install_fault_handlers();
+
+    let n = prog.threads.len();
+    let mut records = vec![0u64; prog.mark_records as usize * RECORD_WORDS];
+    let mut hists = vec![0u64; prog.latency_slots as usize * HIST_WORDS];
+    prefault_words(&mut records);
+    prefault_words(&mut hists);
+    let mut end_hist = FineHist::new();
+    end_hist.clear();
+    let sh = Shared {
+        prog,
+        fds,
+        cold: (0..prog.regions.len())
+            .map(|_| AtomicBool::new(false))
+            .collect(),
+        barrier: Barrier::new(n),
+        gate: Gate::default(),
+        log: Mutex::new(MarkLog {
+            reader: CounterReader::open(),
+            t0: Instant::now(),
+            base: [NONE; SAMPLE_WORDS],
+            records,
+            n_records: 0,
+            hists,
+            n_hists: 0,
+            end_hist,
+        }),
+    };
+
+    std::thread::scope(|s| {
+        for tid in 0..n {
+            let sh = &sh;
+            let spawned = std::thread::Builder::new()
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, move || worker(sh, tid));
+            if let Err(e) = spawned {
+                report_failure(&[
+                    MAGIC,
+                    wire::STATUS_SETUP,
+                    wire::SETUP_SPAWN,
+                    e.raw_os_error().unwrap_or(0) as u64,
+                    0,
+                    0,
+                ]);
+            }
+        }
+        sh.gate.wait_arrived(n);
+
+        super::quiesce::quiesce();
+        {
+            let mut log = lock(&sh.log);
+            // Runs the whole mark path once (reader, clock, record write) so
+            // its code and data are mapped before the baseline.
+            let _ = log.reader.read();
+            let _ = log.t0.elapsed();
+            let base = log.reader.read();
+            log.base = wire::sample_words(&base);
+            log.t0 = Instant::now();
+        }
+        sh.gate.open();
+        sh.gate.wait_finished(n);
+
+        let end = prog.end_mark();
+        let mut log = lock(&sh.log);
+        log.record(end, NONE, None);
+        write_report(&log);
+        // SAFETY: _exit ends the process without running destructors or
+        // atexit handlers of the parent's program; the report is written.
+        unsafe { libc::_exit(EXIT_OK) }
+    })
+}
+
+fn worker(sh: &Shared, tid: usize) {
+    // A panic must not unwind into the parent's code that this forked
+    // process still has on its stack: report it and end the process.
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker_body(sh, tid))).is_err() {
+        report_panic();
+    }
+}
+
+fn report_panic() -> ! {
+    report_failure(&[MAGIC, wire::STATUS_SETUP, wire::SETUP_PANIC, 0, 0, 0])
+}
+
+fn worker_body(sh: &Shared, tid: usize) {
+    let mut local = Local {
+        hist: FineHist::new(),
+        warm: vec![0u8; 64 * 1024],
+    };
+    local.hist.clear();
+    host::counters::prefault_write(&mut local.warm);
+    pretouch_stack();
+    sh.gate.arrive();
+    super::exec::run_ops(sh, tid, &sh.prog.threads[tid], &mut local);
+    if local.hist.count > 0 {
+        lock(&sh.log).end_hist.merge(&local.hist);
+    }
+    sh.barrier.leave();
+    sh.gate.finish()
+}
+
+impl Shared<'_> {
+    /// Records a mark reached by thread `tid`, with the latency pending in
+    /// `pending` (which is then cleared).
+    pub fn mark(&self, name: u32, tid: usize, pending: &mut FineHist) {
+        lock(&self.log).record(name, tid as u64, Some(pending));
+    }
+
+    /// Reports a failed system call of op `op` and ends the process.
+    pub fn fail(&self, op: u32, call: Call, errno: i32) -> ! {
+        report_failure(&[
+            MAGIC,
+            wire::STATUS_OP_ERROR,
+            u64::from(op),
+            call as u64,
+            errno as u64,
+            0,
+        ])
+    }
+}
+
+impl MarkLog {
+    /// Appends a record. `pending` is the thread's latency since its last
+    /// mark; `None` for the `end` mark, which takes what the workers left.
+    fn record(&mut self, name: u32, tid: u64, pending: Option<&mut FineHist>) {
+        let MarkLog {
+            reader,
+            t0,
+            records,
+            n_records,
+            hists,
+            n_hists,
+            end_hist,
+            ..
+        } = self;
+        let sample = reader.read();
+        let elapsed = t0.elapsed().as_nanos() as u64;
+        let pending = pending.unwrap_or(&mut **end_hist);
+        let mut hist = NONE;
+        if pending.count > 0 && (*n_hists + 1) * HIST_WORDS <= hists.len() {
+            let at = *n_hists * HIST_WORDS;
+            pending.to_words(&mut hists[at..at + HIST_WORDS]);
+            hist = *n_hists as u64;
+            *n_hists += 1;
+            pending.clear();
+        }
+        let at = *n_records * RECORD_WORDS;
+        // Program::build counted every mark; a miss here would be a bug in
+        // that count, and dropping the mark beats corrupting the report.
+        if at + RECORD_WORDS > records.len() {
+            return;
+        }
+        let r = &mut records[at..at + RECORD_WORDS];
+        r[0] = u64::from(name);
+        r[1] = hist;
+        r[2] = elapsed;
+        r[3] = tid;
+        r[4..].copy_from_slice(&wire::sample_words(&sample));
+        *n_records += 1;
+    }
+}
+
+fn write_report(log: &MarkLog) {
+    let header = [
+        MAGIC,
+        wire::STATUS_OK,
+        log.n_records as u64,
+        log.n_hists as u64,
+        0,
+        0,
+    ];
+    let fd = REPORT_FD.load(Ordering::SeqCst);
+    write_words(fd, &header);
+    write_words(fd, &log.base);
+    write_words(fd, &log.records[..log.n_records * RECORD_WORDS]);
+    write_words(fd, &log.hists[..log.n_hists * HIST_WORDS]);
+}
+
+/// Writes a failure report (one header) once and exits; a second failure
+/// parks until the first has ended the process.
+fn report_failure(header: &[u64; HEADER_WORDS]) -> ! {
+    if FAILING.swap(true, Ordering::SeqCst) {
+        loop {
+            // SAFETY: pause only waits for a signal.
+            unsafe { libc::pause() };
+        }
+    }
+    write_words(REPORT_FD.load(Ordering::SeqCst), header);
+    // SAFETY: see child_main.
+    unsafe { libc::_exit(EXIT_FAILED) }
+}
+
+/// write(2) of all of `words`; async-signal-safe (no allocation, no locks).
+fn write_words(fd: RawFd, words: &[u64]) {
+    // SAFETY: a `u64` slice is plain bytes; the view covers exactly its memory.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), std::mem::size_of_val(words))
+    };
+    let mut done = 0;
+    while done < bytes.len() {
+        // SAFETY: the pointer and length stay inside `bytes`.
+        let n = unsafe { libc::write(fd, bytes[done..].as_ptr().cast(), bytes.len() - done) };
+        if n > 0 {
+            done += n as usize;
+        } else if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        } else {
+            return; // The parent is gone or the pipe is broken: nothing to do.
+        }
+    }
+}
+
+extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler;
+    // si_addr is defined for SIGSEGV and SIGBUS.
+    let addr = unsafe { (*info).si_addr() } as u64;
+    report_failure(&[MAGIC, wire::STATUS_FAULT, sig as u64, addr, 0, 0]);
+}
+
+fn install_fault_handlers() {
+    for sig in [libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: sigaction is plain data; all-zero is a valid start.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = on_fault as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO;
+        // SAFETY: `sa` is initialized; the handler only calls
+        // async-signal-safe functions (write, _exit, pause).
+        unsafe {
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Writes every page of a buffer (see `host::counters::prefault_write`).
+fn prefault_words(words: &mut [u64]) {
+    // SAFETY: a `u64` slice is plain bytes; the view covers exactly its memory
+    // and is the only borrow while it lives.
+    let bytes = unsafe {
+        std::slice::from_raw_parts_mut(
+            words.as_mut_ptr().cast::<u8>(),
+            std::mem::size_of_val(words),
+        )
+    };
+    host::counters::prefault_write(bytes);
+}
+
+/// Writes [`STACK_PRETOUCH`] bytes of this thread's stack below the current
+/// frame, so that ops, which never go that deep, do not fault on the stack.
+#[inline(never)]
+fn pretouch_stack() {
+    let mut area = [0u8; STACK_PRETOUCH];
+    for i in (0..STACK_PRETOUCH).step_by(4096) {
+        // SAFETY: `i` is inside `area`.
+        unsafe { area.as_mut_ptr().add(i).write_volatile(1) };
+    }
+    std::hint::black_box(&area);
+}

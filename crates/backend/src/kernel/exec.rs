@@ -1,0 +1,240 @@
+//! One worker's ops as real system calls and real memory accesses.
+//!
+//! Runs after the baseline: nothing here allocates, and every failure ends the
+//! process through [`Shared::fail`] with the op's id, the call and errno.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use workload::plan::{Access, FileState, MapKind, Touch};
+
+use super::child::{Local, Shared};
+use super::latency::FineHist;
+use super::program::{KOp, KOpKind};
+use super::wire::Call;
+
+pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
+    for op in ops {
+        let check = |call: Call, rc: libc::c_int| {
+            if rc != 0 {
+                sh.fail(op.id, call, errno());
+            }
+        };
+        match &op.kind {
+            KOpKind::Mmap {
+                region,
+                addr,
+                len,
+                prot,
+                extra_flags,
+                kind,
+                shared,
+                file,
+            } => {
+                let m = MmapArgs {
+                    region: *region,
+                    addr: *addr,
+                    len: *len,
+                    prot: *prot,
+                    extra_flags: *extra_flags,
+                    kind: *kind,
+                    shared: *shared,
+                    file: *file,
+                };
+                mmap(sh, op.id, &m, local);
+            }
+            // SAFETY (all calls below): the ranges come from the checked plan
+            // and lie inside regions at fixed addresses far from the program's
+            // own memory (MAP_FIXED_NOREPLACE guaranteed that when mapping).
+            // munmap, mprotect and madvise on them can only affect the
+            // workload's regions, which no Rust reference points into.
+            KOpKind::Munmap { addr, len } => {
+                check(Call::Munmap, unsafe {
+                    libc::munmap(ptr(*addr), *len as usize)
+                });
+            }
+            KOpKind::Mprotect { addr, len, prot } => {
+                check(Call::Mprotect, unsafe {
+                    libc::mprotect(ptr(*addr), *len as usize, *prot)
+                });
+            }
+            KOpKind::Madvise { addr, len, advice } => {
+                check(Call::Madvise, unsafe {
+                    libc::madvise(ptr(*addr), *len as usize, *advice)
+                });
+            }
+            KOpKind::Mlock { addr, len } => {
+                check(Call::Mlock, unsafe {
+                    libc::mlock(ptr(*addr), *len as usize)
+                });
+            }
+            KOpKind::Munlock { addr, len } => {
+                check(Call::Munlock, unsafe {
+                    libc::munlock(ptr(*addr), *len as usize)
+                });
+            }
+            KOpKind::Sync { addr, len } => {
+                check(Call::Msync, unsafe {
+                    libc::msync(ptr(*addr), *len as usize, libc::MS_SYNC)
+                });
+            }
+            KOpKind::Touch { base, touch } => self::touch(*base, touch, &mut local.hist),
+            KOpKind::Sleep(d) => std::thread::sleep(*d),
+            KOpKind::Barrier => sh.barrier.wait(),
+            KOpKind::Mark(name) => sh.mark(*name, tid, &mut local.hist),
+            KOpKind::Repeat { times, body } => {
+                for _ in 0..*times {
+                    run_ops(sh, tid, body, local);
+                }
+            }
+        }
+    }
+}
+
+fn ptr(addr: u64) -> *mut libc::c_void {
+    addr as *mut libc::c_void
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+struct MmapArgs {
+    region: usize,
+    addr: u64,
+    len: u64,
+    prot: libc::c_int,
+    extra_flags: libc::c_int,
+    kind: MapKind,
+    shared: bool,
+    file: FileState,
+}
+
+fn mmap(sh: &Shared, op: u32, m: &MmapArgs, local: &mut Local) {
+    let sharing = if m.shared {
+        libc::MAP_SHARED
+    } else {
+        libc::MAP_PRIVATE
+    };
+    let (fd, flags, close_after): (RawFd, libc::c_int, bool) = match m.kind {
+        MapKind::Anon => (-1, sharing | libc::MAP_ANONYMOUS | m.extra_flags, false),
+        MapKind::File => {
+            let fd = sh.fds[m.region];
+            prepare_file(sh, op, m, fd, local);
+            (fd, sharing | m.extra_flags, false)
+        }
+        MapKind::Shmem => {
+            // A fresh shmem object per mmap, as a fresh anonymous mapping is:
+            // its pages go when the mapping does (the fd is closed below).
+            // SAFETY: memfd_create with a NUL-terminated literal name.
+            let fd = unsafe { libc::memfd_create(c"ptlab-shmem".as_ptr(), libc::MFD_CLOEXEC) };
+            if fd < 0 {
+                sh.fail(op, Call::MemfdCreate, errno());
+            }
+            // SAFETY: `fd` is the memfd just created.
+            if unsafe { libc::ftruncate(fd, m.len as libc::off_t) } != 0 {
+                sh.fail(op, Call::Ftruncate, errno());
+            }
+            (fd, libc::MAP_SHARED | m.extra_flags, true)
+        }
+    };
+    // SAFETY: MAP_FIXED_NOREPLACE (in extra_flags) never replaces an existing
+    // mapping: it fails with EEXIST instead, so no memory the program uses
+    // can be unmapped by this call.
+    let p = unsafe { libc::mmap(ptr(m.addr), m.len as usize, m.prot, flags, fd, 0) };
+    let err = errno();
+    if close_after {
+        // SAFETY: our memfd; the mapping keeps its own reference.
+        unsafe { libc::close(fd) };
+    }
+    if p == libc::MAP_FAILED {
+        sh.fail(op, Call::Mmap, err);
+    }
+    if p as u64 != m.addr {
+        // Kernels before 4.17 ignore MAP_FIXED_NOREPLACE and treat the
+        // address as a hint.
+        // SAFETY: `p` is the mapping just made, nobody refers to it.
+        unsafe { libc::munmap(p, m.len as usize) };
+        sh.fail(op, Call::Mmap, libc::ENOTSUP);
+    }
+}
+
+/// Puts a file region's pages where `file` says: out of the page cache for
+/// `cold`; back in it for `cached` if an earlier mmap made it cold.
+fn prepare_file(sh: &Shared, op: u32, m: &MmapArgs, fd: RawFd, local: &mut Local) {
+    let cold = &sh.cold[m.region];
+    match m.file {
+        FileState::Cold => {
+            // Dirty pages cannot be dropped: write them first.
+            // SAFETY: `fd` is the region's open file.
+            if unsafe { libc::fdatasync(fd) } != 0 {
+                sh.fail(op, Call::Fdatasync, errno());
+            }
+            // SAFETY: as above; offset 0, length 0 means the whole file.
+            let rc = unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
+            if rc != 0 {
+                sh.fail(op, Call::PosixFadvise, rc);
+            }
+            cold.store(true, Ordering::Relaxed);
+        }
+        FileState::Cached if cold.load(Ordering::Relaxed) => {
+            let size = sh.prog.regions[m.region].size;
+            let mut at = 0u64;
+            while at < size {
+                // SAFETY: reads into the worker's own buffer, within its length.
+                let n = unsafe {
+                    libc::pread(
+                        fd,
+                        local.warm.as_mut_ptr().cast(),
+                        local.warm.len(),
+                        at as libc::off_t,
+                    )
+                };
+                if n <= 0 {
+                    if n < 0 && errno() == libc::EINTR {
+                        continue;
+                    }
+                    sh.fail(op, Call::Pread, if n == 0 { libc::EIO } else { errno() });
+                }
+                at += n as u64;
+            }
+            cold.store(false, Ordering::Relaxed);
+        }
+        FileState::Cached => {}
+    }
+}
+
+/// The accesses of a touch, as volatile one-byte loads or stores at the
+/// offsets of the shared generator.
+fn touch(base: u64, t: &Touch, hist: &mut FineHist) {
+    let p = base as *mut u8;
+    // SAFETY (every access below): the checker guarantees that each offset
+    // lies inside the region's mapped range, which the workload (not any Rust
+    // object) owns. A protection that forbids the access raises SIGSEGV,
+    // which the child reports as a failure of the workload.
+    match (t.access, t.latency) {
+        (Access::Read, false) => {
+            for off in crate::touch::touch_offsets(t) {
+                unsafe { p.add(off as usize).read_volatile() };
+            }
+        }
+        (Access::Write, false) => {
+            for off in crate::touch::touch_offsets(t) {
+                unsafe { p.add(off as usize).write_volatile(1) };
+            }
+        }
+        (access, true) => {
+            for off in crate::touch::touch_offsets(t) {
+                let start = Instant::now();
+                match access {
+                    Access::Read => {
+                        unsafe { p.add(off as usize).read_volatile() };
+                    }
+                    Access::Write => unsafe { p.add(off as usize).write_volatile(1) },
+                }
+                hist.record(start.elapsed().as_nanos() as u64);
+            }
+        }
+    }
+}

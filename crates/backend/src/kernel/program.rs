@@ -1,0 +1,498 @@
+//! The plan turned into what the child executes: syscall arguments resolved
+//! (addresses, flags, protections, advice numbers), mark names as indices, a
+//! numbered description of every op for error messages, and the exact number
+//! of mark records and latency histograms the child must preallocate.
+//!
+//! Built in the parent before `fork`, so the child only reads it.
+
+use std::time::Duration;
+
+use workload::plan::{self, Access, Advice, FileState, MapKind, Op, Prot, Workload};
+
+/// Name of the implicit last mark (the format's `end`).
+pub(crate) const END_MARK: &str = "end";
+
+/// One executable op. `id` indexes [`Program::op_desc`].
+#[derive(Debug)]
+pub(crate) struct KOp {
+    pub id: u32,
+    pub kind: KOpKind,
+}
+
+#[derive(Debug)]
+pub(crate) enum KOpKind {
+    Mmap {
+        region: usize,
+        addr: u64,
+        len: u64,
+        prot: libc::c_int,
+        /// MAP_* flags except the sharing type and MAP_ANONYMOUS.
+        extra_flags: libc::c_int,
+        kind: MapKind,
+        shared: bool,
+        file: FileState,
+    },
+    Munmap {
+        addr: u64,
+        len: u64,
+    },
+    Mprotect {
+        addr: u64,
+        len: u64,
+        prot: libc::c_int,
+    },
+    Madvise {
+        addr: u64,
+        len: u64,
+        advice: libc::c_int,
+    },
+    Mlock {
+        addr: u64,
+        len: u64,
+    },
+    Munlock {
+        addr: u64,
+        len: u64,
+    },
+    Touch {
+        base: u64,
+        touch: plan::Touch,
+    },
+    Sync {
+        addr: u64,
+        len: u64,
+    },
+    Sleep(Duration),
+    Barrier,
+    /// Index into [`Program::mark_names`].
+    Mark(u32),
+    Repeat {
+        times: u64,
+        body: Vec<KOp>,
+    },
+}
+
+/// Everything the child needs, plus what the parent needs to read its report.
+#[derive(Debug)]
+pub(crate) struct Program {
+    /// Ops per thread, in thread order.
+    pub threads: Vec<Vec<KOp>>,
+    /// Distinct mark labels; the last one is always [`END_MARK`].
+    pub mark_names: Vec<String>,
+    /// `op_desc[id]`: "thread 0, op 3.1 (touch \"big\")".
+    pub op_desc: Vec<String>,
+    /// Region names, addresses and sizes, by region id.
+    pub regions: Vec<plan::Region>,
+    /// Mark records the run can produce, the implicit `end` included.
+    pub mark_records: u64,
+    /// Latency histograms the run can attach to marks.
+    pub latency_slots: u64,
+    /// The workload maps at least one file region.
+    pub file_regions: Vec<bool>,
+}
+
+impl Program {
+    pub fn build(w: &Workload) -> Program {
+        let mut b = Builder {
+            w,
+            mark_names: Vec::new(),
+            op_desc: Vec::new(),
+        };
+        let threads: Vec<Vec<KOp>> = w.threads.iter().map(|t| b.ops(&t.ops, t.tid, "")).collect();
+        let end = b.mark_index(END_MARK);
+        debug_assert_eq!(end as usize, b.mark_names.len() - 1);
+
+        let mut mark_records: u64 = 1; // the implicit end mark
+        let mut latency = false;
+        let mut latency_slots: u64 = 0;
+        for ops in &threads {
+            let c = count(ops, false);
+            mark_records = mark_records.saturating_add(c.marks);
+            latency_slots = latency_slots.saturating_add(c.latency_marks);
+            latency |= c.has_latency;
+        }
+        if latency {
+            latency_slots = latency_slots.saturating_add(1); // the end mark
+        }
+        let mut file_regions = vec![false; w.regions.len()];
+        w.threads
+            .iter()
+            .for_each(|t| mark_files(&t.ops, &mut file_regions));
+        Program {
+            threads,
+            mark_names: b.mark_names,
+            op_desc: b.op_desc,
+            regions: w.regions.clone(),
+            mark_records,
+            latency_slots,
+            file_regions,
+        }
+    }
+
+    /// Region name, address and length of the mmap op `id`.
+    pub fn mmap_target(&self, id: u32) -> Option<(String, u64, u64)> {
+        fn find(ops: &[KOp], id: u32) -> Option<&KOp> {
+            ops.iter().find_map(|op| match &op.kind {
+                _ if op.id == id => Some(op),
+                KOpKind::Repeat { body, .. } => find(body, id),
+                _ => None,
+            })
+        }
+        let op = self.threads.iter().find_map(|ops| find(ops, id))?;
+        match op.kind {
+            KOpKind::Mmap {
+                region, addr, len, ..
+            } => Some((self.regions[region].name.clone(), addr, len)),
+            _ => None,
+        }
+    }
+
+    /// The index of the implicit end mark.
+    pub fn end_mark(&self) -> u32 {
+        (self.mark_names.len() - 1) as u32
+    }
+}
+
+struct Builder<'a> {
+    w: &'a Workload,
+    mark_names: Vec<String>,
+    op_desc: Vec<String>,
+}
+
+impl Builder<'_> {
+    fn mark_index(&mut self, name: &str) -> u32 {
+        // The end mark is appended last by `build`; a user mark cannot be
+        // called "end" (the checker refuses it), so indices stay distinct.
+        if let Some(i) = self.mark_names.iter().position(|n| n == name) {
+            return i as u32;
+        }
+        self.mark_names.push(name.to_string());
+        (self.mark_names.len() - 1) as u32
+    }
+
+    fn ops(&mut self, ops: &[Op], tid: usize, prefix: &str) -> Vec<KOp> {
+        ops.iter()
+            .enumerate()
+            .map(|(i, op)| {
+                let number = format!("{prefix}{}", i + 1);
+                let id = self.op_desc.len() as u32;
+                self.op_desc
+                    .push(format!("thread {tid}, op {number} ({})", self.describe(op)));
+                let kind = self.kind(op, tid, &number);
+                KOp { id, kind }
+            })
+            .collect()
+    }
+
+    fn region(&self, id: usize) -> &plan::Region {
+        &self.w.regions[id]
+    }
+
+    fn span(&self, region: usize, range: &plan::Range) -> (u64, u64) {
+        (self.region(region).addr + range.offset, range.len)
+    }
+
+    fn kind(&mut self, op: &Op, tid: usize, number: &str) -> KOpKind {
+        match op {
+            Op::Mmap(m) => {
+                let mut extra = libc::MAP_FIXED_NOREPLACE;
+                if m.populate {
+                    extra |= libc::MAP_POPULATE;
+                }
+                if m.locked {
+                    extra |= libc::MAP_LOCKED;
+                }
+                if m.noreserve {
+                    extra |= libc::MAP_NORESERVE;
+                }
+                KOpKind::Mmap {
+                    region: m.region,
+                    addr: self.region(m.region).addr,
+                    len: m.size,
+                    prot: prot_bits(m.prot),
+                    extra_flags: extra,
+                    kind: m.kind,
+                    shared: m.shared || m.kind == MapKind::Shmem,
+                    file: m.file,
+                }
+            }
+            Op::Munmap { region, range } => {
+                let (addr, len) = self.span(*region, range);
+                KOpKind::Munmap { addr, len }
+            }
+            Op::Mprotect {
+                region,
+                range,
+                prot,
+            } => {
+                let (addr, len) = self.span(*region, range);
+                KOpKind::Mprotect {
+                    addr,
+                    len,
+                    prot: prot_bits(*prot),
+                }
+            }
+            Op::Madvise {
+                region,
+                range,
+                advice,
+            } => {
+                let (addr, len) = self.span(*region, range);
+                KOpKind::Madvise {
+                    addr,
+                    len,
+                    advice: advice_number(*advice),
+                }
+            }
+            Op::Mlock { region, range } => {
+                let (addr, len) = self.span(*region, range);
+                KOpKind::Mlock { addr, len }
+            }
+            Op::Munlock { region, range } => {
+                let (addr, len) = self.span(*region, range);
+                KOpKind::Munlock { addr, len }
+            }
+            Op::Touch(t) => KOpKind::Touch {
+                base: self.region(t.region).addr,
+                touch: t.clone(),
+            },
+            Op::Sync { region, range } => {
+                let (addr, len) = self.span(*region, range);
+                KOpKind::Sync { addr, len }
+            }
+            Op::Sleep(d) => KOpKind::Sleep(*d),
+            Op::Barrier => KOpKind::Barrier,
+            Op::Mark(name) => KOpKind::Mark(self.mark_index(name)),
+            Op::Repeat { times, ops } => KOpKind::Repeat {
+                times: *times,
+                body: self.ops(ops, tid, &format!("{number}.")),
+            },
+        }
+    }
+
+    fn describe(&self, op: &Op) -> String {
+        let name = |r: usize| self.region(r).name.as_str();
+        match op {
+            Op::Mmap(m) => format!("mmap {:?}", name(m.region)),
+            Op::Munmap { region, .. } => format!("munmap {:?}", name(*region)),
+            Op::Mprotect { region, .. } => format!("mprotect {:?}", name(*region)),
+            Op::Madvise { region, advice, .. } => {
+                format!("madvise {:?} {advice:?}", name(*region))
+            }
+            Op::Mlock { region, .. } => format!("mlock {:?}", name(*region)),
+            Op::Munlock { region, .. } => format!("munlock {:?}", name(*region)),
+            Op::Touch(t) => {
+                let access = match t.access {
+                    Access::Read => "read",
+                    Access::Write => "write",
+                };
+                format!("touch {:?} {access}", name(t.region))
+            }
+            Op::Sync { region, .. } => format!("sync {:?}", name(*region)),
+            Op::Sleep(d) => format!("sleep {d:?}"),
+            Op::Barrier => "barrier".to_string(),
+            Op::Mark(label) => format!("mark {label:?}"),
+            Op::Repeat { times, .. } => format!("repeat {times}"),
+        }
+    }
+}
+
+fn mark_files(ops: &[Op], out: &mut [bool]) {
+    for op in ops {
+        match op {
+            Op::Mmap(m) if m.kind == MapKind::File => out[m.region] = true,
+            Op::Repeat { ops, .. } => mark_files(ops, out),
+            _ => {}
+        }
+    }
+}
+
+pub(crate) fn prot_bits(p: Prot) -> libc::c_int {
+    match p {
+        Prot::None => libc::PROT_NONE,
+        Prot::R => libc::PROT_READ,
+        Prot::Rw => libc::PROT_READ | libc::PROT_WRITE,
+        Prot::Rx => libc::PROT_READ | libc::PROT_EXEC,
+        Prot::Rwx => libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+    }
+}
+
+pub(crate) fn advice_number(a: Advice) -> libc::c_int {
+    match a {
+        Advice::DontNeed => libc::MADV_DONTNEED,
+        Advice::Free => libc::MADV_FREE,
+        Advice::HugePage => libc::MADV_HUGEPAGE,
+        Advice::NoHugePage => libc::MADV_NOHUGEPAGE,
+        // Since Linux 5.14.
+        Advice::PopulateRead => libc::MADV_POPULATE_READ,
+        Advice::PopulateWrite => libc::MADV_POPULATE_WRITE,
+        Advice::WillNeed => libc::MADV_WILLNEED,
+        // Since Linux 5.4.
+        Advice::PageOut => libc::MADV_PAGEOUT,
+    }
+}
+
+/// What one pass over some ops records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Count {
+    /// Marks reached.
+    marks: u64,
+    /// Marks reached with a latency histogram pending (each takes a slot).
+    latency_marks: u64,
+    /// A latency histogram is pending after the ops.
+    pending: bool,
+    /// Some latency touch exists in the ops.
+    has_latency: bool,
+}
+
+/// Counts the marks of `ops` run once, `pending` saying whether a latency
+/// histogram is waiting for the next mark when they start.
+///
+/// A repeat body's first pass may attach the histogram pending before it;
+/// every later pass starts from the state the body itself leaves, and that
+/// state is the same after each pass once a mark has been reached (it depends
+/// only on the ops after the body's last mark), so two passes give the
+/// count of all.
+fn count(ops: &[KOp], mut pending: bool) -> Count {
+    let mut c = Count {
+        marks: 0,
+        latency_marks: 0,
+        pending,
+        has_latency: false,
+    };
+    for op in ops {
+        match &op.kind {
+            KOpKind::Touch { touch, .. } if touch.latency => {
+                pending = true;
+                c.has_latency = true;
+            }
+            KOpKind::Mark(_) => {
+                c.marks += 1;
+                if pending {
+                    c.latency_marks += 1;
+                    pending = false;
+                }
+            }
+            KOpKind::Repeat { times: 0, .. } => {}
+            KOpKind::Repeat { times, body } => {
+                let first = count(body, pending);
+                c.has_latency |= first.has_latency;
+                if first.marks == 0 {
+                    pending = first.pending;
+                } else {
+                    let rest = count(body, first.pending);
+                    let more = times - 1;
+                    c.marks = c
+                        .marks
+                        .saturating_add(first.marks)
+                        .saturating_add(rest.marks.saturating_mul(more));
+                    c.latency_marks = c
+                        .latency_marks
+                        .saturating_add(first.latency_marks)
+                        .saturating_add(rest.latency_marks.saturating_mul(more));
+                    pending = if more == 0 {
+                        first.pending
+                    } else {
+                        rest.pending
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    c.pending = pending;
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use workload::plan::{Pattern, Range, Touch};
+
+    fn touch(latency: bool) -> KOp {
+        KOp {
+            id: 0,
+            kind: KOpKind::Touch {
+                base: 0,
+                touch: Touch {
+                    region: 0,
+                    range: Range {
+                        offset: 0,
+                        len: 4096,
+                    },
+                    access: Access::Write,
+                    pattern: Pattern::Seq,
+                    stride: 4096,
+                    count: 1,
+                    seed: 1,
+                    latency,
+                },
+            },
+        }
+    }
+
+    fn mark() -> KOp {
+        KOp {
+            id: 0,
+            kind: KOpKind::Mark(0),
+        }
+    }
+
+    fn repeat(times: u64, body: Vec<KOp>) -> KOp {
+        KOp {
+            id: 0,
+            kind: KOpKind::Repeat { times, body },
+        }
+    }
+
+    /// Reference: run the ops literally.
+    fn simulate(ops: &[KOp], pending: &mut bool, marks: &mut u64, lat: &mut u64) {
+        for op in ops {
+            match &op.kind {
+                KOpKind::Touch { touch, .. } if touch.latency => *pending = true,
+                KOpKind::Mark(_) => {
+                    *marks += 1;
+                    if *pending {
+                        *lat += 1;
+                        *pending = false;
+                    }
+                }
+                KOpKind::Repeat { times, body } => {
+                    for _ in 0..*times {
+                        simulate(body, pending, marks, lat);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn arb_ops(depth: u32) -> impl Strategy<Value = Vec<KOp>> {
+        let leaf = prop_oneof![
+            Just(0u8).prop_map(|_| mark()),
+            any::<bool>().prop_map(touch),
+        ];
+        let op = leaf.prop_recursive(depth, 24, 4, |inner| {
+            (0u64..4, prop::collection::vec(inner, 0..4)).prop_map(|(t, body)| repeat(t, body))
+        });
+        prop::collection::vec(op, 0..6)
+    }
+
+    proptest! {
+        #[test]
+        fn count_matches_literal_run(ops in arb_ops(3), pending in any::<bool>()) {
+            let c = count(&ops, pending);
+            let (mut p, mut m, mut l) = (pending, 0, 0);
+            simulate(&ops, &mut p, &mut m, &mut l);
+            prop_assert_eq!((c.marks, c.latency_marks, c.pending), (m, l, p));
+        }
+    }
+
+    #[test]
+    fn repeat_with_latency_then_mark() {
+        let ops = vec![repeat(5, vec![touch(true), mark()]), mark()];
+        let c = count(&ops, false);
+        assert_eq!((c.marks, c.latency_marks, c.pending), (6, 5, false));
+    }
+}

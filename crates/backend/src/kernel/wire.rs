@@ -1,0 +1,219 @@
+//! The child's report to the parent: native-endian `u64` words over a pipe
+//! (parent and child are the same binary, so no portable encoding is needed).
+//!
+//! ```text
+//! header   MAGIC status a b c d                      (HEADER_WORDS)
+//! status OK:        a = records, b = histograms, then
+//!   baseline        SAMPLE_WORDS
+//!   records         records x RECORD_WORDS   (name, hist, elapsed_ns, tid, sample)
+//!   histograms      histograms x HIST_WORDS
+//! status OP_ERROR:  a = op id, b = call, c = errno
+//! status FAULT:     a = signal number, b = address
+//! status SETUP:     a = setup step, b = errno
+//! ```
+//!
+//! A counter the child could not read is [`NONE`].
+
+use host::Sample;
+use workload::result::{Counters, Mark, Run};
+
+use super::latency::{FineHist, HIST_WORDS};
+use super::program::Program;
+use super::KernelError;
+
+pub(crate) const MAGIC: u64 = u64::from_be_bytes(*b"ptlab_k1");
+pub(crate) const HEADER_WORDS: usize = 6;
+pub(crate) const SAMPLE_WORDS: usize = 8;
+pub(crate) const RECORD_WORDS: usize = 4 + SAMPLE_WORDS;
+pub(crate) const NONE: u64 = u64::MAX;
+
+pub(crate) const STATUS_OK: u64 = 0;
+pub(crate) const STATUS_OP_ERROR: u64 = 1;
+pub(crate) const STATUS_FAULT: u64 = 2;
+pub(crate) const STATUS_SETUP: u64 = 3;
+
+/// The system calls an op may fail in, by wire code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
+pub(crate) enum Call {
+    Mmap,
+    Munmap,
+    Mprotect,
+    Madvise,
+    Mlock,
+    Munlock,
+    Msync,
+    MemfdCreate,
+    Ftruncate,
+    Fdatasync,
+    PosixFadvise,
+    Pread,
+}
+
+const CALL_NAMES: &[&str] = &[
+    "mmap",
+    "munmap",
+    "mprotect",
+    "madvise",
+    "mlock",
+    "munlock",
+    "msync",
+    "memfd_create",
+    "ftruncate",
+    "fdatasync",
+    "posix_fadvise",
+    "pread",
+];
+
+/// Steps of the child's set-up that can fail, by wire code.
+pub(crate) const SETUP_SPAWN: u64 = 0;
+pub(crate) const SETUP_PANIC: u64 = 1;
+const SETUP_NAMES: &[&str] = &[
+    "spawning the workload's threads",
+    "running the workload (a panic in the child; see its message above)",
+];
+
+/// Counter names in sample-word order (the format's names).
+pub(crate) const COUNTER_NAMES: [&str; SAMPLE_WORDS] = [
+    "minor_faults",
+    "major_faults",
+    "vmpte_kb",
+    "rss_anon_kb",
+    "rss_file_kb",
+    "rss_shmem_kb",
+    "anon_huge_kb",
+    "tlb_shootdowns",
+];
+
+pub(crate) fn sample_words(s: &Sample) -> [u64; SAMPLE_WORDS] {
+    let o = |v: Option<u64>| v.unwrap_or(NONE);
+    [
+        s.minor_faults,
+        s.major_faults,
+        o(s.vmpte_kb),
+        o(s.rss_anon_kb),
+        o(s.rss_file_kb),
+        o(s.rss_shmem_kb),
+        o(s.anon_huge_kb),
+        o(s.tlb_shootdowns),
+    ]
+}
+
+/// Turns the report's words into a run, or into the error the child reported.
+pub(crate) fn decode(words: &[u64], prog: &Program) -> Result<Run, KernelError> {
+    let bad = |why: &str| KernelError::ChildFailed {
+        status: format!("malformed report ({why})"),
+    };
+    if words.len() < HEADER_WORDS || words[0] != MAGIC {
+        return Err(bad("no header"));
+    }
+    let (status, a, b, c) = (words[1], words[2], words[3], words[4]);
+    match status {
+        STATUS_OK => {}
+        STATUS_OP_ERROR => return Err(op_error(prog, a, b, c)),
+        STATUS_FAULT => return Err(fault(prog, a, b)),
+        STATUS_SETUP => {
+            return Err(KernelError::Setup {
+                what: SETUP_NAMES.get(a as usize).unwrap_or(&"?").to_string(),
+                source: std::io::Error::from_raw_os_error(b as i32),
+            })
+        }
+        _ => return Err(bad("unknown status")),
+    }
+    let (n_records, n_hists) = (a as usize, b as usize);
+    let body = &words[HEADER_WORDS..];
+    let need = SAMPLE_WORDS + n_records * RECORD_WORDS + n_hists * HIST_WORDS;
+    if body.len() != need || n_records == 0 {
+        return Err(bad("wrong length"));
+    }
+    let (base, rest) = body.split_at(SAMPLE_WORDS);
+    let (records, hists) = rest.split_at(n_records * RECORD_WORDS);
+    let hists: Vec<Box<FineHist>> = hists
+        .chunks_exact(HIST_WORDS)
+        .map(FineHist::from_words)
+        .collect();
+    let mut marks = Vec::with_capacity(n_records);
+    for r in records.chunks_exact(RECORD_WORDS) {
+        let name = prog
+            .mark_names
+            .get(r[0] as usize)
+            .ok_or_else(|| bad("mark name"))?
+            .clone();
+        let latency = match r[1] {
+            NONE => None,
+            i => Some(
+                hists
+                    .get(i as usize)
+                    .ok_or_else(|| bad("histogram"))?
+                    .to_result(),
+            ),
+        };
+        let mut counters = Counters::default();
+        for (k, name) in COUNTER_NAMES.iter().enumerate() {
+            let (now, then) = (r[4 + k], base[k]);
+            if now != NONE && then != NONE {
+                counters.set(name, now as i64 - then as i64);
+            }
+        }
+        counters.set("elapsed_ns", r[2] as i64);
+        marks.push(Mark {
+            name,
+            counters,
+            latency,
+        });
+    }
+    Ok(Run { marks })
+}
+
+fn op_error(prog: &Program, op: u64, call: u64, errno: u64) -> KernelError {
+    let call_name = CALL_NAMES
+        .get(call as usize)
+        .copied()
+        .unwrap_or("a system call");
+    let desc = prog
+        .op_desc
+        .get(op as usize)
+        .cloned()
+        .unwrap_or_else(|| format!("op #{op}"));
+    let errno = errno as i32;
+    if call == Call::Mmap as u64 && (errno == libc::EEXIST || errno == libc::ENOTSUP) {
+        if let Some((region, addr, len)) = prog.mmap_target(op as u32) {
+            return KernelError::AddressTaken { region, addr, len };
+        }
+    }
+    KernelError::Op {
+        op: desc,
+        call: call_name,
+        source: std::io::Error::from_raw_os_error(errno),
+    }
+}
+
+fn fault(prog: &Program, signo: u64, addr: u64) -> KernelError {
+    let signal = match signo as i32 {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        _ => "a signal",
+    };
+    let place = prog
+        .regions
+        .iter()
+        .find(|r| addr >= r.addr && addr - r.addr < r.size)
+        .map(|r| format!(" (region {:?} + {:#x})", r.name, addr - r.addr))
+        .unwrap_or_default();
+    KernelError::Fault {
+        signal,
+        addr,
+        place,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_names_cover_every_call() {
+        assert_eq!(CALL_NAMES.len(), Call::Pread as usize + 1);
+        assert_eq!(CALL_NAMES[Call::Madvise as usize], "madvise");
+    }
+}
