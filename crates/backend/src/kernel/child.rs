@@ -145,8 +145,9 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
         super::quiesce::quiesce();
         {
             let mut log = lock(&sh.log);
-            // Runs the whole mark path once (reader, clock, record write) so
-            // its code and data are mapped before the baseline.
+            // Reads the counters and the clock once before the baseline, so
+            // the first measured mark finds their code and data mapped (the
+            // record buffers were written above; quiesce mapped all code).
             let _ = log.reader.read();
             let _ = log.t0.elapsed();
             let base = log.reader.read();
