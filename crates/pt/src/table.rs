@@ -55,6 +55,8 @@ pub enum PtError {
     PhysOutOfRange { pa: u64, len: u64, oa_bits: u32 },
     #[error("{va:#x} is already mapped")]
     AlreadyMapped { va: u64 },
+    #[error("a table hangs below {va:#x} at level {level}: free empty tables before mapping a huge leaf there")]
+    TableInTheWay { va: u64, level: usize },
     #[error("{va:#x} is not mapped (walk stopped at level {level})")]
     NotMapped { va: u64, level: usize },
     #[error("cannot split a {size:#x} leaf: level {level} holds no leaves")]
@@ -443,34 +445,65 @@ impl PageTable {
         }
         let mut done = 0;
         while done < len {
-            if let Err(e) = self.map_one(va + done, pa + done, kind, attrs) {
-                if done > 0 {
-                    // Keep the all-or-nothing promise.
-                    let undone = self.unmap(va, done)?;
-                    undone.flush.done();
+            match self.map_in_one_table(va + done, pa + done, len - done, kind, attrs) {
+                Ok(n) => done += n,
+                Err(e) => {
+                    if done > 0 {
+                        // Keep the all-or-nothing promise.
+                        let undone = self.unmap(va, done)?;
+                        undone.flush.done();
+                    }
+                    return Err(e);
                 }
-                return Err(e);
             }
-            done += leaf_size;
         }
         Ok(())
     }
 
-    fn map_one(&self, va: u64, pa: u64, kind: LeafKind, attrs: Attrs) -> Result<(), PtError> {
+    /// Maps leaves from `va` up to `len` bytes or the end of the table that
+    /// holds them, whichever comes first; returns the bytes mapped. One walk
+    /// from the root serves a whole table of leaves.
+    fn map_in_one_table(
+        &self,
+        va: u64,
+        pa: u64,
+        len: u64,
+        kind: LeafKind,
+        attrs: Attrs,
+    ) -> Result<u64, PtError> {
+        let g = &*self.geom;
         let mut table = self.root;
-        for level in (kind.level + 1..self.geom.num_levels()).rev() {
+        for level in (kind.level + 1..g.num_levels()).rev() {
             table = self.get_or_alloc_table(table, level, va)?;
         }
-        let step = self.geom.entry_size(kind.level);
-        for i in 0..u64::from(kind.entries) {
-            let e = Entry::Leaf {
-                pa: pa + i * step,
-                attrs,
-                contiguous: kind.is_contiguous(),
-            };
-            self.write_entry(table, kind.level, va + i * step, &e);
+        let l = g.level(kind.level);
+        let step = l.entry_size();
+        let table_left = (table_end(va, l.shift + l.bits) - va) + 1;
+        let n = len.min(table_left);
+        let contiguous = kind.is_contiguous();
+        let mut off = 0;
+        while off < n {
+            // An empty table below a would-be huge leaf must be freed first
+            // (Linux maps a THP only on a pmd_none entry).
+            if let Entry::Table { .. } = self.read_entry(table, kind.level, va + off)? {
+                return Err(PtError::TableInTheWay {
+                    va: va + off,
+                    level: kind.level,
+                });
+            }
+            off += step;
         }
-        Ok(())
+        let mut off = 0;
+        while off < n {
+            let e = Entry::Leaf {
+                pa: pa + off,
+                attrs,
+                contiguous,
+            };
+            self.write_entry(table, kind.level, va + off, &e);
+            off += step;
+        }
+        Ok(n)
     }
 
     // ---------------------------------------------------------------

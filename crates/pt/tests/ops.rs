@@ -97,6 +97,11 @@ fn run_sequence(name: &str, ops: &[Op]) {
                 let pa = PBASE + (va - WINDOW);
                 let attrs = Attrs::new(perms_of(p));
                 let overlap = reference.range(va..va + len).next().is_some();
+                if !overlap {
+                    // Empty tables left by earlier unmaps would stand in the
+                    // way of a huge leaf: free them, as an OS would first.
+                    pt.free_empty(va, len).unwrap().release(&pt).unwrap();
+                }
                 let r = pt.map(va, pa, len, size, attrs);
                 if overlap {
                     assert!(matches!(r, Err(PtError::AlreadyMapped { .. })), "{r:?}");
@@ -139,7 +144,12 @@ fn run_sequence(name: &str, ops: &[Op]) {
     pt.unmap(WINDOW, span).unwrap().flush.done();
     let freed = pt.free_empty(WINDOW, span).unwrap();
     freed.release(&pt).unwrap();
-    assert_eq!(pt.mem().live_tables(), 1, "only the root is left");
+    assert_eq!(
+        pt.mem().live_tables(),
+        1,
+        "only the root is left:\n{}",
+        pt.dump(0, u64::MAX).unwrap()
+    );
     for l in 0..pt.geometry().root_level() {
         assert_eq!(pt.tables_at(l), 0);
     }
@@ -148,7 +158,7 @@ fn run_sequence(name: &str, ops: &[Op]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
     fn random_ops_agree_with_the_reference(
         g in 0usize..geometry::PRESET_NAMES.len(),
@@ -250,6 +260,19 @@ fn misaligned_and_unknown_leaves_are_refused() {
         Err(PtError::OutOfRange { .. })
     ));
     assert_eq!(pt.mem().live_tables(), 1, "refusals allocate nothing");
+    // A 2 MiB leaf cannot replace a PTE table, even an empty one.
+    pt.map(WINDOW, PBASE, 4096, 4096, a).unwrap();
+    pt.unmap(WINDOW, 4096).unwrap().flush.done();
+    assert!(matches!(
+        pt.map(WINDOW, PBASE, 2 << 20, 2 << 20, a),
+        Err(PtError::TableInTheWay { level: 1, .. })
+    ));
+    pt.free_empty(WINDOW, 2 << 20)
+        .unwrap()
+        .release(&pt)
+        .unwrap();
+    pt.map(WINDOW, PBASE, 2 << 20, 2 << 20, a).unwrap();
+    assert_eq!(pt.mem().live_tables(), 3, "root, PUD and PMD tables");
 }
 
 #[test]
@@ -359,4 +382,16 @@ fn dump_groups_runs() {
         .collect();
     assert_eq!(leaf_lines.len(), 1, "{d}");
     assert!(d.contains("(16 of 512 present)"), "{d}");
+}
+
+#[test]
+fn regression_contiguous_run_cut_then_huge_map() {
+    run_sequence(
+        "arm64-4k-48",
+        &[
+            Op::Map(993, 2, 1, 0),
+            Op::Unmap(697, 343),
+            Op::Map(1, 1, 2, 0),
+        ],
+    );
 }
