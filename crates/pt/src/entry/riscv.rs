@@ -149,7 +149,7 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
                 "a leaf at level {level}, which holds no leaves"
             );
             debug_assert!(
-                (p.read || p.exec) && (p.read || !p.write),
+                representable(&attrs),
                 "RISC-V leaves need R or X, and W only with R: {p:?}"
             );
             debug_assert!(
@@ -258,6 +258,14 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
         // itself, not a run of software entries.
         contiguous: napot & (geom.hw_words_per_entry() == 1),
     })
+}
+
+/// Whether a leaf with `attrs` has a RISC-V encoding: R or X set, and W only
+/// with R (R = W = X = 0 would be a pointer, W without R is reserved).
+#[inline]
+pub fn representable(attrs: &Attrs) -> bool {
+    let p = attrs.perms;
+    p.read || (p.exec && !p.write)
 }
 
 /// Names the first rule a pointer word breaks (off the hot path).

@@ -124,7 +124,7 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
                 geom.level(level).leaf,
                 "a leaf at level {level}, which holds no leaves"
             );
-            debug_assert!(attrs.perms.read, "present x86-64 pages are readable");
+            debug_assert!(representable(&attrs), "present x86-64 pages are readable");
             debug_assert_eq!(
                 pa & !(oa_mask(geom) & !(geom.entry_size(level) - 1)),
                 0,
@@ -197,6 +197,13 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
         },
         contiguous: false,
     })
+}
+
+/// Whether a leaf with `attrs` has an x86-64 encoding: every present page is
+/// readable (execute-only needs protection keys, not modeled).
+#[inline]
+pub fn representable(attrs: &Attrs) -> bool {
+    attrs.perms.read
 }
 
 fn reserved(raw: u64, level: usize, why: &'static str) -> DecodeError {
