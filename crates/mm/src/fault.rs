@@ -399,7 +399,7 @@ impl AddressSpace {
             let mut pages = obj.lock();
             let mut hit = false;
             for i in from..to {
-                let v = va - (pte_off - i) * self.page;
+                let v = va - pte_off * self.page + i * self.page;
                 if self.pt.read_entry(table, 0, v)? != Entry::Invalid {
                     continue;
                 }
