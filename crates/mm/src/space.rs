@@ -124,6 +124,11 @@ pub struct AddressSpace {
     pub(crate) rss: [AtomicI64; 3],
     /// Base pages of PMD-mapped anonymous THP.
     pub(crate) anon_huge: AtomicI64,
+    /// Work of operations that failed after changing something (Linux
+    /// keeps what was done before the error): handed out with the next
+    /// operation's [`Deferred`] or by [`AddressSpace::take_pending`].
+    pending: Mutex<Deferred>,
+    has_pending: AtomicBool,
     exited: AtomicBool,
 }
 
@@ -215,6 +220,8 @@ impl AddressSpace {
             nr_folios: AtomicUsize::new(0),
             rss: Default::default(),
             anon_huge: AtomicI64::new(0),
+            pending: Mutex::new(Deferred::none()),
+            has_pending: AtomicBool::new(false),
             exited: AtomicBool::new(false),
         })
     }
@@ -429,6 +436,33 @@ impl AddressSpace {
     // -----------------------------------------------------------------
     // System calls.
 
+    /// The work left by operations that failed midway (see the field doc).
+    /// Complete it like any [`Deferred`].
+    pub fn take_pending(&self) -> Deferred {
+        if !self.has_pending.swap(false, Ordering::AcqRel) {
+            return Deferred::none();
+        }
+        std::mem::take(&mut *lock_plain(&self.pending))
+    }
+
+    /// Ends an operation: its work on success (with any pending work), or
+    /// the error with the work parked.
+    fn finish_op(&self, r: Result<(), Errno>, mut d: Deferred) -> Result<Deferred, Errno> {
+        match r {
+            Ok(()) => {
+                d.merge(self.take_pending());
+                Ok(d)
+            }
+            Err(e) => {
+                if !d.is_empty() {
+                    lock_plain(&self.pending).merge(d);
+                    self.has_pending.store(true, Ordering::Release);
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Linux `mmap` with MAP_FIXED_NOREPLACE (or MAP_FIXED if `replace`).
     ///
     /// # Errors
@@ -436,6 +470,17 @@ impl AddressSpace {
     /// [`Errno::NoMem`] for a range past the user address space;
     /// [`Errno::Exist`] if the range overlaps a mapping and `replace` is off.
     pub fn mmap(&self, ctx: &mut ThreadCtx, args: MmapArgs) -> Result<Deferred, Errno> {
+        let mut d = Deferred::none();
+        let r = self.mmap_inner(ctx, args, &mut d);
+        self.finish_op(r, d)
+    }
+
+    fn mmap_inner(
+        &self,
+        ctx: &mut ThreadCtx,
+        args: MmapArgs,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
         if args.len == 0 {
             return Err(Errno::Inval("mmap of length 0"));
         }
@@ -451,7 +496,6 @@ impl AddressSpace {
             .filter(|e| *e <= self.user_limit())
             .ok_or(Errno::NoMem("range past the user address space"))?;
         let start = args.addr;
-        let mut d = Deferred::none();
         let shared = args.shared || args.kind == MapKind::Shmem;
         let backing = match (args.kind, shared) {
             (MapKind::Anon, false) => Backing::Anon,
@@ -471,7 +515,7 @@ impl AddressSpace {
                 if !args.replace {
                     return Err(Errno::Exist);
                 }
-                self.munmap_locked(ctx, &mut vmas, start, end, &mut d)?;
+                self.munmap_locked(ctx, &mut vmas, start, end, d)?;
             }
             vmas.insert(Vma {
                 start,
@@ -488,9 +532,9 @@ impl AddressSpace {
         if args.populate || args.locked {
             // Linux: mm_populate after the write lock is dropped; errors ignored.
             let vmas = self.mmap_read(ctx);
-            let _ = self.populate(ctx, &vmas, start, end, PopulateMode::PerVma, false, &mut d);
+            let _ = self.populate(ctx, &vmas, start, end, PopulateMode::PerVma, false, d);
         }
-        Ok(d)
+        Ok(())
     }
 
     /// Linux `munmap`: unmaps `[addr, addr + len)` (whole or part of VMAs,
@@ -501,6 +545,18 @@ impl AddressSpace {
     /// [`Errno::Inval`] for a misaligned address, a zero length or a range
     /// past the user address space.
     pub fn munmap(&self, ctx: &mut ThreadCtx, addr: u64, len: u64) -> Result<Deferred, Errno> {
+        let mut d = Deferred::none();
+        let r = self.munmap_inner(ctx, addr, len, &mut d);
+        self.finish_op(r, d)
+    }
+
+    fn munmap_inner(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        len: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
         if addr % self.page != 0 {
             return Err(Errno::Inval("munmap address not page-aligned"));
         }
@@ -514,10 +570,9 @@ impl AddressSpace {
             .checked_add(len)
             .filter(|e| *e <= self.user_limit())
             .ok_or(Errno::Inval("range past the user address space"))?;
-        let mut d = Deferred::none();
         let mut vmas = self.mmap_write(ctx);
-        self.munmap_locked(ctx, &mut vmas, addr, end, &mut d)?;
-        Ok(d)
+        self.munmap_locked(ctx, &mut vmas, addr, end, d)?;
+        Ok(())
     }
 
     // Linux: mm/vma.c, do_vmi_align_munmap + vms_clear_ptes (unmap_vmas, free_pgtables)
@@ -564,12 +619,24 @@ impl AddressSpace {
         len: u64,
         prot: Prot,
     ) -> Result<Deferred, Errno> {
+        let mut d = Deferred::none();
+        let r = self.mprotect_inner(ctx, addr, len, prot, &mut d);
+        self.finish_op(r, d)
+    }
+
+    fn mprotect_inner(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        len: u64,
+        prot: Prot,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
         if addr % self.page != 0 {
             return Err(Errno::Inval("mprotect address not page-aligned"));
         }
-        let mut d = Deferred::none();
         if len == 0 {
-            return Ok(d);
+            return Ok(());
         }
         let len = self
             .page_align(len)
@@ -593,13 +660,13 @@ impl AddressSpace {
                 v.prot = prot;
                 v.clone()
             };
-            self.change_protection(ctx, &v, v.start, v.end, &mut d)?;
+            self.change_protection(ctx, &v, v.start, v.end, d)?;
             cur = v.end;
         }
         if cur < end {
             return Err(Errno::NoMem("mprotect range has a hole"));
         }
-        Ok(d)
+        Ok(())
     }
 
     /// Linux `madvise`.
@@ -617,12 +684,24 @@ impl AddressSpace {
         len: u64,
         advice: Advice,
     ) -> Result<Deferred, Errno> {
+        let mut d = Deferred::none();
+        let r = self.madvise_inner(ctx, addr, len, advice, &mut d);
+        self.finish_op(r, d)
+    }
+
+    fn madvise_inner(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        len: u64,
+        advice: Advice,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
         if addr % self.page != 0 {
             return Err(Errno::Inval("madvise address not page-aligned"));
         }
-        let mut d = Deferred::none();
         if len == 0 {
-            return Ok(d);
+            return Ok(());
         }
         let len = self
             .page_align(len)
@@ -650,7 +729,7 @@ impl AddressSpace {
                 if covered < end - addr {
                     return Err(Errno::NoMem("madvise range has a hole"));
                 }
-                Ok(d)
+                Ok(())
             }
             _ => {
                 let vmas = self.mmap_read(ctx);
@@ -666,7 +745,7 @@ impl AddressSpace {
                             if v.flags.locked {
                                 return Err(Errno::Inval("MADV_DONTNEED on a locked VMA"));
                             }
-                            self.zap_range(ctx, v, s, e, true, &mut d)?;
+                            self.zap_range(ctx, v, s, e, true, d)?;
                         }
                         Advice::Free => {
                             if !v.is_anon() || v.flags.locked {
@@ -674,14 +753,14 @@ impl AddressSpace {
                                     "MADV_FREE needs private anonymous memory",
                                 ));
                             }
-                            self.madvise_free(ctx, v, s, e, &mut d)?;
+                            self.madvise_free(ctx, v, s, e, d)?;
                         }
                         Advice::PageOut => {
                             // Linux: can_madv_lru_vma
                             if v.flags.locked {
                                 return Err(Errno::Inval("MADV_PAGEOUT on a locked VMA"));
                             }
-                            self.pageout(ctx, v, s, e, &mut d)?;
+                            self.pageout(ctx, v, s, e, d)?;
                         }
                         Advice::WillNeed => {
                             if let Some(obj) = v.object() {
@@ -694,7 +773,7 @@ impl AddressSpace {
                             } else {
                                 PopulateMode::Write
                             };
-                            self.populate(ctx, &vmas, s, e, mode, true, &mut d)?;
+                            self.populate(ctx, &vmas, s, e, mode, true, d)?;
                         }
                         Advice::HugePage | Advice::NoHugePage => unreachable!("handled above"),
                     }
@@ -702,7 +781,7 @@ impl AddressSpace {
                 if covered < end - addr {
                     return Err(Errno::NoMem("madvise range has a hole"));
                 }
-                Ok(d)
+                Ok(())
             }
         }
     }
@@ -733,12 +812,24 @@ impl AddressSpace {
         on: bool,
     ) -> Result<Deferred, Errno> {
         let mut d = Deferred::none();
+        let r = self.set_locked_inner(ctx, addr, len, on, &mut d);
+        self.finish_op(r, d)
+    }
+
+    fn set_locked_inner(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        len: u64,
+        on: bool,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
         let start = addr & !(self.page - 1);
         let len = self
             .page_align(len + (addr - start))
             .ok_or(Errno::Inval("length overflows"))?;
         if len == 0 {
-            return Ok(d);
+            return Ok(());
         }
         let end = start
             .checked_add(len)
@@ -764,9 +855,9 @@ impl AddressSpace {
         }
         if on {
             let vmas = self.mmap_read(ctx);
-            let _ = self.populate(ctx, &vmas, start, end, PopulateMode::PerVma, false, &mut d);
+            let _ = self.populate(ctx, &vmas, start, end, PopulateMode::PerVma, false, d);
         }
-        Ok(d)
+        Ok(())
     }
 
     /// Linux `msync(MS_SYNC)`: writes back the dirty pages of shared file
@@ -776,10 +867,21 @@ impl AddressSpace {
     /// [`Errno::Inval`] for a misaligned address; [`Errno::NoMem`] if part
     /// of the range is not mapped.
     pub fn msync(&self, ctx: &mut ThreadCtx, addr: u64, len: u64) -> Result<Deferred, Errno> {
+        let mut d = Deferred::none();
+        let r = self.msync_inner(ctx, addr, len, &mut d);
+        self.finish_op(r, d)
+    }
+
+    fn msync_inner(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        len: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
         if addr % self.page != 0 {
             return Err(Errno::Inval("msync address not page-aligned"));
         }
-        let mut d = Deferred::none();
         let len = self
             .page_align(len)
             .ok_or(Errno::NoMem("length overflows"))?;
@@ -793,13 +895,13 @@ impl AddressSpace {
             let e = v.end.min(end);
             covered += e - s;
             if v.writenotify() {
-                self.writeback(ctx, v, s, e, &mut d)?;
+                self.writeback(ctx, v, s, e, d)?;
             }
         }
         if covered < end - addr {
             return Err(Errno::NoMem("msync range has a hole"));
         }
-        Ok(d)
+        Ok(())
     }
 
     /// Unmaps everything and frees every table, the zero pages and the
@@ -816,6 +918,7 @@ impl AddressSpace {
             let mut vmas = self.mmap_write(ctx);
             self.munmap_locked(ctx, &mut vmas, 0, self.user_limit(), &mut d)?;
         }
+        d.merge(self.take_pending());
         d.complete(self)?;
         self.pt.teardown()?;
         let mem = self.pt.mem();
