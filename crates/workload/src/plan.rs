@@ -130,6 +130,15 @@ pub struct Mmap {
     pub file: FileState,
 }
 
+/// Accesses to a range of a region.
+///
+/// The range holds `positions() = ceil(range.len / stride)` access points,
+/// `range.offset + k * stride` for `k` in `0..positions()`. Access `i` (of
+/// `count`) goes to point `i mod positions()` (seq), to point
+/// `positions() - 1 - (i mod positions())` (reverse), or to a point drawn
+/// uniformly by a PCG generator seeded with `seed` (random; see
+/// [`Touch::offsets`], which every backend uses so runs agree). Each access
+/// reads or writes one byte at the start of its point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Touch {
     pub region: RegionId,
@@ -139,24 +148,178 @@ pub struct Touch {
     pub pattern: Pattern,
     pub stride: u64,
     /// Number of accesses (for seq/reverse: one per stride over the range
-    /// unless the workload said otherwise).
+    /// unless the workload said otherwise; with `part = "split"`, this
+    /// thread's share).
     pub count: u64,
     pub seed: u64,
     pub latency: bool,
 }
 
+impl Touch {
+    /// Number of access points in the range (at least 1).
+    pub fn positions(&self) -> u64 {
+        self.range.len.div_ceil(self.stride).max(1)
+    }
+
+    /// The byte offsets (from the region's start) of the `count` accesses,
+    /// in order. Deterministic: the same touch gives the same offsets on
+    /// every backend and every run.
+    pub fn offsets(&self) -> impl Iterator<Item = u64> + '_ {
+        use rand::{Rng, SeedableRng};
+        let n = self.positions();
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(self.seed);
+        (0..self.count).map(move |i| {
+            let k = match self.pattern {
+                Pattern::Seq => i % n,
+                Pattern::Reverse => n - 1 - i % n,
+                Pattern::Random => rng.random_range(0..n),
+            };
+            self.range.offset + k * self.stride
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     Mmap(Mmap),
-    Munmap { region: RegionId, range: Range },
-    Mprotect { region: RegionId, range: Range, prot: Prot },
-    Madvise { region: RegionId, range: Range, advice: Advice },
-    Mlock { region: RegionId, range: Range },
-    Munlock { region: RegionId, range: Range },
+    Munmap {
+        region: RegionId,
+        range: Range,
+    },
+    Mprotect {
+        region: RegionId,
+        range: Range,
+        prot: Prot,
+    },
+    Madvise {
+        region: RegionId,
+        range: Range,
+        advice: Advice,
+    },
+    Mlock {
+        region: RegionId,
+        range: Range,
+    },
+    Munlock {
+        region: RegionId,
+        range: Range,
+    },
     Touch(Touch),
-    Sync { region: RegionId, range: Range },
+    Sync {
+        region: RegionId,
+        range: Range,
+    },
     Sleep(Duration),
     Barrier,
     Mark(String),
-    Repeat { times: u64, ops: Vec<Op> },
+    Repeat {
+        times: u64,
+        ops: Vec<Op>,
+    },
+}
+
+/// Bytes of a huge page, the unit a THP fault may populate.
+const HUGE_PAGE: u64 = 2 << 20;
+
+/// Calls `f` on every op of `ops`, repeat bodies included (once each).
+fn for_each_op(ops: &[Op], f: &mut impl FnMut(&Op)) {
+    for op in ops {
+        f(op);
+        if let Op::Repeat { ops, .. } = op {
+            for_each_op(ops, f);
+        }
+    }
+}
+
+impl Workload {
+    /// The region called `name`, if there is one.
+    pub fn region(&self, name: &str) -> Option<RegionId> {
+        self.regions.iter().position(|r| r.name == name)
+    }
+
+    /// Calls `f` on every op of every thread (repeat bodies once each).
+    pub fn for_each_op(&self, mut f: impl FnMut(&Thread, &Op)) {
+        for t in &self.threads {
+            for_each_op(&t.ops, &mut |op| f(t, op));
+        }
+    }
+
+    /// Sum of the sizes of all regions: the most virtual memory the workload
+    /// maps (each region counted once, at its largest size, even if it is
+    /// never mapped at the same time as another).
+    pub fn total_mapped_bytes(&self) -> u64 {
+        self.regions.iter().fold(0, |n, r| n.saturating_add(r.size))
+    }
+
+    /// An upper bound of the memory the workload may make resident, under
+    /// THP "madvise" or "never" (huge pages only where the workload
+    /// advises `hugepage`).
+    ///
+    /// Per region: the bytes its ops may populate (a touch: `count` pages,
+    /// at most its range; populate, lock, `populate_*`/`willneed` advice:
+    /// their range; a file mapping: its whole size, as it lives in the page
+    /// cache), capped at the region's size; plus one 4 KiB PTE table per
+    /// 2 MiB that may hold such a page. A touch counts 2 MiB per access in
+    /// an anonymous or shmem region of 2 MiB or more advised `hugepage`.
+    /// Loops do not multiply: a repeated op populates the same range.
+    pub fn max_touched_bytes(&self) -> u64 {
+        self.resident_bound(false)
+    }
+
+    /// [`Workload::max_touched_bytes`] under THP "always": every touch of an
+    /// anonymous or shmem region of 2 MiB or more may populate a whole huge
+    /// page (touching one byte per 2 MiB of 50 GiB then makes 50 GiB resident).
+    pub fn max_touched_bytes_thp_always(&self) -> u64 {
+        self.resident_bound(true)
+    }
+
+    fn resident_bound(&self, thp_always: bool) -> u64 {
+        let n = self.regions.len();
+        let mut file = vec![false; n];
+        let mut advised_huge = vec![false; n];
+        self.for_each_op(|_, op| match op {
+            Op::Mmap(m) if m.kind == MapKind::File => file[m.region] = true,
+            Op::Madvise {
+                region,
+                advice: Advice::HugePage,
+                ..
+            } => advised_huge[*region] = true,
+            _ => {}
+        });
+        let mut bytes = vec![0u64; n];
+        self.for_each_op(|_, op| {
+            let (region, b) = match op {
+                Op::Mmap(m) if m.populate || m.locked || m.kind == MapKind::File => {
+                    (m.region, m.size)
+                }
+                Op::Madvise {
+                    region,
+                    range,
+                    advice: Advice::PopulateRead | Advice::PopulateWrite | Advice::WillNeed,
+                } => (*region, range.len),
+                Op::Mlock { region, range } => (*region, range.len),
+                Op::Touch(t) => {
+                    let r = t.region;
+                    let huge = !file[r]
+                        && self.regions[r].size >= HUGE_PAGE
+                        && (thp_always || advised_huge[r]);
+                    let unit = if huge { HUGE_PAGE } else { FORMAT_PAGE };
+                    // A huge page may reach past the range on both sides.
+                    let reach = if huge {
+                        t.range.len.saturating_add(2 * HUGE_PAGE)
+                    } else {
+                        t.range.len
+                    };
+                    (r, t.count.saturating_mul(unit).min(reach))
+                }
+                _ => return,
+            };
+            bytes[region] = bytes[region].saturating_add(b);
+        });
+        self.regions.iter().zip(bytes).fold(0u64, |total, (r, b)| {
+            let data = b.min(r.size);
+            let tables = (data / FORMAT_PAGE).min(r.size / HUGE_PAGE + 2) * FORMAT_PAGE;
+            total.saturating_add(data).saturating_add(tables)
+        })
+    }
 }

@@ -1,0 +1,232 @@
+//! The workloads shipped inside the binary, and the validation suite.
+//!
+//! Built-ins (`builtin/*.toml`) reproduce the benchmarks of the seeds; each
+//! names the seed it answers. The validation suite (`validate/*.toml`) holds
+//! small single-threaded deterministic workloads whose counters the kernel
+//! and the model must agree on exactly, mark by mark (`ptlab validate`).
+//!
+//! Invariants (tested): every file of the two folders is listed here, every
+//! TOML's `name` is its listed name, no name is in both lists, and every one
+//! parses and checks.
+
+use std::sync::LazyLock;
+
+use toml::de::{DeTable, DeValue};
+
+/// `(name, seed, TOML)`: the seed is the file stem under `shared/seeds/`.
+const BUILTINS: &[(&str, &str, &str)] = &[
+    (
+        "pagefault",
+        "5-level-vs-4-level-page-tables",
+        include_str!("../builtin/pagefault.toml"),
+    ),
+    (
+        "pagefault-file",
+        "5-level-vs-4-level-page-tables",
+        include_str!("../builtin/pagefault-file.toml"),
+    ),
+    (
+        "ebizzy",
+        "5-level-vs-4-level-page-tables",
+        include_str!("../builtin/ebizzy.toml"),
+    ),
+    (
+        "multi-fault",
+        "pte-page-table-reclaim-slides",
+        include_str!("../builtin/multi-fault.toml"),
+    ),
+    (
+        "thp-fault-scaling",
+        "split-pmd-locks",
+        include_str!("../builtin/thp-fault-scaling.toml"),
+    ),
+    (
+        "dontneed-reclaim",
+        "pte-page-table-reclaim-slides",
+        include_str!("../builtin/dontneed-reclaim.toml"),
+    ),
+    (
+        "tlb-shootdown",
+        "latency-implications-of-virtual-memory",
+        include_str!("../builtin/tlb-shootdown.toml"),
+    ),
+    (
+        "writeback",
+        "latency-implications-of-virtual-memory",
+        include_str!("../builtin/writeback.toml"),
+    ),
+    (
+        "gups",
+        "riscv-64k-base-page-rfc",
+        include_str!("../builtin/gups.toml"),
+    ),
+    (
+        "prefault",
+        "latency-implications-of-virtual-memory",
+        include_str!("../builtin/prefault.toml"),
+    ),
+];
+
+/// The validation suite, in the order `ptlab validate` runs it. The 50 GiB
+/// reclaim demo is the built-in `dontneed-reclaim` itself.
+const VALIDATE: &[(&str, &str)] = &[
+    ("anon-write", include_str!("../validate/anon-write.toml")),
+    (
+        "anon-read-zero-page",
+        include_str!("../validate/anon-read-zero-page.toml"),
+    ),
+    (
+        "anon-write-after-read",
+        include_str!("../validate/anon-write-after-read.toml"),
+    ),
+    ("anon-random", include_str!("../validate/anon-random.toml")),
+    ("thp-fault", include_str!("../validate/thp-fault.toml")),
+    (
+        "thp-huge-zero-page",
+        include_str!("../validate/thp-huge-zero-page.toml"),
+    ),
+    (
+        "thp-split-by-dontneed",
+        include_str!("../validate/thp-split-by-dontneed.toml"),
+    ),
+    (
+        "pt-reclaim-whole",
+        include_str!("../validate/pt-reclaim-whole.toml"),
+    ),
+    (
+        "pt-reclaim-partial",
+        include_str!("../validate/pt-reclaim-partial.toml"),
+    ),
+    ("munmap-part", include_str!("../validate/munmap-part.toml")),
+    (
+        "mprotect-split",
+        include_str!("../validate/mprotect-split.toml"),
+    ),
+    (
+        "map-populate",
+        include_str!("../validate/map-populate.toml"),
+    ),
+    ("mlock", include_str!("../validate/mlock.toml")),
+    ("mmap-locked", include_str!("../validate/mmap-locked.toml")),
+    (
+        "populate-write",
+        include_str!("../validate/populate-write.toml"),
+    ),
+    (
+        "populate-read",
+        include_str!("../validate/populate-read.toml"),
+    ),
+    (
+        "file-private",
+        include_str!("../validate/file-private.toml"),
+    ),
+    ("file-shared", include_str!("../validate/file-shared.toml")),
+    ("shmem", include_str!("../validate/shmem.toml")),
+    ("madv-free", include_str!("../validate/madv-free.toml")),
+    (
+        "dontneed-reclaim",
+        include_str!("../builtin/dontneed-reclaim.toml"),
+    ),
+];
+
+/// The `description` of a TOML text, without checking anything else.
+fn description_of(text: &str) -> String {
+    DeTable::parse(text)
+        .ok()
+        .and_then(
+            |t| match t.get_ref().get("description").map(|v| v.get_ref()) {
+                Some(DeValue::String(s)) => Some(s.to_string()),
+                _ => None,
+            },
+        )
+        .unwrap_or_default()
+}
+
+/// Descriptions read once from the TOML texts (the texts are the one source).
+static DESCRIPTIONS: LazyLock<Vec<String>> =
+    LazyLock::new(|| BUILTINS.iter().map(|b| description_of(b.2)).collect());
+
+/// The built-in workloads: `(name, description, seed)`, where `seed` is the
+/// file stem of the seed document it reproduces (under `shared/seeds/`).
+pub fn list() -> Vec<(&'static str, &'static str, &'static str)> {
+    BUILTINS
+        .iter()
+        .zip(DESCRIPTIONS.iter())
+        .map(|(b, d)| (b.0, d.as_str(), b.1))
+        .collect()
+}
+
+/// The TOML text of the built-in workload `name`.
+pub fn get(name: &str) -> Option<&'static str> {
+    BUILTINS.iter().find(|b| b.0 == name).map(|b| b.2)
+}
+
+/// The validation suite: `(name, TOML)`, small single-threaded deterministic
+/// workloads with marks everywhere, in the order to run them.
+pub fn validate_suite() -> Vec<(&'static str, &'static str)> {
+    VALIDATE.to_vec()
+}
+
+/// The TOML text of the validation-suite workload `name`.
+pub fn get_validate(name: &str) -> Option<&'static str> {
+    VALIDATE.iter().find(|v| v.0 == name).map(|v| v.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn stems(dir: &str) -> BTreeSet<String> {
+        let path = format!("{}/{dir}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_dir(path)
+            .expect("folder exists")
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn every_file_is_listed() {
+        let builtins: BTreeSet<String> = BUILTINS.iter().map(|b| b.0.to_string()).collect();
+        assert_eq!(builtins, stems("builtin"));
+        let suite: BTreeSet<String> = VALIDATE
+            .iter()
+            .filter(|v| get(v.0).is_none())
+            .map(|v| v.0.to_string())
+            .collect();
+        assert_eq!(suite, stems("validate"));
+        assert!(VALIDATE.len() >= 15);
+    }
+
+    #[test]
+    fn names_match_and_descriptions_are_there() {
+        for (name, text) in BUILTINS
+            .iter()
+            .map(|b| (b.0, b.2))
+            .chain(VALIDATE.iter().copied())
+        {
+            let w = crate::parse(text, name, 48).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(w.name, name);
+            assert!(!w.description.is_empty(), "{name} has no description");
+        }
+        for (name, description, seed) in list() {
+            assert!(!description.is_empty(), "{name}");
+            assert!(
+                std::path::Path::new(&format!("/work/shared/seeds/{seed}.txt")).exists()
+                    || !std::path::Path::new("/work/shared/seeds").exists(),
+                "{name}: no seed {seed}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_suite_name_is_not_a_different_builtin() {
+        for (name, text) in VALIDATE {
+            if let Some(b) = get(name) {
+                assert_eq!(b, *text, "{name} differs from the built-in of that name");
+            }
+        }
+    }
+}

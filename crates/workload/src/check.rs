@@ -1,0 +1,989 @@
+//! The checks that need program order, and the building of the plan.
+//!
+//! # The walk
+//!
+//! Threads run concurrently, so the checker reasons about *phases*: phase `p`
+//! of a thread is what it does between its `p`-th and `(p+1)`-th barrier
+//! (phase 0 before the first). Every thread must pass the same number of
+//! barriers (else the run would wait forever), so phases line up, and
+//! everything any thread does in phase `p` happens before everything any
+//! thread does in phase `p + 1`.
+//!
+//! The checker walks the ops once, phase by phase, and inside a phase thread
+//! by thread (thread order), each thread in program order. A `repeat` whose
+//! body has barriers is unrolled (each pass is new phases); a `repeat`
+//! without barriers is walked `min(N, 2)` times. Two passes see every state
+//! the loop can reach: each op *sets* state (mapped or not, protection,
+//! locked) on a range to values the op alone decides, so the body's effect
+//! `f` on the state is idempotent, and passes 3..N start from `f(f(s)) =
+//! f(s)`, the state pass 2 started from.
+//!
+//! # Rules (each violation is an error before anything runs)
+//!
+//! - **Mapped before use.** A region is mapped at an op if the walk mapped
+//!   it before: earlier in the same thread, or by any thread in an earlier
+//!   phase (before a barrier both pass). `mmap` of a region that is still
+//!   (even partly) mapped is an error, so a name means one mapping at a time;
+//!   re-mapping a region after `munmap` (in a loop, say) is fine.
+//! - **One changer per phase.** `mmap`, `munmap`, `mprotect`, `mlock` and
+//!   `munlock` change a region's mapping. If a thread does one of them to a
+//!   region in a phase, no other thread may use that region in the same
+//!   phase: the order would be a race. `touch`, `madvise` and `sync` may
+//!   share a region across threads freely. With this rule the state each op
+//!   sees is the same in every interleaving, so the walk is exact.
+//! - **Ranges.** `offset`/`len` lie inside the mapping as mapped at that
+//!   point (`len` defaults to the rest of the mapping from `offset`); ops
+//!   other than `munmap` need every page of their range mapped. A default
+//!   range must be the same each time the op runs (a loop that re-maps a
+//!   region with another size needs explicit `offset`/`len`).
+//! - **Access.** A read touch needs a readable range, a write touch a
+//!   writable one (else the process would die of SIGSEGV); `populate_read`
+//!   and `populate_write` likewise. `dontneed`, `free` and `pageout` refuse
+//!   locked memory, `free` needs private anonymous memory, `sync` needs a
+//!   file or shmem mapping (as Linux's EINVAL would say).
+//! - **Split.** `part = "split"` divides the range into equal slices, one per
+//!   thread of the block (in block order); each slice must be a multiple of
+//!   4 KiB, and an explicit `count` must divide evenly too (it counts the
+//!   accesses of the whole block).
+//!
+//! Limits keep the check fast: [`MAX_BARRIERS`] barriers per thread,
+//! [`MAX_STEPS`] ops walked in all, [`MAX_REGIONS`] distinct regions.
+
+use std::collections::HashMap;
+
+use crate::error::WorkloadError;
+use crate::pages::{Attrs, Pages};
+use crate::placement::{self, Moment, Request};
+use crate::plan::{
+    Access, Advice, MapKind, Mmap, Op, Prot, Range, Region, RegionId, Thread, Touch, Workload,
+    FORMAT_PAGE,
+};
+use crate::syntax::{Doc, OpSyn, RangeSyn, Source, VerbSyn};
+use crate::units::format_size;
+
+/// Most barriers one thread may pass (loops count every pass).
+pub const MAX_BARRIERS: u64 = 100_000;
+/// Most ops the checker walks, over all threads (loops with barriers are
+/// unrolled, other loops walked twice).
+pub const MAX_STEPS: u64 = 2_000_000;
+/// Most distinct regions (after `{tid}` expansion).
+pub const MAX_REGIONS: usize = 4096;
+
+type Result<T> = std::result::Result<T, WorkloadError>;
+
+/// Which thread runs what.
+struct ThreadInfo {
+    tid: usize,
+    block: usize,
+    block_count: usize,
+    index_in_block: usize,
+}
+
+/// One op to walk, in the phase it runs in.
+#[derive(Clone, Copy)]
+struct Ev<'d> {
+    op: &'d OpSyn,
+    phase: u64,
+}
+
+/// What an op resolved to for one thread; must agree on every pass.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Resolved {
+    range: Range,
+    count: u64,
+}
+
+/// The current mapping of a region.
+struct Mapping {
+    size: u64,
+    kind: MapKind,
+    shared: bool,
+    /// Where its mmap is written, and by which thread.
+    at: usize,
+    tid: usize,
+    pages: Pages,
+}
+
+struct RegionState {
+    name: String,
+    max_size: u64,
+    /// Where the region is first named in the text (for placement errors).
+    named_at: usize,
+    mapping: Option<Mapping>,
+    fixed: Option<(u64, usize)>,
+    first_map: Option<Moment>,
+    /// The munmap that left the region wholly unmapped, if it is now.
+    last_unmap: Option<(Moment, usize)>,
+}
+
+/// Who used a region in the current phase.
+struct User {
+    tid: usize,
+    /// Where this thread changed the region's mapping in this phase, if it did.
+    changed_at: Option<usize>,
+    verb: &'static str,
+}
+
+/// Checks `doc` and builds the plan, placing regions for a `va_bits`-bit
+/// address space.
+///
+/// # Errors
+///
+/// The first broken rule, walking in the order described in the module
+/// documentation.
+pub(crate) fn check(src: Source<'_>, doc: &Doc, name: String, va_bits: u32) -> Result<Workload> {
+    let mut threads = Vec::new();
+    for (b, block) in doc.blocks.iter().enumerate() {
+        for i in 0..block.count {
+            threads.push(ThreadInfo {
+                tid: threads.len(),
+                block: b,
+                block_count: block.count,
+                index_in_block: i,
+            });
+        }
+    }
+    let mut c = Checker {
+        src,
+        doc,
+        threads: &threads,
+        regions: Vec::new(),
+        by_name: HashMap::new(),
+        region_of: Vec::new(),
+        resolved: Vec::new(),
+        id_base: Vec::new(),
+        seq: 0,
+    };
+    c.count_barriers()?;
+    c.intern()?;
+    c.walk()?;
+    let addrs = c.place(va_bits)?;
+    let regions = c
+        .regions
+        .iter()
+        .zip(addrs)
+        .map(|(r, addr)| Region {
+            name: r.name.clone(),
+            size: r.max_size,
+            addr,
+        })
+        .collect();
+    let plan_threads = threads
+        .iter()
+        .map(|t| Thread {
+            tid: t.tid,
+            block: t.block,
+            block_count: t.block_count,
+            index_in_block: t.index_in_block,
+            ops: c.plan_ops(t, &doc.blocks[t.block].ops),
+        })
+        .collect();
+    Ok(Workload {
+        name,
+        description: doc.description.clone(),
+        regions,
+        threads: plan_threads,
+    })
+}
+
+struct Checker<'a, 'd> {
+    src: Source<'a>,
+    doc: &'d Doc,
+    threads: &'a [ThreadInfo],
+    regions: Vec<RegionState>,
+    by_name: HashMap<String, RegionId>,
+    /// Per thread, per op of its block (indexed by `op.id - id_base`): the region.
+    region_of: Vec<Vec<Option<RegionId>>>,
+    /// Per thread, per op of its block: the resolved range, once walked.
+    resolved: Vec<Vec<Option<Resolved>>>,
+    /// Per block: the smallest op id in it (op ids of a block are dense).
+    id_base: Vec<usize>,
+    seq: u64,
+}
+
+/// Number of barriers `ops` pass, or `None` past [`MAX_BARRIERS`].
+fn barriers(ops: &[OpSyn]) -> Option<u64> {
+    let mut n: u64 = 0;
+    for op in ops {
+        let k = match &op.verb {
+            VerbSyn::Barrier => 1,
+            VerbSyn::Repeat(times, body) => barriers(body)?.checked_mul(*times)?,
+            _ => 0,
+        };
+        n = n.checked_add(k).filter(|n| *n <= MAX_BARRIERS)?;
+    }
+    Some(n)
+}
+
+/// Ops the walk visits for `ops` (see the module documentation), saturating.
+fn steps(ops: &[OpSyn]) -> u64 {
+    ops.iter().fold(0u64, |n, op| {
+        let k = match &op.verb {
+            VerbSyn::Repeat(times, body) => {
+                let passes = if barriers(body) == Some(0) {
+                    (*times).min(2)
+                } else {
+                    *times
+                };
+                steps(body).saturating_mul(passes)
+            }
+            _ => 1,
+        };
+        n.saturating_add(k)
+    })
+}
+
+/// Every op of a tree, depth first.
+fn each_op<'d>(ops: &'d [OpSyn], f: &mut impl FnMut(&'d OpSyn)) {
+    for op in ops {
+        f(op);
+        if let VerbSyn::Repeat(_, body) = &op.verb {
+            each_op(body, f);
+        }
+    }
+}
+
+/// The walk's sequence of ops for one thread of a block, with phases.
+fn unroll<'d>(ops: &'d [OpSyn], phase: &mut u64, out: &mut Vec<Ev<'d>>) {
+    for op in ops {
+        match &op.verb {
+            VerbSyn::Barrier => *phase += 1,
+            VerbSyn::Repeat(times, body) => {
+                let passes = if barriers(body) == Some(0) {
+                    (*times).min(2)
+                } else {
+                    *times
+                };
+                for _ in 0..passes {
+                    unroll(body, phase, out);
+                }
+            }
+            _ => out.push(Ev { op, phase: *phase }),
+        }
+    }
+}
+
+fn verb_name(v: &VerbSyn) -> &'static str {
+    match v {
+        VerbSyn::Mmap(_) => "mmap",
+        VerbSyn::Munmap(..) => "munmap",
+        VerbSyn::Mprotect(..) => "mprotect",
+        VerbSyn::Madvise(..) => "madvise",
+        VerbSyn::Mlock(..) => "mlock",
+        VerbSyn::Munlock(..) => "munlock",
+        VerbSyn::Touch(_) => "touch",
+        VerbSyn::Sync(..) => "sync",
+        VerbSyn::Sleep(_) => "sleep",
+        VerbSyn::Barrier => "barrier",
+        VerbSyn::Mark(_) => "mark",
+        VerbSyn::Repeat(..) => "repeat",
+    }
+}
+
+/// Whether the op changes a region's mapping (see "One changer per phase").
+fn changes_mapping(v: &VerbSyn) -> bool {
+    matches!(
+        v,
+        VerbSyn::Mmap(_)
+            | VerbSyn::Munmap(..)
+            | VerbSyn::Mprotect(..)
+            | VerbSyn::Mlock(..)
+            | VerbSyn::Munlock(..)
+    )
+}
+
+fn prot_name(p: Prot) -> &'static str {
+    match p {
+        Prot::None => "none",
+        Prot::R => "r",
+        Prot::Rw => "rw",
+        Prot::Rx => "rx",
+        Prot::Rwx => "rwx",
+    }
+}
+
+fn kind_name(kind: MapKind, shared: bool) -> &'static str {
+    match (kind, shared) {
+        (MapKind::Anon, false) => "private anonymous",
+        (MapKind::Anon, true) => "shared anonymous",
+        (MapKind::File, false) => "private file",
+        (MapKind::File, true) => "shared file",
+        (MapKind::Shmem, _) => "shmem",
+    }
+}
+
+fn advice_name(a: Advice) -> &'static str {
+    match a {
+        Advice::DontNeed => "dontneed",
+        Advice::Free => "free",
+        Advice::HugePage => "hugepage",
+        Advice::NoHugePage => "nohugepage",
+        Advice::PopulateRead => "populate_read",
+        Advice::PopulateWrite => "populate_write",
+        Advice::WillNeed => "willneed",
+        Advice::PageOut => "pageout",
+    }
+}
+
+impl<'a, 'd> Checker<'a, 'd> {
+    /// `in op 2 of thread block 1`, plus the thread when the block has several.
+    fn context(&self, t: &ThreadInfo, op: &OpSyn) -> String {
+        if t.block_count > 1 {
+            format!("in {} (thread {})", op.path, t.tid)
+        } else {
+            format!("in {}", op.path)
+        }
+    }
+
+    fn region_err(
+        &self,
+        t: &ThreadInfo,
+        op: &OpSyn,
+        at: usize,
+        region: RegionId,
+        problem: String,
+        hint: &str,
+    ) -> WorkloadError {
+        WorkloadError::Region {
+            at: self.src.loc(at),
+            region: self.regions[region].name.clone(),
+            problem,
+            context: self.context(t, op),
+            hint: hint.to_string(),
+        }
+    }
+
+    fn count_barriers(&self) -> Result<()> {
+        let mut first: Option<u64> = None;
+        let mut total_steps: u64 = 0;
+        for (b, block) in self.doc.blocks.iter().enumerate() {
+            let at = self.src.loc(block.at);
+            let Some(n) = barriers(&block.ops) else {
+                return Err(WorkloadError::Structure {
+                    at,
+                    problem: format!(
+                        "thread block {} passes more than {MAX_BARRIERS} barriers (counting every pass of its repeats)",
+                        b + 1
+                    ),
+                });
+            };
+            match first {
+                None => first = Some(n),
+                Some(f) if f != n => {
+                    return Err(WorkloadError::Structure {
+                        at,
+                        problem: format!(
+                            "thread block {} passes {n} barriers but thread block 1 passes {f}; every thread must pass the same number of barriers, or the run would wait forever",
+                            b + 1
+                        ),
+                    });
+                }
+                Some(_) => {}
+            }
+            total_steps =
+                total_steps.saturating_add(steps(&block.ops).saturating_mul(block.count as u64));
+            if total_steps > MAX_STEPS {
+                return Err(WorkloadError::Structure {
+                    at,
+                    problem: format!(
+                        "checking the workload would walk more than {MAX_STEPS} ops (repeats with barriers are walked pass by pass); use fewer threads or shorter loops with barriers"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives every region name (after `{tid}` expansion) its id, in thread
+    /// order then program order.
+    fn intern(&mut self) -> Result<()> {
+        for block in &self.doc.blocks {
+            let mut lo = usize::MAX;
+            each_op(&block.ops, &mut |op| lo = lo.min(op.id));
+            self.id_base.push(lo);
+        }
+        for t in self.threads {
+            let block = &self.doc.blocks[t.block];
+            let base = self.id_base[t.block];
+            let mut ids: Vec<Option<RegionId>> = Vec::new();
+            let mut err = None;
+            each_op(&block.ops, &mut |op| {
+                let slot = op.id - base;
+                if ids.len() <= slot {
+                    ids.resize(slot + 1, None);
+                }
+                let Some(name) = op.verb.region() else {
+                    return;
+                };
+                let name = name.expand(t.tid);
+                let id = match self.by_name.get(&name) {
+                    Some(id) => *id,
+                    None => {
+                        if self.regions.len() >= MAX_REGIONS && err.is_none() {
+                            err = Some(WorkloadError::Structure {
+                                at: self.src.loc(op.at),
+                                problem: format!("more than {MAX_REGIONS} distinct regions"),
+                            });
+                            return;
+                        }
+                        self.regions.push(RegionState {
+                            name: name.clone(),
+                            max_size: 0,
+                            named_at: op.at,
+                            mapping: None,
+                            fixed: None,
+                            first_map: None,
+                            last_unmap: None,
+                        });
+                        self.by_name.insert(name, self.regions.len() - 1);
+                        self.regions.len() - 1
+                    }
+                };
+                ids[slot] = Some(id);
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            self.resolved.push(vec![None; ids.len()]);
+            self.region_of.push(ids);
+        }
+        Ok(())
+    }
+
+    fn walk(&mut self) -> Result<()> {
+        let doc = self.doc;
+        let mut per_block: Vec<Vec<Ev<'d>>> = Vec::with_capacity(doc.blocks.len());
+        let mut phases = 0;
+        for block in &doc.blocks {
+            let mut phase = 0;
+            let mut evs = Vec::new();
+            unroll(&block.ops, &mut phase, &mut evs);
+            phases = phase;
+            per_block.push(evs);
+        }
+        let mut cursor = vec![0usize; self.threads.len()];
+        let mut users: HashMap<RegionId, Vec<User>> = HashMap::new();
+        for phase in 0..=phases {
+            users.clear();
+            for t in self.threads {
+                let evs = &per_block[t.block];
+                while let Some(ev) = evs.get(cursor[t.tid]).filter(|e| e.phase == phase) {
+                    self.step(t, ev.op, phase, &mut users)?;
+                    cursor[t.tid] += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks one op of thread `t` against the state and applies it.
+    fn step(
+        &mut self,
+        t: &ThreadInfo,
+        op: &'d OpSyn,
+        phase: u64,
+        users: &mut HashMap<RegionId, Vec<User>>,
+    ) -> Result<()> {
+        self.seq += 1;
+        let Some(region) = self.region_of[t.tid][op.id - self.id_base[t.block]] else {
+            return Ok(()); // sleep, mark: nothing to check
+        };
+        let now = Moment {
+            seq: self.seq,
+            phase,
+            tid: t.tid,
+        };
+        self.one_changer(t, op, region, users)?;
+        match &op.verb {
+            VerbSyn::Mmap(m) => {
+                if let Some(old) = &self.regions[region].mapping {
+                    let hint = if m.region.has_placeholder() || t.block_count == 1 {
+                        "; munmap it first, or use another name"
+                    } else {
+                        "; munmap it first, or write the name with {tid} to give each thread its own region"
+                    };
+                    let problem = format!(
+                        "is already mapped (by the mmap at {}, thread {})",
+                        self.src.line_col(old.at),
+                        old.tid
+                    );
+                    return Err(self.region_err(t, op, op.at, region, problem, hint));
+                }
+                if let Some(addr) = &m.addr {
+                    match self.regions[region].fixed {
+                        Some((a, at)) if a != addr.v => {
+                            let problem = format!(
+                                "gets addr {:#x} here but {a:#x} at {}; a region keeps one address",
+                                addr.v,
+                                self.src.line_col(at)
+                            );
+                            return Err(self.region_err(t, op, addr.at, region, problem, ""));
+                        }
+                        _ => self.regions[region].fixed = Some((addr.v, addr.at)),
+                    }
+                }
+                let r = &mut self.regions[region];
+                r.max_size = r.max_size.max(m.size.v);
+                r.first_map.get_or_insert(now);
+                r.last_unmap = None;
+                r.mapping = Some(Mapping {
+                    size: m.size.v,
+                    kind: m.kind,
+                    shared: m.shared,
+                    at: op.at,
+                    tid: t.tid,
+                    pages: Pages::mapped(
+                        m.size.v,
+                        Attrs {
+                            prot: m.prot,
+                            locked: m.locked,
+                        },
+                    ),
+                });
+                Ok(())
+            }
+            VerbSyn::Munmap(_, range) => {
+                let r = self.range(t, op, region, range, false)?;
+                let state = &mut self.regions[region];
+                let mapping = state
+                    .mapping
+                    .as_mut()
+                    .expect("range() checked it is mapped");
+                mapping.pages.remove(r.offset, r.offset + r.len);
+                if mapping.pages.is_empty() {
+                    state.mapping = None;
+                    state.last_unmap = Some((now, op.at));
+                }
+                self.resolve(t, op, region, r, 0)
+            }
+            VerbSyn::Mprotect(_, range, prot) => {
+                let r = self.range(t, op, region, range, true)?;
+                self.pages_mut(region)
+                    .update(r.offset, r.offset + r.len, |a| Attrs { prot: *prot, ..a });
+                self.resolve(t, op, region, r, 0)
+            }
+            VerbSyn::Mlock(_, range) | VerbSyn::Munlock(_, range) => {
+                let r = self.range(t, op, region, range, true)?;
+                let locked = matches!(op.verb, VerbSyn::Mlock(..));
+                self.pages_mut(region)
+                    .update(r.offset, r.offset + r.len, |a| Attrs { locked, ..a });
+                self.resolve(t, op, region, r, 0)
+            }
+            VerbSyn::Madvise(_, range, advice) => {
+                let r = self.range(t, op, region, range, true)?;
+                self.advice_allowed(t, op, region, r, *advice)?;
+                self.resolve(t, op, region, r, 0)
+            }
+            VerbSyn::Sync(_, range) => {
+                let r = self.range(t, op, region, range, true)?;
+                let m = self.mapping(region);
+                if m.kind == MapKind::Anon {
+                    let problem = format!(
+                        "is a {} mapping; sync (msync) needs kind = \"file\" or \"shmem\"",
+                        kind_name(m.kind, m.shared)
+                    );
+                    return Err(self.region_err(t, op, op.at, region, problem, ""));
+                }
+                self.resolve(t, op, region, r, 0)
+            }
+            VerbSyn::Touch(touch) => {
+                let whole = self.range(t, op, region, &touch.range, true)?;
+                let (slice, count) = self.split(t, op, whole)?;
+                let need = match touch.access {
+                    Access::Read => Prot::readable as fn(Prot) -> bool,
+                    Access::Write => Prot::writable,
+                };
+                if let Some((at, attrs)) =
+                    self.pages(region)
+                        .first_where(slice.offset, slice.offset + slice.len, |a| !need(a.prot))
+                {
+                    let (what, fix) = match touch.access {
+                        Access::Read => ("a read", "; mprotect it first"),
+                        Access::Write => (
+                            "a write",
+                            "; mprotect it to \"rw\" first, or touch with access = \"read\"",
+                        ),
+                    };
+                    let problem = format!(
+                        "is mapped with prot {:?} at offset {}, so {what} there would die of SIGSEGV",
+                        prot_name(attrs.prot),
+                        format_size(at)
+                    );
+                    return Err(self.region_err(t, op, op.at, region, problem, fix));
+                }
+                self.resolve(t, op, region, slice, count)
+            }
+            VerbSyn::Sleep(_) | VerbSyn::Barrier | VerbSyn::Mark(_) | VerbSyn::Repeat(..) => Ok(()),
+        }
+    }
+
+    fn mapping(&self, region: RegionId) -> &Mapping {
+        self.regions[region]
+            .mapping
+            .as_ref()
+            .expect("range() checked it is mapped")
+    }
+
+    fn pages(&self, region: RegionId) -> &Pages {
+        &self.mapping(region).pages
+    }
+
+    fn pages_mut(&mut self, region: RegionId) -> &mut Pages {
+        &mut self.regions[region]
+            .mapping
+            .as_mut()
+            .expect("range() checked it is mapped")
+            .pages
+    }
+
+    /// Enforces "one changer per phase" for thread `t` using `region`.
+    fn one_changer(
+        &self,
+        t: &ThreadInfo,
+        op: &OpSyn,
+        region: RegionId,
+        users: &mut HashMap<RegionId, Vec<User>>,
+    ) -> Result<()> {
+        let changes = changes_mapping(&op.verb);
+        let list = users.entry(region).or_default();
+        for u in list.iter().filter(|u| u.tid != t.tid) {
+            if u.changed_at.is_none() && !changes {
+                continue;
+            }
+            let problem = match u.changed_at {
+                Some(at) => format!(
+                    "is changed by thread {} ({} at {}) and used by thread {} ({}) between the same barriers",
+                    u.tid,
+                    u.verb,
+                    self.src.line_col(at),
+                    t.tid,
+                    verb_name(&op.verb)
+                ),
+                None => format!(
+                    "is used by thread {} ({}) and changed by thread {} ({}) between the same barriers",
+                    u.tid,
+                    u.verb,
+                    t.tid,
+                    verb_name(&op.verb)
+                ),
+            };
+            let hint = "; give each thread its own region (a name with {tid}), or put a barrier between the two";
+            return Err(self.region_err(t, op, op.at, region, problem, hint));
+        }
+        match list.iter_mut().find(|u| u.tid == t.tid) {
+            Some(u) => {
+                if changes && u.changed_at.is_none() {
+                    u.changed_at = Some(op.at);
+                    u.verb = verb_name(&op.verb);
+                }
+            }
+            None => list.push(User {
+                tid: t.tid,
+                changed_at: changes.then_some(op.at),
+                verb: verb_name(&op.verb),
+            }),
+        }
+        Ok(())
+    }
+
+    /// The op's range in the region as mapped now; with `whole`, every page
+    /// of it must be mapped.
+    fn range(
+        &self,
+        t: &ThreadInfo,
+        op: &OpSyn,
+        region: RegionId,
+        syn: &RangeSyn,
+        whole: bool,
+    ) -> Result<Range> {
+        let state = &self.regions[region];
+        let Some(m) = &state.mapping else {
+            let problem = match &state.last_unmap {
+                Some((_, at)) => format!(
+                    "is not mapped here (the munmap at {} unmapped it)",
+                    self.src.line_col(*at)
+                ),
+                None => "is not mapped here".to_string(),
+            };
+            let hint =
+                "; mmap it earlier in this thread, or in another thread before a barrier both pass";
+            return Err(self.region_err(t, op, op.at, region, problem, hint));
+        };
+        let offset = syn.offset.as_ref().map_or(0, |o| o.v);
+        if offset >= m.size {
+            let at = syn.offset.as_ref().map_or(op.at, |o| o.at);
+            let problem = format!(
+                "has size {} here, but offset {} lies past its end",
+                format_size(m.size),
+                format_size(offset)
+            );
+            return Err(self.region_err(t, op, at, region, problem, ""));
+        }
+        let len = syn.len.as_ref().map_or(m.size - offset, |l| l.v);
+        let end = offset.checked_add(len).filter(|e| *e <= m.size);
+        let Some(end) = end else {
+            let at = syn.len.as_ref().map_or(op.at, |l| l.at);
+            let problem = format!(
+                "has size {} here, but offset {} + len {} reaches past its end",
+                format_size(m.size),
+                format_size(offset),
+                format_size(len)
+            );
+            return Err(self.region_err(t, op, at, region, problem, ""));
+        };
+        if whole {
+            if let Some(hole) = m.pages.first_hole(offset, end) {
+                let problem = format!(
+                    "is not mapped at offset {} (part of it was unmapped), inside the range of this {}",
+                    format_size(hole),
+                    verb_name(&op.verb)
+                );
+                return Err(self.region_err(t, op, op.at, region, problem, ""));
+            }
+        }
+        Ok(Range { offset, len })
+    }
+
+    /// Narrows a touch to thread `t`'s slice and count.
+    fn split(&self, t: &ThreadInfo, op: &OpSyn, whole: Range) -> Result<(Range, u64)> {
+        let VerbSyn::Touch(touch) = &op.verb else {
+            unreachable!("split is for touches")
+        };
+        let n = t.block_count as u64;
+        let (range, count) = match touch.split {
+            None => (whole, touch.count.as_ref().map(|c| c.v)),
+            Some(part_at) => {
+                let unit = FORMAT_PAGE * n;
+                if !whole.len.is_multiple_of(unit) {
+                    return Err(WorkloadError::BadValue {
+                        at: self.src.loc(part_at),
+                        key: "part".into(),
+                        context: self.context(t, op),
+                        expected: format!(
+                            "a range that splits into equal 4 KiB multiples among the block's {n} threads (a multiple of {})",
+                            format_size(unit)
+                        ),
+                        found: format!("\"split\" over {}", format_size(whole.len)),
+                    });
+                }
+                let len = whole.len / n;
+                let range = Range {
+                    offset: whole.offset + len * t.index_in_block as u64,
+                    len,
+                };
+                let count = match &touch.count {
+                    None => None,
+                    Some(c) if c.v % n == 0 => Some(c.v / n),
+                    Some(c) => {
+                        return Err(WorkloadError::BadValue {
+                            at: self.src.loc(c.at),
+                            key: "count".into(),
+                            context: self.context(t, op),
+                            expected: format!(
+                                "with part = \"split\", a count that divides evenly among the block's {n} threads"
+                            ),
+                            found: c.v.to_string(),
+                        });
+                    }
+                };
+                (range, count)
+            }
+        };
+        let count = count.unwrap_or_else(|| range.len.div_ceil(touch.stride));
+        Ok((range, count))
+    }
+
+    fn advice_allowed(
+        &self,
+        t: &ThreadInfo,
+        op: &OpSyn,
+        region: RegionId,
+        r: Range,
+        advice: Advice,
+    ) -> Result<()> {
+        let m = self.mapping(region);
+        let name = advice_name(advice);
+        let end = r.offset + r.len;
+        let refuses_locked = matches!(advice, Advice::DontNeed | Advice::Free | Advice::PageOut);
+        if refuses_locked {
+            if let Some((at, _)) = m.pages.first_where(r.offset, end, |a| a.locked) {
+                let problem = format!(
+                    "is locked at offset {}, and Linux refuses advice {name:?} on locked memory (EINVAL)",
+                    format_size(at)
+                );
+                return Err(self.region_err(t, op, op.at, region, problem, "; munlock it first"));
+            }
+        }
+        if advice == Advice::Free && (m.kind != MapKind::Anon || m.shared) {
+            let problem = format!(
+                "is a {} mapping, and advice \"free\" applies only to private anonymous memory (EINVAL)",
+                kind_name(m.kind, m.shared)
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, ""));
+        }
+        let need: Option<fn(Prot) -> bool> = match advice {
+            Advice::PopulateRead => Some(Prot::readable),
+            Advice::PopulateWrite => Some(Prot::writable),
+            _ => None,
+        };
+        if let Some(need) = need {
+            if let Some((at, a)) = m.pages.first_where(r.offset, end, |a| !need(a.prot)) {
+                let problem = format!(
+                    "is mapped with prot {:?} at offset {}, so advice {name:?} would fail (EFAULT)",
+                    prot_name(a.prot),
+                    format_size(at)
+                );
+                return Err(self.region_err(t, op, op.at, region, problem, ""));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records what the op resolved to for this thread; every pass must agree.
+    fn resolve(
+        &mut self,
+        t: &ThreadInfo,
+        op: &OpSyn,
+        region: RegionId,
+        range: Range,
+        count: u64,
+    ) -> Result<()> {
+        let slot = &mut self.resolved[t.tid][op.id - self.id_base[t.block]];
+        let new = Resolved { range, count };
+        match slot {
+            None => {
+                *slot = Some(new);
+                Ok(())
+            }
+            Some(old) if *old == new => Ok(()),
+            Some(old) => {
+                let old = *old;
+                let problem = format!(
+                    "gives this op the range {}+{} on one pass and {}+{} on another (the region was re-mapped with another size)",
+                    format_size(old.range.offset),
+                    format_size(old.range.len),
+                    format_size(range.offset),
+                    format_size(range.len)
+                );
+                Err(self.region_err(
+                    t,
+                    op,
+                    op.at,
+                    region,
+                    problem,
+                    "; give offset and len explicitly",
+                ))
+            }
+        }
+    }
+
+    fn place(&self, va_bits: u32) -> Result<Vec<u64>> {
+        let requests: Vec<Request> = self
+            .regions
+            .iter()
+            .map(|r| Request {
+                name: r.name.clone(),
+                size: r.max_size,
+                fixed: r.fixed.map(|(a, _)| a),
+                start: r
+                    .first_map
+                    .expect("a region used without mmap fails the walk"),
+                end: if r.mapping.is_none() {
+                    r.last_unmap.as_ref().map(|(m, _)| *m)
+                } else {
+                    None
+                },
+            })
+            .collect();
+        placement::place(&requests, va_bits).map_err(|e| {
+            let r = &self.regions[e.index];
+            WorkloadError::Placement {
+                at: self.src.loc(r.fixed.map_or(r.named_at, |(_, at)| at)),
+                region: r.name.clone(),
+                problem: e.problem,
+            }
+        })
+    }
+
+    /// The plan's ops of thread `t`.
+    fn plan_ops(&self, t: &ThreadInfo, ops: &[OpSyn]) -> Vec<Op> {
+        ops.iter().map(|op| self.plan_op(t, op)).collect()
+    }
+
+    fn plan_op(&self, t: &ThreadInfo, op: &OpSyn) -> Op {
+        let slot = op.id - self.id_base[t.block];
+        let region = || self.region_of[t.tid][slot].expect("the op names a region");
+        let res = || self.resolved[t.tid][slot].expect("the walk visits every op");
+        match &op.verb {
+            VerbSyn::Mmap(m) => Op::Mmap(Mmap {
+                region: region(),
+                size: m.size.v,
+                kind: m.kind,
+                shared: m.shared,
+                prot: m.prot,
+                populate: m.populate,
+                locked: m.locked,
+                noreserve: m.noreserve,
+                file: m.file,
+            }),
+            VerbSyn::Munmap(..) => Op::Munmap {
+                region: region(),
+                range: res().range,
+            },
+            VerbSyn::Mprotect(_, _, prot) => Op::Mprotect {
+                region: region(),
+                range: res().range,
+                prot: *prot,
+            },
+            VerbSyn::Madvise(_, _, advice) => Op::Madvise {
+                region: region(),
+                range: res().range,
+                advice: *advice,
+            },
+            VerbSyn::Mlock(..) => Op::Mlock {
+                region: region(),
+                range: res().range,
+            },
+            VerbSyn::Munlock(..) => Op::Munlock {
+                region: region(),
+                range: res().range,
+            },
+            VerbSyn::Touch(touch) => {
+                let r = res();
+                Op::Touch(Touch {
+                    region: region(),
+                    range: r.range,
+                    access: touch.access,
+                    pattern: touch.pattern,
+                    stride: touch.stride,
+                    count: r.count,
+                    seed: touch.seed,
+                    latency: touch.latency,
+                })
+            }
+            VerbSyn::Sync(..) => Op::Sync {
+                region: region(),
+                range: res().range,
+            },
+            VerbSyn::Sleep(d) => Op::Sleep(*d),
+            VerbSyn::Barrier => Op::Barrier,
+            VerbSyn::Mark(label) => Op::Mark(label.clone()),
+            VerbSyn::Repeat(times, body) => Op::Repeat {
+                times: *times,
+                ops: self.plan_ops(t, body),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::syntax::RegionName;
+
+    #[test]
+    fn region_name_expansion() {
+        let n = RegionName("buf{tid}-{tid}".into());
+        assert_eq!(n.expand(7), "buf7-7");
+        assert!(n.has_placeholder());
+    }
+}

@@ -1,0 +1,844 @@
+//! From TOML text to a syntax tree: every key known, every value of the right
+//! type and unit, every position kept for later messages.
+//!
+//! What this layer checks (each error says file, line, column, key, what was
+//! expected, and suggests a near key or value when there is one):
+//! - TOML syntax; unknown keys at every level (top, `[[thread]]`, op);
+//! - each op has exactly one verb, and only that verb's keys;
+//! - types and units of values: sizes (bytes or binary units), durations,
+//!   choices (`kind`, `prot`, `advice`, ...), booleans, counts;
+//! - sizes, offsets, lengths, strides and addresses are multiples of 4 KiB;
+//!   sizes, lengths and strides are not zero; counts are at least 1;
+//! - a random touch has a `count`; `file` only with `kind = "file"`;
+//!   shmem is not `shared = false`; the only placeholder in a region name
+//!   is `{tid}`; no mark is named `end` (the implicit last mark);
+//! - repeats nest at most [`MAX_REPEAT_DEPTH`] deep; at most [`MAX_THREADS`]
+//!   threads in all.
+//!
+//! What needs the program order of the threads (regions mapped before use,
+//! ranges inside regions, ...) is `check`'s job.
+
+use std::fmt;
+use std::time::Duration;
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use crate::error::{one_line, Location, WorkloadError};
+use crate::plan::{Access, Advice, FileState, MapKind, Pattern, Prot, FORMAT_PAGE};
+use crate::suggest::{closest, did_you_mean};
+use crate::units::{self, DURATION_EXPECTED, SIZE_EXPECTED};
+
+/// Most threads a workload may have, over all blocks.
+pub const MAX_THREADS: usize = 1024;
+/// Deepest nesting of `repeat` ops (a repeat inside a repeat is depth 2).
+pub const MAX_REPEAT_DEPTH: usize = 8;
+
+/// A value and the byte offset in the text where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Sp<T> {
+    pub v: T,
+    pub at: usize,
+}
+
+/// A parsed workload file, before threads are expanded.
+#[derive(Debug)]
+pub(crate) struct Doc {
+    pub name: Option<String>,
+    pub description: String,
+    pub blocks: Vec<Block>,
+}
+
+/// One `[[thread]]` block.
+#[derive(Debug)]
+pub(crate) struct Block {
+    /// Where the block is written (its `[[thread]]` header or inline table).
+    pub at: usize,
+    pub count: usize,
+    pub ops: Vec<OpSyn>,
+}
+
+/// Where an op sits: its block and its index at each repeat level (0-based);
+/// displays 1-based as `op 3.1 of thread block 2`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OpPath {
+    pub block: usize,
+    pub index: Vec<usize>,
+}
+
+impl fmt::Display for OpPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "op ")?;
+        for (i, n) in self.index.iter().enumerate() {
+            if i > 0 {
+                write!(f, ".")?;
+            }
+            write!(f, "{}", n + 1)?;
+        }
+        write!(f, " of thread block {}", self.block + 1)
+    }
+}
+
+/// One op as written.
+#[derive(Debug)]
+pub(crate) struct OpSyn {
+    /// Unique over the whole document, dense from 0 (indexes per-op tables).
+    pub id: usize,
+    pub path: OpPath,
+    /// Where the verb's value is written.
+    pub at: usize,
+    pub verb: VerbSyn,
+}
+
+/// A region name as written; `{tid}` is replaced per thread.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RegionName(pub String);
+
+impl RegionName {
+    pub const PLACEHOLDER: &'static str = "{tid}";
+
+    /// The name thread `tid` uses.
+    pub fn expand(&self, tid: usize) -> String {
+        self.0.replace(Self::PLACEHOLDER, &tid.to_string())
+    }
+
+    pub fn has_placeholder(&self) -> bool {
+        self.0.contains(Self::PLACEHOLDER)
+    }
+}
+
+/// `offset` and `len` as written; `None` means the default (the rest of the
+/// mapping from `offset`, and offset 0).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RangeSyn {
+    pub offset: Option<Sp<u64>>,
+    pub len: Option<Sp<u64>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct MmapSyn {
+    pub region: RegionName,
+    pub size: Sp<u64>,
+    pub kind: MapKind,
+    pub shared: bool,
+    pub prot: Prot,
+    pub populate: bool,
+    pub locked: bool,
+    pub noreserve: bool,
+    pub file: FileState,
+    pub addr: Option<Sp<u64>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct TouchSyn {
+    pub region: RegionName,
+    pub range: RangeSyn,
+    pub access: Access,
+    pub pattern: Pattern,
+    pub stride: u64,
+    pub count: Option<Sp<u64>>,
+    pub seed: u64,
+    /// Where `part = "split"` is written, if it is.
+    pub split: Option<usize>,
+    pub latency: bool,
+}
+
+#[derive(Debug)]
+pub(crate) enum VerbSyn {
+    Mmap(MmapSyn),
+    Munmap(RegionName, RangeSyn),
+    Mprotect(RegionName, RangeSyn, Prot),
+    Madvise(RegionName, RangeSyn, Advice),
+    Mlock(RegionName, RangeSyn),
+    Munlock(RegionName, RangeSyn),
+    Touch(TouchSyn),
+    Sync(RegionName, RangeSyn),
+    Sleep(Duration),
+    Barrier,
+    Mark(String),
+    Repeat(u64, Vec<OpSyn>),
+}
+
+impl VerbSyn {
+    /// The region the op names, if it names one.
+    pub fn region(&self) -> Option<&RegionName> {
+        match self {
+            VerbSyn::Mmap(m) => Some(&m.region),
+            VerbSyn::Touch(t) => Some(&t.region),
+            VerbSyn::Munmap(r, _)
+            | VerbSyn::Mprotect(r, _, _)
+            | VerbSyn::Madvise(r, _, _)
+            | VerbSyn::Mlock(r, _)
+            | VerbSyn::Munlock(r, _)
+            | VerbSyn::Sync(r, _) => Some(r),
+            VerbSyn::Sleep(_) | VerbSyn::Barrier | VerbSyn::Mark(_) | VerbSyn::Repeat(..) => None,
+        }
+    }
+}
+
+const RANGE_KEYS: &[&str] = &["offset", "len"];
+
+/// Every verb with the other keys it takes.
+pub(crate) const VERBS: &[(&str, &[&str])] = &[
+    (
+        "mmap",
+        &[
+            "size",
+            "kind",
+            "shared",
+            "prot",
+            "populate",
+            "locked",
+            "noreserve",
+            "file",
+            "addr",
+        ],
+    ),
+    ("munmap", RANGE_KEYS),
+    ("mprotect", &["prot", "offset", "len"]),
+    ("madvise", &["advice", "offset", "len"]),
+    ("mlock", RANGE_KEYS),
+    ("munlock", RANGE_KEYS),
+    (
+        "touch",
+        &[
+            "access", "pattern", "stride", "count", "seed", "part", "latency", "offset", "len",
+        ],
+    ),
+    ("sync", RANGE_KEYS),
+    ("sleep", &[]),
+    ("barrier", &[]),
+    ("mark", &[]),
+    ("repeat", &["op"]),
+];
+
+fn verb_names() -> Vec<&'static str> {
+    VERBS.iter().map(|(v, _)| *v).collect()
+}
+
+const KINDS: &[(&str, MapKind)] = &[
+    ("anon", MapKind::Anon),
+    ("file", MapKind::File),
+    ("shmem", MapKind::Shmem),
+];
+const PROTS: &[(&str, Prot)] = &[
+    ("rw", Prot::Rw),
+    ("r", Prot::R),
+    ("rx", Prot::Rx),
+    ("rwx", Prot::Rwx),
+    ("none", Prot::None),
+];
+const FILE_STATES: &[(&str, FileState)] =
+    &[("cached", FileState::Cached), ("cold", FileState::Cold)];
+const ADVICES: &[(&str, Advice)] = &[
+    ("dontneed", Advice::DontNeed),
+    ("free", Advice::Free),
+    ("hugepage", Advice::HugePage),
+    ("nohugepage", Advice::NoHugePage),
+    ("populate_read", Advice::PopulateRead),
+    ("populate_write", Advice::PopulateWrite),
+    ("willneed", Advice::WillNeed),
+    ("pageout", Advice::PageOut),
+];
+const ACCESSES: &[(&str, Access)] = &[("read", Access::Read), ("write", Access::Write)];
+const PATTERNS: &[(&str, Pattern)] = &[
+    ("seq", Pattern::Seq),
+    ("reverse", Pattern::Reverse),
+    ("random", Pattern::Random),
+];
+const PARTS: &[(&str, bool)] = &[("all", false), ("split", true)];
+
+/// `"a", "b", "c"` for messages.
+fn quoted_list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|s| format!("{s:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How a value was written, short and on one line, for `found ...`.
+fn describe(v: &DeValue<'_>) -> String {
+    match v {
+        DeValue::String(s) => {
+            const MAX: usize = 40;
+            if s.chars().count() > MAX {
+                let cut: String = s.chars().take(MAX).collect();
+                format!("{cut:?}...")
+            } else {
+                format!("{:?}", s.as_ref())
+            }
+        }
+        DeValue::Integer(i) => i.to_string(),
+        DeValue::Float(x) => format!("the float {x}"),
+        DeValue::Boolean(b) => b.to_string(),
+        DeValue::Datetime(d) => format!("the date-time {d}"),
+        DeValue::Array(_) => "an array".to_string(),
+        DeValue::Table(_) => "a table".to_string(),
+    }
+}
+
+/// The text being parsed and its file name, to turn offsets into locations.
+#[derive(Clone, Copy)]
+pub(crate) struct Source<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    pub fn loc(&self, offset: usize) -> Location {
+        Location::at(self.file, self.text, offset)
+    }
+
+    /// `line:column` of `offset`, to point at a second place in a message.
+    pub fn line_col(&self, offset: usize) -> String {
+        let l = self.loc(offset);
+        format!("{}:{}", l.line, l.column)
+    }
+}
+
+type Entry<'a, 'i> = (&'a str, usize, &'a Spanned<DeValue<'i>>);
+
+/// The keys of one TOML table in the order they are written, with what to
+/// say about where they are.
+struct Table<'a, 'i> {
+    src: Source<'a>,
+    at: usize,
+    context: String,
+    entries: Vec<Entry<'a, 'i>>,
+}
+
+type Result<T> = std::result::Result<T, WorkloadError>;
+
+impl<'a, 'i> Table<'a, 'i> {
+    fn new(src: Source<'a>, table: &'a DeTable<'i>, at: usize, context: String) -> Self {
+        let mut entries: Vec<Entry<'a, 'i>> = table
+            .iter()
+            .map(|(k, v)| (k.get_ref().as_ref(), k.span().start, v))
+            .collect();
+        entries.sort_by_key(|e| e.1);
+        Table {
+            src,
+            at,
+            context,
+            entries,
+        }
+    }
+
+    /// Fails on the first key (in text order) not in `allowed`; `hint` says
+    /// what to add after the "did you mean" (or instead of it).
+    fn only_keys(&self, allowed: &[&str], hint: impl Fn(&str) -> String) -> Result<()> {
+        for &(key, at, _) in &self.entries {
+            if !allowed.contains(&key) {
+                let mut h = did_you_mean(key, allowed);
+                if h.is_empty() {
+                    h = hint(key);
+                }
+                return Err(WorkloadError::UnknownKey {
+                    at: self.src.loc(at),
+                    key: key.to_string(),
+                    context: self.context.clone(),
+                    hint: h,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Spanned<DeValue<'i>>> {
+        self.entries.iter().find(|e| e.0 == key).map(|e| e.2)
+    }
+
+    fn bad(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        expected: impl Into<String>,
+    ) -> WorkloadError {
+        self.bad_found(key, v, expected, describe(v.get_ref()))
+    }
+
+    fn bad_found(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        expected: impl Into<String>,
+        found: String,
+    ) -> WorkloadError {
+        WorkloadError::BadValue {
+            at: self.src.loc(v.span().start),
+            key: key.to_string(),
+            context: self.context.clone(),
+            expected: expected.into(),
+            found,
+        }
+    }
+
+    fn missing(&self, key: &str, why: &str) -> WorkloadError {
+        WorkloadError::MissingKey {
+            at: self.src.loc(self.at),
+            key: key.to_string(),
+            context: self.context.clone(),
+            why: why.to_string(),
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<Option<Sp<String>>> {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        match v.get_ref() {
+            DeValue::String(s) if !s.is_empty() => Ok(Some(Sp {
+                v: s.to_string(),
+                at: v.span().start,
+            })),
+            _ => Err(self.bad(key, v, "a non-empty string")),
+        }
+    }
+
+    fn boolean(&self, key: &str, default: bool) -> Result<bool> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .get_ref()
+                .as_bool()
+                .ok_or_else(|| self.bad(key, v, "true or false")),
+        }
+    }
+
+    /// A TOML integer of at least `min`.
+    fn integer(&self, key: &str, min: u64) -> Result<Option<Sp<u64>>> {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        let n = match v.get_ref() {
+            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix())
+                .ok()
+                .filter(|n| *n >= min),
+            _ => None,
+        };
+        let expected = if min == 0 {
+            "a whole number (0 or more)".to_string()
+        } else {
+            format!("a whole number of at least {min}")
+        };
+        n.map(|n| {
+            Some(Sp {
+                v: n,
+                at: v.span().start,
+            })
+        })
+        .ok_or_else(|| self.bad(key, v, expected))
+    }
+
+    /// A size: integer bytes or a string with a binary unit, a multiple of
+    /// 4 KiB, not zero unless `zero_ok`.
+    fn size(&self, key: &str, zero_ok: bool) -> Result<Option<Sp<u64>>> {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        let bytes = match v.get_ref() {
+            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix()).ok(),
+            DeValue::String(s) => match units::parse_size(s) {
+                Ok(n) => Some(n),
+                Err(units::UnitError::Overflow) => {
+                    return Err(self.bad(key, v, "a size that fits in 64 bits"));
+                }
+                Err(units::UnitError::Syntax) => None,
+            },
+            _ => None,
+        };
+        let Some(bytes) = bytes else {
+            return Err(self.bad(key, v, SIZE_EXPECTED));
+        };
+        if bytes == 0 && !zero_ok {
+            return Err(self.bad(key, v, "a size greater than zero"));
+        }
+        if !bytes.is_multiple_of(FORMAT_PAGE) {
+            let found = match v.get_ref() {
+                DeValue::String(_) => format!("{} ({bytes} bytes)", describe(v.get_ref())),
+                other => describe(other),
+            };
+            return Err(self.bad_found(key, v, "a multiple of 4 KiB (4096 bytes)", found));
+        }
+        Ok(Some(Sp {
+            v: bytes,
+            at: v.span().start,
+        }))
+    }
+
+    fn choice<T: Copy>(&self, key: &str, options: &[(&str, T)], default: T) -> Result<T> {
+        Ok(self
+            .choice_opt(key, options)?
+            .map_or(default, |(choice, _)| choice))
+    }
+
+    fn choice_opt<T: Copy>(&self, key: &str, options: &[(&str, T)]) -> Result<Option<(T, usize)>> {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+        if let DeValue::String(s) = v.get_ref() {
+            if let Some((_, t)) = options.iter().find(|(n, _)| *n == s.as_ref()) {
+                return Ok(Some((*t, v.span().start)));
+            }
+            let found = format!("{}{}", describe(v.get_ref()), did_you_mean(s, &names));
+            return Err(self.bad_found(key, v, format!("one of {}", quoted_list(&names)), found));
+        }
+        Err(self.bad(key, v, format!("one of {}", quoted_list(&names))))
+    }
+
+    fn range(&self) -> Result<RangeSyn> {
+        Ok(RangeSyn {
+            offset: self.size("offset", true)?,
+            len: self.size("len", false)?,
+        })
+    }
+}
+
+/// Turns TOML text into a [`Doc`], checking everything that does not need
+/// program order.
+pub(crate) struct Parser<'a> {
+    src: Source<'a>,
+    next_id: usize,
+}
+
+impl<'a> Parser<'a> {
+    /// Parses `text`, naming `file` in errors.
+    ///
+    /// # Errors
+    ///
+    /// The first problem in text order, as a [`WorkloadError`].
+    pub fn parse(file: &'a str, text: &'a str) -> Result<Doc> {
+        let src = Source { file, text };
+        let root = DeTable::parse(text).map_err(|e| WorkloadError::Syntax {
+            at: src.loc(e.span().map_or(0, |s| s.start)),
+            message: one_line(e.message()),
+        })?;
+        let mut p = Parser { src, next_id: 0 };
+        p.doc(root.get_ref())
+    }
+
+    fn doc(&mut self, root: &DeTable<'_>) -> Result<Doc> {
+        let top = Table::new(self.src, root, 0, "at the top level".to_string());
+        top.only_keys(&["name", "description", "thread"], |_| {
+            "; the top level takes name, description and [[thread]] blocks".to_string()
+        })?;
+        let name = top.string("name")?.map(|s| s.v);
+        let description = match top.get("description") {
+            None => String::new(),
+            Some(v) => match v.get_ref() {
+                DeValue::String(s) => s.to_string(),
+                _ => return Err(top.bad("description", v, "a string")),
+            },
+        };
+        let Some(threads) = top.get("thread") else {
+            return Err(top.missing("thread", "a workload needs at least one [[thread]] block"));
+        };
+        let blocks_expected = "an array of tables ([[thread]] blocks)";
+        let DeValue::Array(items) = threads.get_ref() else {
+            return Err(top.bad("thread", threads, blocks_expected));
+        };
+        if items.is_empty() {
+            return Err(top.bad_found("thread", threads, blocks_expected, "an empty array".into()));
+        }
+        let mut blocks = Vec::new();
+        let mut total_threads = 0usize;
+        for (b, item) in items.iter().enumerate() {
+            let DeValue::Table(t) = item.get_ref() else {
+                return Err(top.bad("thread", item, "a table ([[thread]] block)"));
+            };
+            let block = self.block(b, t, item.span().start)?;
+            total_threads += block.count;
+            if total_threads > MAX_THREADS {
+                return Err(WorkloadError::Structure {
+                    at: self.src.loc(item.span().start),
+                    problem: format!(
+                        "thread block {} brings the workload to {total_threads} threads; at most {MAX_THREADS} are allowed",
+                        b + 1
+                    ),
+                });
+            }
+            blocks.push(block);
+        }
+        Ok(Doc {
+            name,
+            description,
+            blocks,
+        })
+    }
+
+    fn block(&mut self, b: usize, t: &DeTable<'_>, at: usize) -> Result<Block> {
+        let table = Table::new(self.src, t, at, format!("in thread block {}", b + 1));
+        table.only_keys(&["count", "op"], |_| {
+            "; a [[thread]] block takes count and op".to_string()
+        })?;
+        let count = match table.integer("count", 1)? {
+            None => 1,
+            Some(c) if c.v <= MAX_THREADS as u64 => c.v as usize,
+            Some(_) => {
+                let v = table.get("count").expect("count was just read");
+                return Err(table.bad(
+                    "count",
+                    v,
+                    format!("a whole number from 1 to {MAX_THREADS}"),
+                ));
+            }
+        };
+        let path = OpPath {
+            block: b,
+            index: Vec::new(),
+        };
+        let ops = self.ops(&table, &path)?;
+        Ok(Block { at, count, ops })
+    }
+
+    /// The `op` array of a block or a repeat.
+    fn ops(&mut self, owner: &Table<'_, '_>, parent: &OpPath) -> Result<Vec<OpSyn>> {
+        let expected = "an array of ops, such as [ { mmap = \"buf\", size = \"4MiB\" } ]";
+        let Some(v) = owner.get("op") else {
+            return Err(owner.missing("op", &format!("expected {expected}")));
+        };
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(owner.bad("op", v, expected));
+        };
+        if items.is_empty() {
+            return Err(owner.bad_found("op", v, "at least one op", "an empty array".into()));
+        }
+        let mut ops = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let mut path = parent.clone();
+            path.index.push(i);
+            let DeValue::Table(t) = item.get_ref() else {
+                return Err(WorkloadError::BadValue {
+                    at: self.src.loc(item.span().start),
+                    key: "op".to_string(),
+                    context: format!("in {path}"),
+                    expected: "an inline table with one verb, such as { touch = \"buf\" }".into(),
+                    found: describe(item.get_ref()),
+                });
+            };
+            ops.push(self.op(path, t, item.span().start)?);
+        }
+        Ok(ops)
+    }
+
+    fn op(&mut self, path: OpPath, t: &DeTable<'_>, at: usize) -> Result<OpSyn> {
+        let table = Table::new(self.src, t, at, format!("in {path}"));
+        let verbs = verb_names();
+        let present: Vec<&Entry<'_, '_>> = table
+            .entries
+            .iter()
+            .filter(|e| verbs.contains(&e.0))
+            .collect();
+        let (verb, _, value) = match present.as_slice() {
+            [one] => **one,
+            [] => return Err(self.no_verb(&table, &verbs)),
+            [first, second, ..] => {
+                return Err(WorkloadError::Verb {
+                    at: self.src.loc(second.1),
+                    problem: format!("two verbs ({:?} and {:?})", first.0, second.0),
+                    context: table.context.clone(),
+                    hint: "; an op takes exactly one verb, give each its own op".to_string(),
+                })
+            }
+        };
+        let keys = VERBS
+            .iter()
+            .find(|(v, _)| *v == verb)
+            .map(|(_, k)| *k)
+            .expect("verb comes from VERBS");
+        let mut allowed = vec![verb];
+        allowed.extend_from_slice(keys);
+        table.only_keys(&allowed, |key| {
+            let owner = VERBS.iter().find(|(_, k)| k.contains(&key));
+            let takes = if keys.is_empty() {
+                format!("{verb} takes no other key")
+            } else {
+                format!("{verb} takes {}", keys.join(", "))
+            };
+            match owner {
+                Some((other, _)) => format!("; it belongs to {other}, and {takes}"),
+                None => format!("; {takes}"),
+            }
+        })?;
+        let value_at = value.span().start;
+        let region = || region_name(&table, verb, value);
+        let verb_syn = match verb {
+            "mmap" => VerbSyn::Mmap(mmap(&table, region()?)?),
+            "munmap" => VerbSyn::Munmap(region()?, table.range()?),
+            "mprotect" => {
+                let Some((prot, _)) = table.choice_opt("prot", PROTS)? else {
+                    return Err(table.missing("prot", "mprotect needs the new protection"));
+                };
+                VerbSyn::Mprotect(region()?, table.range()?, prot)
+            }
+            "madvise" => {
+                let Some((advice, _)) = table.choice_opt("advice", ADVICES)? else {
+                    return Err(table.missing("advice", "madvise needs an advice"));
+                };
+                VerbSyn::Madvise(region()?, table.range()?, advice)
+            }
+            "mlock" => VerbSyn::Mlock(region()?, table.range()?),
+            "munlock" => VerbSyn::Munlock(region()?, table.range()?),
+            "touch" => VerbSyn::Touch(touch(&table, region()?)?),
+            "sync" => VerbSyn::Sync(region()?, table.range()?),
+            "sleep" => {
+                let d = match value.get_ref() {
+                    DeValue::String(s) => units::parse_duration(s).ok(),
+                    _ => None,
+                };
+                VerbSyn::Sleep(d.ok_or_else(|| table.bad(verb, value, DURATION_EXPECTED))?)
+            }
+            "barrier" => match value.get_ref() {
+                DeValue::Boolean(true) => VerbSyn::Barrier,
+                _ => return Err(table.bad(verb, value, "true (barrier = true)")),
+            },
+            "mark" => match value.get_ref() {
+                DeValue::String(s) if !s.is_empty() && s.as_ref() != crate::END_MARK => {
+                    VerbSyn::Mark(s.to_string())
+                }
+                _ => {
+                    return Err(table.bad(
+                        verb,
+                        value,
+                        "a non-empty label other than \"end\" (the implicit last mark)",
+                    ))
+                }
+            },
+            "repeat" => {
+                let times = table.integer(verb, 1)?.expect("the verb is present").v;
+                if path.index.len() > MAX_REPEAT_DEPTH {
+                    return Err(WorkloadError::Structure {
+                        at: self.src.loc(value_at),
+                        problem: format!(
+                            "repeat nested more than {MAX_REPEAT_DEPTH} deep in {path}"
+                        ),
+                    });
+                }
+                let ops = self.ops(&table, &path)?;
+                VerbSyn::Repeat(times, ops)
+            }
+            _ => unreachable!("every verb of VERBS is handled"),
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        Ok(OpSyn {
+            id,
+            path,
+            at: value_at,
+            verb: verb_syn,
+        })
+    }
+
+    /// The error for an op without a verb: an unknown key close to a verb
+    /// is taken for a misspelt verb.
+    fn no_verb(&self, table: &Table<'_, '_>, verbs: &[&str]) -> WorkloadError {
+        let any_key = |k: &str| VERBS.iter().any(|(_, keys)| keys.contains(&k));
+        let one_of = format!("; expected exactly one of {}", verbs.join(", "));
+        for &(key, at, _) in &table.entries {
+            if any_key(key) {
+                continue;
+            }
+            let hint = match closest(key, verbs) {
+                Some(v) => format!(", did you mean {v:?}?"),
+                None => one_of.clone(),
+            };
+            return WorkloadError::Verb {
+                at: self.src.loc(at),
+                problem: format!("unknown verb {key:?}"),
+                context: table.context.clone(),
+                hint,
+            };
+        }
+        WorkloadError::Verb {
+            at: self.src.loc(table.at),
+            problem: "no verb".to_string(),
+            context: table.context.clone(),
+            hint: one_of,
+        }
+    }
+}
+
+/// The region name an op's verb names: a non-empty string whose only
+/// placeholder is `{tid}`.
+fn region_name(table: &Table<'_, '_>, verb: &str, v: &Spanned<DeValue<'_>>) -> Result<RegionName> {
+    let expected = "a region name (a non-empty string; {tid} is the only placeholder)";
+    let DeValue::String(s) = v.get_ref() else {
+        return Err(table.bad(verb, v, expected));
+    };
+    let rest = s.replace(RegionName::PLACEHOLDER, "");
+    if s.is_empty() || rest.contains('{') || rest.contains('}') {
+        return Err(table.bad(verb, v, expected));
+    }
+    Ok(RegionName(s.to_string()))
+}
+
+fn mmap(table: &Table<'_, '_>, region: RegionName) -> Result<MmapSyn> {
+    let Some(size) = table.size("size", false)? else {
+        return Err(table.missing("size", "mmap needs the size of the mapping"));
+    };
+    let kind = table.choice("kind", KINDS, MapKind::Anon)?;
+    let shared = match (kind, table.get("shared")) {
+        (MapKind::Shmem, Some(v)) if v.get_ref().as_bool() == Some(false) => {
+            return Err(table.bad(
+                "shared",
+                v,
+                "true or no \"shared\" key (shmem is always shared)",
+            ));
+        }
+        (MapKind::Shmem, _) => {
+            table.boolean("shared", true)?;
+            true
+        }
+        _ => table.boolean("shared", false)?,
+    };
+    let file = match (kind, table.get("file")) {
+        (MapKind::File, _) | (_, None) => table.choice("file", FILE_STATES, FileState::Cached)?,
+        (_, Some(v)) => {
+            return Err(table.bad(
+                "file",
+                v,
+                "no \"file\" key: it applies only to kind = \"file\"",
+            ))
+        }
+    };
+    Ok(MmapSyn {
+        region,
+        size,
+        kind,
+        shared,
+        prot: table.choice("prot", PROTS, Prot::Rw)?,
+        populate: table.boolean("populate", false)?,
+        locked: table.boolean("locked", false)?,
+        noreserve: table.boolean("noreserve", false)?,
+        file,
+        addr: table.size("addr", false)?,
+    })
+}
+
+fn touch(table: &Table<'_, '_>, region: RegionName) -> Result<TouchSyn> {
+    let pattern = table.choice("pattern", PATTERNS, Pattern::Seq)?;
+    let count = table.integer("count", 1)?;
+    if pattern == Pattern::Random && count.is_none() {
+        return Err(table.missing(
+            "count",
+            "a random touch needs the number of accesses (count = N)",
+        ));
+    }
+    let split = match table.choice_opt("part", PARTS)? {
+        Some((true, at)) => Some(at),
+        _ => None,
+    };
+    Ok(TouchSyn {
+        region,
+        range: table.range()?,
+        access: table.choice("access", ACCESSES, Access::Write)?,
+        pattern,
+        stride: table.size("stride", false)?.map_or(FORMAT_PAGE, |s| s.v),
+        count,
+        seed: table.integer("seed", 0)?.map_or(1, |s| s.v),
+        split,
+        latency: table.boolean("latency", false)?,
+    })
+}
