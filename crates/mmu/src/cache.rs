@@ -1,0 +1,281 @@
+//! A set-associative array of tagged entries: the storage of every TLB array
+//! and walk cache.
+//!
+//! Entries match by mask: entry `i` matches `key` when
+//! `key & masks[i] == tags[i]`. A TLB entry of size `S` for address space
+//! `asid` has `tag = (va & !(S-1)) | asid` and `mask = !(S-1) | 0xfff`, so one
+//! comparison checks the page number at the entry's own size and the ASID
+//! (kept in the low 12 bits, which no page number uses). An empty way has
+//! `mask = 0` and `tag = u64::MAX`, which no key matches.
+//!
+//! ## Invariants
+//!
+//! - `tags`, `masks`, `vals` and `age` have `sets * ways` elements; set `s`
+//!   occupies `[s * ways, (s + 1) * ways)`.
+//! - No two valid ways of one set hold the same `(tag, mask)`
+//!   ([`Cache::insert`] overwrites instead of duplicating).
+//! - The hit path ([`Cache::probe`]) neither allocates nor hashes.
+
+use crate::config::Replacement;
+
+/// A tag no key matches (with mask 0).
+const EMPTY_TAG: u64 = u64::MAX;
+
+/// Bits of the key that hold the ASID.
+pub(crate) const ASID_MASK: u64 = 0xfff;
+
+pub(crate) struct Cache<V> {
+    ways: usize,
+    set_mask: u64,
+    tags: Box<[u64]>,
+    masks: Box<[u64]>,
+    vals: Box<[V]>,
+    /// LRU: last-use time; PLRU: 1 if recently used; Random: unused.
+    age: Box<[u64]>,
+    clock: u64,
+    repl: Replacement,
+    rng: u64,
+}
+
+impl<V: Copy + Default> Cache<V> {
+    /// `entries / ways` must be a power of two (checked by the configuration).
+    pub(crate) fn new(entries: usize, ways: usize, repl: Replacement, seed: u64) -> Cache<V> {
+        let sets = entries / ways;
+        debug_assert!(sets.is_power_of_two() && sets * ways == entries);
+        Cache {
+            ways,
+            set_mask: sets as u64 - 1,
+            tags: vec![EMPTY_TAG; entries].into_boxed_slice(),
+            masks: vec![0; entries].into_boxed_slice(),
+            vals: vec![V::default(); entries].into_boxed_slice(),
+            age: vec![0; entries].into_boxed_slice(),
+            clock: 0,
+            repl,
+            // xorshift must not start at 0.
+            rng: seed | 1,
+        }
+    }
+
+    /// The set that `index` (a page number or a prefix) falls in.
+    #[inline]
+    pub(crate) fn set_of(&self, index: u64) -> usize {
+        (index & self.set_mask) as usize
+    }
+
+    pub(crate) fn is_fully_associative(&self) -> bool {
+        self.set_mask == 0
+    }
+
+    /// The way of `set` matching `key`, its replacement state updated.
+    #[inline]
+    pub(crate) fn probe(&mut self, set: usize, key: u64) -> Option<usize> {
+        let base = set * self.ways;
+        let tags = &self.tags[base..base + self.ways];
+        let masks = &self.masks[base..base + self.ways];
+        let w = find(tags, masks, key)?;
+        self.touch(base, base + w);
+        Some(base + w)
+    }
+
+    #[inline]
+    fn touch(&mut self, base: usize, i: usize) {
+        match self.repl {
+            Replacement::Lru => {
+                self.clock += 1;
+                self.age[i] = self.clock;
+            }
+            Replacement::Plru => {
+                self.age[i] = 1;
+                let set = &mut self.age[base..base + self.ways];
+                if set.iter().all(|&b| b != 0) {
+                    set.fill(0);
+                    self.age[i] = 1;
+                }
+            }
+            Replacement::Random => {}
+        }
+    }
+
+    #[inline]
+    pub(crate) fn val(&self, i: usize) -> V {
+        self.vals[i]
+    }
+
+    #[inline]
+    pub(crate) fn val_mut(&mut self, i: usize) -> &mut V {
+        &mut self.vals[i]
+    }
+
+    /// Inserts `(tag, mask) -> val` into `set`, replacing an entry with the
+    /// same tag and mask, else an empty way, else the replacement victim.
+    /// Returns whether a valid entry was evicted.
+    pub(crate) fn insert(&mut self, set: usize, tag: u64, mask: u64, val: V) -> bool {
+        let base = set * self.ways;
+        let end = base + self.ways;
+        let same = (base..end).find(|&i| self.tags[i] == tag && self.masks[i] == mask);
+        let empty = || (base..end).find(|&i| self.masks[i] == 0);
+        let (i, evicted) = match same.or_else(empty) {
+            Some(i) => (i, false),
+            None => (self.victim(base), true),
+        };
+        self.tags[i] = tag;
+        self.masks[i] = mask;
+        self.vals[i] = val;
+        self.touch(base, i);
+        evicted
+    }
+
+    fn victim(&mut self, base: usize) -> usize {
+        let set = &self.age[base..base + self.ways];
+        match self.repl {
+            Replacement::Lru => {
+                base + (0..self.ways)
+                    .min_by_key(|&w| set[w])
+                    .expect("a set has at least one way")
+            }
+            Replacement::Plru => base + set.iter().position(|&b| b == 0).unwrap_or(0),
+            Replacement::Random => {
+                // xorshift64
+                let mut x = self.rng;
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                self.rng = x;
+                base + (x % self.ways as u64) as usize
+            }
+        }
+    }
+
+    /// Empties way `i`.
+    pub(crate) fn invalidate(&mut self, i: usize) {
+        self.tags[i] = EMPTY_TAG;
+        self.masks[i] = 0;
+        self.age[i] = 0;
+    }
+
+    /// Empties every valid way of `set` for which `f(tag, mask, val)` holds;
+    /// returns how many.
+    pub(crate) fn invalidate_in_set(
+        &mut self,
+        set: usize,
+        mut f: impl FnMut(u64, u64, &V) -> bool,
+    ) -> u64 {
+        let base = set * self.ways;
+        let mut n = 0;
+        for i in base..base + self.ways {
+            if self.masks[i] != 0 && f(self.tags[i], self.masks[i], &self.vals[i]) {
+                self.invalidate(i);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Empties every valid way (all sets) for which `f` holds; returns how many.
+    pub(crate) fn invalidate_all(&mut self, mut f: impl FnMut(u64, u64, &V) -> bool) -> u64 {
+        let mut n = 0;
+        for i in 0..self.tags.len() {
+            if self.masks[i] != 0 && f(self.tags[i], self.masks[i], &self.vals[i]) {
+                self.invalidate(i);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Valid entries (for tests and dumps).
+    pub(crate) fn occupancy(&self) -> usize {
+        self.masks.iter().filter(|&&m| m != 0).count()
+    }
+}
+
+/// The index of the way whose masked key equals its tag. Compares eight ways
+/// at a time without branches so that wide (fully associative) arrays
+/// vectorize; at most one way matches (the module's invariant).
+#[inline]
+fn find(tags: &[u64], masks: &[u64], key: u64) -> Option<usize> {
+    if tags.len() <= 8 {
+        return tags.iter().zip(masks).position(|(&t, &m)| key & m == t);
+    }
+    let mut base = 0;
+    for (tc, mc) in tags.chunks(8).zip(masks.chunks(8)) {
+        let mut hit = 0u32;
+        for (j, (&t, &m)) in tc.iter().zip(mc).enumerate() {
+            hit |= u32::from(key & m == t) << j;
+        }
+        if hit != 0 {
+            return Some(base + hit.trailing_zeros() as usize);
+        }
+        base += 8;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(page: u64) -> u64 {
+        page << 12
+    }
+    const M: u64 = !0;
+
+    #[test]
+    fn lru_evicts_the_least_recently_used_way() {
+        // One set of 3 ways.
+        let mut c: Cache<u32> = Cache::new(3, 3, Replacement::Lru, 1);
+        for p in 1..=3 {
+            assert!(!c.insert(0, key(p), M, p as u32));
+        }
+        assert!(c.probe(0, key(1)).is_some()); // 1 is now the most recent
+        assert!(c.insert(0, key(4), M, 4), "a full set evicts");
+        assert!(c.probe(0, key(2)).is_none(), "2 was the LRU way");
+        assert!(c.probe(0, key(1)).is_some() && c.probe(0, key(3)).is_some());
+    }
+
+    #[test]
+    fn plru_victim_is_a_way_not_recently_used() {
+        let mut c: Cache<u32> = Cache::new(4, 4, Replacement::Plru, 1);
+        for p in 1..=4 {
+            c.insert(0, key(p), M, 0);
+        }
+        // Filling the 4th way set all bits: they reset, leaving way 3 (page 4) marked.
+        c.probe(0, key(1));
+        c.insert(0, key(5), M, 0);
+        assert!(
+            c.probe(0, key(2)).is_none(),
+            "way 1 (page 2) was the first clear bit"
+        );
+        assert!(c.probe(0, key(4)).is_some() && c.probe(0, key(1)).is_some());
+    }
+
+    #[test]
+    fn masks_match_large_entries_and_wide_sets() {
+        let mut c: Cache<u32> = Cache::new(72, 72, Replacement::Lru, 1);
+        for p in 0..71 {
+            c.insert(0, key(p * 3), !0xfff_u64 | ASID_MASK, p as u32);
+        }
+        // A 2 MiB entry for ASID 5 in the last way.
+        let two_m = !((2u64 << 20) - 1) | ASID_MASK;
+        c.insert(0, (0x4000_0000 & two_m) | 5, two_m, 99);
+        let i = c
+            .probe(0, 0x4012_3000 | 5)
+            .expect("any page inside the 2 MiB entry");
+        assert_eq!(c.val(i), 99);
+        assert!(c.probe(0, 0x4012_3000 | 6).is_none(), "another ASID misses");
+        assert_eq!(c.occupancy(), 72);
+        let gone = c.invalidate_all(|t, _, _| t & ASID_MASK == 5);
+        assert_eq!(gone, 1);
+        assert_eq!(c.occupancy(), 71);
+    }
+
+    #[test]
+    fn reinserting_the_same_tag_does_not_duplicate() {
+        let mut c: Cache<u32> = Cache::new(2, 2, Replacement::Random, 7);
+        c.insert(0, key(1), M, 1);
+        assert!(!c.insert(0, key(1), M, 2));
+        assert_eq!(c.occupancy(), 1);
+        let i = c.probe(0, key(1)).unwrap();
+        assert_eq!(c.val(i), 2);
+    }
+}

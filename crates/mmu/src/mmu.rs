@@ -1,0 +1,893 @@
+//! The machine's MMUs: one [`Mmu`] shared by every modeled CPU, and one
+//! [`Cpu`] per thread that models a CPU's TLBs, walk caches and statistics.
+//!
+//! ## Ownership
+//!
+//! - [`Mmu`] (`Sync`, behind an `Arc`) holds what CPUs share: the
+//!   configuration, a mailbox per CPU for remote invalidations, the mask of
+//!   CPUs on which each address space (ASID) is active, the IPI counters,
+//!   the flush generations and the queue of page-table pages waiting to be
+//!   freed.
+//! - [`Cpu`] (`Send`, not `Sync`) is owned by exactly one thread, from
+//!   [`Mmu::attach`] (which marks its ASID active on that CPU, Linux's
+//!   `switch_mm`) to [`Cpu::detach`] or drop (which marks it inactive). Its
+//!   TLB contents and statistics survive a detach: the next attach of the
+//!   same CPU resumes them, as a PCID-tagged TLB keeps entries across
+//!   context switches.
+//!
+//! ## The hit path
+//!
+//! [`Cpu::access`] first loads its mailbox's `pending` flag (one relaxed
+//! atomic load: the only shared memory it touches), then probes the
+//! first-level arrays, the second level, the walk caches, and walks. No
+//! lock, allocation or hashing happens unless it misses or has mail.
+//!
+//! ## Shootdowns (Linux: arch/x86/mm/tlb.c, `flush_tlb_mm_range`)
+//!
+//! [`Mmu::shootdown`] invalidates the initiator's TLB at once, and posts one
+//! message (a modeled IPI) to every other CPU on which the ASID is active.
+//! A flush spanning at most `flush_ceiling` pages (Linux:
+//! `tlb_single_page_flush_ceiling` = 33) invalidates page by page, a larger
+//! one flushes the ASID. A CPU applies its messages at its next access (or
+//! [`Cpu::poll`], or detach).
+//!
+//! ## Invariants
+//!
+//! 1. Membership (the active mask of an ASID) changes, and shootdowns read
+//!    it and bump the ASID's TLB generation, under that ASID's stripe lock:
+//!    a CPU is either in the mask when a shootdown reads it (and gets a
+//!    message) or it attaches later and sees the bumped generation.
+//! 2. A CPU that attaches to an ASID whose generation moved since it last
+//!    left flushes that ASID's entries first (Linux: `switch_mm_irqs_off`
+//!    compares `tlb_gen`s), so a detached CPU needs no messages.
+//! 3. Mail is posted and applied under the mailbox lock, and `pending` is
+//!    set and cleared under it: a CPU with no mail queued has applied every
+//!    invalidation posted to it.
+//! 4. Retired table pages carry the flush generation current when they
+//!    were retired; they are released once no mailbox holds a message of
+//!    that generation or older (Linux: `tlb_remove_table` with
+//!    MMU_GATHER_RCU_TABLE_FREE). A detached CPU holds no mail (detach
+//!    drains it, and nothing is posted to an inactive CPU) and flushes on
+//!    attach (2): it counts as acknowledged. Nothing waits or spins.
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pt::table::{Flush, FreedTables};
+use pt::{Arch, Geometry, MemError, PageTable};
+
+use crate::config::{ConfigError, MmuConfig, MAX_CPUS};
+use crate::pwc::Pwc;
+use crate::stats::MmuStats;
+use crate::tlb::{self, flags, TlbEntry, TlbLevel};
+use crate::walk::{self, needed_flags, permits, Fault, GeomInfo, WalkCount};
+
+/// An address-space identifier (x86 PCID, ARM and RISC-V ASID).
+pub type Asid = u16;
+
+/// ASIDs range over `0..MAX_ASIDS` (x86's 12-bit PCID).
+pub const MAX_ASIDS: usize = 4096;
+
+/// Stripes of the membership locks.
+const STRIPES: usize = 64;
+
+/// Which TLB level satisfied an access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HitLevel {
+    L1,
+    L2,
+    /// Missed the TLBs: the hardware walked.
+    Walk,
+}
+
+/// A completed translation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// Physical address of the accessed byte.
+    pub pa: u64,
+    pub hit: HitLevel,
+    /// Memory references the access's walk made (0 on a clean TLB hit; a
+    /// write hit on a clean page walks to set D).
+    pub walk_refs: u32,
+    /// Bytes of the TLB entry that holds the translation now.
+    pub page_size: u64,
+}
+
+/// What a shootdown invalidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushKind {
+    /// Leaf entries changed (unmap, protect, a THP split or collapse that
+    /// kept the tables): TLB entries go. Walk caches stay, except on
+    /// x86-64, whose INVLPG also drops every walk-cache entry of the PCID
+    /// (SDM §4.10.4.1).
+    Leaves,
+    /// Page-table pages were unlinked too: walk-cache entries covering the
+    /// ranges go as well (ARM's TLBI VAE1 rather than VALE1).
+    LeavesAndTables,
+}
+
+/// What one shootdown did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShootdownStats {
+    /// CPUs that were sent an IPI, ascending.
+    pub targets: Vec<usize>,
+    /// IPIs sent (`targets.len()`).
+    pub ipis: u32,
+    /// Whether the flush was a whole-ASID flush (past the ceiling).
+    pub full_flush: bool,
+    /// Base pages the flush spans.
+    pub pages: u64,
+    /// TLB entries removed from the initiator's own TLB.
+    pub local_flushed: u64,
+    /// The flush generation of this shootdown.
+    pub generation: u64,
+}
+
+/// An invalidation, shared by the messages of one shootdown.
+#[derive(Debug)]
+struct Invalidation {
+    full: bool,
+    tables: bool,
+    ranges: Vec<(u64, u64)>,
+}
+
+struct Message {
+    generation: u64,
+    asid: Asid,
+    inval: Arc<Invalidation>,
+    ipi: bool,
+}
+
+/// What `Mmu` keeps per CPU. Aligned so that CPUs' flags share no line.
+#[repr(align(128))]
+struct CpuSlot {
+    pending: AtomicBool,
+    mailbox: Mutex<Vec<Message>>,
+    attached: AtomicBool,
+    parked: Mutex<Option<Box<CpuState>>>,
+    ipis_received: AtomicU64,
+}
+
+/// The private state of one CPU.
+struct CpuState {
+    l1: TlbLevel,
+    l2: TlbLevel,
+    pwc: Pwc,
+    stats: MmuStats,
+    /// Per ASID, the TLB generation this CPU's entries are fresh for.
+    seen_gen: Box<[u64]>,
+}
+
+struct Retired {
+    mem: usize,
+    root: u64,
+    generation: u64,
+    freed: FreedTables,
+}
+
+/// The MMUs of one modeled machine.
+pub struct Mmu {
+    config: MmuConfig,
+    geom: Arc<Geometry>,
+    gi: GeomInfo,
+    slots: Box<[Arc<CpuSlot>]>,
+    /// Active-CPU masks: `words` u64 per ASID.
+    words: usize,
+    active: Box<[AtomicU64]>,
+    /// Per ASID, bumped by every shootdown of it (Linux: `mm->context.tlb_gen`).
+    tlb_gen: Box<[AtomicU64]>,
+    stripes: Box<[Mutex<()>]>,
+    flush_gen: AtomicU64,
+    retired: Mutex<Vec<Retired>>,
+    /// Statistics of shootdowns without an initiating [`Cpu`].
+    shared: Mutex<MmuStats>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves its data consistent before it could
+    // panic, so a poisoned lock still guards consistent data.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Mmu {
+    /// The MMUs of a machine with `cpus` CPUs running tables of `geom`.
+    ///
+    /// # Errors
+    /// Any [`ConfigError`] of [`MmuConfig::validate`];
+    /// [`ConfigError::BadCpuCount`] for 0 or more than [`MAX_CPUS`] CPUs.
+    pub fn new(config: MmuConfig, geom: &Geometry, cpus: usize) -> Result<Arc<Mmu>, ConfigError> {
+        config.validate(geom)?;
+        if cpus == 0 || cpus > MAX_CPUS {
+            return Err(ConfigError::BadCpuCount {
+                cpus,
+                max: MAX_CPUS,
+            });
+        }
+        let words = cpus.div_ceil(64);
+        Ok(Arc::new(Mmu {
+            gi: GeomInfo::new(geom),
+            geom: Arc::new(geom.clone()),
+            config,
+            slots: (0..cpus)
+                .map(|_| {
+                    Arc::new(CpuSlot {
+                        pending: AtomicBool::new(false),
+                        mailbox: Mutex::new(Vec::new()),
+                        attached: AtomicBool::new(false),
+                        parked: Mutex::new(None),
+                        ipis_received: AtomicU64::new(0),
+                    })
+                })
+                .collect(),
+            words,
+            active: (0..MAX_ASIDS * words).map(|_| AtomicU64::new(0)).collect(),
+            tlb_gen: (0..MAX_ASIDS).map(|_| AtomicU64::new(0)).collect(),
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            flush_gen: AtomicU64::new(0),
+            retired: Mutex::new(Vec::new()),
+            shared: Mutex::new(MmuStats::default()),
+        }))
+    }
+
+    pub fn config(&self) -> &MmuConfig {
+        &self.config
+    }
+    pub fn geometry(&self) -> &Geometry {
+        &self.geom
+    }
+    pub fn cpus(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn new_state(&self, cpu: usize) -> Box<CpuState> {
+        let hw = self.gi.hw_page_shift;
+        let seed = cpu as u64 + 1;
+        Box::new(CpuState {
+            l1: TlbLevel::new(&self.config.tlb.l1, hw, seed * 2),
+            l2: TlbLevel::new(&self.config.tlb.l2, hw, seed * 2 + 1),
+            pwc: Pwc::new(&self.config.pwc, self.gi.hw_shifts(), seed),
+            stats: MmuStats::default(),
+            seen_gen: vec![0; MAX_ASIDS].into_boxed_slice(),
+        })
+    }
+
+    /// Attaches the calling thread as CPU `cpu`, running address space
+    /// `asid` (marked active there). The CPU's TLB contents and statistics
+    /// from its previous attachment are resumed.
+    ///
+    /// # Panics
+    /// If `cpu` is out of range or already attached, or `asid >= MAX_ASIDS`
+    /// (bugs in the caller).
+    pub fn attach(self: &Arc<Self>, cpu: usize, asid: Asid) -> Cpu {
+        assert!(cpu < self.slots.len(), "CPU {cpu} of {}", self.slots.len());
+        let slot = Arc::clone(&self.slots[cpu]);
+        assert!(
+            !slot.attached.swap(true, Ordering::AcqRel),
+            "CPU {cpu} is already attached"
+        );
+        let st = lock(&slot.parked)
+            .take()
+            .unwrap_or_else(|| self.new_state(cpu));
+        let mut c = Cpu {
+            mmu: Arc::clone(self),
+            slot,
+            id: cpu,
+            asid,
+            st,
+            _not_sync: PhantomData,
+        };
+        c.enter(asid);
+        c
+    }
+
+    #[inline]
+    fn stripe(&self, asid: Asid) -> MutexGuard<'_, ()> {
+        lock(&self.stripes[usize::from(asid) % STRIPES])
+    }
+
+    #[inline]
+    fn mask_word(&self, asid: Asid, cpu: usize) -> (&AtomicU64, u64) {
+        (
+            &self.active[usize::from(asid) * self.words + cpu / 64],
+            1u64 << (cpu % 64),
+        )
+    }
+
+    /// Whether `asid` is active on `cpu`.
+    pub fn is_active(&self, asid: Asid, cpu: usize) -> bool {
+        let (w, b) = self.mask_word(asid, cpu);
+        w.load(Ordering::Acquire) & b != 0
+    }
+
+    /// The CPUs on which `asid` is active, ascending.
+    pub fn active_cpus(&self, asid: Asid) -> Vec<usize> {
+        (0..self.slots.len())
+            .filter(|&c| self.is_active(asid, c))
+            .collect()
+    }
+
+    /// IPIs each CPU has received, indexed by CPU.
+    pub fn ipis_received(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .map(|s| s.ipis_received.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// The current flush generation (bumped by every shootdown).
+    pub fn flush_generation(&self) -> u64 {
+        self.flush_gen.load(Ordering::SeqCst)
+    }
+
+    /// Statistics of shootdowns made through [`Mmu::shootdown_from`], plus
+    /// those of every CPU currently detached (attached CPUs' statistics are
+    /// their threads': [`Cpu::stats`]).
+    pub fn detached_stats(&self) -> MmuStats {
+        let mut s = lock(&self.shared).clone();
+        for slot in self.slots.iter() {
+            if let Some(st) = lock(&slot.parked).as_ref() {
+                s += &st.stats;
+            }
+        }
+        s
+    }
+
+    /// Invalidates `flush` for `asid` everywhere: in `initiator`'s TLB now,
+    /// and on every other CPU where `asid` is active by one modeled IPI each.
+    /// Page by page up to the configured ceiling (Linux x86's 33), the
+    /// whole ASID past it.
+    ///
+    /// # Panics
+    /// If `initiator` belongs to another `Mmu`.
+    pub fn shootdown(
+        &self,
+        initiator: &mut Cpu,
+        asid: Asid,
+        flush: &Flush,
+        kind: FlushKind,
+    ) -> ShootdownStats {
+        assert!(
+            std::ptr::eq(&*initiator.mmu, self),
+            "the initiating CPU belongs to another Mmu"
+        );
+        let id = initiator.id;
+        let out = self.post(Some(id), true, asid, flush, kind, |inval| {
+            let st = &mut *initiator.st;
+            apply(st, &self.gi, asid, inval)
+        });
+        let st = &mut initiator.st.stats;
+        if out.generation != 0 {
+            st.shootdowns += 1;
+            st.ipis += u64::from(out.ipis);
+        }
+        out
+    }
+
+    /// As [`Mmu::shootdown`] for a caller that owns no [`Cpu`] (reclaim,
+    /// khugepaged): every CPU where `asid` is active gets an IPI, except
+    /// `cpu` (the CPU the caller runs on, if any), whose invalidation is
+    /// posted without one. Counted in [`Mmu::detached_stats`].
+    pub fn shootdown_from(
+        &self,
+        cpu: Option<usize>,
+        asid: Asid,
+        flush: &Flush,
+        kind: FlushKind,
+    ) -> ShootdownStats {
+        let out = self.post(cpu, false, asid, flush, kind, |_| 0);
+        if out.generation != 0 {
+            let mut s = lock(&self.shared);
+            s.shootdowns += 1;
+            s.ipis += u64::from(out.ipis);
+        }
+        out
+    }
+
+    /// Builds the invalidation, posts it (under the ASID's stripe lock) and
+    /// applies it locally with `local`. The initiator's CPU gets no IPI; it
+    /// gets a message only if `local` does not apply it (`applied_here`).
+    fn post(
+        &self,
+        initiator: Option<usize>,
+        applied_here: bool,
+        asid: Asid,
+        flush: &Flush,
+        kind: FlushKind,
+        local: impl FnOnce(&Invalidation) -> u64,
+    ) -> ShootdownStats {
+        let Some(first) = flush.ranges.iter().map(|r| r.0).min() else {
+            return ShootdownStats::default();
+        };
+        let end = flush
+            .ranges
+            .iter()
+            .map(|r| r.0.saturating_add(r.1))
+            .max()
+            .unwrap_or(first);
+        // Linux flushes the gather's whole span [start, end).
+        let pages = (end - first) >> self.gi.hw_page_shift;
+        let full = pages > u64::from(self.config.flush_ceiling);
+        let inval = Arc::new(Invalidation {
+            full,
+            tables: kind == FlushKind::LeavesAndTables,
+            ranges: flush.ranges.clone(),
+        });
+        let mut out = ShootdownStats {
+            full_flush: full,
+            pages,
+            ..ShootdownStats::default()
+        };
+        {
+            let _g = self.stripe(asid);
+            out.generation = self.flush_gen.fetch_add(1, Ordering::SeqCst) + 1;
+            self.tlb_gen[usize::from(asid)].fetch_add(1, Ordering::SeqCst);
+            for cpu in 0..self.slots.len() {
+                if !self.is_active(asid, cpu) {
+                    continue;
+                }
+                let ipi = Some(cpu) != initiator;
+                if !ipi && applied_here {
+                    continue;
+                }
+                let slot = &self.slots[cpu];
+                {
+                    let mut mb = lock(&slot.mailbox);
+                    mb.push(Message {
+                        generation: out.generation,
+                        asid,
+                        inval: Arc::clone(&inval),
+                        ipi,
+                    });
+                    slot.pending.store(true, Ordering::Release);
+                }
+                if ipi {
+                    slot.ipis_received.fetch_add(1, Ordering::Relaxed);
+                    out.targets.push(cpu);
+                }
+            }
+        }
+        out.ipis = out.targets.len() as u32;
+        out.local_flushed = local(&inval);
+        out
+    }
+
+    /// Queues page-table pages unlinked from `pt` to be returned once every
+    /// CPU has applied the shootdowns made so far. Call it after the
+    /// shootdown ([`FlushKind::LeavesAndTables`]) that covers them.
+    pub fn retire_tables(&self, pt: &PageTable, freed: FreedTables) {
+        if freed.tables.is_empty() {
+            return;
+        }
+        let generation = self.flush_gen.load(Ordering::SeqCst);
+        lock(&self.retired).push(Retired {
+            mem: Arc::as_ptr(pt.mem_arc()) as usize,
+            root: pt.root(),
+            generation,
+            freed,
+        });
+    }
+
+    /// Table pages retired and not yet released.
+    pub fn retired_tables(&self) -> usize {
+        lock(&self.retired)
+            .iter()
+            .map(|r| r.freed.tables.len())
+            .sum()
+    }
+
+    /// Releases the retired tables of `pt` that no CPU can reach any more
+    /// (every CPU has applied the shootdowns up to their generation).
+    /// Returns how many table pages were freed. Never waits.
+    ///
+    /// # Errors
+    /// A [`MemError`] if a table was already free (a bug in the caller).
+    pub fn reclaim_retired(&self, pt: &PageTable) -> Result<usize, MemError> {
+        // The retired lock first, then the mailboxes: a message posted
+        // before a table was retired is visible once we see that table.
+        let mut retired = lock(&self.retired);
+        let oldest_mail = self
+            .slots
+            .iter()
+            .filter_map(|s| lock(&s.mailbox).iter().map(|m| m.generation).min())
+            .min()
+            .unwrap_or(u64::MAX);
+        self.release(&mut retired, pt, |g| g < oldest_mail)
+    }
+
+    /// Releases every retired table of `pt`, acknowledged or not: for
+    /// teardown, when no CPU runs it any more.
+    ///
+    /// # Errors
+    /// As [`Mmu::reclaim_retired`].
+    pub fn quiesce(&self, pt: &PageTable) -> Result<usize, MemError> {
+        let mut retired = lock(&self.retired);
+        self.release(&mut retired, pt, |_| true)
+    }
+
+    fn release(
+        &self,
+        retired: &mut Vec<Retired>,
+        pt: &PageTable,
+        ready: impl Fn(u64) -> bool,
+    ) -> Result<usize, MemError> {
+        let mem = Arc::as_ptr(pt.mem_arc()) as usize;
+        let mut n = 0;
+        let mut i = 0;
+        while i < retired.len() {
+            let r = &retired[i];
+            if r.mem == mem && r.root == pt.root() && ready(r.generation) {
+                n += retired.swap_remove(i).freed.release(pt)?;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Applies an invalidation of `asid` to a CPU's state; returns the TLB
+/// entries removed.
+fn apply(st: &mut CpuState, gi: &GeomInfo, asid: Asid, inval: &Invalidation) -> u64 {
+    let mut n = 0;
+    if inval.full {
+        n += st.l1.flush_asid(asid) + st.l2.flush_asid(asid);
+        st.stats.pwc_flushed += st.pwc.flush_asid(asid);
+        st.stats.full_flushes += 1;
+    } else {
+        let page = 1u64 << gi.hw_page_shift;
+        for &(va, len) in &inval.ranges {
+            let mut a = va;
+            while a < va.saturating_add(len) {
+                n += st.l1.invalidate_va(a, asid) + st.l2.invalidate_va(a, asid);
+                st.stats.page_invalidations += 1;
+                a += page;
+            }
+            if inval.tables {
+                st.stats.pwc_flushed += st.pwc.invalidate_range(asid, va, len);
+            }
+        }
+        // SDM §4.10.4.1: INVLPG invalidates all paging-structure-cache
+        // entries of the current PCID, whatever their addresses.
+        if gi.arch == Arch::X86_64 {
+            st.stats.pwc_flushed += st.pwc.flush_asid(asid);
+        }
+    }
+    st.stats.flushed_entries += n;
+    n
+}
+
+/// One modeled CPU, owned by one thread.
+pub struct Cpu {
+    mmu: Arc<Mmu>,
+    slot: Arc<CpuSlot>,
+    id: usize,
+    asid: Asid,
+    st: Box<CpuState>,
+    /// `Cpu` moves between threads but is never shared.
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl Cpu {
+    pub fn id(&self) -> usize {
+        self.id
+    }
+    pub fn asid(&self) -> Asid {
+        self.asid
+    }
+    pub fn mmu(&self) -> &Arc<Mmu> {
+        &self.mmu
+    }
+    /// This CPU's statistics since it was first attached (or last taken).
+    pub fn stats(&self) -> &MmuStats {
+        &self.st.stats
+    }
+    /// Returns the statistics and starts counting from zero.
+    pub fn take_stats(&mut self) -> MmuStats {
+        std::mem::take(&mut self.st.stats)
+    }
+
+    /// Valid entries in the (first, second) TLB level.
+    pub fn tlb_occupancy(&self) -> (usize, usize) {
+        (self.st.l1.occupancy(), self.st.l2.occupancy())
+    }
+
+    /// Valid entries in the walk cache of `level`.
+    pub fn pwc_occupancy(&self, level: usize) -> usize {
+        self.st.pwc.occupancy(level)
+    }
+
+    /// Marks `asid` active here, applying pending mail and flushing its
+    /// entries if it was shot down while this CPU was away.
+    fn enter(&mut self, asid: Asid) {
+        assert!(usize::from(asid) < MAX_ASIDS, "ASID {asid} >= {MAX_ASIDS}");
+        let mmu = Arc::clone(&self.mmu);
+        let _g = mmu.stripe(asid);
+        let (w, b) = mmu.mask_word(asid, self.id);
+        w.fetch_or(b, Ordering::SeqCst);
+        self.drain();
+        let now = mmu.tlb_gen[usize::from(asid)].load(Ordering::SeqCst);
+        let st = &mut *self.st;
+        if st.seen_gen[usize::from(asid)] != now {
+            // Linux: switch_mm_irqs_off, a stale tlb_gen means a full flush.
+            let n = st.l1.flush_asid(asid) + st.l2.flush_asid(asid);
+            st.stats.flushed_entries += n;
+            st.stats.pwc_flushed += st.pwc.flush_asid(asid);
+        }
+        self.asid = asid;
+    }
+
+    /// Marks the current ASID inactive here (after applying pending mail).
+    fn leave(&mut self) {
+        let mmu = Arc::clone(&self.mmu);
+        let asid = self.asid;
+        let _g = mmu.stripe(asid);
+        let (w, b) = mmu.mask_word(asid, self.id);
+        w.fetch_and(!b, Ordering::SeqCst);
+        self.drain();
+        self.st.seen_gen[usize::from(asid)] = mmu.tlb_gen[usize::from(asid)].load(Ordering::SeqCst);
+    }
+
+    /// Switches this CPU to another address space (Linux: `switch_mm`).
+    pub fn switch_to(&mut self, asid: Asid) {
+        if asid != self.asid {
+            self.leave();
+            self.enter(asid);
+        }
+    }
+
+    /// Empties this CPU's TLBs and walk caches (all ASIDs); returns the TLB
+    /// entries removed.
+    pub fn flush_all(&mut self) -> u64 {
+        let st = &mut *self.st;
+        let n = st.l1.flush_all() + st.l2.flush_all();
+        st.stats.flushed_entries += n;
+        st.stats.pwc_flushed += st.pwc.flush_all();
+        n
+    }
+
+    /// Applies any pending invalidations now (an idle CPU taking its IPIs).
+    pub fn poll(&mut self) {
+        if self.slot.pending.load(Ordering::Relaxed) {
+            self.drain();
+        }
+    }
+
+    /// Detaches the CPU (drop does the same); its TLB state is kept for the
+    /// next [`Mmu::attach`] of this CPU.
+    pub fn detach(self) {}
+
+    #[cold]
+    #[inline(never)]
+    fn drain(&mut self) {
+        let mut mb = lock(&self.slot.mailbox);
+        let st = &mut *self.st;
+        for m in mb.drain(..) {
+            apply(st, &self.mmu.gi, m.asid, &m.inval);
+            if m.ipi {
+                st.stats.ipis_received += 1;
+            }
+        }
+        self.slot.pending.store(false, Ordering::Relaxed);
+    }
+
+    /// Translates `va` for a read or write from user or supervisor mode, as
+    /// the hardware does: first-level TLB, second level, walk caches, then
+    /// the walk over `pt` (which sets accessed/dirty bits). `pt` is the
+    /// tree of this CPU's current ASID.
+    ///
+    /// # Errors
+    /// The [`Fault`] the hardware would raise; the OS model handles it and
+    /// retries.
+    #[inline]
+    pub fn access(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+    ) -> Result<Access, Fault> {
+        if self.slot.pending.load(Ordering::Relaxed) {
+            self.drain();
+        }
+        let asid = self.asid;
+        let st = &mut *self.st;
+        st.stats.accesses += 1;
+        let key = tlb::key(va, asid);
+        let need = needed_flags(write, user);
+        if let Some((slot, e)) = st.l1.lookup(va, key) {
+            if e.flags & need == need {
+                st.stats.tlb_hits += 1;
+                st.stats.l1_hits += 1;
+                st.stats.l1_hits_by_size[usize::from(e.shift)] += 1;
+                return Ok(hit(e, va, HitLevel::L1, 0));
+            }
+            return self.hit_needs_walk(pt, va, write, user, HitLevel::L1, slot, e);
+        }
+        st.stats.l1_misses += 1;
+        self.miss_l1(pt, va, write, user, key)
+    }
+
+    #[inline(never)]
+    fn miss_l1(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+        key: u64,
+    ) -> Result<Access, Fault> {
+        let asid = self.asid;
+        let st = &mut *self.st;
+        if let Some((slot, e)) = st.l2.lookup(va, key) {
+            if e.flags & needed_flags(write, user) == needed_flags(write, user) {
+                st.stats.tlb_hits += 1;
+                st.stats.l2_hits += 1;
+                st.stats.l2_hits_by_size[usize::from(e.shift)] += 1;
+                let pa = e.pa_base | (va & ((1u64 << e.shift) - 1));
+                let fs = st.l1.fill(va, asid, pa, u32::from(e.shift), e.flags);
+                let mut a = hit(e, va, HitLevel::L2, 0);
+                if let Some(fs) = fs {
+                    a.page_size = 1 << fs;
+                }
+                return Ok(a);
+            }
+            return self.hit_needs_walk(pt, va, write, user, HitLevel::L2, slot, e);
+        }
+        st.stats.l2_misses += u64::from(!st.l2.is_empty());
+        st.stats.tlb_misses += 1;
+        let (leaf, refs) = self.walk(pt, va, write, user)?;
+        let st = &mut *self.st;
+        st.stats.misses_by_size[leaf.size_shift as usize] += 1;
+        let f1 = st.l1.fill(va, asid, leaf.pa, leaf.size_shift, leaf.flags);
+        let f2 = st.l2.fill(va, asid, leaf.pa, leaf.size_shift, leaf.flags);
+        let shift = f1.or(f2).map_or(leaf.size_shift, u32::from);
+        Ok(Access {
+            pa: leaf.pa,
+            hit: HitLevel::Walk,
+            walk_refs: refs,
+            page_size: 1 << shift,
+        })
+    }
+
+    /// A TLB hit that cannot complete from the entry: the entry forbids the
+    /// access (a page fault, which invalidates the TLB entries of `va`), or
+    /// the access writes a page the entry does not know dirty (the hardware
+    /// walks to set D, SDM §4.8).
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn hit_needs_walk(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+        level: HitLevel,
+        slot: tlb::Slot,
+        e: TlbEntry,
+    ) -> Result<Access, Fault> {
+        let asid = self.asid;
+        {
+            // The TLB held a translation for `va`: a hit, whatever follows.
+            let st = &mut *self.st;
+            st.stats.tlb_hits += 1;
+            match level {
+                HitLevel::L1 => {
+                    st.stats.l1_hits += 1;
+                    st.stats.l1_hits_by_size[usize::from(e.shift)] += 1;
+                }
+                _ => {
+                    st.stats.l2_hits += 1;
+                    st.stats.l2_hits_by_size[usize::from(e.shift)] += 1;
+                }
+            }
+            if !permits(e.flags, write, user) {
+                st.l1.invalidate_va(va, asid);
+                st.l2.invalidate_va(va, asid);
+                st.stats.faults_permission += 1;
+                return Err(Fault::Permission { va, write, user });
+            }
+            st.stats.dirty_assists += 1;
+        }
+        let (_, refs) = self.walk(pt, va, write, user)?;
+        let st = &mut *self.st;
+        let mut a = hit(e, va, level, refs);
+        match level {
+            HitLevel::L1 => st.l1.set_flags(slot, flags::DIRTY),
+            _ => {
+                st.l2.set_flags(slot, flags::DIRTY);
+                let pa = a.pa;
+                if let Some(fs) =
+                    st.l1
+                        .fill(va, asid, pa, u32::from(e.shift), e.flags | flags::DIRTY)
+                {
+                    a.page_size = 1 << fs;
+                }
+            }
+        }
+        Ok(a)
+    }
+
+    /// The hardware walk with this CPU's walk caches, counted; a fault
+    /// invalidates the TLB entries of `va` (SDM §4.10.4.1).
+    fn walk(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+    ) -> Result<(walk::Leaf, u32), Fault> {
+        debug_assert_eq!(
+            pt.geometry().name(),
+            self.mmu.geom.name(),
+            "the table's geometry is not the MMU's"
+        );
+        let asid = self.asid;
+        let st = &mut *self.st;
+        let mut count = WalkCount::default();
+        let pwc = if st.pwc.is_empty() {
+            None
+        } else {
+            Some(&mut st.pwc)
+        };
+        let r = walk::walk(pt, &self.mmu.gi, pwc, asid, va, write, user, &mut count);
+        if count.refs > 0 {
+            st.stats.record_walk(count.refs);
+        }
+        st.stats.ad_writes += u64::from(count.ad_writes);
+        match count.pwc_hit {
+            Some(l) => st.stats.pwc_hits[l] += 1,
+            None if !st.pwc.is_empty() && count.refs > 0 => st.stats.pwc_misses += 1,
+            None => {}
+        }
+        match r {
+            Ok(leaf) => Ok((leaf, count.refs)),
+            Err(f) => {
+                match f {
+                    Fault::NotPresent { .. } => st.stats.faults_not_present += 1,
+                    Fault::Permission { .. } => st.stats.faults_permission += 1,
+                    Fault::Reserved { .. } => st.stats.faults_reserved += 1,
+                    Fault::NonCanonical { .. } => st.stats.faults_noncanonical += 1,
+                }
+                st.l1.invalidate_va(va, asid);
+                st.l2.invalidate_va(va, asid);
+                Err(f)
+            }
+        }
+    }
+}
+
+#[inline]
+fn hit(e: TlbEntry, va: u64, level: HitLevel, walk_refs: u32) -> Access {
+    let size = 1u64 << e.shift;
+    Access {
+        pa: e.pa_base | (va & (size - 1)),
+        hit: level,
+        walk_refs,
+        page_size: size,
+    }
+}
+
+impl Drop for Cpu {
+    fn drop(&mut self) {
+        self.leave();
+        let st = std::mem::replace(&mut self.st, CpuState::placeholder());
+        *lock(&self.slot.parked) = Some(st);
+        self.slot.attached.store(false, Ordering::Release);
+    }
+}
+
+impl CpuState {
+    /// An empty state to leave behind in a dropped [`Cpu`].
+    fn placeholder() -> Box<CpuState> {
+        Box::new(CpuState {
+            l1: TlbLevel::new(&[], 12, 0),
+            l2: TlbLevel::new(&[], 12, 0),
+            pwc: Pwc::new(&[], &[], 0),
+            stats: MmuStats::default(),
+            seen_gen: Box::new([]),
+        })
+    }
+}

@@ -1,0 +1,144 @@
+//! Paging-structure caches (Intel's PML5E/PML4E/PDPTE/PDE caches, AMD's
+//! page walk cache): per table level, the physical address of the next
+//! table, keyed by the virtual-address bits that select the entry.
+//!
+//! An entry of the cache for level `l` is tagged by `va >> hw_shift(l)` (the
+//! bits the walk used down to and including level `l`) and the ASID; a hit
+//! lets the walk start at level `l - 1` (Intel SDM vol. 3A §4.10.3.2: the
+//! processor uses the cache entry of the lowest level it has).
+//!
+//! ## Invariants
+//!
+//! - Only pointers to tables are cached, never leaves (SDM §4.10.3.1).
+//! - `caches[l]` exists only for levels 1 to the root that the configuration
+//!   names.
+
+use crate::cache::{Cache, ASID_MASK};
+use crate::config::PwcConfig;
+use pt::geometry::MAX_LEVELS;
+
+pub(crate) struct Pwc {
+    caches: [Option<Cache<u64>>; MAX_LEVELS],
+    shifts: [u32; MAX_LEVELS],
+    /// Lowest and highest configured level (lookups scan this range).
+    lowest: usize,
+    highest: usize,
+}
+
+#[inline]
+fn key(prefix: u64, asid: u16) -> u64 {
+    (prefix << 12) | u64::from(asid)
+}
+
+impl Pwc {
+    /// `hw_shifts[l]` is the lowest VA bit the hardware table of level `l`
+    /// indexes.
+    pub(crate) fn new(cfg: &[PwcConfig], hw_shifts: &[u32], seed: u64) -> Pwc {
+        let mut caches: [Option<Cache<u64>>; MAX_LEVELS] = Default::default();
+        let mut shifts = [0; MAX_LEVELS];
+        shifts[..hw_shifts.len()].copy_from_slice(hw_shifts);
+        let (mut lowest, mut highest) = (usize::MAX, 0);
+        for c in cfg {
+            // A cache for a level the geometry lacks (a PML5E cache under
+            // 4-level paging) exists but is never used.
+            if c.level == 0 || c.level >= hw_shifts.len() {
+                continue;
+            }
+            caches[c.level] = Some(Cache::new(
+                c.entries as usize,
+                c.ways as usize,
+                c.replacement,
+                seed.wrapping_mul(17).wrapping_add(c.level as u64),
+            ));
+            lowest = lowest.min(c.level);
+            highest = highest.max(c.level);
+        }
+        Pwc {
+            caches,
+            shifts,
+            lowest,
+            highest,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lowest == usize::MAX
+    }
+
+    /// The lowest level with an entry for `va`, and the table it points to.
+    #[inline]
+    pub(crate) fn lookup(&mut self, va: u64, asid: u16) -> Option<(usize, u64)> {
+        if self.is_empty() {
+            return None;
+        }
+        for l in self.lowest..=self.highest {
+            let s = self.shifts[l];
+            if let Some(c) = &mut self.caches[l] {
+                let prefix = va >> s;
+                let set = c.set_of(prefix);
+                if let Some(i) = c.probe(set, key(prefix, asid)) {
+                    return Some((l, c.val(i)));
+                }
+            }
+        }
+        None
+    }
+
+    /// Caches the pointer read from the level-`level` entry for `va`.
+    #[inline]
+    pub(crate) fn fill(&mut self, level: usize, va: u64, asid: u16, table: u64) {
+        let s = self.shifts[level];
+        if let Some(c) = &mut self.caches[level] {
+            let prefix = va >> s;
+            let set = c.set_of(prefix);
+            c.insert(set, key(prefix, asid), !0, table);
+        }
+    }
+
+    /// Empties every entry of `asid`; returns how many.
+    pub(crate) fn flush_asid(&mut self, asid: u16) -> u64 {
+        let a = u64::from(asid);
+        self.caches
+            .iter_mut()
+            .flatten()
+            .map(|c| c.invalidate_all(|t, _, _| t & ASID_MASK == a))
+            .sum()
+    }
+
+    /// Empties everything.
+    pub(crate) fn flush_all(&mut self) -> u64 {
+        self.caches
+            .iter_mut()
+            .flatten()
+            .map(|c| c.invalidate_all(|_, _, _| true))
+            .sum()
+    }
+
+    /// Empties the entries of `asid` whose walks went through `[va, va + len)`.
+    pub(crate) fn invalidate_range(&mut self, asid: u16, va: u64, len: u64) -> u64 {
+        if len == 0 {
+            return 0;
+        }
+        let a = u64::from(asid);
+        let last = va.saturating_add(len - 1);
+        let mut n = 0;
+        for l in 0..MAX_LEVELS {
+            let s = self.shifts[l];
+            if let Some(c) = &mut self.caches[l] {
+                // Prefixes as the tags hold them (the top 12 bits dropped).
+                let lo = key(va >> s, 0);
+                let hi = key(last >> s, 0);
+                n += c.invalidate_all(|t, _, _| {
+                    let p = t & !ASID_MASK;
+                    t & ASID_MASK == a && (lo..=hi).contains(&p)
+                });
+            }
+        }
+        n
+    }
+
+    /// Valid entries at `level` (for tests).
+    pub(crate) fn occupancy(&self, level: usize) -> usize {
+        self.caches[level].as_ref().map_or(0, |c| c.occupancy())
+    }
+}

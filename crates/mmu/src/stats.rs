@@ -1,0 +1,369 @@
+//! Statistics of the MMU model, per CPU, merged with `+=`.
+//!
+//! Counters are plain integers in the CPU's own state (no atomics, no
+//! sharing): a mark merges them. [`MmuStats::to_counters`] names them as the
+//! workload format's marks do (`accesses`, `walks`, `walk_refs`, `tlb_hits`,
+//! `tlb_misses`, `pwc_hits`, `ipis`, ...), then the breakdowns.
+//!
+//! ## Invariants (after all CPUs' stats are merged and every mailbox drained)
+//!
+//! - `accesses == tlb_hits + tlb_misses`, `tlb_hits == l1_hits + l2_hits`.
+//! - `walks >= tlb_misses - faults_noncanonical`: every miss walks, and a
+//!   write hit on a clean page walks again to set D (`dirty_assists`).
+//! - `walk_refs` is the sum over the histogram of refs times walks.
+//! - `ipis == ipis_received`: every posted IPI is applied by its target.
+
+use std::ops::AddAssign;
+
+use pt::geometry::MAX_LEVELS;
+
+/// Buckets of the walk-reference histogram; the last holds everything above.
+pub const HIST_LEN: usize = 40;
+
+/// Page sizes with a named breakdown (log2, label); the rest count as "other".
+const SIZE_SHIFTS: [u32; 7] = [12, 14, 16, 21, 25, 29, 30];
+
+macro_rules! by_size {
+    ($p:literal) => {
+        [
+            concat!($p, "_4k"),
+            concat!($p, "_16k"),
+            concat!($p, "_64k"),
+            concat!($p, "_2m"),
+            concat!($p, "_32m"),
+            concat!($p, "_512m"),
+            concat!($p, "_1g"),
+            concat!($p, "_other"),
+        ]
+    };
+}
+
+const L1_HITS: [&str; 8] = by_size!("tlb_l1_hits");
+const L2_HITS: [&str; 8] = by_size!("tlb_l2_hits");
+const MISSES: [&str; 8] = by_size!("tlb_misses");
+
+const HIST_NAMES: [&str; HIST_LEN] = [
+    "walks_with_0_refs",
+    "walks_with_1_refs",
+    "walks_with_2_refs",
+    "walks_with_3_refs",
+    "walks_with_4_refs",
+    "walks_with_5_refs",
+    "walks_with_6_refs",
+    "walks_with_7_refs",
+    "walks_with_8_refs",
+    "walks_with_9_refs",
+    "walks_with_10_refs",
+    "walks_with_11_refs",
+    "walks_with_12_refs",
+    "walks_with_13_refs",
+    "walks_with_14_refs",
+    "walks_with_15_refs",
+    "walks_with_16_refs",
+    "walks_with_17_refs",
+    "walks_with_18_refs",
+    "walks_with_19_refs",
+    "walks_with_20_refs",
+    "walks_with_21_refs",
+    "walks_with_22_refs",
+    "walks_with_23_refs",
+    "walks_with_24_refs",
+    "walks_with_25_refs",
+    "walks_with_26_refs",
+    "walks_with_27_refs",
+    "walks_with_28_refs",
+    "walks_with_29_refs",
+    "walks_with_30_refs",
+    "walks_with_31_refs",
+    "walks_with_32_refs",
+    "walks_with_33_refs",
+    "walks_with_34_refs",
+    "walks_with_35_refs",
+    "walks_with_36_refs",
+    "walks_with_37_refs",
+    "walks_with_38_refs",
+    "walks_with_39plus_refs",
+];
+
+const PWC_NAMES: [&str; MAX_LEVELS] = [
+    "pwc_hits_level0",
+    "pwc_hits_level1",
+    "pwc_hits_level2",
+    "pwc_hits_level3",
+    "pwc_hits_level4",
+    "pwc_hits_level5",
+];
+
+/// The statistics of one CPU (or, merged, of a machine).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MmuStats {
+    /// Translations requested.
+    pub accesses: u64,
+    /// Accesses that hit some TLB level.
+    pub tlb_hits: u64,
+    /// Accesses that missed every TLB level and walked (or faulted).
+    pub tlb_misses: u64,
+    pub l1_hits: u64,
+    pub l1_misses: u64,
+    pub l2_hits: u64,
+    pub l2_misses: u64,
+    /// Hits per log2 of the hit entry's size.
+    pub l1_hits_by_size: [u64; 64],
+    pub l2_hits_by_size: [u64; 64],
+    /// Misses per log2 of the size of the translation the walk found.
+    pub misses_by_size: [u64; 64],
+    /// Hardware walks (misses, and dirty-bit assists).
+    pub walks: u64,
+    /// Memory references made by walks (words read).
+    pub walk_refs: u64,
+    /// Walks by their reference count; the last bucket holds the rest.
+    pub walk_refs_hist: [u64; HIST_LEN],
+    /// Walk-cache hits by the level of the cached entry (1 = PDE cache).
+    pub pwc_hits: [u64; MAX_LEVELS],
+    /// Walks that found nothing in the walk caches.
+    pub pwc_misses: u64,
+    /// Write hits on a clean page that walked to set the dirty bit.
+    pub dirty_assists: u64,
+    /// Accessed/dirty bits written into page-table entries.
+    pub ad_writes: u64,
+    pub faults_not_present: u64,
+    pub faults_permission: u64,
+    pub faults_reserved: u64,
+    pub faults_noncanonical: u64,
+    /// Shootdowns this CPU initiated.
+    pub shootdowns: u64,
+    /// IPIs this CPU sent.
+    pub ipis: u64,
+    /// IPIs this CPU received and handled.
+    pub ipis_received: u64,
+    /// Invalidations that flushed a whole address space.
+    pub full_flushes: u64,
+    /// Single-page invalidations (INVLPG / TLBI VA / SFENCE.VMA va).
+    pub page_invalidations: u64,
+    /// TLB entries removed by invalidations.
+    pub flushed_entries: u64,
+    /// Walk-cache entries removed by invalidations.
+    pub pwc_flushed: u64,
+}
+
+impl Default for MmuStats {
+    fn default() -> MmuStats {
+        MmuStats {
+            accesses: 0,
+            tlb_hits: 0,
+            tlb_misses: 0,
+            l1_hits: 0,
+            l1_misses: 0,
+            l2_hits: 0,
+            l2_misses: 0,
+            l1_hits_by_size: [0; 64],
+            l2_hits_by_size: [0; 64],
+            misses_by_size: [0; 64],
+            walks: 0,
+            walk_refs: 0,
+            walk_refs_hist: [0; HIST_LEN],
+            pwc_hits: [0; MAX_LEVELS],
+            pwc_misses: 0,
+            dirty_assists: 0,
+            ad_writes: 0,
+            faults_not_present: 0,
+            faults_permission: 0,
+            faults_reserved: 0,
+            faults_noncanonical: 0,
+            shootdowns: 0,
+            ipis: 0,
+            ipis_received: 0,
+            full_flushes: 0,
+            page_invalidations: 0,
+            flushed_entries: 0,
+            pwc_flushed: 0,
+        }
+    }
+}
+
+fn add_arr<const N: usize>(a: &mut [u64; N], b: &[u64; N]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
+impl AddAssign<&MmuStats> for MmuStats {
+    fn add_assign(&mut self, o: &MmuStats) {
+        self.accesses += o.accesses;
+        self.tlb_hits += o.tlb_hits;
+        self.tlb_misses += o.tlb_misses;
+        self.l1_hits += o.l1_hits;
+        self.l1_misses += o.l1_misses;
+        self.l2_hits += o.l2_hits;
+        self.l2_misses += o.l2_misses;
+        add_arr(&mut self.l1_hits_by_size, &o.l1_hits_by_size);
+        add_arr(&mut self.l2_hits_by_size, &o.l2_hits_by_size);
+        add_arr(&mut self.misses_by_size, &o.misses_by_size);
+        self.walks += o.walks;
+        self.walk_refs += o.walk_refs;
+        add_arr(&mut self.walk_refs_hist, &o.walk_refs_hist);
+        add_arr(&mut self.pwc_hits, &o.pwc_hits);
+        self.pwc_misses += o.pwc_misses;
+        self.dirty_assists += o.dirty_assists;
+        self.ad_writes += o.ad_writes;
+        self.faults_not_present += o.faults_not_present;
+        self.faults_permission += o.faults_permission;
+        self.faults_reserved += o.faults_reserved;
+        self.faults_noncanonical += o.faults_noncanonical;
+        self.shootdowns += o.shootdowns;
+        self.ipis += o.ipis;
+        self.ipis_received += o.ipis_received;
+        self.full_flushes += o.full_flushes;
+        self.page_invalidations += o.page_invalidations;
+        self.flushed_entries += o.flushed_entries;
+        self.pwc_flushed += o.pwc_flushed;
+    }
+}
+
+impl AddAssign for MmuStats {
+    fn add_assign(&mut self, o: MmuStats) {
+        *self += &o;
+    }
+}
+
+/// Sums a per-size array into the named size classes.
+fn by_class(a: &[u64; 64]) -> [u64; 8] {
+    let mut out = [0; 8];
+    for (shift, &n) in a.iter().enumerate() {
+        let i = SIZE_SHIFTS
+            .iter()
+            .position(|&s| s as usize == shift)
+            .unwrap_or(SIZE_SHIFTS.len());
+        out[i] += n;
+    }
+    out
+}
+
+fn c(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl MmuStats {
+    /// Total walk-cache hits over all levels.
+    pub fn pwc_hits_total(&self) -> u64 {
+        self.pwc_hits.iter().sum()
+    }
+
+    /// Mean references per walk (0 when nothing walked).
+    pub fn mean_walk_refs(&self) -> f64 {
+        if self.walks == 0 {
+            0.0
+        } else {
+            self.walk_refs as f64 / self.walks as f64
+        }
+    }
+
+    /// Records one walk of `refs` references.
+    #[inline]
+    pub(crate) fn record_walk(&mut self, refs: u32) {
+        self.walks += 1;
+        self.walk_refs += u64::from(refs);
+        self.walk_refs_hist[(refs as usize).min(HIST_LEN - 1)] += 1;
+    }
+
+    /// The counters under the names marks use: first the totals every mark
+    /// carries (`accesses`, `walks`, `walk_refs`, `tlb_hits`, `tlb_misses`,
+    /// `pwc_hits`, `ipis`, `shootdowns`, `flushed_entries`), then the
+    /// breakdowns (per TLB level and page size, per walk-cache level, faults,
+    /// A/D updates). The walk-reference histogram appears as
+    /// `walks_with_N_refs` for its non-empty buckets only.
+    pub fn to_counters(&self) -> Vec<(&'static str, i64)> {
+        let mut v = vec![
+            ("accesses", c(self.accesses)),
+            ("walks", c(self.walks)),
+            ("walk_refs", c(self.walk_refs)),
+            ("tlb_hits", c(self.tlb_hits)),
+            ("tlb_misses", c(self.tlb_misses)),
+            ("pwc_hits", c(self.pwc_hits_total())),
+            ("ipis", c(self.ipis)),
+            ("shootdowns", c(self.shootdowns)),
+            ("flushed_entries", c(self.flushed_entries)),
+            ("tlb_l1_hits", c(self.l1_hits)),
+            ("tlb_l1_misses", c(self.l1_misses)),
+            ("tlb_l2_hits", c(self.l2_hits)),
+            ("tlb_l2_misses", c(self.l2_misses)),
+            ("pwc_misses", c(self.pwc_misses)),
+            ("dirty_assists", c(self.dirty_assists)),
+            ("ad_writes", c(self.ad_writes)),
+            ("faults_not_present", c(self.faults_not_present)),
+            ("faults_permission", c(self.faults_permission)),
+            ("faults_reserved", c(self.faults_reserved)),
+            ("faults_noncanonical", c(self.faults_noncanonical)),
+            ("ipis_received", c(self.ipis_received)),
+            ("full_flushes", c(self.full_flushes)),
+            ("page_invalidations", c(self.page_invalidations)),
+            ("pwc_flushed", c(self.pwc_flushed)),
+        ];
+        for (names, arr) in [
+            (&L1_HITS, &self.l1_hits_by_size),
+            (&L2_HITS, &self.l2_hits_by_size),
+            (&MISSES, &self.misses_by_size),
+        ] {
+            for (name, n) in names.iter().zip(by_class(arr)) {
+                v.push((name, c(n)));
+            }
+        }
+        for (l, &n) in self.pwc_hits.iter().enumerate().skip(1) {
+            v.push((PWC_NAMES[l], c(n)));
+        }
+        for (i, &n) in self.walk_refs_hist.iter().enumerate() {
+            if n != 0 {
+                v.push((HIST_NAMES[i], c(n)));
+            }
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_adds_every_field_and_names_are_unique() {
+        let mut a = MmuStats {
+            accesses: 3,
+            ..MmuStats::default()
+        };
+        a.l1_hits_by_size[12] = 2;
+        a.misses_by_size[30] = 1;
+        a.record_walk(4);
+        a.pwc_hits[1] = 5;
+        let mut b = a.clone();
+        b.record_walk(24);
+        b += &a;
+        assert_eq!(b.accesses, 6);
+        assert_eq!(b.walks, 3);
+        assert_eq!(b.walk_refs, 32);
+        assert_eq!(b.walk_refs_hist[4], 2);
+        assert_eq!(b.walk_refs_hist[24], 1);
+        let m: std::collections::HashMap<_, _> = b.to_counters().into_iter().collect();
+        assert_eq!(m["tlb_l1_hits_4k"], 4);
+        assert_eq!(m["tlb_misses_1g"], 2);
+        assert_eq!(m["pwc_hits"], 10);
+        assert_eq!(m["pwc_hits_level1"], 10);
+        assert_eq!(m["walks_with_24_refs"], 1);
+        assert_eq!(b.mean_walk_refs(), 32.0 / 3.0);
+        let names: Vec<_> = b.to_counters().iter().map(|x| x.0).collect();
+        let mut dedup = names.clone();
+        dedup.sort_unstable();
+        dedup.dedup();
+        assert_eq!(dedup.len(), names.len(), "counter names are unique");
+        for k in [
+            "accesses",
+            "walks",
+            "walk_refs",
+            "tlb_hits",
+            "tlb_misses",
+            "pwc_hits",
+            "ipis",
+        ] {
+            assert!(m.contains_key(k), "{k}");
+        }
+    }
+}
