@@ -1,7 +1,7 @@
 //! Engine speed: translate by full walk on a dense 4-level table, and the
 //! amortized cost of mapping 4 KiB pages.
 
-use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use pt::geometry::preset;
 use pt::{Attrs, PageTable, Perms};
 use std::time::Duration;
@@ -17,7 +17,7 @@ fn addresses(n: usize, span: u64) -> Vec<u64> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            VA + (x % span & !0xfff) + (x & 0xff8)
+            VA + ((x % span) & !0xfff) + (x & 0xff8)
         })
         .collect()
 }
@@ -35,7 +35,7 @@ fn translate(c: &mut Criterion) {
             b.iter(|| {
                 let mut sum = 0u64;
                 for &va in &addrs {
-                    sum = sum.wrapping_add(pt.translate(black_box(va)).unwrap().pa);
+                    sum = sum.wrapping_add(pt.translate(std::hint::black_box(va)).unwrap().pa);
                 }
                 sum
             })

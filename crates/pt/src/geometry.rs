@@ -249,7 +249,7 @@ impl Geometry {
         if shift > 64 {
             return bad(format!("the levels index {shift} bits; at most 64"));
         }
-        if oa_bits < 32 || oa_bits > 56 {
+        if !(32..=56).contains(&oa_bits) {
             return bad(format!("oa_bits {oa_bits}: expected 32 to 56"));
         }
         Ok(Geometry {
@@ -419,7 +419,7 @@ pub fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut u = 0;
     let mut v = bytes;
-    while v >= 1024 && v % 1024 == 0 && u < UNITS.len() - 1 {
+    while v >= 1024 && v.is_multiple_of(1024) && u < UNITS.len() - 1 {
         v /= 1024;
         u += 1;
     }

@@ -55,6 +55,8 @@ pub enum PtError {
     PhysOutOfRange { pa: u64, len: u64, oa_bits: u32 },
     #[error("{va:#x} is already mapped")]
     AlreadyMapped { va: u64 },
+    #[error("{arch} cannot express the permissions {perms:?} in a present entry")]
+    Unrepresentable { arch: &'static str, perms: Perms },
     #[error("a table hangs below {va:#x} at level {level}: free empty tables before mapping a huge leaf there")]
     TableInTheWay { va: u64, level: usize },
     #[error("{va:#x} is not mapped (walk stopped at level {level})")]
@@ -380,8 +382,19 @@ impl PageTable {
         }
     }
 
+    fn check_representable(&self, attrs: &Attrs) -> Result<(), PtError> {
+        if entry::representable(&self.geom, attrs) {
+            Ok(())
+        } else {
+            Err(PtError::Unrepresentable {
+                arch: self.geom.arch().name(),
+                perms: attrs.perms,
+            })
+        }
+    }
+
     fn check_aligned(what: &'static str, value: u64, align: u64) -> Result<(), PtError> {
-        if value % align == 0 {
+        if value.is_multiple_of(align) {
             Ok(())
         } else {
             Err(PtError::Misaligned { what, value, align })
@@ -428,6 +441,7 @@ impl PageTable {
         attrs: Attrs,
     ) -> Result<(), PtError> {
         let kind = self.leaf_kind(leaf_size)?;
+        self.check_representable(&attrs)?;
         Self::check_aligned("virtual address", va, leaf_size)?;
         Self::check_aligned("physical address", pa, leaf_size)?;
         Self::check_aligned("length", len, leaf_size)?;
@@ -529,11 +543,10 @@ impl PageTable {
         }
         let mut entry_pas = [0u64; MAX_LEVELS];
         let mut table = self.root;
-        let mut reads = 0;
-        for level in (0..g.num_levels()).rev() {
+        for (i, level) in (0..g.num_levels()).rev().enumerate() {
             let epa = self.hw_entry_pa(table, level, va);
-            entry_pas[reads] = epa;
-            reads += 1;
+            entry_pas[i] = epa;
+            let reads = i + 1;
             match entry::decode(g, level, self.mem.read(epa))? {
                 Entry::Table { pa } => table = pa,
                 Entry::Invalid => return Err(PtError::NotMapped { va, level }),
@@ -701,6 +714,7 @@ impl PageTable {
     /// As [`PageTable::unmap`].
     pub fn protect(&self, va: u64, len: u64, perms: Perms) -> Result<Flush, PtError> {
         let page = self.geom.page_size();
+        self.check_representable(&Attrs::new(perms))?;
         Self::check_aligned("virtual address", va, page)?;
         Self::check_aligned("length", len, page)?;
         self.check_va(va, len)?;
@@ -818,7 +832,7 @@ impl PageTable {
                     let size = l.entry_size();
                     if contiguous {
                         let run = size * u64::from(l.contig);
-                        if boundary % run != 0 {
+                        if !boundary.is_multiple_of(run) {
                             // Break the run into plain entries (ARM: clear the
                             // contiguous bit on all of them before reuse).
                             let base_va = boundary & !(run - 1);
@@ -833,7 +847,7 @@ impl PageTable {
                             }
                         }
                     }
-                    if boundary % size == 0 {
+                    if boundary.is_multiple_of(size) {
                         return Ok(());
                     }
                     // A huge leaf straddles the boundary: split it one level down.

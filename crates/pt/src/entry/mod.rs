@@ -179,3 +179,16 @@ pub fn mark_accessed(geom: &Geometry, level: usize, raw: u64, write: bool) -> u6
 pub fn leaf_output(leaf_pa: u64, leaf_size: u64, va: u64) -> u64 {
     (leaf_pa & !(leaf_size - 1)) | (va & (leaf_size - 1))
 }
+
+/// Whether the architecture can express `attrs` in a present leaf (x86 has
+/// no write-only or unreadable present page; RISC-V reserves write-without-
+/// read and a leaf needs one of R/W/X). PROT_NONE must be kept non-present
+/// above the codec, as Linux does.
+#[inline]
+pub fn representable(geom: &Geometry, attrs: &Attrs) -> bool {
+    match geom.arch() {
+        Arch::X86_64 => x86::representable(attrs),
+        Arch::RiscV => riscv::representable(attrs),
+        Arch::Arm64 => arm64::representable(attrs),
+    }
+}

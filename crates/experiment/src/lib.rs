@@ -1,0 +1,8 @@
+//! `experiment`: the layer between the backends and the report.
+//!
+//! - [`config`]: run configurations (backend and model options), checked.
+//! - [`aggregate`]: repeats summarized per mark and counter, derived figures,
+//!   comparisons against the first configuration.
+
+pub mod aggregate;
+pub mod config;
