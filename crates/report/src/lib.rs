@@ -1,1 +1,27 @@
-//! report
+//! Presentation of runs, and nothing else: every figure here was computed by `stats`
+//! or measured by a backend; this crate only lays it out.
+//!
+//! - [`Table`]: terminal tables (aligned, units in headers, thousands separators) and
+//!   their CSV export; [`views`] builds the tables of `run`, `compare`, `validate` and
+//!   `audit` from runs.
+//! - [`latency::render_log2`]: a latency histogram drawn like bcc's funclatency.
+//! - [`chart`]: SVG charts (grouped bars with error bars, lines with CI bands, stacked
+//!   bars, log2 histograms), returned as text.
+//! - [`html::Page`]: one self-contained HTML page (inline SVG, tables, no scripts,
+//!   fonts or other external resources).
+//!
+//! Invariant: every output is a pure function of its input (no clocks, no random
+//! colours, no hash-map order), so reports are byte-for-byte reproducible.
+
+pub mod chart;
+mod csv_out;
+mod error;
+pub mod html;
+pub mod latency;
+mod number;
+pub mod table;
+pub mod views;
+
+pub use error::ReportError;
+pub use number::{format_float, group_thousands, unit_of};
+pub use table::{Align, Cell, Column, Table};

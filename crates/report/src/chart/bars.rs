@@ -1,0 +1,220 @@
+//! Grouped bars with error bars, and the log2 latency histogram drawn as bars.
+
+use super::{
+    axis_number, chart_err, check_names, clear_of_legend, pad_range, series_color, CategoryAxis,
+    ChartSpec, Estimate, Series,
+};
+use crate::error::ReportError;
+use plotters::prelude::*;
+use workload::result::LatencyHistogram;
+
+/// Bars of one group fill this fraction of a category's width.
+const GROUP_WIDTH: f64 = 0.8;
+
+/// Grouped bars: for each category (x), one bar per series (e.g. configuration), with
+/// an error bar where the value has a CI. Bars start at 0.
+///
+/// # Errors
+/// [`ReportError::Input`] when there is no category or series, a series does not
+/// have one value per category, or a value is not finite; [`ReportError::Chart`] if
+/// plotters fails.
+pub fn bar_chart(
+    spec: &ChartSpec,
+    categories: &[String],
+    series: &[Series<Estimate>],
+) -> Result<String, ReportError> {
+    check_names("a bar chart", series)?;
+    if categories.is_empty() {
+        return Err(ReportError::input("a bar chart", "no categories"));
+    }
+    for s in series {
+        if s.values.len() != categories.len() {
+            return Err(ReportError::input(
+                "a bar chart",
+                format!(
+                    "series \"{}\" has {} values for {} categories",
+                    s.name,
+                    s.values.len(),
+                    categories.len()
+                ),
+            ));
+        }
+        for e in &s.values {
+            e.check("a bar chart")?;
+        }
+    }
+    let (lo, hi) = series
+        .iter()
+        .flat_map(|s| s.values.iter().map(Estimate::extent))
+        .fold((0.0f64, 0.0f64), |(a, b), (l, h)| (a.min(l), b.max(h)));
+    let (ylo, yhi) = pad_range(lo, hi, 0.04, lo < 0.0);
+    let yhi = clear_of_legend(ylo, yhi, series.len(), spec.height);
+    let n = categories.len();
+    let k = series.len() as f64;
+    let bar = GROUP_WIDTH / k;
+    let span = yhi - ylo;
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (spec.width, spec.height)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&spec.title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(48)
+            .y_label_area_size(84)
+            .build_cartesian_2d(CategoryAxis { n }, ylo..yhi)
+            .map_err(chart_err)?;
+        let cat_label = |x: &f64| {
+            categories
+                .get(x.floor() as usize)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let y_label = |y: &f64| axis_number(*y, span);
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc(&spec.x_label)
+            .y_desc(&spec.y_label)
+            .x_label_formatter(&cat_label)
+            .y_label_formatter(&y_label)
+            .draw()
+            .map_err(chart_err)?;
+        for (j, s) in series.iter().enumerate() {
+            let color = series_color(j);
+            let left = |i: usize| i as f64 + (1.0 - GROUP_WIDTH) / 2.0 + j as f64 * bar;
+            chart
+                .draw_series(s.values.iter().enumerate().map(|(i, e)| {
+                    // A small gap between neighbouring bars of a group.
+                    let x0 = left(i) + bar * 0.05;
+                    let x1 = left(i) + bar * 0.95;
+                    Rectangle::new([(x0, 0.0), (x1, e.value)], color.filled())
+                }))
+                .map_err(chart_err)?
+                .label(&s.name)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                });
+            chart
+                .draw_series(s.values.iter().enumerate().filter_map(|(i, e)| {
+                    e.ci.map(|ci| error_bar(left(i) + bar / 2.0, bar * 0.25, ci.low, ci.high))
+                }))
+                .map_err(chart_err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(chart_err)?;
+        root.present().map_err(chart_err)?;
+    }
+    Ok(svg)
+}
+
+/// An error bar at `x` from `low` to `high` with caps `cap` wide: one path drawn
+/// top cap, stem, bottom cap.
+pub(crate) fn error_bar(x: f64, cap: f64, low: f64, high: f64) -> PathElement<(f64, f64)> {
+    let h = cap / 2.0;
+    PathElement::new(
+        vec![
+            (x - h, high),
+            (x + h, high),
+            (x, high),
+            (x, low),
+            (x - h, low),
+            (x + h, low),
+        ],
+        BLACK.stroke_width(1),
+    )
+}
+
+/// What the bars of a histogram chart show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistScale {
+    /// The count of each bucket.
+    Count,
+    /// Each bucket's share of its histogram's count, in percent: histograms with
+    /// different counts (runs of different lengths) compare directly.
+    Percent,
+}
+
+/// Log2 latency histograms as grouped bars, one group per bucket from the first to
+/// the last bucket any histogram uses, one bar per histogram. Buckets are labelled by
+/// their lower bound with binary suffixes (`256`, `512`, `1Ki`, … `1Mi`).
+///
+/// # Errors
+/// [`ReportError::Input`] when no histogram has a value; as [`bar_chart`] otherwise.
+pub fn log2_histogram_chart(
+    spec: &ChartSpec,
+    series: &[(&str, &LatencyHistogram)],
+    scale: HistScale,
+) -> Result<String, ReportError> {
+    let used = |h: &LatencyHistogram| {
+        let first = h.buckets.iter().position(|&c| c > 0)?;
+        let last = h.buckets.iter().rposition(|&c| c > 0)?;
+        Some((first, last))
+    };
+    let (first, last) = series
+        .iter()
+        .filter_map(|(_, h)| used(h))
+        .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)))
+        .ok_or_else(|| ReportError::input("a histogram chart", "every histogram is empty"))?;
+    let last = last.min(stats::LOG2_BUCKETS - 1);
+    let categories: Vec<String> = (first..=last)
+        .map(|i| binary_label(stats::log2_bucket_bounds(i).0))
+        .collect();
+    let bars: Vec<Series<Estimate>> = series
+        .iter()
+        .map(|(name, h)| {
+            let total: u64 = h.buckets.iter().sum();
+            let values = (first..=last)
+                .map(|i| {
+                    let c = h.buckets.get(i).copied().unwrap_or(0) as f64;
+                    Estimate::exact(match scale {
+                        HistScale::Count => c,
+                        HistScale::Percent if total > 0 => 100.0 * c / total as f64,
+                        HistScale::Percent => 0.0,
+                    })
+                })
+                .collect();
+            Series::new(*name, values)
+        })
+        .collect();
+    bar_chart(spec, &categories, &bars)
+}
+
+/// `0`, `2`, … `512`, `1Ki`, `2Ki`, … `1Mi`, … (bucket bounds are powers of two).
+fn binary_label(v: u64) -> String {
+    const UNITS: [(&str, u32); 6] = [
+        ("Ei", 60),
+        ("Pi", 50),
+        ("Ti", 40),
+        ("Gi", 30),
+        ("Mi", 20),
+        ("Ki", 10),
+    ];
+    for (suffix, shift) in UNITS {
+        if v >= 1u64 << shift {
+            return format!("{}{suffix}", v >> shift);
+        }
+    }
+    v.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::binary_label;
+
+    #[test]
+    fn bucket_labels() {
+        assert_eq!(binary_label(0), "0");
+        assert_eq!(binary_label(512), "512");
+        assert_eq!(binary_label(1024), "1Ki");
+        assert_eq!(binary_label(1 << 21), "2Mi");
+        assert_eq!(binary_label(1 << 63), "8Ei");
+    }
+}

@@ -1,0 +1,133 @@
+//! Lines over a numeric x (threads, sizes): one series per configuration, each point
+//! a circle, its 95% CI a translucent band (or an error bar where a band cannot be
+//! drawn: a single point, or points of which only some have a CI).
+
+use super::bars::error_bar;
+use super::{
+    axis_number, chart_err, check_names, clear_of_legend, pad_range, series_color, ChartSpec,
+    Estimate, Series,
+};
+use crate::error::ReportError;
+use plotters::prelude::*;
+
+/// A line chart of `(x, estimate)` points; points are joined in increasing x.
+///
+/// # Errors
+/// [`ReportError::Input`] when there is no series, a series has no point, or a value
+/// is not finite; [`ReportError::Chart`] if plotters fails.
+pub fn line_chart(
+    spec: &ChartSpec,
+    series: &[Series<(f64, Estimate)>],
+) -> Result<String, ReportError> {
+    check_names("a line chart", series)?;
+    for s in series {
+        if s.values.is_empty() {
+            return Err(ReportError::input(
+                "a line chart",
+                format!("series \"{}\" has no point", s.name),
+            ));
+        }
+        for (x, e) in &s.values {
+            if !x.is_finite() {
+                return Err(ReportError::input(
+                    "a line chart",
+                    format!("x = {x} is not finite"),
+                ));
+            }
+            e.check("a line chart")?;
+        }
+    }
+    let points = || series.iter().flat_map(|s| s.values.iter());
+    let (xlo, xhi) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (x, _)| {
+        (a.min(*x), b.max(*x))
+    });
+    let (mut ylo, yhi) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (_, e)| {
+        let (l, h) = e.extent();
+        (a.min(l), b.max(h))
+    });
+    if spec.y_from_zero {
+        ylo = ylo.min(0.0);
+    }
+    let (xlo, xhi) = pad_range(xlo, xhi, 0.03, true);
+    let (ylo, yhi) = pad_range(ylo, yhi, 0.05, !(spec.y_from_zero && ylo >= 0.0));
+    let yhi = clear_of_legend(ylo, yhi, series.len(), spec.height);
+    let (xspan, yspan) = (xhi - xlo, yhi - ylo);
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (spec.width, spec.height)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&spec.title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(48)
+            .y_label_area_size(84)
+            .build_cartesian_2d(xlo..xhi, ylo..yhi)
+            .map_err(chart_err)?;
+        let x_label = |x: &f64| axis_number(*x, xspan);
+        let y_label = |y: &f64| axis_number(*y, yspan);
+        chart
+            .configure_mesh()
+            .x_desc(&spec.x_label)
+            .y_desc(&spec.y_label)
+            .x_label_formatter(&x_label)
+            .y_label_formatter(&y_label)
+            .draw()
+            .map_err(chart_err)?;
+        for (j, s) in series.iter().enumerate() {
+            let color = series_color(j);
+            let mut pts = s.values.clone();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let band = pts.len() >= 2 && pts.iter().all(|(_, e)| e.ci.is_some());
+            if band {
+                let upper = pts
+                    .iter()
+                    .map(|(x, e)| (*x, e.ci.map_or(e.value, |c| c.high)));
+                let lower = pts
+                    .iter()
+                    .rev()
+                    .map(|(x, e)| (*x, e.ci.map_or(e.value, |c| c.low)));
+                chart
+                    .draw_series(std::iter::once(Polygon::new(
+                        upper.chain(lower).collect::<Vec<_>>(),
+                        color.mix(0.18).filled(),
+                    )))
+                    .map_err(chart_err)?;
+            } else {
+                let cap = xspan * 0.015;
+                chart
+                    .draw_series(
+                        pts.iter()
+                            .filter_map(|(x, e)| e.ci.map(|c| error_bar(*x, cap, c.low, c.high))),
+                    )
+                    .map_err(chart_err)?;
+            }
+            chart
+                .draw_series(LineSeries::new(
+                    pts.iter().map(|(x, e)| (*x, e.value)),
+                    color.stroke_width(2),
+                ))
+                .map_err(chart_err)?
+                .label(&s.name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(
+                    pts.iter()
+                        .map(|(x, e)| Circle::new((*x, e.value), 4, color.filled())),
+                )
+                .map_err(chart_err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(chart_err)?;
+        root.present().map_err(chart_err)?;
+    }
+    Ok(svg)
+}

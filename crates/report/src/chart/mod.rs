@@ -1,0 +1,249 @@
+//! SVG charts drawn with plotters' SVG backend into a `String`: no files, no fonts
+//! (plotters is built without `ttf`, so text is written as SVG `<text>` elements and
+//! laid out with plotters' built-in size estimate; the browser picks the font).
+//!
+//! Every chart takes a [`ChartSpec`] (title, axis labels with units, size) and named
+//! series, and returns the SVG text. Series get colours in order from the Okabe–Ito
+//! palette, which stays distinguishable for colour-blind readers; a series is always
+//! drawn in the same colour, which is what tests and readers rely on.
+//!
+//! Shapes, so that a reader (or a test) can find the data in the SVG:
+//! - bars and stacked segments are filled `<rect>`s in their series colour, one per
+//!   value, plus one legend swatch per series;
+//! - points of a line chart are `<circle>`s, one per value, with the line a
+//!   `<polyline>` and the CI band a translucent `<polygon>`;
+//! - an error bar is one black `<polyline>` (the bar and its two caps).
+
+mod bars;
+mod line;
+mod stacked;
+
+pub use bars::{bar_chart, log2_histogram_chart, HistScale};
+pub use line::line_chart;
+pub use stacked::stacked_bar_chart;
+
+use crate::error::ReportError;
+use crate::number::format_float;
+use plotters::style::RGBColor;
+use stats::{Interval, Summary};
+
+/// Title, axis labels (with their units, e.g. `"fault latency (ns)"`) and size in
+/// pixels of a chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChartSpec {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub width: u32,
+    pub height: u32,
+    /// Line charts only: start the y axis at 0 (bars always do).
+    pub y_from_zero: bool,
+}
+
+impl ChartSpec {
+    /// An 800×480 chart.
+    pub fn new(
+        title: impl Into<String>,
+        x_label: impl Into<String>,
+        y_label: impl Into<String>,
+    ) -> ChartSpec {
+        ChartSpec {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            width: 800,
+            height: 480,
+            y_from_zero: false,
+        }
+    }
+
+    /// Sets the size in pixels.
+    pub fn size(mut self, width: u32, height: u32) -> ChartSpec {
+        self.width = width.max(100);
+        self.height = height.max(100);
+        self
+    }
+
+    /// Makes a line chart's y axis start at 0.
+    pub fn from_zero(mut self) -> ChartSpec {
+        self.y_from_zero = true;
+        self
+    }
+}
+
+/// A value with its 95% confidence interval when it has one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub value: f64,
+    pub ci: Option<Interval>,
+}
+
+impl Estimate {
+    /// An exact value (no error bar).
+    pub fn exact(value: f64) -> Estimate {
+        Estimate { value, ci: None }
+    }
+
+    /// A value with its interval.
+    pub fn with_ci(value: f64, ci: Interval) -> Estimate {
+        Estimate {
+            value,
+            ci: Some(ci),
+        }
+    }
+
+    /// The mean of a summary with its 95% CI (none for one run).
+    pub fn from_summary(s: &Summary) -> Estimate {
+        Estimate {
+            value: s.mean,
+            ci: s.ci95,
+        }
+    }
+
+    /// The lowest and highest point the estimate reaches.
+    fn extent(&self) -> (f64, f64) {
+        match self.ci {
+            Some(ci) => (self.value.min(ci.low), self.value.max(ci.high)),
+            None => (self.value, self.value),
+        }
+    }
+
+    fn check(&self, what: &str) -> Result<(), ReportError> {
+        let ok = self.value.is_finite()
+            && self
+                .ci
+                .is_none_or(|c| c.low.is_finite() && c.high.is_finite());
+        if ok {
+            Ok(())
+        } else {
+            Err(ReportError::input(
+                what,
+                format!("value {:?} is not finite", self),
+            ))
+        }
+    }
+}
+
+/// A named series of values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series<T> {
+    pub name: String,
+    pub values: Vec<T>,
+}
+
+impl<T> Series<T> {
+    pub fn new(name: impl Into<String>, values: Vec<T>) -> Series<T> {
+        Series {
+            name: name.into(),
+            values,
+        }
+    }
+}
+
+/// Okabe–Ito colours (black left out: it draws axes and error bars).
+const PALETTE: [(u8, u8, u8); 7] = [
+    (0x00, 0x72, 0xB2), // blue
+    (0xD5, 0x5E, 0x00), // vermillion
+    (0x00, 0x9E, 0x73), // bluish green
+    (0xE6, 0x9F, 0x00), // orange
+    (0x56, 0xB4, 0xE9), // sky blue
+    (0xCC, 0x79, 0xA7), // reddish purple
+    (0xF0, 0xE4, 0x42), // yellow
+];
+
+/// The colour of the `i`-th series (the palette repeats after 7 series).
+pub fn series_color(i: usize) -> RGBColor {
+    let (r, g, b) = PALETTE[i % PALETTE.len()];
+    RGBColor(r, g, b)
+}
+
+/// The colour of the `i`-th series as SVG writes it, `"#0072B2"`.
+pub fn series_color_hex(i: usize) -> String {
+    let (r, g, b) = PALETTE[i % PALETTE.len()];
+    format!("#{r:02X}{g:02X}{b:02X}")
+}
+
+pub(crate) fn chart_err<E: std::fmt::Display>(e: E) -> ReportError {
+    ReportError::Chart(e.to_string())
+}
+
+/// An axis tick label: grouped digits up to a million, then SI suffixes; decimals
+/// enough to tell ticks `span / 10` apart.
+pub(crate) fn axis_number(v: f64, span: f64) -> String {
+    let (scaled, suffix, span) = match v.abs().max(span.abs()) {
+        m if m >= 1e12 => (v / 1e12, "T", span / 1e12),
+        m if m >= 1e9 => (v / 1e9, "G", span / 1e9),
+        m if m >= 1e6 => (v / 1e6, "M", span / 1e6),
+        _ => (v, "", span),
+    };
+    let step = span / 10.0;
+    let decimals = if step > 0.0 && step.is_finite() {
+        (-step.log10().floor()).clamp(0.0, 6.0) as usize
+    } else {
+        0
+    };
+    let mut text = format_float(scaled, decimals);
+    // "2.0" reads as a measured decimal; ticks at whole numbers print as such.
+    if text.contains('.') {
+        text = text.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    format!("{text}{suffix}")
+}
+
+/// The top of the y range that keeps data up to `top` (from `bottom`) clear of a
+/// legend of `entries` lines in an upper corner of a `height`-pixel chart.
+pub(crate) fn clear_of_legend(bottom: f64, top: f64, entries: usize, height: u32) -> f64 {
+    // Caption, x label area and margins take about 110 px; a legend line about 19 px.
+    let plot_px = (f64::from(height) - 110.0).max(50.0);
+    let legend_px = 24.0 + 19.0 * entries as f64;
+    let frac = (legend_px / plot_px).min(0.6);
+    bottom + (top - bottom) / (1.0 - frac)
+}
+
+/// `[lo, hi]` widened by `frac` of the span on each chosen side; a zero span becomes
+/// one unit wide so that plotters has a range to map.
+pub(crate) fn pad_range(lo: f64, hi: f64, frac: f64, pad_low: bool) -> (f64, f64) {
+    let span = hi - lo;
+    if span <= 0.0 {
+        let d = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+        return (if pad_low { lo - d } else { lo }, hi + d);
+    }
+    (
+        if pad_low { lo - span * frac } else { lo },
+        hi + span * frac,
+    )
+}
+
+pub(crate) fn check_names<T>(what: &str, series: &[Series<T>]) -> Result<(), ReportError> {
+    if series.is_empty() {
+        return Err(ReportError::input(what, "no series"));
+    }
+    Ok(())
+}
+
+/// An x axis of `n` categories: category `i` spans `[i, i+1)` and its tick (and label)
+/// sits at `i + 0.5`. Bars are placed with fractional x inside a category.
+pub(crate) struct CategoryAxis {
+    pub n: usize,
+}
+
+impl plotters::coord::ranged1d::Ranged for CategoryAxis {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let frac = value / self.n.max(1) as f64;
+        limit.0 + (f64::from(limit.1 - limit.0) * frac).round() as i32
+    }
+
+    fn key_points<H: plotters::coord::ranged1d::KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        // Label every category when they fit, else every k-th one.
+        let max = hint.max_num_points().max(1);
+        let step = self.n.div_ceil(max).max(1);
+        (0..self.n).step_by(step).map(|i| i as f64 + 0.5).collect()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        0.0..self.n as f64
+    }
+}

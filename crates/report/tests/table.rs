@@ -1,0 +1,165 @@
+//! Tables: alignment, units, estimates, wrapping, CSV quoting.
+
+use proptest::prelude::*;
+use report::{views, Cell, Column, Table};
+
+#[test]
+fn text_left_numbers_right_with_separators() {
+    let mut t = Table::new(["counter", "value"]);
+    t.push_row([Cell::text("minor_faults"), Cell::int(16384)]);
+    t.push_row([Cell::text("ipis"), Cell::int(7)]);
+    let expected = "\
+counter        value
+------------  ------
+minor_faults  16,384
+ipis               7
+";
+    assert_eq!(t.render(), expected);
+}
+
+#[test]
+fn units_title_and_notes() {
+    let mut t = Table::with_columns(vec![Column::new("vmpte").unit("kB"), Column::new("what")])
+        .with_title("after touch");
+    t.push_row([Cell::int(2096), Cell::text("x")]);
+    t.push_note("1 run");
+    let expected = "\
+after touch
+vmpte (kB)  what
+----------  ----
+     2,096  x
+1 run
+";
+    assert_eq!(t.render(), expected);
+}
+
+#[test]
+fn plus_minus_signs_line_up() {
+    let mut t = Table::new(["counter", "mean"]);
+    t.push_row([Cell::text("a"), Cell::estimate(105.637, Some(0.0608))]);
+    t.push_row([Cell::text("b"), Cell::estimate(16384.0, Some(12.0))]);
+    t.push_row([Cell::text("c"), Cell::estimate(5.0, None)]);
+    let out = t.render();
+    let lines: Vec<&str> = out.lines().collect();
+    // Two significant digits of each half-width: 0.061 (3 decimals), 12 (0 decimals).
+    assert!(lines[2].ends_with("105.637 ± 0.061"), "{out}");
+    // Half-widths are right-aligned too.
+    assert!(lines[3].ends_with(" 16,384 ±    12"), "{out}");
+    let col = |l: &str| l.find('±');
+    assert_eq!(col(lines[2]), col(lines[3]));
+    // The estimate without an interval is right-aligned with the means.
+    let mean_end = lines[2].find(" ±").unwrap();
+    assert_eq!(lines[4].trim_end().len(), mean_end, "{out}");
+}
+
+#[test]
+fn wrapped_columns_keep_every_line_in_its_column() {
+    let mut t = Table::with_columns(vec![
+        Column::new("id"),
+        Column::new("why").wrap(12),
+        Column::new("n"),
+    ]);
+    t.push_row([
+        Cell::text("thp"),
+        Cell::text("huge pages change page-table shape"),
+        Cell::int(3),
+    ]);
+    let out = t.render();
+    let lines: Vec<&str> = out.lines().collect();
+    // The column is as wide as its longest wrapped line ("page-table", 10).
+    assert_eq!(lines[2], "thp  huge pages  3");
+    // "page-table" is 10 characters and fits; "change page-table" would not.
+    assert_eq!(
+        &lines[3..],
+        ["     change", "     page-table", "     shape"]
+    );
+}
+
+#[test]
+#[should_panic(expected = "row of 3 cells in a table of 2 columns")]
+fn too_many_cells_is_a_bug() {
+    let mut t = Table::new(["a", "b"]);
+    t.push_row([Cell::Empty, Cell::Empty, Cell::Empty]);
+}
+
+#[test]
+fn short_rows_are_padded() {
+    let mut t = Table::new(["a", "b"]);
+    t.push_row([Cell::text("x")]);
+    assert_eq!(t.rows()[0], vec![Cell::text("x"), Cell::Empty]);
+}
+
+#[test]
+fn csv_quotes_what_needs_quoting_and_keeps_raw_numbers() {
+    let mut t = Table::with_columns(vec![
+        Column::new("name"),
+        Column::new("faults"),
+        Column::new("time").unit("ns"),
+    ]);
+    t.push_row([
+        Cell::text("a,b"),
+        Cell::int(16384),
+        Cell::estimate(105.637, Some(0.061)),
+    ]);
+    t.push_row([
+        Cell::text("say \"hi\"\nthere"),
+        Cell::int(-3),
+        Cell::estimate(1.5, None),
+    ]);
+    let csv = t.to_csv().unwrap();
+    let expected = "name,faults,time (ns),time (ns) ci95_half_width\n\
+                    \"a,b\",16384,105.637,0.061\n\
+                    \"say \"\"hi\"\"\nthere\",-3,1.5,\n";
+    assert_eq!(csv, expected);
+    // And a CSV reader gets the original text back.
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(&rows[1][0], "say \"hi\"\nthere");
+    assert_eq!(&rows[0][0], "a,b");
+}
+
+#[test]
+fn csv_of_ratios_and_p_values_is_full_precision() {
+    let mut t = Table::new(["r", "p"]);
+    t.push_row([Cell::ratio(1.0023456), Cell::p_value(1.543e-6)]);
+    assert_eq!(t.render().lines().nth(2).unwrap(), "1.002  1.5e-6");
+    assert_eq!(t.to_csv().unwrap(), "r,p\n1.0023456,0.000001543\n");
+}
+
+#[test]
+fn audit_table_wraps_its_explanations() {
+    let why = "five-level page tables add a level to every walk and fault; ".repeat(3);
+    let rows = [views::AuditRow {
+        id: "la57",
+        status: "warn",
+        value: "on",
+        why: &why,
+        fix: "boot with no5lvl",
+    }];
+    let out = views::audit_table(&rows).render();
+    assert!(out.lines().count() > 4, "{out}");
+    assert!(
+        out.lines()
+            .all(|l| l.chars().count() <= 4 + 2 + 6 + 2 + 24 + 2 + 44 + 2 + 44),
+        "{out}"
+    );
+}
+
+proptest! {
+    #[test]
+    fn every_line_is_as_wide_and_numbers_read_back(
+        rows in prop::collection::vec(("[a-z_]{1,20}", any::<i64>()), 1..20)
+    ) {
+        let mut t = Table::new(["counter", "value"]);
+        for (name, v) in &rows {
+            t.push_row([Cell::text(name.clone()), Cell::int(*v)]);
+        }
+        let out = t.render();
+        let widths: Vec<usize> = out.lines().map(|l| l.chars().count()).collect();
+        prop_assert!(widths.iter().all(|w| *w == widths[0]), "{}", out);
+        for (line, (_, v)) in out.lines().skip(2).zip(&rows) {
+            let n: String = line.rsplit(' ').next().unwrap().chars().filter(|c| *c != ',').collect();
+            prop_assert_eq!(n.parse::<i64>().unwrap(), *v);
+        }
+    }
+}
