@@ -15,9 +15,10 @@ pub const BAR_WIDTH: usize = 40;
 /// says `"nsecs"`), followed by a line with the percentiles and maximum. An empty
 /// histogram gives a single line saying so.
 pub fn render_log2(hist: &LatencyHistogram, unit: &str) -> String {
-    let last = match hist.buckets.iter().rposition(|&c| c > 0) {
-        Some(i) if i < stats::LOG2_BUCKETS => i,
-        _ => return format!("no {unit} recorded\n"),
+    // A u64 needs 64 buckets; anything beyond cannot hold a value.
+    let usable = &hist.buckets[..hist.buckets.len().min(stats::LOG2_BUCKETS)];
+    let Some(last) = usable.iter().rposition(|&c| c > 0) else {
+        return format!("no {unit} recorded\n");
     };
     let buckets = &hist.buckets[..=last];
     let top = buckets.iter().copied().max().unwrap_or(0);

@@ -142,13 +142,14 @@ pub fn quantile_from_log2(buckets: &[u64], q: f64) -> Option<f64> {
     if !(q > 0.0 && q <= 1.0) {
         return None;
     }
+    let buckets = &buckets[..buckets.len().min(LOG2_BUCKETS)];
     let total: u64 = buckets.iter().sum();
     if total == 0 {
         return None;
     }
     let rank = q * total as f64;
     let mut before = 0u64;
-    for (i, &c) in buckets.iter().enumerate().take(LOG2_BUCKETS) {
+    for (i, &c) in buckets.iter().enumerate() {
         if c == 0 {
             continue;
         }
@@ -162,7 +163,7 @@ pub fn quantile_from_log2(buckets: &[u64], q: f64) -> Option<f64> {
         before += c;
     }
     // Only reached through rounding when q = 1: the largest non-empty bucket's top.
-    let last = buckets.iter().take(LOG2_BUCKETS).rposition(|&c| c > 0)?;
+    let last = buckets.iter().rposition(|&c| c > 0)?;
     Some(log2_bucket_bounds(last).1 as f64)
 }
 
