@@ -280,7 +280,7 @@ impl AddressSpace {
     fn set_ptes(&self, table: u64, base: u64, pa: u64, size: u64, attrs: Attrs) {
         let l0 = self.pt.geometry().level(0);
         let run = u64::from(l0.contig) * self.page;
-        let contiguous = l0.contig > 1 && size >= run && size % run == 0;
+        let contiguous = l0.contig > 1 && size >= run && size.is_multiple_of(run);
         let mut off = 0;
         while off < size {
             self.pt.write_entry(

@@ -193,7 +193,7 @@ impl AddressSpace {
             })
             .map(|(s, p)| (*s, *p))
             .collect();
-        mthp.sort_by(|a, b| b.0.cmp(&a.0));
+        mthp.sort_by_key(|m| std::cmp::Reverse(m.0));
         let pt = match PageTable::new(geometry.clone(), mem.clone()) {
             Ok(pt) => pt,
             Err(e) => {
@@ -484,7 +484,7 @@ impl AddressSpace {
         if args.len == 0 {
             return Err(Errno::Inval("mmap of length 0"));
         }
-        if args.addr % self.page != 0 {
+        if !args.addr.is_multiple_of(self.page) {
             return Err(Errno::Inval("mmap address not page-aligned"));
         }
         let len = self
@@ -557,7 +557,7 @@ impl AddressSpace {
         len: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        if addr % self.page != 0 {
+        if !addr.is_multiple_of(self.page) {
             return Err(Errno::Inval("munmap address not page-aligned"));
         }
         if len == 0 {
@@ -632,7 +632,7 @@ impl AddressSpace {
         prot: Prot,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        if addr % self.page != 0 {
+        if !addr.is_multiple_of(self.page) {
             return Err(Errno::Inval("mprotect address not page-aligned"));
         }
         if len == 0 {
@@ -697,7 +697,7 @@ impl AddressSpace {
         advice: Advice,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        if addr % self.page != 0 {
+        if !addr.is_multiple_of(self.page) {
             return Err(Errno::Inval("madvise address not page-aligned"));
         }
         if len == 0 {
@@ -879,7 +879,7 @@ impl AddressSpace {
         len: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        if addr % self.page != 0 {
+        if !addr.is_multiple_of(self.page) {
             return Err(Errno::Inval("msync address not page-aligned"));
         }
         let len = self

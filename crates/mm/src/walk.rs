@@ -99,6 +99,7 @@ impl AddressSpace {
     /// Handles a huge PMD leaf met by a range operation over `[a, next)`:
     /// splits it when the range covers only part of it. Returns the leaf
     /// (under `f`, with the PMD lock held) when covered whole.
+    #[allow(clippy::too_many_arguments)]
     fn huge_pmd_range(
         &self,
         ctx: &mut ThreadCtx,
@@ -129,7 +130,7 @@ impl AddressSpace {
             return Ok(());
         }
         let run = u64::from(l0.contig) * self.page;
-        if va % run == 0 {
+        if va.is_multiple_of(run) {
             return Ok(());
         }
         if let Entry::Leaf {
@@ -263,7 +264,7 @@ impl AddressSpace {
             };
             first = false;
             self.unfold(table, addr)?;
-            if end % (self.pmd_size) != 0 {
+            if !end.is_multiple_of(self.pmd_size) {
                 self.unfold(table, end)?;
             }
             let mut n = 0;
