@@ -10,6 +10,21 @@
 //! - [`check`]: the invariant checker used by tests.
 //! - [`deferred`]: the work left for after the TLB shootdown.
 //!
+//! ## Faithfulness
+//!
+//! Read in Linux source while writing this model: mm/pt_reclaim.c and the
+//! `zap_pte_range` fast/slow reclaim paths (including the 2025 fix that
+//! clears `direct_reclaim` when the PTE lock is dropped midway);
+//! `set_huge_zero_folio` (the huge zero page deposits a table and counts it
+//! with `mm_inc_nr_ptes`); `do_huge_pmd_wp_page` (a write to the huge zero
+//! page falls back: split, then the PTE path copies). Taken from memory of
+//! the source, not re-read here: `do_fault_around`'s window arithmetic,
+//! `free_pgd_range`'s floor/ceiling rule, `mm_account_fault`, the
+//! `can_change_pte_writable` rules, MADV_FREE/PAGEOUT details, populate's
+//! write-vs-read rule, errno choices. Not modelled: fork, swap, khugepaged,
+//! VMA merging, file THP, shmem THP, the page-cache read-ahead heuristics
+//! (a fixed read-around window is used: see [`cache`]).
+//!
 //! Every operation returns a [`Deferred`] the caller completes after the
 //! shootdown (or with [`Deferred::complete_without_tlb`]). Counters are read
 //! after completing: table pages leave the per-level counts when released.

@@ -218,7 +218,11 @@ impl AddressSpace {
                     self.huge_pmd_range(ctx, vma, pmd_table, a, next, d, &mut |d, pa, _| {
                         self.zap_huge_pmd(pmd_table, a, pa, d)
                     })?;
-                    if next - a == self.pmd_size {
+                    // Covered whole: done, unless a racing fault split the
+                    // huge zero page meanwhile (then walk the new table).
+                    if next - a == self.pmd_size
+                        && !matches!(self.pt.read_entry(pmd_table, 1, a)?, Entry::Table { .. })
+                    {
                         return Ok(());
                     }
                 }
@@ -442,7 +446,11 @@ impl AddressSpace {
                         }
                         Ok(())
                     })?;
-                    if next - a == self.pmd_size {
+                    // Covered whole: done, unless a racing fault split the
+                    // huge zero page meanwhile (then walk the new table).
+                    if next - a == self.pmd_size
+                        && !matches!(self.pt.read_entry(pmd_table, 1, a)?, Entry::Table { .. })
+                    {
                         return Ok(());
                     }
                 }
