@@ -58,7 +58,7 @@ use crate::plan::{
     Access, Advice, MapKind, Mmap, Op, Prot, Range, Region, RegionId, Thread, Touch, Workload,
     FORMAT_PAGE,
 };
-use crate::syntax::{Doc, OpSyn, RangeSyn, Source, VerbSyn};
+use crate::syntax::{self, Doc, OpSyn, RangeSyn, Source, VerbSyn};
 use crate::units::format_size;
 
 /// Most barriers one thread may pass (loops count every pass).
@@ -70,14 +70,6 @@ pub const MAX_STEPS: u64 = 2_000_000;
 pub const MAX_REGIONS: usize = 4096;
 
 type Result<T> = std::result::Result<T, WorkloadError>;
-
-/// Which thread runs what.
-struct ThreadInfo {
-    tid: usize,
-    block: usize,
-    block_count: usize,
-    index_in_block: usize,
-}
 
 /// One op to walk, in the phase it runs in.
 #[derive(Clone, Copy)]
@@ -135,11 +127,12 @@ pub(crate) fn check(src: Source<'_>, doc: &Doc, name: String, va_bits: u32) -> R
     let mut threads = Vec::new();
     for (b, block) in doc.blocks.iter().enumerate() {
         for i in 0..block.count {
-            threads.push(ThreadInfo {
+            threads.push(Thread {
                 tid: threads.len(),
                 block: b,
                 block_count: block.count,
                 index_in_block: i,
+                ops: Vec::new(), // filled once the walk has resolved every op
             });
         }
     }
@@ -168,28 +161,25 @@ pub(crate) fn check(src: Source<'_>, doc: &Doc, name: String, va_bits: u32) -> R
             addr,
         })
         .collect();
-    let plan_threads = threads
+    let ops: Vec<Vec<Op>> = threads
         .iter()
-        .map(|t| Thread {
-            tid: t.tid,
-            block: t.block,
-            block_count: t.block_count,
-            index_in_block: t.index_in_block,
-            ops: c.plan_ops(t, &doc.blocks[t.block].ops),
-        })
+        .map(|t| c.plan_ops(t, &doc.blocks[t.block].ops))
         .collect();
+    for (t, ops) in threads.iter_mut().zip(ops) {
+        t.ops = ops;
+    }
     Ok(Workload {
         name,
         description: doc.description.clone(),
         regions,
-        threads: plan_threads,
+        threads,
     })
 }
 
 struct Checker<'a, 'd> {
     src: Source<'a>,
     doc: &'d Doc,
-    threads: &'a [ThreadInfo],
+    threads: &'a [Thread],
     regions: Vec<RegionState>,
     by_name: HashMap<String, RegionId>,
     /// Per thread, per op of its block (indexed by `op.id - id_base`): the region.
@@ -215,18 +205,21 @@ fn barriers(ops: &[OpSyn]) -> Option<u64> {
     Some(n)
 }
 
+/// How many times the walk goes through a `repeat` of `times` passes over
+/// `body`: every pass when the body has barriers, else `min(times, 2)`.
+fn passes(times: u64, body: &[OpSyn]) -> u64 {
+    if barriers(body) == Some(0) {
+        times.min(2)
+    } else {
+        times
+    }
+}
+
 /// Ops the walk visits for `ops` (see the module documentation), saturating.
 fn steps(ops: &[OpSyn]) -> u64 {
     ops.iter().fold(0u64, |n, op| {
         let k = match &op.verb {
-            VerbSyn::Repeat(times, body) => {
-                let passes = if barriers(body) == Some(0) {
-                    (*times).min(2)
-                } else {
-                    *times
-                };
-                steps(body).saturating_mul(passes)
-            }
+            VerbSyn::Repeat(times, body) => steps(body).saturating_mul(passes(*times, body)),
             _ => 1,
         };
         n.saturating_add(k)
@@ -249,34 +242,12 @@ fn unroll<'d>(ops: &'d [OpSyn], phase: &mut u64, out: &mut Vec<Ev<'d>>) {
         match &op.verb {
             VerbSyn::Barrier => *phase += 1,
             VerbSyn::Repeat(times, body) => {
-                let passes = if barriers(body) == Some(0) {
-                    (*times).min(2)
-                } else {
-                    *times
-                };
-                for _ in 0..passes {
+                for _ in 0..passes(*times, body) {
                     unroll(body, phase, out);
                 }
             }
             _ => out.push(Ev { op, phase: *phase }),
         }
-    }
-}
-
-fn verb_name(v: &VerbSyn) -> &'static str {
-    match v {
-        VerbSyn::Mmap(_) => "mmap",
-        VerbSyn::Munmap(..) => "munmap",
-        VerbSyn::Mprotect(..) => "mprotect",
-        VerbSyn::Madvise(..) => "madvise",
-        VerbSyn::Mlock(..) => "mlock",
-        VerbSyn::Munlock(..) => "munlock",
-        VerbSyn::Touch(_) => "touch",
-        VerbSyn::Sync(..) => "sync",
-        VerbSyn::Sleep(_) => "sleep",
-        VerbSyn::Barrier => "barrier",
-        VerbSyn::Mark(_) => "mark",
-        VerbSyn::Repeat(..) => "repeat",
     }
 }
 
@@ -292,16 +263,6 @@ fn changes_mapping(v: &VerbSyn) -> bool {
     )
 }
 
-fn prot_name(p: Prot) -> &'static str {
-    match p {
-        Prot::None => "none",
-        Prot::R => "r",
-        Prot::Rw => "rw",
-        Prot::Rx => "rx",
-        Prot::Rwx => "rwx",
-    }
-}
-
 fn kind_name(kind: MapKind, shared: bool) -> &'static str {
     match (kind, shared) {
         (MapKind::Anon, false) => "private anonymous",
@@ -312,22 +273,9 @@ fn kind_name(kind: MapKind, shared: bool) -> &'static str {
     }
 }
 
-fn advice_name(a: Advice) -> &'static str {
-    match a {
-        Advice::DontNeed => "dontneed",
-        Advice::Free => "free",
-        Advice::HugePage => "hugepage",
-        Advice::NoHugePage => "nohugepage",
-        Advice::PopulateRead => "populate_read",
-        Advice::PopulateWrite => "populate_write",
-        Advice::WillNeed => "willneed",
-        Advice::PageOut => "pageout",
-    }
-}
-
 impl<'a, 'd> Checker<'a, 'd> {
     /// `in op 2 of thread block 1`, plus the thread when the block has several.
-    fn context(&self, t: &ThreadInfo, op: &OpSyn) -> String {
+    fn context(&self, t: &Thread, op: &OpSyn) -> String {
         if t.block_count > 1 {
             format!("in {} (thread {})", op.path, t.tid)
         } else {
@@ -337,7 +285,7 @@ impl<'a, 'd> Checker<'a, 'd> {
 
     fn region_err(
         &self,
-        t: &ThreadInfo,
+        t: &Thread,
         op: &OpSyn,
         at: usize,
         region: RegionId,
@@ -479,7 +427,7 @@ impl<'a, 'd> Checker<'a, 'd> {
     /// Checks one op of thread `t` against the state and applies it.
     fn step(
         &mut self,
-        t: &ThreadInfo,
+        t: &Thread,
         op: &'d OpSyn,
         phase: u64,
         users: &mut HashMap<RegionId, Vec<User>>,
@@ -606,7 +554,7 @@ impl<'a, 'd> Checker<'a, 'd> {
                     };
                     let problem = format!(
                         "is mapped with prot {:?} at offset {}, so {what} there would die of SIGSEGV",
-                        prot_name(attrs.prot),
+                        syntax::prot_name(attrs.prot),
                         format_size(at)
                     );
                     return Err(self.region_err(t, op, op.at, region, problem, fix));
@@ -639,7 +587,7 @@ impl<'a, 'd> Checker<'a, 'd> {
     /// Enforces "one changer per phase" for thread `t` using `region`.
     fn one_changer(
         &self,
-        t: &ThreadInfo,
+        t: &Thread,
         op: &OpSyn,
         region: RegionId,
         users: &mut HashMap<RegionId, Vec<User>>,
@@ -657,14 +605,14 @@ impl<'a, 'd> Checker<'a, 'd> {
                     u.verb,
                     self.src.line_col(at),
                     t.tid,
-                    verb_name(&op.verb)
+                    op.verb.name()
                 ),
                 None => format!(
                     "is used by thread {} ({}) and changed by thread {} ({}) between the same barriers",
                     u.tid,
                     u.verb,
                     t.tid,
-                    verb_name(&op.verb)
+                    op.verb.name()
                 ),
             };
             let hint = "; give each thread its own region (a name with {tid}), or put a barrier between the two";
@@ -674,13 +622,13 @@ impl<'a, 'd> Checker<'a, 'd> {
             Some(u) => {
                 if changes && u.changed_at.is_none() {
                     u.changed_at = Some(op.at);
-                    u.verb = verb_name(&op.verb);
+                    u.verb = op.verb.name();
                 }
             }
             None => list.push(User {
                 tid: t.tid,
                 changed_at: changes.then_some(op.at),
-                verb: verb_name(&op.verb),
+                verb: op.verb.name(),
             }),
         }
         Ok(())
@@ -690,7 +638,7 @@ impl<'a, 'd> Checker<'a, 'd> {
     /// of it must be mapped.
     fn range(
         &self,
-        t: &ThreadInfo,
+        t: &Thread,
         op: &OpSyn,
         region: RegionId,
         syn: &RangeSyn,
@@ -736,7 +684,7 @@ impl<'a, 'd> Checker<'a, 'd> {
                 let problem = format!(
                     "is not mapped at offset {} (part of it was unmapped), inside the range of this {}",
                     format_size(hole),
-                    verb_name(&op.verb)
+                    op.verb.name()
                 );
                 return Err(self.region_err(t, op, op.at, region, problem, ""));
             }
@@ -745,7 +693,7 @@ impl<'a, 'd> Checker<'a, 'd> {
     }
 
     /// Narrows a touch to thread `t`'s slice and count.
-    fn split(&self, t: &ThreadInfo, op: &OpSyn, whole: Range) -> Result<(Range, u64)> {
+    fn split(&self, t: &Thread, op: &OpSyn, whole: Range) -> Result<(Range, u64)> {
         let VerbSyn::Touch(touch) = &op.verb else {
             unreachable!("split is for touches")
         };
@@ -795,14 +743,14 @@ impl<'a, 'd> Checker<'a, 'd> {
 
     fn advice_allowed(
         &self,
-        t: &ThreadInfo,
+        t: &Thread,
         op: &OpSyn,
         region: RegionId,
         r: Range,
         advice: Advice,
     ) -> Result<()> {
         let m = self.mapping(region);
-        let name = advice_name(advice);
+        let name = syntax::advice_name(advice);
         let end = r.offset + r.len;
         let refuses_locked = matches!(advice, Advice::DontNeed | Advice::Free | Advice::PageOut);
         if refuses_locked {
@@ -830,7 +778,7 @@ impl<'a, 'd> Checker<'a, 'd> {
             if let Some((at, a)) = m.pages.first_where(r.offset, end, |a| !need(a.prot)) {
                 let problem = format!(
                     "is mapped with prot {:?} at offset {}, so advice {name:?} would fail (EFAULT)",
-                    prot_name(a.prot),
+                    syntax::prot_name(a.prot),
                     format_size(at)
                 );
                 return Err(self.region_err(t, op, op.at, region, problem, ""));
@@ -842,7 +790,7 @@ impl<'a, 'd> Checker<'a, 'd> {
     /// Records what the op resolved to for this thread; every pass must agree.
     fn resolve(
         &mut self,
-        t: &ThreadInfo,
+        t: &Thread,
         op: &OpSyn,
         region: RegionId,
         range: Range,
@@ -906,11 +854,11 @@ impl<'a, 'd> Checker<'a, 'd> {
     }
 
     /// The plan's ops of thread `t`.
-    fn plan_ops(&self, t: &ThreadInfo, ops: &[OpSyn]) -> Vec<Op> {
+    fn plan_ops(&self, t: &Thread, ops: &[OpSyn]) -> Vec<Op> {
         ops.iter().map(|op| self.plan_op(t, op)).collect()
     }
 
-    fn plan_op(&self, t: &ThreadInfo, op: &OpSyn) -> Op {
+    fn plan_op(&self, t: &Thread, op: &OpSyn) -> Op {
         let slot = op.id - self.id_base[t.block];
         let region = || self.region_of[t.tid][slot].expect("the op names a region");
         let res = || self.resolved[t.tid][slot].expect("the walk visits every op");

@@ -160,6 +160,24 @@ pub(crate) enum VerbSyn {
 }
 
 impl VerbSyn {
+    /// The verb as written.
+    pub fn name(&self) -> &'static str {
+        match self {
+            VerbSyn::Mmap(_) => "mmap",
+            VerbSyn::Munmap(..) => "munmap",
+            VerbSyn::Mprotect(..) => "mprotect",
+            VerbSyn::Madvise(..) => "madvise",
+            VerbSyn::Mlock(..) => "mlock",
+            VerbSyn::Munlock(..) => "munlock",
+            VerbSyn::Touch(_) => "touch",
+            VerbSyn::Sync(..) => "sync",
+            VerbSyn::Sleep(_) => "sleep",
+            VerbSyn::Barrier => "barrier",
+            VerbSyn::Mark(_) => "mark",
+            VerbSyn::Repeat(..) => "repeat",
+        }
+    }
+
     /// The region the op names, if it names one.
     pub fn region(&self) -> Option<&RegionName> {
         match self {
@@ -247,6 +265,24 @@ const PATTERNS: &[(&str, Pattern)] = &[
     ("random", Pattern::Random),
 ];
 const PARTS: &[(&str, bool)] = &[("all", false), ("split", true)];
+
+/// How the format writes `value` of a choice table.
+fn name_of<T: PartialEq>(options: &[(&'static str, T)], value: T) -> &'static str {
+    options
+        .iter()
+        .find(|(_, v)| *v == value)
+        .map_or("?", |(name, _)| name)
+}
+
+/// How the format writes a protection (`"rw"`).
+pub(crate) fn prot_name(p: Prot) -> &'static str {
+    name_of(PROTS, p)
+}
+
+/// How the format writes an advice (`"dontneed"`).
+pub(crate) fn advice_name(a: Advice) -> &'static str {
+    name_of(ADVICES, a)
+}
 
 /// `"a", "b", "c"` for messages.
 fn quoted_list(items: &[&str]) -> String {
