@@ -23,6 +23,123 @@ pub enum Command {
     },
     /// How a virtual address is split: per level its name, bit range and index, then the offset
     Explain(ExplainArgs),
+    /// The built-in workloads
+    Workloads {
+        #[command(subcommand)]
+        what: WorkloadsCmd,
+    },
+    /// Run one workload (a built-in name or a TOML file) on the model or the kernel
+    Run(RunArgs),
+    /// The same workload under several configurations, side by side, with statistics
+    Compare(CompareArgs),
+    /// Run workloads on the kernel and on the model configured like this host; exit 1 on any difference
+    Validate(ValidateArgs),
+    /// This host's virtual-memory latency hazards
+    Audit {
+        #[arg(long)]
+        json: bool,
+        /// Skip the one-second TLB-shootdown sample and the reclaim experiment
+        #[arg(long)]
+        fast: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum WorkloadsCmd {
+    /// List the built-in workloads and the seed each reproduces
+    List {
+        #[arg(long)]
+        json: bool,
+        /// List the validation suite instead
+        #[arg(long)]
+        validation: bool,
+    },
+    /// Print a built-in workload's TOML
+    Show { name: String },
+}
+
+/// The model options of shared/spec/cli.md.
+#[derive(Args, Default, Clone)]
+pub struct ModelOpts {
+    /// Page-table geometry (a preset name or a geometry file)
+    #[arg(long)]
+    pub geometry: Option<String>,
+    /// global, split-pte or split-pmd
+    #[arg(long)]
+    pub locking: Option<String>,
+    /// off, on (Linux) or eager (free a PTE table when its last entry goes)
+    #[arg(long)]
+    pub reclaim: Option<String>,
+    /// always, madvise or never (default: this host's)
+    #[arg(long)]
+    pub thp: Option<String>,
+    /// Multi-size THP policies, e.g. 64k=always,16k=madvise
+    #[arg(long)]
+    pub mthp: Option<String>,
+    /// TLB preset (zen4, icelake, none) or a TLB TOML file
+    #[arg(long)]
+    pub tlb: Option<String>,
+    /// Modeled CPUs
+    #[arg(long)]
+    pub cpus: Option<u32>,
+    /// A TOML file holding any of the above
+    #[arg(long = "config")]
+    pub config: Option<String>,
+}
+
+/// How runs are repeated and reported.
+#[derive(Args, Clone)]
+pub struct RepeatOpts {
+    /// Measured runs per configuration
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Runs thrown away first (default: 1 on the kernel when repeating)
+    #[arg(long)]
+    pub warmup: Option<usize>,
+    /// Kill a kernel run past this many seconds
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Print one JSON document
+    #[arg(long)]
+    pub json: bool,
+    /// Print CSV
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// A built-in workload name or a workload TOML file
+    pub workload: String,
+    /// model or kernel
+    #[arg(long, default_value = "model")]
+    pub backend: String,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub repeat: RepeatOpts,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// A built-in workload name or a workload TOML file
+    pub workload: String,
+    /// A configuration: KEY=VALUE,... inline (backend=kernel, geometry=x86-64-5l, ...) or a TOML file; repeat for each column
+    #[arg(long = "config", required = true)]
+    pub configs: Vec<String>,
+    #[command(flatten)]
+    pub repeat: RepeatOpts,
+}
+
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// Workloads to validate (default: the shipped validation suite)
+    pub workloads: Vec<String>,
+    /// Model options to use instead of this host's (to see validate fail)
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Subcommand)]

@@ -1,7 +1,11 @@
 //! One module per command.
 
+mod audit;
 mod explain;
 mod geometry;
+mod run;
+mod validate;
+mod workloads;
 
 use crate::cli::{Cli, Command};
 use crate::fail::CmdResult;
@@ -10,6 +14,11 @@ pub fn dispatch(cli: Cli) -> CmdResult {
     match cli.command {
         Command::Geometry { what } => geometry::run(what),
         Command::Explain(args) => explain::run(args),
+        Command::Workloads { what } => workloads::run(what),
+        Command::Run(args) => run::run(args),
+        Command::Compare(args) => run::compare(args),
+        Command::Audit { json, fast } => audit::run(json, fast),
+        Command::Validate(args) => validate::run(args),
     }
 }
 

@@ -1,7 +1,9 @@
 //! The backends that run a workload: `kernel` (Linux only, real system calls
-//! in a child process) and the model, behind one result type
-//! ([`workload::result::Run`]).
+//! in a child process) and `model` (the page-table, MMU and mm models in
+//! this process), behind one result type ([`workload::result::Run`]).
 
 #[cfg(target_os = "linux")]
 pub mod kernel;
+mod latency;
+pub mod model;
 pub mod touch;

@@ -3,6 +3,9 @@
 //! - [`config`]: run configurations (backend and model options), checked.
 //! - [`aggregate`]: repeats summarized per mark and counter, derived figures,
 //!   comparisons against the first configuration.
+//! - [`exec`]: running workloads under configurations, repeated and interleaved.
 
 pub mod aggregate;
 pub mod config;
+pub mod exec;
+pub mod validate;

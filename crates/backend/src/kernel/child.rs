@@ -26,10 +26,10 @@ use std::time::Instant;
 
 use host::CounterReader;
 
-use super::latency::{FineHist, HIST_WORDS};
 use super::program::Program;
 use super::sync::{Barrier, Gate};
 use super::wire::{self, Call, HEADER_WORDS, MAGIC, NONE, RECORD_WORDS, SAMPLE_WORDS};
+use crate::latency::{FineHist, HIST_WORDS};
 
 /// Stack of each worker thread, and how much of it is written up front.
 const WORKER_STACK: usize = 512 * 1024;

@@ -10,9 +10,9 @@ use std::time::Instant;
 use workload::plan::{Access, FileState, MapKind, Touch};
 
 use super::child::{Local, Shared};
-use super::latency::FineHist;
 use super::program::{KOp, KOpKind};
 use super::wire::Call;
+use crate::latency::FineHist;
 
 pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
     for op in ops {

@@ -41,7 +41,6 @@ mod child;
 mod error;
 mod exec;
 mod files;
-mod latency;
 mod parent;
 mod program;
 mod quiesce;
@@ -56,7 +55,7 @@ use workload::result::Run;
 
 pub use error::KernelError;
 
-use latency::HIST_WORDS;
+use crate::latency::HIST_WORDS;
 use program::Program;
 use wire::RECORD_WORDS;
 

@@ -17,9 +17,9 @@
 use host::Sample;
 use workload::result::{Counters, Mark, Run};
 
-use super::latency::{FineHist, HIST_WORDS};
 use super::program::Program;
 use super::KernelError;
+use crate::latency::{FineHist, HIST_WORDS};
 
 pub(crate) const MAGIC: u64 = u64::from_be_bytes(*b"ptlab_k1");
 pub(crate) const HEADER_WORDS: usize = 6;

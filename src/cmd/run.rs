@@ -1,0 +1,215 @@
+//! `ptlab run` and `ptlab compare`.
+
+use super::print_json;
+use crate::cli::{CompareArgs, ModelOpts, RepeatOpts, RunArgs};
+use crate::fail::{bad, CmdResult, Failure};
+use experiment::config::{self, RunConfig};
+use experiment::exec::{self, ConfigResult, ExecError, ExecOptions, Progress};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+use std::process::ExitCode;
+use std::time::Duration;
+use workload::result::Run;
+
+impl From<ExecError> for Failure {
+    fn from(e: ExecError) -> Failure {
+        if e.is_bad_input() {
+            Failure::BadInput(e.to_string())
+        } else {
+            Failure::Error(anyhow::Error::new(e))
+        }
+    }
+}
+
+/// The configuration the model options (and `--backend`) describe.
+pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
+    let mut base = match &m.config {
+        Some(path) => config::parse_arg(path).map_err(bad)?,
+        None => RunConfig::model_default(),
+    };
+    let cpus = m.cpus.map(|c| c.to_string());
+    let pairs = [
+        ("geometry", m.geometry.as_deref()),
+        ("locking", m.locking.as_deref()),
+        ("reclaim", m.reclaim.as_deref()),
+        ("thp", m.thp.as_deref()),
+        ("mthp", m.mthp.as_deref()),
+        ("tlb", m.tlb.as_deref()),
+        ("cpus", cpus.as_deref()),
+    ];
+    for (k, v) in pairs {
+        if let Some(v) = v {
+            base = base.with(k, v).map_err(bad)?;
+        }
+    }
+    if backend != "model" {
+        base = base.with("backend", backend).map_err(bad)?;
+    }
+    Ok(base)
+}
+
+/// A progress bar with ETA on stderr, drawn only when stderr is a terminal.
+pub fn progress_bar(total: usize, what: &str) -> ProgressBar {
+    let pb = ProgressBar::new(total as u64);
+    pb.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} runs, ETA {eta}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb.enable_steady_tick(Duration::from_millis(200));
+    pb
+}
+
+fn exec_options(r: &RepeatOpts) -> Result<ExecOptions, Failure> {
+    if r.repeat == 0 {
+        return Err(Failure::BadInput("--repeat must be at least 1".into()));
+    }
+    Ok(ExecOptions {
+        timeout: Duration::from_secs(r.timeout),
+        repeat: r.repeat,
+        warmup: r.warmup,
+    })
+}
+
+fn execute(
+    workload: &str,
+    configs: &[RunConfig],
+    r: &RepeatOpts,
+) -> Result<Vec<ConfigResult>, Failure> {
+    let opts = exec_options(r)?;
+    let total = (opts.repeat + opts.warmup.unwrap_or(0)) * configs.len();
+    let pb = progress_bar(total, workload);
+    let res = exec::run_all(workload, configs, &opts, &mut |p: Progress| {
+        pb.set_length(p.total as u64);
+        pb.set_position(p.done as u64);
+    });
+    pb.finish_and_clear();
+    Ok(res?)
+}
+
+/// One configuration's result as JSON: the marks of its (first) run, with
+/// the spread of every counter when repeated.
+pub fn result_json(r: &ConfigResult) -> Value {
+    let marks: Vec<Value> = r
+        .aggregate
+        .marks
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let first = r.runs.first().and_then(|run| run.marks.get(i));
+            let mut mark = json!({
+                "name": m.name,
+                "counters": first.map(|f| serde_json::to_value(&f.counters).unwrap_or(Value::Null)),
+            });
+            if r.runs.len() > 1 {
+                let stats: serde_json::Map<String, Value> = m
+                    .counters
+                    .iter()
+                    .map(|(k, c)| {
+                        (
+                            k.clone(),
+                            serde_json::to_value(&c.stats).unwrap_or(Value::Null),
+                        )
+                    })
+                    .collect();
+                mark["stats"] = Value::Object(stats);
+            }
+            if let Some(l) = first.and_then(|f| f.latency.as_ref()) {
+                mark["latency"] = serde_json::to_value(l).unwrap_or(Value::Null);
+            }
+            mark
+        })
+        .collect();
+    json!({
+        "workload": r.workload,
+        "backend": r.config.backend,
+        "config": r.config,
+        "marks": marks,
+        "runs": r.runs.len(),
+        "warnings": r.aggregate.warnings,
+    })
+}
+
+fn host_json() -> Value {
+    serde_json::to_value(host::Fingerprint::read()).unwrap_or(Value::Null)
+}
+
+fn print_latency(runs: &[Run]) {
+    if let Some(run) = runs.first() {
+        for m in &run.marks {
+            if let Some(l) = &m.latency {
+                println!("\nlatency per access before mark \"{}\":", m.name);
+                print!("{}", report::latency::render_log2(l, "nsecs"));
+            }
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> CmdResult {
+    let cfg = config_from(&args.backend, &args.model)?;
+    let results = execute(&args.workload, std::slice::from_ref(&cfg), &args.repeat)?;
+    let r = &results[0];
+    if args.repeat.json {
+        let mut v = result_json(r);
+        v["host"] = host_json();
+        return print_json(&v);
+    }
+    let table = report::views::run_table(&r.runs);
+    if args.repeat.csv {
+        print!("{}", table.to_csv().map_err(anyhow::Error::new)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} on {} ({}), {} run(s)",
+        r.workload,
+        r.config.backend,
+        r.config.label,
+        r.runs.len()
+    );
+    print!("{}", table.render());
+    print_latency(&r.runs);
+    for w in &r.aggregate.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compare(args: CompareArgs) -> CmdResult {
+    let configs = args
+        .configs
+        .iter()
+        .map(|c| config::parse_arg(c).map_err(bad))
+        .collect::<Result<Vec<_>, _>>()?;
+    let results = execute(&args.workload, &configs, &args.repeat)?;
+    if args.repeat.json {
+        return print_json(&json!({
+            "workload": results.first().map(|r| r.workload.clone()),
+            "configs": results.iter().map(result_json).collect::<Vec<_>>(),
+            "host": host_json(),
+        }));
+    }
+    let pairs: Vec<(&str, &[Run])> = results
+        .iter()
+        .map(|r| (r.config.label.as_str(), r.runs.as_slice()))
+        .collect();
+    let marks = report::views::mark_names(&results[0].runs);
+    let mut csv = String::new();
+    for m in &marks {
+        let t = report::views::compare_table(m, &pairs).with_title(format!("mark \"{m}\""));
+        if args.repeat.csv {
+            csv.push_str(&t.to_csv().map_err(anyhow::Error::new)?);
+        } else {
+            println!("{}", t.render());
+        }
+    }
+    if args.repeat.csv {
+        print!("{csv}");
+    }
+    for r in &results {
+        for w in &r.aggregate.warnings {
+            eprintln!("warning ({}): {w}", r.config.label);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,67 @@
+//! `ptlab validate`: the kernel as referee of the model.
+
+use super::print_json;
+use crate::cli::ValidateArgs;
+use crate::cmd::run::{config_from, progress_bar};
+use crate::fail::{CmdResult, Failure};
+use experiment::validate;
+use std::process::ExitCode;
+
+pub fn run(args: ValidateArgs) -> CmdResult {
+    let model = config_from("model", &args.model)?;
+    let names: Vec<String> = if args.workloads.is_empty() {
+        workload::validate_suite()
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect()
+    } else {
+        args.workloads.clone()
+    };
+    let pb = progress_bar(names.len(), "validate");
+    let outcome = validate::validate(&names, &model, &mut |done| pb.set_position(done as u64));
+    pb.finish_and_clear();
+    let outcome = outcome.map_err(Failure::from)?;
+    if args.json {
+        print_json(&outcome)?;
+    } else {
+        let rows: Vec<report::views::DiffRow> = outcome
+            .workloads
+            .iter()
+            .flat_map(|w| {
+                w.diffs.iter().map(move |d| report::views::DiffRow {
+                    workload: &w.workload,
+                    mark: &d.mark,
+                    counter: &d.counter,
+                    kernel: d.kernel,
+                    model: d.model,
+                })
+            })
+            .collect();
+        for w in &outcome.workloads {
+            println!(
+                "{:<28} {}",
+                w.workload,
+                if w.ok {
+                    format!("ok ({} marks, {} counters each)", w.marks, w.counters)
+                } else {
+                    format!("{} difference(s)", w.diffs.len())
+                }
+            );
+        }
+        if !rows.is_empty() {
+            println!();
+            print!("{}", report::views::validate_table(&rows).render());
+        }
+        println!(
+            "\n{} of {} workloads agree with the kernel ({})",
+            outcome.workloads.iter().filter(|w| w.ok).count(),
+            outcome.workloads.len(),
+            model.label
+        );
+    }
+    Ok(if outcome.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
