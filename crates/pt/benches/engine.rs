@@ -31,6 +31,16 @@ fn translate(c: &mut Criterion) {
             .unwrap();
         let addrs = addresses(1 << 16, span);
         g.throughput(Throughput::Elements(addrs.len() as u64));
+        let seq: Vec<u64> = (0..addrs.len() as u64).map(|i| VA + i * 4096).collect();
+        g.bench_function(format!("full walk, sequential pages, {name}"), |b| {
+            b.iter(|| {
+                let mut sum = 0u64;
+                for &va in &seq {
+                    sum = sum.wrapping_add(pt.translate(std::hint::black_box(va)).unwrap().pa);
+                }
+                sum
+            })
+        });
         g.bench_function(format!("full walk, dense 1 GiB of 4K, {name}"), |b| {
             b.iter(|| {
                 let mut sum = 0u64;

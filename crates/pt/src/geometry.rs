@@ -119,9 +119,23 @@ impl LeafKind {
     }
 }
 
+/// The numbers of one level that walks need, kept in a fixed array so that
+/// the hot paths do no vector indexing or recomputation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct FastLevel {
+    shift: u32,
+    index_mask: u64,
+    hw_shift: u32,
+    /// Mask of the index into a table page in hardware words.
+    hw_word_mask: u64,
+    leaf: bool,
+    contig: u32,
+}
+
 /// A checked page-table geometry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Geometry {
+    fast: [FastLevel; MAX_LEVELS],
     name: String,
     arch: Arch,
     page_shift: u32,
@@ -252,7 +266,20 @@ impl Geometry {
         if !(32..=56).contains(&oa_bits) {
             return bad(format!("oa_bits {oa_bits}: expected 32 to 56"));
         }
+        let sub = page_shift - hw_page_shift;
+        let mut fast = [FastLevel::default(); MAX_LEVELS];
+        for (f, l) in fast.iter_mut().zip(&levels) {
+            *f = FastLevel {
+                shift: l.shift,
+                index_mask: (1u64 << l.bits) - 1,
+                hw_shift: l.shift - sub,
+                hw_word_mask: (1u64 << (l.bits + sub)) - 1,
+                leaf: l.leaf,
+                contig: l.contig,
+            };
+        }
         Ok(Geometry {
+            fast,
             name: name.to_string(),
             arch,
             page_shift,
@@ -322,14 +349,34 @@ impl Geometry {
     /// The software index of `va` at `level`.
     #[inline]
     pub fn index(&self, level: usize, va: u64) -> u64 {
-        let l = &self.levels[level];
-        (va >> l.shift) & ((1u64 << l.bits) - 1)
+        let l = &self.fast[level];
+        (va >> l.shift) & l.index_mask
+    }
+
+    /// Whether `level` may hold leaves.
+    #[inline]
+    pub fn is_leaf_level(&self, level: usize) -> bool {
+        self.fast[level].leaf
+    }
+
+    /// Entries in a contiguous / NAPOT run at `level` (0 if none).
+    #[inline]
+    pub fn contig(&self, level: usize) -> u32 {
+        self.fast[level].contig
+    }
+
+    /// The byte offset, inside a table page of `level`, of the hardware word
+    /// a hardware walk reads for `va`.
+    #[inline]
+    pub fn hw_word_offset(&self, level: usize, va: u64) -> u64 {
+        let l = &self.fast[level];
+        ((va >> l.hw_shift) & l.hw_word_mask) * ENTRY_BYTES
     }
 
     /// Lowest VA bit a hardware table of `level` indexes.
     #[inline]
     pub fn hw_shift(&self, level: usize) -> u32 {
-        self.levels[level].shift - (self.page_shift - self.hw_page_shift)
+        self.fast[level].hw_shift
     }
 
     /// Index bits of one hardware table of `level`: a hardware table is one
@@ -349,8 +396,9 @@ impl Geometry {
     }
 
     /// Bytes mapped by one software entry of `level`.
+    #[inline]
     pub fn entry_size(&self, level: usize) -> u64 {
-        self.levels[level].entry_size()
+        1u64 << self.fast[level].shift
     }
 
     /// Every leaf size the geometry allows, ascending, with how it is built.

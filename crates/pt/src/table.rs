@@ -244,10 +244,7 @@ impl PageTable {
     /// hardware page that `va` falls in.
     #[inline]
     pub fn hw_entry_pa(&self, table: u64, level: usize, va: u64) -> u64 {
-        let g = &*self.geom;
-        let sub = g.page_shift() - g.hw_page_shift();
-        let mask = (1u64 << (g.level(level).bits + sub)) - 1;
-        table + ((va >> g.hw_shift(level)) & mask) * ENTRY_BYTES
+        table + self.geom.hw_word_offset(level, va)
     }
 
     /// Decodes the software entry for `va` in `table`.
@@ -544,7 +541,7 @@ impl PageTable {
         let mut entry_pas = [0u64; MAX_LEVELS];
         let mut table = self.root;
         for (i, level) in (0..g.num_levels()).rev().enumerate() {
-            let epa = self.hw_entry_pa(table, level, va);
+            let epa = table + g.hw_word_offset(level, va);
             entry_pas[i] = epa;
             let reads = i + 1;
             match entry::decode(g, level, self.mem.read(epa))? {
@@ -555,11 +552,10 @@ impl PageTable {
                     attrs,
                     contiguous,
                 } => {
-                    let l = g.level(level);
                     let size = if contiguous {
-                        l.entry_size() * u64::from(l.contig.max(1))
+                        g.entry_size(level) * u64::from(g.contig(level).max(1))
                     } else {
-                        l.entry_size()
+                        g.entry_size(level)
                     };
                     return Ok(Translation {
                         pa: entry::leaf_output(pa, size, va),

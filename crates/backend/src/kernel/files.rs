@@ -59,9 +59,13 @@ impl RegionFiles {
                 .create_new(true)
                 .open(&path)
                 .map_err(|e| setup(what(), e))?;
+            // Written one 4 KiB page per call: the page cache then holds
+            // base-page folios (a large write would make large folios, which
+            // fault-around maps whole and which the model's page cache, like
+            // most filesystems' defaults, does not have).
             let mut left = region.size;
             while left > 0 {
-                let n = left.min(ZEROS as u64) as usize;
+                let n = left.min(ZEROS as u64).min(4096) as usize;
                 file.write_all(&zeros[..n]).map_err(|e| setup(what(), e))?;
                 left -= n as u64;
             }

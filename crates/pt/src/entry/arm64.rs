@@ -186,7 +186,7 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
         } => {
             let p = attrs.perms;
             debug_assert!(
-                geom.level(level).leaf,
+                geom.is_leaf_level(level),
                 "a leaf at level {level}, which holds no blocks"
             );
             debug_assert!(representable(&attrs), "not expressible on ARM64: {p:?}");
@@ -243,7 +243,7 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
         }
         return Ok(Entry::Table { pa });
     }
-    let bad = (block & ((level == 0) | !geom.level(level).leaf))
+    let bad = (block & ((level == 0) | !geom.is_leaf_level(level)))
         | (raw & ATTR_INDX_MASK > ATTR_DEVICE << 2)
         | (raw & SH_MASK == SH_RESERVED)
         | bad_oa;
@@ -293,7 +293,7 @@ pub fn representable(attrs: &Attrs) -> bool {
 fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
     let why = if raw & TABLE_OR_PAGE == 0 && level == 0 {
         "bits[1:0] = 01 at L3 is reserved"
-    } else if raw & TABLE_OR_PAGE == 0 && !geom.level(level).leaf {
+    } else if raw & TABLE_OR_PAGE == 0 && !geom.is_leaf_level(level) {
         "a block descriptor at a level without blocks"
     } else if raw & ATTR_INDX_MASK > ATTR_DEVICE << 2 {
         "AttrIndx outside ptlab's fixed MAIR (0 Normal, 1 Normal-NC, 2 Device)"

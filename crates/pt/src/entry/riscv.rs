@@ -145,7 +145,7 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
         } => {
             let p = attrs.perms;
             debug_assert!(
-                geom.level(level).leaf,
+                geom.is_leaf_level(level),
                 "a leaf at level {level}, which holds no leaves"
             );
             debug_assert!(
@@ -220,7 +220,7 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
         | (raw & (R | W) == W)
         | (raw & PBMT_MASK == PBMT_MASK)
         | (napot & ((level != 0) | ((pa >> PAGE_SHIFT) & 0xf != NAPOT_64K_PATTERN)))
-        | !geom.level(level).leaf
+        | !geom.is_leaf_level(level)
         | beyond_oa;
     if bad {
         return Err(leaf_error(geom, level, raw));
@@ -298,7 +298,7 @@ fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
         "N set above the leaf level (Svnapot defines only 64 KiB runs of 4 KiB PTEs)"
     } else if raw & N != 0 {
         "N set with PPN[3:0] other than 1000 (reserved NAPOT size)"
-    } else if !geom.level(level).leaf {
+    } else if !geom.is_leaf_level(level) {
         "a leaf at a level where this geometry allows none"
     } else {
         "output address beyond oa_bits"

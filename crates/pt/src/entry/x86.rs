@@ -121,7 +121,7 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
         } => {
             debug_assert!(!contiguous, "x86-64 has no contiguous entries");
             debug_assert!(
-                geom.level(level).leaf,
+                geom.is_leaf_level(level),
                 "a leaf at level {level}, which holds no leaves"
             );
             debug_assert!(representable(&attrs), "present x86-64 pages are readable");
@@ -166,7 +166,7 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
     let size_mask = geom.entry_size(level) - 1;
     // Bit 7 at the PTE level, bit 12 above it.
     let pat = if level == 0 { PAT_4K } else { PAT_HUGE };
-    let bad = (!geom.level(level).leaf)
+    let bad = (!geom.is_leaf_level(level))
         | (raw & pat != 0)
         | (raw & (PWT | PCD) == PWT)
         | (beyond_oa != 0);
@@ -213,7 +213,7 @@ fn reserved(raw: u64, level: usize, why: &'static str) -> DecodeError {
 /// Names the first rule a leaf word breaks (off the hot path).
 #[cold]
 fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
-    let why = if !geom.level(level).leaf {
+    let why = if !geom.is_leaf_level(level) {
         "PS set at a level that holds no pages (reserved in a PML4E/PML5E)"
     } else if raw & ADDR_MASK & !oa_mask(geom) != 0 {
         "address bits at or above MAXPHYADDR"
