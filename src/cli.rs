@@ -16,6 +16,8 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// The main job: answer the seeds' questions on this machine, with a report
+    Study(StudyArgs),
     /// The page-table geometries the model knows
     Geometry {
         #[command(subcommand)]
@@ -164,6 +166,19 @@ pub struct ExplainArgs {
     pub geometry: String,
     /// Virtual address (hex with 0x, or decimal)
     pub address: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct StudyArgs {
+    /// The short version (under a minute)
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to write index.html and study.json
+    #[arg(long, default_value = "ptlab-study")]
+    pub out: std::path::PathBuf,
+    /// Print study.json on stdout instead of the summary
     #[arg(long)]
     pub json: bool,
 }

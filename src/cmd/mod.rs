@@ -4,6 +4,7 @@ mod audit;
 mod explain;
 mod geometry;
 mod run;
+mod study;
 mod validate;
 mod workloads;
 
@@ -12,6 +13,7 @@ use crate::fail::CmdResult;
 
 pub fn dispatch(cli: Cli) -> CmdResult {
     match cli.command {
+        Command::Study(args) => study::run(args),
         Command::Geometry { what } => geometry::run(what),
         Command::Explain(args) => explain::run(args),
         Command::Workloads { what } => workloads::run(what),

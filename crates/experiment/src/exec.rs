@@ -158,19 +158,32 @@ pub fn run_all(
     opts: &ExecOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<ConfigResult>, ExecError> {
-    let workloads = configs
+    let plans = configs
         .iter()
-        .map(|c| load(name_or_path, c))
-        .collect::<Result<Vec<_>, _>>()?;
-    let any_kernel = configs.iter().any(|c| c.backend == BackendKind::Kernel);
+        .map(|c| Ok((c.clone(), load(name_or_path, c)?)))
+        .collect::<Result<Vec<_>, ExecError>>()?;
+    run_plans(&plans, opts, progress)
+}
+
+/// As [`run_all`] for workloads already loaded, one per configuration
+/// (placed for that configuration's address space).
+///
+/// # Errors
+/// The first failing run's error (nothing else is run after it).
+pub fn run_plans(
+    plans: &[(RunConfig, Workload)],
+    opts: &ExecOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<ConfigResult>, ExecError> {
+    let any_kernel = plans.iter().any(|(c, _)| c.backend == BackendKind::Kernel);
     let warmup = opts
         .warmup
         .unwrap_or(usize::from(any_kernel && opts.repeat > 1));
-    let total = (warmup + opts.repeat) * configs.len();
-    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); configs.len()];
+    let total = (warmup + opts.repeat) * plans.len();
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); plans.len()];
     let mut done = 0;
     for round in 0..warmup + opts.repeat {
-        for (i, (cfg, w)) in configs.iter().zip(&workloads).enumerate() {
+        for (i, (cfg, w)) in plans.iter().enumerate() {
             let run = run_once(w, cfg, opts)?;
             if round >= warmup {
                 runs[i].push(run);
@@ -179,9 +192,8 @@ pub fn run_all(
             progress(Progress { done, total });
         }
     }
-    Ok(configs
+    Ok(plans
         .iter()
-        .zip(workloads)
         .zip(runs)
         .map(|((c, w), runs)| ConfigResult {
             config: c.clone(),

@@ -8,4 +8,5 @@
 pub mod aggregate;
 pub mod config;
 pub mod exec;
+pub mod study;
 pub mod validate;
