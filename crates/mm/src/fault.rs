@@ -121,10 +121,15 @@ impl AddressSpace {
                     }
                     self.pte_alloc(ctx, pmd_table, va)?;
                 }
-                Entry::Leaf { pa, attrs, .. } => {
+                orig @ Entry::Leaf { pa, attrs, .. } => {
                     if write && !attrs.perms.write && Some(pa) == self.huge_zero_pa {
-                        // Linux: do_huge_pmd_wp_page on the huge zero page
-                        // falls back: split, then the PTE path copies.
+                        // Linux: do_huge_pmd_wp_page on the huge zero page:
+                        // replace it by a THP (6.12+), and only if no huge
+                        // page can be had, split and let the PTE path copy.
+                        match self.do_huge_zero_wp_pmd(ctx, vma, pmd_table, va, orig, &mut d)? {
+                            Huge::Done => return Ok((d, false)),
+                            Huge::Fallback => {}
+                        }
                         let g = self.pmd_lock(ctx, pmd_table);
                         if let Entry::Leaf { pa: p2, .. } = self.pt.read_entry(pmd_table, 1, va)? {
                             if p2 == pa {
@@ -215,6 +220,59 @@ impl AddressSpace {
             mem.free_table(table)?;
             mem.free_data(folio, self.pmd_size)?;
         }
+        Ok(Huge::Done)
+    }
+
+    // Linux: mm/huge_memory.c, do_huge_zero_wp_pmd (since 6.12)
+    /// A write to the huge zero page: allocate a THP and, if the PMD entry
+    /// is still `orig` under the PMD lock, replace the huge zero page by it
+    /// (clear and flush, then map writable). The deposited table stays with
+    /// the PMD and stays counted (no `mm_inc_nr_ptes`). `Fallback` when no
+    /// huge page can be had (counted as `THP_FAULT_FALLBACK` by
+    /// `vma_alloc_anon_folio_pmd`); the caller then splits.
+    fn do_huge_zero_wp_pmd(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: u64,
+        va: u64,
+        orig: Entry,
+        d: &mut Deferred,
+    ) -> Result<Huge, Errno> {
+        let haddr = va & !(self.pmd_size - 1);
+        let mem = self.pt.mem();
+        let Ok(folio) = mem.alloc_data(self.pmd_size) else {
+            ctx.counters.thp_fault_fallback += 1;
+            return Ok(Huge::Fallback);
+        };
+        let g = self.pmd_lock(ctx, pmd_table);
+        if self.pt.read_entry(pmd_table, 1, haddr)? != orig {
+            // pmd_same failed: someone else changed it; the access retries.
+            drop(g);
+            mem.free_data(folio, self.pmd_size)?;
+            return Ok(Huge::Done);
+        }
+        // pmdp_huge_clear_flush, then map_anon_folio_pmd_pf.
+        self.pt.write_entry(pmd_table, 1, haddr, &Entry::Invalid);
+        d.add_flush(haddr, self.pmd_size);
+        let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
+        self.add_folio(folio, self.pmd_size);
+        self.pt.write_entry(
+            pmd_table,
+            1,
+            haddr,
+            &Entry::Leaf {
+                pa: folio,
+                attrs,
+                contiguous: false,
+            },
+        );
+        let n = (self.pmd_size / self.page) as i64;
+        self.rss_add(Rss::Anon, n);
+        self.anon_huge
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        drop(g);
+        ctx.counters.thp_fault_alloc += 1;
         Ok(Huge::Done)
     }
 

@@ -16,8 +16,11 @@
 //! `zap_pte_range` fast/slow reclaim paths (including the 2025 fix that
 //! clears `direct_reclaim` when the PTE lock is dropped midway);
 //! `set_huge_zero_folio` (the huge zero page deposits a table and counts it
-//! with `mm_inc_nr_ptes`); `do_huge_pmd_wp_page` (a write to the huge zero
-//! page falls back: split, then the PTE path copies). Taken from memory of
+//! with `mm_inc_nr_ptes`); `do_huge_pmd_wp_page` with `do_huge_zero_wp_pmd`
+//! (6.12+: a write to the huge zero page maps a new THP in its place, the
+//! deposited table staying; split and per-page copy only when no huge page
+//! can be allocated; read in the 2024 patch and the mainline context of
+//! later patches, as the stored torvalds/linux snapshot predates it). Taken from memory of
 //! the source, not re-read here: `do_fault_around`'s window arithmetic,
 //! `free_pgd_range`'s floor/ceiling rule, `mm_account_fault`, the
 //! `can_change_pte_writable` rules, MADV_FREE/PAGEOUT details, populate's

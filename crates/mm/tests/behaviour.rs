@@ -85,13 +85,82 @@ fn do_huge_pmd_anonymous_page_maps_2m_and_deposits_a_table() {
         s.huge_zero_page().unwrap()
     );
     s.check_invariants().unwrap();
-    // do_huge_pmd_wp_page on the huge zero page: split, then copy one page.
-    access(&s, &mut ctx, BASE + 2 * M + 4096, true);
+    finish(s, &mut ctx);
+}
+
+#[test]
+fn do_huge_zero_wp_pmd_replaces_the_huge_zero_page_with_a_thp() {
+    let s = space(thp_cfg(ThpMode::Madvise));
+    let mut ctx = ThreadCtx::new();
+    done(&s, s.mmap(&mut ctx, MmapArgs::anon(BASE, 4 * M)));
+    done(&s, s.madvise(&mut ctx, BASE, 4 * M, Advice::HugePage));
+    access(&s, &mut ctx, BASE + 4096, false);
+    let zero = s.huge_zero_page().unwrap();
+    assert_eq!(s.page_table().translate(BASE).unwrap().pa, zero);
+    let before = counters(&s, &ctx);
+    // One write fault: a new THP in place of the huge zero page.
+    let r = s.fault(&mut ctx, BASE + 8192, FaultAccess::WRITE);
+    let FaultResult::Handled { deferred, major } = r else {
+        panic!("write to the huge zero page: {r:?}");
+    };
+    assert!(!major);
+    assert!(
+        !deferred.is_empty(),
+        "the huge zero page's TLB entry must be flushed"
+    );
+    deferred.complete_without_tlb(&s).unwrap();
+    let t = s.page_table().translate(BASE + 8192).unwrap();
+    assert_eq!(t.size, 2 * M);
+    assert_ne!(t.pa & !(2 * M - 1), zero);
+    assert!(t.attrs.perms.write);
+    // The whole 2 MiB is now writable without another fault.
+    assert!(access(&s, &mut ctx, BASE + 2 * M - 4096, true).is_none());
     let c = counters(&s, &ctx);
-    assert_eq!(c.minor_faults, 3);
-    assert_eq!(c.rss_anon_kb, 2048 + 4);
+    assert_eq!(c.minor_faults, before.minor_faults + 1);
+    assert_eq!(c.rss_anon_kb, 2048);
     assert_eq!(c.anon_huge_kb, 2048);
-    assert_eq!(c.vmpte_kb, 16, "the deposited table became the PTE table");
+    assert_eq!(
+        c.threads.thp_fault_alloc,
+        before.threads.thp_fault_alloc + 1
+    );
+    assert_eq!(c.vmpte_kb, before.vmpte_kb, "the deposited table stays");
+    s.check_invariants().unwrap();
+    // Unmapping frees the THP and the deposit.
+    done(&s, s.munmap(&mut ctx, BASE, 2 * M));
+    let c = counters(&s, &ctx);
+    assert_eq!((c.rss_anon_kb, c.anon_huge_kb), (0, 0));
+    finish(s, &mut ctx);
+}
+
+#[test]
+fn do_huge_zero_wp_pmd_falls_back_to_split_when_no_huge_page() {
+    use pt::mem::AllocKind;
+    let s = space(thp_cfg(ThpMode::Madvise));
+    let mut ctx = ThreadCtx::new();
+    done(&s, s.mmap(&mut ctx, MmapArgs::anon(BASE, 4 * M)));
+    done(&s, s.madvise(&mut ctx, BASE, 4 * M, Advice::HugePage));
+    access(&s, &mut ctx, BASE + 2 * M, false);
+    let vmpte = counters(&s, &ctx).vmpte_kb;
+    s.mem().set_fault_injection(Some(Box::new(|k, _| {
+        k == AllocKind::Data { size: 2 << 20 }
+    })));
+    // split_huge_pmd, then wp_page_copy of one page.
+    access(&s, &mut ctx, BASE + 2 * M + 4096, true);
+    s.mem().set_fault_injection(None);
+    let c = counters(&s, &ctx);
+    assert_eq!(c.minor_faults, 2, "the split and the copy are one fault");
+    assert_eq!(c.rss_anon_kb, 4);
+    assert_eq!(c.anon_huge_kb, 0);
+    assert_eq!(c.threads.thp_fault_fallback, 1);
+    assert_eq!(c.threads.thp_fault_alloc, 0);
+    assert_eq!(
+        c.vmpte_kb, vmpte,
+        "the deposited table became the PTE table"
+    );
+    assert_eq!(
+        s.page_table().translate(BASE + 2 * M).unwrap().pa,
+        s.zero_page()
+    );
     finish(s, &mut ctx);
 }
 
