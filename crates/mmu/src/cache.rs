@@ -67,18 +67,32 @@ impl<V: Copy + Default> Cache<V> {
     }
 
     /// The way of `set` matching `key`, its replacement state updated.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn probe(&mut self, set: usize, key: u64) -> Option<usize> {
         let base = set * self.ways;
         let tags = &self.tags[base..base + self.ways];
         let masks = &self.masks[base..base + self.ways];
         let w = find(tags, masks, key)?;
-        self.touch(base, base + w);
+        self.touch(base + w);
         Some(base + w)
     }
 
-    #[inline]
-    fn touch(&mut self, base: usize, i: usize) {
+    /// Whether entry `i` (any set) matches `key`; if so its replacement
+    /// state is updated as [`Cache::probe`] would. `i` may be any index
+    /// (a stale way prediction simply fails).
+    #[inline(always)]
+    pub(crate) fn probe_at(&mut self, i: usize, key: u64) -> bool {
+        match (self.tags.get(i), self.masks.get(i)) {
+            (Some(&t), Some(&m)) if key & m == t => {
+                self.touch(i);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    #[inline(always)]
+    fn touch(&mut self, i: usize) {
         match self.repl {
             Replacement::Lru => {
                 self.clock += 1;
@@ -86,6 +100,7 @@ impl<V: Copy + Default> Cache<V> {
             }
             Replacement::Plru => {
                 self.age[i] = 1;
+                let base = i - i % self.ways;
                 let set = &mut self.age[base..base + self.ways];
                 if set.iter().all(|&b| b != 0) {
                     set.fill(0);
@@ -108,31 +123,59 @@ impl<V: Copy + Default> Cache<V> {
 
     /// Inserts `(tag, mask) -> val` into `set`, replacing an entry with the
     /// same tag and mask, else an empty way, else the replacement victim.
-    /// Returns whether a valid entry was evicted.
-    pub(crate) fn insert(&mut self, set: usize, tag: u64, mask: u64, val: V) -> bool {
+    /// Returns the index used and whether a valid entry was evicted.
+    pub(crate) fn insert(&mut self, set: usize, tag: u64, mask: u64, val: V) -> (usize, bool) {
         let base = set * self.ways;
         let end = base + self.ways;
-        let same = (base..end).find(|&i| self.tags[i] == tag && self.masks[i] == mask);
-        let empty = || (base..end).find(|&i| self.masks[i] == 0);
-        let (i, evicted) = match same.or_else(empty) {
-            Some(i) => (i, false),
-            None => (self.victim(base), true),
+        match (base..end).find(|&i| self.tags[i] == tag && self.masks[i] == mask) {
+            Some(i) => {
+                self.vals[i] = val;
+                self.touch(i);
+                (i, false)
+            }
+            None => {
+                let (i, old) = self.insert_absent(set, tag, mask, val);
+                (i, old.is_some())
+            }
+        }
+    }
+
+    /// As [`Cache::insert`] for an entry known not to be in the set (a
+    /// lookup of its key just missed): an empty way, else the victim.
+    /// Returns the index used and the evicted entry's tag and value.
+    pub(crate) fn insert_absent(
+        &mut self,
+        set: usize,
+        tag: u64,
+        mask: u64,
+        val: V,
+    ) -> (usize, Option<(u64, V)>) {
+        let base = set * self.ways;
+        debug_assert!(
+            (base..base + self.ways).all(|i| self.tags[i] != tag || self.masks[i] != mask),
+            "insert_absent of a present entry"
+        );
+        let i = match self.repl {
+            // Empty ways have age 0 and valid ones at least 1: the oldest
+            // way is the first empty one if there is one.
+            Replacement::Lru => self.victim(base),
+            _ => match (base..base + self.ways).find(|&i| self.masks[i] == 0) {
+                Some(i) => i,
+                None => self.victim(base),
+            },
         };
+        let evicted = (self.masks[i] != 0).then(|| (self.tags[i], self.vals[i]));
         self.tags[i] = tag;
         self.masks[i] = mask;
         self.vals[i] = val;
-        self.touch(base, i);
-        evicted
+        self.touch(i);
+        (i, evicted)
     }
 
     fn victim(&mut self, base: usize) -> usize {
         let set = &self.age[base..base + self.ways];
         match self.repl {
-            Replacement::Lru => {
-                base + (0..self.ways)
-                    .min_by_key(|&w| set[w])
-                    .expect("a set has at least one way")
-            }
+            Replacement::Lru => base + oldest(set),
             Replacement::Plru => base + set.iter().position(|&b| b == 0).unwrap_or(0),
             Replacement::Random => {
                 // xorshift64
@@ -146,7 +189,7 @@ impl<V: Copy + Default> Cache<V> {
         }
     }
 
-    /// Empties way `i`.
+    /// Empties entry `i`.
     pub(crate) fn invalidate(&mut self, i: usize) {
         self.tags[i] = EMPTY_TAG;
         self.masks[i] = 0;
@@ -189,10 +232,37 @@ impl<V: Copy + Default> Cache<V> {
     }
 }
 
+/// The index of the least age in `ages` (the first on ties). Four running
+/// minima keep the comparisons independent, so wide (fully associative)
+/// sets take a quarter of the dependent steps.
+#[inline]
+fn oldest(ages: &[u64]) -> usize {
+    let mut best = [(u64::MAX, usize::MAX); 4];
+    let chunks = ages.chunks_exact(4);
+    let rest = chunks.remainder();
+    for (c, chunk) in chunks.enumerate() {
+        for j in 0..4 {
+            if chunk[j] < best[j].0 {
+                best[j] = (chunk[j], c * 4 + j);
+            }
+        }
+    }
+    let tail = ages.len() - rest.len();
+    for (j, &a) in rest.iter().enumerate() {
+        if a < best[j].0 {
+            best[j] = (a, tail + j);
+        }
+    }
+    best.iter()
+        .min()
+        .map(|&(_, i)| i)
+        .expect("a set has at least one way")
+}
+
 /// The index of the way whose masked key equals its tag. Compares eight ways
 /// at a time without branches so that wide (fully associative) arrays
 /// vectorize; at most one way matches (the module's invariant).
-#[inline]
+#[inline(always)]
 fn find(tags: &[u64], masks: &[u64], key: u64) -> Option<usize> {
     if tags.len() <= 8 {
         return tags.iter().zip(masks).position(|(&t, &m)| key & m == t);
@@ -225,12 +295,22 @@ mod tests {
         // One set of 3 ways.
         let mut c: Cache<u32> = Cache::new(3, 3, Replacement::Lru, 1);
         for p in 1..=3 {
-            assert!(!c.insert(0, key(p), M, p as u32));
+            assert!(!c.insert(0, key(p), M, p as u32).1);
         }
         assert!(c.probe(0, key(1)).is_some()); // 1 is now the most recent
-        assert!(c.insert(0, key(4), M, 4), "a full set evicts");
+        assert!(c.insert(0, key(4), M, 4).1, "a full set evicts");
         assert!(c.probe(0, key(2)).is_none(), "2 was the LRU way");
         assert!(c.probe(0, key(1)).is_some() && c.probe(0, key(3)).is_some());
+    }
+
+    #[test]
+    fn the_oldest_way_is_the_first_of_least_age() {
+        assert_eq!(oldest(&[5]), 0);
+        assert_eq!(oldest(&[5, 3, 9, 3, 7, 1, 8]), 5);
+        assert_eq!(oldest(&[4, 0, 2, 0, 0, 1, 9, 9, 0]), 1, "first of the ties");
+        let wide: Vec<u64> = (0..72).map(|i| 1000 - (i * 7 % 72)).collect();
+        let want = (0..72).min_by_key(|&i| (wide[i], i)).unwrap();
+        assert_eq!(oldest(&wide), want);
     }
 
     #[test]
@@ -273,7 +353,7 @@ mod tests {
     fn reinserting_the_same_tag_does_not_duplicate() {
         let mut c: Cache<u32> = Cache::new(2, 2, Replacement::Random, 7);
         c.insert(0, key(1), M, 1);
-        assert!(!c.insert(0, key(1), M, 2));
+        assert!(!c.insert(0, key(1), M, 2).1);
         assert_eq!(c.occupancy(), 1);
         let i = c.probe(0, key(1)).unwrap();
         assert_eq!(c.val(i), 2);

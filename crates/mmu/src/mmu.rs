@@ -276,6 +276,7 @@ impl Mmu {
             id: cpu,
             asid,
             st,
+            fast: FastSlot::EMPTY,
             _not_sync: PhantomData,
         };
         c.enter(asid);
@@ -328,7 +329,7 @@ impl Mmu {
         let mut s = lock(&self.shared).clone();
         for slot in self.slots.iter() {
             if let Some(st) = lock(&slot.parked).as_ref() {
-                s += &st.stats;
+                s += &finish(&st.stats, !st.l2.is_empty());
             }
         }
         s
@@ -353,6 +354,7 @@ impl Mmu {
             "the initiating CPU belongs to another Mmu"
         );
         let id = initiator.id;
+        initiator.clear_fast();
         let out = self.post(Some(id), true, asid, flush, kind, |inval| {
             let st = &mut *initiator.st;
             apply(st, &self.gi, asid, inval)
@@ -558,6 +560,35 @@ fn apply(st: &mut CpuState, gi: &GeomInfo, asid: Asid, inval: &Invalidation) -> 
     n
 }
 
+/// The last first-level TLB hit, so that hits on the same entry skip the
+/// lookup. It is transparent: it is valid only while that entry is the
+/// most recently used of its array (any other TLB activity clears it
+/// first), so further hits on it would change no replacement state; its
+/// hits are added to the statistics when it is cleared or read.
+#[derive(Debug, Clone, Copy)]
+struct FastSlot {
+    /// The entry's virtual base (`va & mask`); 1 (never a masked address) when empty.
+    tag: u64,
+    /// `!(size - 1)`; 0 when empty.
+    mask: u64,
+    pa_base: u64,
+    flags: u8,
+    shift: u8,
+    /// Hits not yet counted in the statistics.
+    hits: u64,
+}
+
+impl FastSlot {
+    const EMPTY: FastSlot = FastSlot {
+        tag: 1,
+        mask: 0,
+        pa_base: 0,
+        flags: 0,
+        shift: 0,
+        hits: 0,
+    };
+}
+
 /// One modeled CPU, owned by one thread.
 pub struct Cpu {
     mmu: Arc<Mmu>,
@@ -565,6 +596,7 @@ pub struct Cpu {
     id: usize,
     asid: Asid,
     st: Box<CpuState>,
+    fast: FastSlot,
     /// `Cpu` moves between threads but is never shared.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -580,12 +612,25 @@ impl Cpu {
         &self.mmu
     }
     /// This CPU's statistics since it was first attached (or last taken).
-    pub fn stats(&self) -> &MmuStats {
-        &self.st.stats
+    pub fn stats(&self) -> MmuStats {
+        let mut s = self.st.stats.clone();
+        count_fast(&mut s, &self.fast);
+        finish(&s, !self.st.l2.is_empty())
     }
     /// Returns the statistics and starts counting from zero.
     pub fn take_stats(&mut self) -> MmuStats {
-        std::mem::take(&mut self.st.stats)
+        self.clear_fast();
+        let raw = std::mem::take(&mut self.st.stats);
+        finish(&raw, !self.st.l2.is_empty())
+    }
+
+    /// Counts the fast slot's hits and empties it.
+    #[inline]
+    fn clear_fast(&mut self) {
+        if self.fast.hits != 0 {
+            count_fast(&mut self.st.stats, &self.fast);
+        }
+        self.fast = FastSlot::EMPTY;
     }
 
     /// Valid entries in the (first, second) TLB level.
@@ -601,6 +646,7 @@ impl Cpu {
     /// Marks `asid` active here, applying pending mail and flushing its
     /// entries if it was shot down while this CPU was away.
     fn enter(&mut self, asid: Asid) {
+        self.clear_fast();
         assert!(usize::from(asid) < MAX_ASIDS, "ASID {asid} >= {MAX_ASIDS}");
         let mmu = Arc::clone(&self.mmu);
         let _g = mmu.stripe(asid);
@@ -620,6 +666,7 @@ impl Cpu {
 
     /// Marks the current ASID inactive here (after applying pending mail).
     fn leave(&mut self) {
+        self.clear_fast();
         let mmu = Arc::clone(&self.mmu);
         let asid = self.asid;
         let _g = mmu.stripe(asid);
@@ -640,6 +687,7 @@ impl Cpu {
     /// Empties this CPU's TLBs and walk caches (all ASIDs); returns the TLB
     /// entries removed.
     pub fn flush_all(&mut self) -> u64 {
+        self.clear_fast();
         let st = &mut *self.st;
         let n = st.l1.flush_all() + st.l2.flush_all();
         st.stats.flushed_entries += n;
@@ -661,6 +709,7 @@ impl Cpu {
     #[cold]
     #[inline(never)]
     fn drain(&mut self) {
+        self.clear_fast();
         let mut mb = lock(&self.slot.mailbox);
         let st = &mut *self.st;
         for m in mb.drain(..) {
@@ -680,7 +729,7 @@ impl Cpu {
     /// # Errors
     /// The [`Fault`] the hardware would raise; the OS model handles it and
     /// retries.
-    #[inline]
+    #[inline(always)]
     pub fn access(
         &mut self,
         pt: &PageTable,
@@ -691,21 +740,38 @@ impl Cpu {
         if self.slot.pending.load(Ordering::Relaxed) {
             self.drain();
         }
+        let need = needed_flags(write, user);
+        let f = &mut self.fast;
+        if va & f.mask == f.tag && f.flags & need == need {
+            f.hits += 1;
+            return Ok(Access {
+                pa: f.pa_base | (va & !f.mask),
+                hit: HitLevel::L1,
+                walk_refs: 0,
+                page_size: 1 << f.shift,
+            });
+        }
+        self.clear_fast();
         let asid = self.asid;
         let st = &mut *self.st;
-        st.stats.accesses += 1;
         let key = tlb::key(va, asid);
-        let need = needed_flags(write, user);
         if let Some((slot, e)) = st.l1.lookup(va, key) {
-            if e.flags & need == need {
-                st.stats.tlb_hits += 1;
-                st.stats.l1_hits += 1;
-                st.stats.l1_hits_by_size[usize::from(e.shift)] += 1;
+            if e.flags() & need == need {
+                // Only the per-size count: the totals are derived (`finish`).
+                st.stats.l1_hits_by_size[usize::from(e.shift())] += 1;
+                let mask = !((1u64 << e.shift()) - 1);
+                self.fast = FastSlot {
+                    tag: va & mask,
+                    mask,
+                    pa_base: e.pa_base(),
+                    flags: e.flags(),
+                    shift: e.shift(),
+                    hits: 0,
+                };
                 return Ok(hit(e, va, HitLevel::L1, 0));
             }
             return self.hit_needs_walk(pt, va, write, user, HitLevel::L1, slot, e);
         }
-        st.stats.l1_misses += 1;
         self.miss_l1(pt, va, write, user, key)
     }
 
@@ -721,12 +787,10 @@ impl Cpu {
         let asid = self.asid;
         let st = &mut *self.st;
         if let Some((slot, e)) = st.l2.lookup(va, key) {
-            if e.flags & needed_flags(write, user) == needed_flags(write, user) {
-                st.stats.tlb_hits += 1;
-                st.stats.l2_hits += 1;
-                st.stats.l2_hits_by_size[usize::from(e.shift)] += 1;
-                let pa = e.pa_base | (va & ((1u64 << e.shift) - 1));
-                let fs = st.l1.fill(va, asid, pa, u32::from(e.shift), e.flags);
+            if e.flags() & needed_flags(write, user) == needed_flags(write, user) {
+                st.stats.l2_hits_by_size[usize::from(e.shift())] += 1;
+                let pa = e.pa_base() | (va & ((1u64 << e.shift()) - 1));
+                let fs = st.l1.fill(va, asid, pa, u32::from(e.shift()), e.flags());
                 let mut a = hit(e, va, HitLevel::L2, 0);
                 if let Some(fs) = fs {
                     a.page_size = 1 << fs;
@@ -735,7 +799,6 @@ impl Cpu {
             }
             return self.hit_needs_walk(pt, va, write, user, HitLevel::L2, slot, e);
         }
-        st.stats.l2_misses += u64::from(!st.l2.is_empty());
         st.stats.tlb_misses += 1;
         let (leaf, refs) = self.walk(pt, va, write, user)?;
         let st = &mut *self.st;
@@ -772,18 +835,11 @@ impl Cpu {
         {
             // The TLB held a translation for `va`: a hit, whatever follows.
             let st = &mut *self.st;
-            st.stats.tlb_hits += 1;
             match level {
-                HitLevel::L1 => {
-                    st.stats.l1_hits += 1;
-                    st.stats.l1_hits_by_size[usize::from(e.shift)] += 1;
-                }
-                _ => {
-                    st.stats.l2_hits += 1;
-                    st.stats.l2_hits_by_size[usize::from(e.shift)] += 1;
-                }
+                HitLevel::L1 => st.stats.l1_hits_by_size[usize::from(e.shift())] += 1,
+                _ => st.stats.l2_hits_by_size[usize::from(e.shift())] += 1,
             }
-            if !permits(e.flags, write, user) {
+            if !permits(e.flags(), write, user) {
                 st.l1.invalidate_va(va, asid);
                 st.l2.invalidate_va(va, asid);
                 st.stats.faults_permission += 1;
@@ -801,7 +857,7 @@ impl Cpu {
                 let pa = a.pa;
                 if let Some(fs) =
                     st.l1
-                        .fill(va, asid, pa, u32::from(e.shift), e.flags | flags::DIRTY)
+                        .fill(va, asid, pa, u32::from(e.shift()), e.flags() | flags::DIRTY)
                 {
                     a.page_size = 1 << fs;
                 }
@@ -859,11 +915,30 @@ impl Cpu {
     }
 }
 
+/// Adds the fast slot's hits to `s`.
+fn count_fast(s: &mut MmuStats, f: &FastSlot) {
+    s.l1_hits_by_size[usize::from(f.shift)] += f.hits;
+}
+
+/// The statistics a CPU reports from those it counts: on the hit path only
+/// the per-size hit counts are kept; the totals follow from them
+/// (`accesses = hits + misses`, and so on).
+fn finish(raw: &MmuStats, has_l2: bool) -> MmuStats {
+    let mut s = raw.clone();
+    s.l1_hits = s.l1_hits_by_size.iter().sum();
+    s.l2_hits = s.l2_hits_by_size.iter().sum();
+    s.tlb_hits = s.l1_hits + s.l2_hits;
+    s.accesses = s.tlb_hits + s.tlb_misses;
+    s.l1_misses = s.accesses - s.l1_hits;
+    s.l2_misses = if has_l2 { s.l1_misses - s.l2_hits } else { 0 };
+    s
+}
+
 #[inline]
 fn hit(e: TlbEntry, va: u64, level: HitLevel, walk_refs: u32) -> Access {
-    let size = 1u64 << e.shift;
+    let size = 1u64 << e.shift();
     Access {
-        pa: e.pa_base | (va & (size - 1)),
+        pa: e.pa_base() | (va & (size - 1)),
         hit: level,
         walk_refs,
         page_size: size,
@@ -873,6 +948,7 @@ fn hit(e: TlbEntry, va: u64, level: HitLevel, walk_refs: u32) -> Access {
 impl Drop for Cpu {
     fn drop(&mut self) {
         self.leave();
+        self.clear_fast();
         let st = std::mem::replace(&mut self.st, CpuState::placeholder());
         *lock(&self.slot.parked) = Some(st);
         self.slot.attached.store(false, Ordering::Release);

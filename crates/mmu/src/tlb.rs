@@ -26,14 +26,36 @@ pub(crate) mod flags {
     pub const DIRTY: u8 = 8;
 }
 
-/// The cached part of a translation.
+/// The cached part of a translation, packed in one word so that the hit
+/// path keeps it in a register: the physical base (aligned to at least
+/// 4 KiB) with the `flags` in bits 3:0 and log2 of the size in bits 9:4.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct TlbEntry {
+pub(crate) struct TlbEntry(u64);
+
+impl TlbEntry {
+    #[inline(always)]
+    pub(crate) fn new(pa_base: u64, flags: u8, shift: u8) -> TlbEntry {
+        debug_assert!(pa_base & 0xfff == 0 && flags < 16 && shift < 64);
+        TlbEntry(pa_base | u64::from(flags) | u64::from(shift) << 4)
+    }
     /// Physical address of the entry's first byte.
-    pub pa_base: u64,
-    pub flags: u8,
+    #[inline(always)]
+    pub(crate) fn pa_base(self) -> u64 {
+        self.0 & !0xfff
+    }
+    /// `flags` bits.
+    #[inline(always)]
+    pub(crate) fn flags(self) -> u8 {
+        (self.0 & 0xf) as u8
+    }
     /// log2 of the entry's size.
-    pub shift: u8,
+    #[inline(always)]
+    pub(crate) fn shift(self) -> u8 {
+        ((self.0 >> 4) & 0x3f) as u8
+    }
+    fn with_flags(self, bits: u8) -> TlbEntry {
+        TlbEntry(self.0 | u64::from(bits))
+    }
 }
 
 /// The key every lookup compares: the address's 4 KiB page and the ASID.
@@ -47,43 +69,205 @@ fn tag_mask(shift: u32) -> u64 {
     !((1u64 << shift) - 1) | ASID_MASK
 }
 
+/// Entries of a way-prediction table, per page size.
+const HINTS: usize = 256;
+
+/// Fully associative arrays with more ways than this get a way predictor.
+const HINT_MIN_WAYS: usize = 8;
+
+/// Arrays with at least this many entries get a presence filter.
+const FILTER_MIN_ENTRIES: usize = 64;
+
 pub(crate) struct TlbArray {
     cache: Cache<TlbEntry>,
-    /// The sizes this array holds, as log2, ascending.
-    shifts: Box<[u8]>,
+    /// The sizes this array holds, as log2, ascending (`nshifts` used).
+    shifts: [u8; 8],
+    nshifts: usize,
+    /// Way prediction for wide fully associative arrays: per size, `HINTS`
+    /// entry indices selected by the low bits of the page number at that
+    /// size. A prediction is checked against the entry's tag, so a stale one
+    /// only costs the scan it would have taken anyway.
+    hints: Box<[u32]>,
+    /// Presence filter for large arrays: per size, `filter_len` counters of
+    /// the valid entries whose page number at that size has those low bits
+    /// (saturating: a counter that reached 255 stays there). A zero proves a
+    /// miss without scanning. Neither structure changes which entry matches,
+    /// hence never the statistics.
+    filter: Box<[u8]>,
+    filter_len: usize,
 }
 
 impl TlbArray {
+    fn new(cache: Cache<TlbEntry>, sizes: &[u8], entries: usize, ways: usize) -> TlbArray {
+        let mut shifts = [0; 8];
+        let nshifts = sizes.len().min(8);
+        shifts[..nshifts].copy_from_slice(&sizes[..nshifts]);
+        let hints = if cache.is_fully_associative() && ways > HINT_MIN_WAYS {
+            vec![0; HINTS * nshifts].into_boxed_slice()
+        } else {
+            Box::new([])
+        };
+        let filter_len = if entries >= FILTER_MIN_ENTRIES {
+            (entries * 8).next_power_of_two().min(1 << 15)
+        } else {
+            0
+        };
+        TlbArray {
+            cache,
+            shifts,
+            nshifts,
+            hints,
+            filter: vec![0; filter_len * nshifts].into_boxed_slice(),
+            filter_len,
+        }
+    }
+
     #[inline]
     fn set_for(&self, va: u64, shift: u8) -> usize {
         self.cache.set_of(va >> shift)
     }
 
-    /// Way index of the entry matching `key` (any of the array's sizes).
     #[inline]
-    fn lookup(&mut self, va: u64, key: u64) -> Option<usize> {
-        if self.cache.is_fully_associative() {
-            return self.cache.probe(0, key);
+    fn hint_slot(k: usize, va: u64, shift: u8) -> usize {
+        k * HINTS + ((va >> shift) as usize & (HINTS - 1))
+    }
+
+    #[inline(always)]
+    fn filter_slot(&self, k: usize, vpn: u64) -> usize {
+        k * self.filter_len + (vpn as usize & (self.filter_len - 1))
+    }
+
+    /// Counts an entry of size index `k` and page number `vpn` in (`up`) or
+    /// out of the filter.
+    #[inline]
+    fn count(filter: &mut [u8], filter_len: usize, k: usize, vpn: u64, up: bool) {
+        if filter_len == 0 {
+            return;
         }
-        for k in 0..self.shifts.len() {
+        let c = &mut filter[k * filter_len + (vpn as usize & (filter_len - 1))];
+        if *c != u8::MAX {
+            if up {
+                *c += 1;
+            } else {
+                debug_assert!(*c > 0, "presence filter underflow");
+                *c -= 1;
+            }
+        }
+    }
+
+    /// The size index of `shift` in this array.
+    #[inline]
+    fn size_index(shifts: &[u8], shift: u8) -> usize {
+        shifts.iter().position(|&s| s == shift).unwrap_or(0)
+    }
+
+    /// Entry index matching `key` (any of the array's sizes).
+    #[inline(always)]
+    fn lookup(&mut self, va: u64, key: u64) -> Option<usize> {
+        if self.filter_len != 0 {
+            let mut maybe = false;
+            for k in 0..self.nshifts {
+                let shift = self.shifts[k];
+                if self.filter[self.filter_slot(k, va >> shift)] != 0 {
+                    maybe = true;
+                    if !self.hints.is_empty() {
+                        let i = self.hints[Self::hint_slot(k, va, shift)] as usize;
+                        if self.cache.probe_at(i, key) {
+                            return Some(i);
+                        }
+                    }
+                }
+            }
+            if !maybe {
+                return None;
+            }
+        }
+        self.scan(va, key)
+    }
+
+    #[inline(always)]
+    fn scan(&mut self, va: u64, key: u64) -> Option<usize> {
+        if self.cache.is_fully_associative() {
+            let found = self.cache.probe(0, key);
+            return self.hinted(va, found);
+        }
+        for k in 0..self.nshifts {
             let set = self.set_for(va, self.shifts[k]);
             if let Some(i) = self.cache.probe(set, key) {
-                return Some(i);
+                return self.hinted(va, Some(i));
             }
         }
         None
+    }
+
+    /// Records the prediction for a found entry.
+    #[inline]
+    fn hinted(&mut self, va: u64, found: Option<usize>) -> Option<usize> {
+        if let Some(i) = found {
+            if !self.hints.is_empty() {
+                let shift = self.cache.val(i).shift();
+                let k = Self::size_index(&self.shifts[..self.nshifts], shift);
+                self.hints[Self::hint_slot(k, va, shift)] = i as u32;
+            }
+        }
+        found
+    }
+
+    /// Inserts an entry known to be absent, keeping the filter exact.
+    fn insert(&mut self, va: u64, asid: u16, entry: TlbEntry) -> usize {
+        let fs = entry.shift();
+        let mask = tag_mask(u32::from(fs));
+        let set = self.set_for(va, fs);
+        let (i, evicted) = self
+            .cache
+            .insert_absent(set, key(va, asid) & mask, mask, entry);
+        let shifts = &self.shifts[..self.nshifts];
+        if let Some((old_tag, old)) = evicted {
+            let k = Self::size_index(shifts, old.shift());
+            Self::count(
+                &mut self.filter,
+                self.filter_len,
+                k,
+                old_tag >> old.shift(),
+                false,
+            );
+        }
+        let k = Self::size_index(shifts, fs);
+        Self::count(&mut self.filter, self.filter_len, k, va >> fs, true);
+        self.hinted(va, Some(i));
+        i
+    }
+
+    /// Empties the entries of `set` (or all sets) that `f` selects, keeping
+    /// the filter exact; returns how many.
+    fn invalidate_where(&mut self, set: Option<usize>, f: impl Fn(u64, u64) -> bool) -> u64 {
+        let shifts = self.shifts;
+        let n = self.nshifts;
+        let (filter, len) = (&mut self.filter, self.filter_len);
+        let mut pick = |t: u64, m: u64, v: &TlbEntry| {
+            let hit = f(t, m);
+            if hit {
+                let k = Self::size_index(&shifts[..n], v.shift());
+                Self::count(filter, len, k, t >> v.shift(), false);
+            }
+            hit
+        };
+        match set {
+            Some(s) => self.cache.invalidate_in_set(s, &mut pick),
+            None => self.cache.invalidate_all(&mut pick),
+        }
     }
 
     /// Empties every entry of `asid` covering `va`; returns how many.
     fn invalidate_va(&mut self, va: u64, asid: u16) -> u64 {
         let k = key(va, asid);
         if self.cache.is_fully_associative() {
-            return self.cache.invalidate_in_set(0, |t, m, _| k & m == t);
+            return self.invalidate_where(Some(0), |t, m| k & m == t);
         }
         let mut n = 0;
-        for j in 0..self.shifts.len() {
+        for j in 0..self.nshifts {
             let set = self.set_for(va, self.shifts[j]);
-            n += self.cache.invalidate_in_set(set, |t, m, _| k & m == t);
+            n += self.invalidate_where(Some(set), |t, m| k & m == t);
         }
         n
     }
@@ -118,22 +302,21 @@ impl TlbLevel {
                     .collect();
                 shifts.sort_unstable();
                 shifts.dedup();
-                TlbArray {
-                    cache: Cache::new(
-                        a.entries as usize,
-                        a.ways as usize,
-                        a.replacement,
-                        seed.wrapping_mul(31).wrapping_add(i as u64),
-                    ),
-                    shifts: shifts.into_boxed_slice(),
-                }
+                let cache = Cache::new(
+                    a.entries as usize,
+                    a.ways as usize,
+                    a.replacement,
+                    seed.wrapping_mul(31).wrapping_add(i as u64),
+                );
+                TlbArray::new(cache, &shifts, a.entries as usize, a.ways as usize)
             })
             .collect();
         let mut fill_for = [None; 64];
         for (s, slot) in fill_for.iter_mut().enumerate() {
             let mut best: Option<(u8, u8)> = None;
             for (i, a) in arrays.iter().enumerate() {
-                if let Some(&fs) = a.shifts.iter().rev().find(|&&fs| usize::from(fs) <= s) {
+                let held = &a.shifts[..a.nshifts];
+                if let Some(&fs) = held.iter().rev().find(|&&fs| usize::from(fs) <= s) {
                     if best.is_none_or(|(_, b)| fs > b) {
                         best = Some((i as u8, fs));
                     }
@@ -149,17 +332,17 @@ impl TlbLevel {
     }
 
     /// The entry covering `va` for the ASID in `key`, if any.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lookup(&mut self, va: u64, key: u64) -> Option<(Slot, TlbEntry)> {
-        for (ai, a) in self.arrays.iter_mut().enumerate() {
+        for ai in 0..self.arrays.len() {
+            let a = &mut self.arrays[ai];
             if let Some(way) = a.lookup(va, key) {
-                let e = a.cache.val(way);
                 return Some((
                     Slot {
                         array: ai as u8,
                         way: way as u32,
                     },
-                    e,
+                    a.cache.val(way),
                 ));
             }
         }
@@ -168,14 +351,15 @@ impl TlbLevel {
 
     /// Sets flag bits on the entry at `slot` (a dirty-bit update).
     pub(crate) fn set_flags(&mut self, slot: Slot, bits: u8) {
-        self.arrays[usize::from(slot.array)]
+        let e = self.arrays[usize::from(slot.array)]
             .cache
-            .val_mut(slot.way as usize)
-            .flags |= bits;
+            .val_mut(slot.way as usize);
+        *e = e.with_flags(bits);
     }
 
     /// Caches the translation of `va` (a page of `2^size_shift` bytes whose
-    /// byte `va` is at `pa`) as the largest piece this level can hold.
+    /// byte `va` is at `pa`) as the largest piece this level can hold. The
+    /// level must hold no entry for `va` (a lookup just missed).
     /// Returns the size shift used, or `None` if no array holds a size that fits.
     pub(crate) fn fill(
         &mut self,
@@ -186,15 +370,8 @@ impl TlbLevel {
         flags: u8,
     ) -> Option<u8> {
         let (ai, fs) = self.fill_for[size_shift as usize]?;
-        let a = &mut self.arrays[usize::from(ai)];
-        let mask = tag_mask(u32::from(fs));
-        let set = a.set_for(va, fs);
-        let entry = TlbEntry {
-            pa_base: pa & !((1u64 << fs) - 1),
-            flags,
-            shift: fs,
-        };
-        a.cache.insert(set, key(va, asid) & mask, mask, entry);
+        let entry = TlbEntry::new(pa & !((1u64 << fs) - 1), flags, fs);
+        self.arrays[usize::from(ai)].insert(va, asid, entry);
         Some(fs)
     }
 
@@ -211,7 +388,7 @@ impl TlbLevel {
         let a = u64::from(asid);
         self.arrays
             .iter_mut()
-            .map(|x| x.cache.invalidate_all(|t, _, _| t & ASID_MASK == a))
+            .map(|x| x.invalidate_where(None, |t, _| t & ASID_MASK == a))
             .sum()
     }
 
@@ -219,7 +396,7 @@ impl TlbLevel {
     pub(crate) fn flush_all(&mut self) -> u64 {
         self.arrays
             .iter_mut()
-            .map(|x| x.cache.invalidate_all(|_, _, _| true))
+            .map(|x| x.invalidate_where(None, |_, _| true))
             .sum()
     }
 
@@ -277,7 +454,7 @@ mod tests {
         let (_, e) = l
             .lookup(0x4021_0000, key(0x4021_0000, 3))
             .expect("same 2M piece");
-        assert_eq!(e.pa_base, 0x1_0020_0000);
+        assert_eq!(e.pa_base(), 0x1_0020_0000);
         assert!(
             l.lookup(0x4040_0000, key(0x4040_0000, 3)).is_none(),
             "next 2M piece"

@@ -335,12 +335,63 @@ proptest! {
 
     #[test]
     fn lru_tlbs_agree_with_a_reference_model(
-        shape in prop::sample::select(vec![(4usize, 2usize), (8, 8), (16, 4), (8, 1)]),
+        shape in prop::sample::select(vec![(4usize, 2usize), (8, 8), (16, 4), (8, 1), (16, 16), (32, 16), (64, 4), (128, 128)]),
         seq in prop::collection::vec(0u64..24, 1..200),
     ) {
         let (entries, ways) = shape;
         let cfg = config(vec![array("t", entries as u32, ways as u32, &["4KiB"])], vec![], vec![]);
         let (h, m, _) = run(cfg, &seq);
         prop_assert_eq!((h, m), reference(entries, ways, &seq));
+    }
+
+    /// Whatever the TLB holds, after each change and its shootdown every
+    /// access agrees with the page table.
+    #[test]
+    fn translations_always_agree_with_the_table(
+        preset in prop::sample::select(vec!["zen4", "icelake", "none"]),
+        ops in prop::collection::vec((0u8..5, 0u64..48), 1..300),
+    ) {
+        let pt = table("x86-64-4l");
+        map4k(&pt, BASE, 48, rw());
+        // A 2 MiB page next to them, accessed too.
+        pt.map(BASE + (2 << 20), DATA + (2 << 20), 2 << 20, 2 << 20, rw()).unwrap();
+        let m = mmu(MmuConfig::preset(preset).unwrap(), &pt, 1);
+        let mut cpu = m.attach(0, 1);
+        let mut frame = 1u64 << 20;
+        for (op, p) in ops {
+            let va = page(p);
+            match op {
+                0 | 1 => {
+                    let huge = BASE + (2 << 20) + p * 4096 * 7;
+                    for (a, write) in [(va, op == 1), (huge, op == 1)] {
+                        let got = cpu.access(&pt, a, write, true);
+                        match pt.translate(a) {
+                            Ok(t) if write && !t.attrs.perms.write => prop_assert!(got.is_err()),
+                            Ok(t) => prop_assert_eq!(got.unwrap().pa, t.pa),
+                            Err(_) => prop_assert!(got.is_err()),
+                        }
+                    }
+                }
+                2 => {
+                    if let Ok(un) = pt.unmap(va, 4096) {
+                        m.shootdown(&mut cpu, 1, &un.flush, mmu::FlushKind::Leaves);
+                        un.flush.done();
+                    }
+                }
+                3 => {
+                    if pt.translate(va).is_err() {
+                        frame += 1;
+                        pt.map(va, DATA + frame * 4096, 4096, 4096, rw()).unwrap();
+                    }
+                }
+                _ => {
+                    let f = pt.protect(va, 4096, pt::Perms::USER_R).unwrap();
+                    m.shootdown(&mut cpu, 1, &f, mmu::FlushKind::Leaves);
+                    f.done();
+                }
+            }
+        }
+        let s = cpu.stats();
+        prop_assert_eq!(s.accesses, s.tlb_hits + s.tlb_misses);
     }
 }
