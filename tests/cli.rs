@@ -1,0 +1,261 @@
+//! The command line as a user meets it: the JSON shapes of shared/spec/cli.md,
+//! exit statuses, and one-line errors for bad input.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn ptlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = ptlab(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document on stdout")
+}
+
+/// Exit status 2 and a single line on stderr that contains `needle`.
+fn bad_input(args: &[&str], needle: &str) {
+    let out = ptlab(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+}
+
+fn levels(v: &Value) -> Vec<(String, u64, u64, u64)> {
+    v["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["name"].as_str().unwrap().to_string(),
+                l["bits"][0].as_u64().unwrap(),
+                l["bits"][1].as_u64().unwrap(),
+                l["index"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn explain_splits_the_seeds_address() {
+    let va: u64 = 0x7fdb_ef78_9000;
+    let v = json(&[
+        "explain",
+        "--geometry",
+        "x86-64-4l",
+        "0x7fdbef789000",
+        "--json",
+    ]);
+    let idx = |hi: u32, lo: u32| (va >> lo) & ((1 << (hi - lo + 1)) - 1);
+    assert_eq!(
+        levels(&v),
+        vec![
+            ("PGD".into(), 47, 39, idx(47, 39)),
+            ("PUD".into(), 38, 30, idx(38, 30)),
+            ("PMD".into(), 29, 21, idx(29, 21)),
+            ("PTE".into(), 20, 12, idx(20, 12)),
+        ]
+    );
+    assert_eq!(v["offset_bits"], serde_json::json!([11, 0]));
+    assert_eq!(v["va_bits"], 48);
+
+    let v = json(&[
+        "explain",
+        "--geometry",
+        "x86-64-5l",
+        "0x7fdbef789000",
+        "--json",
+    ]);
+    let l = levels(&v);
+    assert_eq!(l.len(), 5);
+    assert_eq!((l[0].0.as_str(), l[0].1, l[0].2), ("PGD", 56, 48));
+    assert_eq!((l[1].0.as_str(), l[1].1, l[1].2), ("P4D", 47, 39));
+
+    let v = json(&[
+        "explain",
+        "--geometry",
+        "riscv-sv39-64k",
+        "0x3bef789000",
+        "--json",
+    ]);
+    let bits: Vec<(u64, u64)> = levels(&v).iter().map(|l| (l.1, l.2)).collect();
+    assert_eq!(bits, vec![(38, 34), (33, 25), (24, 16)]);
+    assert_eq!(v["offset_bits"], serde_json::json!([15, 0]));
+    assert_eq!(v["page_size"], 65536);
+}
+
+#[test]
+fn geometry_list_has_every_preset() {
+    let v = json(&["geometry", "list", "--json"]);
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    for n in [
+        "x86-64-4l",
+        "x86-64-5l",
+        "riscv-sv39",
+        "riscv-sv48",
+        "riscv-sv57",
+        "riscv-sv39-64k",
+        "riscv-sv48-64k",
+        "arm64-4k-48",
+        "arm64-16k-48",
+        "arm64-64k-48",
+        "arm64-64k-52",
+    ] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let x5 = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "x86-64-5l")
+        .unwrap();
+    assert_eq!(x5["levels"], 5);
+    assert_eq!(x5["va_bits"], 57);
+    assert_eq!(
+        x5["leaf_sizes"],
+        serde_json::json!([4096, 2097152, 1073741824])
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    bad_input(
+        &["explain", "--geometry", "x86-64-6l", "0x1000"],
+        "unknown geometry \"x86-64-6l\"",
+    );
+    bad_input(
+        &["explain", "--geometry", "x86-64-4l", "0x800000000000"],
+        "not canonical",
+    );
+    bad_input(
+        &["explain", "--geometry", "x86-64-4l", "0xzz"],
+        "expected a 64-bit number",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.toml");
+    std::fs::write(&g, "name = \"g\"\narch = \"x86-64\"\npage_shift = 12\n[[level]]\nname = \"PTE\"\nbits = 10\nleaf = true\n").unwrap();
+    bad_input(&["geometry", "show", g.to_str().unwrap()], "more than one");
+    let w = dir.path().join("w.toml");
+    std::fs::write(
+        &w,
+        "[[thread]]\nop = [ { mmap = \"a\", sizee = \"4KiB\" } ]\n",
+    )
+    .unwrap();
+    bad_input(&["run", w.to_str().unwrap()], "did you mean \"size\"");
+    bad_input(
+        &["compare", "pagefault", "--config", "lockng=global"],
+        "did you mean \"locking\"",
+    );
+    bad_input(&["run", "no-such-workload"], "neither a built-in workload");
+}
+
+#[test]
+fn compare_4_and_5_levels_on_the_model() {
+    let v = json(&[
+        "compare",
+        "prefault",
+        "--config",
+        "geometry=x86-64-4l,tlb=none",
+        "--config",
+        "geometry=x86-64-5l,tlb=none",
+        "--json",
+    ]);
+    let end = |i: usize, c: &str| {
+        let marks = v["configs"][i]["marks"].as_array().unwrap();
+        marks.last().unwrap()["counters"][c].as_i64().unwrap()
+    };
+    assert_eq!(end(0, "minor_faults"), end(1, "minor_faults"));
+    assert_eq!(end(0, "walks"), end(1, "walks"));
+    // Without walk caches every walk that gets past the root reads exactly
+    // one more entry (a walk stopped by an empty root entry reads one in both).
+    assert_eq!(
+        end(1, "walk_refs") - end(0, "walk_refs"),
+        end(0, "walks") - end(0, "walks_with_1_refs")
+    );
+    assert!(end(0, "walks") > 1000);
+}
+
+#[test]
+fn run_json_has_the_spec_shape() {
+    let v = json(&["run", "prefault", "--json"]);
+    assert_eq!(v["backend"], "model");
+    assert_eq!(v["workload"], "prefault");
+    let marks = v["marks"].as_array().unwrap();
+    assert_eq!(marks.last().unwrap()["name"], "end");
+    for c in [
+        "minor_faults",
+        "vmpte_kb",
+        "accesses",
+        "walks",
+        "tlb_hits",
+        "ipis",
+    ] {
+        assert!(marks[0]["counters"][c].is_i64(), "{c} missing");
+    }
+    assert!(marks[0]["counters"]["pt_pages"].is_object());
+    assert!(v["host"].is_object());
+}
+
+#[test]
+fn workloads_list_names_the_seeds() {
+    let v = json(&["workloads", "list", "--json"]);
+    let all = v.as_array().unwrap();
+    for n in [
+        "pagefault",
+        "ebizzy",
+        "multi-fault",
+        "thp-fault-scaling",
+        "dontneed-reclaim",
+        "tlb-shootdown",
+        "writeback",
+        "gups",
+        "prefault",
+    ] {
+        let w = all
+            .iter()
+            .find(|w| w["name"] == n)
+            .unwrap_or_else(|| panic!("{n}"));
+        assert!(!w["seed"].as_str().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn validate_can_fail_and_says_where() {
+    // A model with reclaim off must disagree with this kernel on the
+    // whole-range reclaim workload (PT_RECLAIM is on here, REFERENCES.md).
+    let out = ptlab(&["validate", "pt-reclaim-whole", "--reclaim", "off", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    let diffs = v["workloads"][0]["diffs"].as_array().unwrap();
+    assert!(
+        diffs.iter().any(|d| d["counter"] == "vmpte_kb"),
+        "{diffs:?}"
+    );
+    // And the host-like model agrees.
+    let out = ptlab(&["validate", "pt-reclaim-whole", "anon-write", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(out.status.code(), Some(0));
+}
