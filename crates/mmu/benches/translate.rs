@@ -162,6 +162,31 @@ fn l1_hit<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
     g.finish();
 }
 
+/// A full miss whose walk reads only host-cache-resident words: 64 pages,
+/// no TLB and no walk cache. This is the model's own cost of a miss and a
+/// 4-level walk, without the host's memory latency.
+fn miss_walk_hot<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
+    let pt = table(64);
+    let m = mmu("none", &pt);
+    let mut cpu = m.attach(0, 1);
+    let mut g = c.benchmark_group(format!("{clock}/miss_walk_hot"));
+    g.measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(1));
+    let mut i = 0u64;
+    g.bench_function("none", |b| {
+        b.iter(|| {
+            i = (i + 1) & 63;
+            black_box(
+                cpu.access(&pt, black_box(BASE + i * 4096), false, true)
+                    .unwrap()
+                    .pa,
+            )
+        })
+    });
+    g.finish();
+    assert_eq!(cpu.stats().tlb_hits, 0);
+}
+
 fn miss_walk<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
     // 1 GiB of pages accessed at random: with no TLB and no walk cache
     // ("none") every access walks 4 levels; with "zen4" nearly every access
@@ -235,6 +260,7 @@ fn random_64g<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
 fn wall(c: &mut Criterion<WallTime>) {
     floor(c, "wall");
     l1_hit(c, "wall");
+    miss_walk_hot(c, "wall");
     miss_walk(c, "wall");
     random_64g(c, "wall");
 }
@@ -242,6 +268,7 @@ fn wall(c: &mut Criterion<WallTime>) {
 fn cpu(c: &mut Criterion<ThreadTime>) {
     floor(c, "cpu");
     l1_hit(c, "cpu");
+    miss_walk_hot(c, "cpu");
     miss_walk(c, "cpu");
     random_64g(c, "cpu");
 }

@@ -83,6 +83,10 @@ pub(crate) struct GeomInfo {
     pub sub: u32,
     /// Lowest VA bit the hardware table of each level indexes.
     pub hw_shift: [u32; MAX_LEVELS],
+    /// Index mask of each level's hardware word inside a (software) table
+    /// page: `entry_pa = table + ((va >> hw_shift) & hw_mask) * 8`, as
+    /// [`PageTable::hw_entry_pa`] computes it.
+    pub hw_mask: [u64; MAX_LEVELS],
     /// Whether the hardware sets A in table entries it walks through.
     pub table_accessed: bool,
 }
@@ -90,16 +94,20 @@ pub(crate) struct GeomInfo {
 impl GeomInfo {
     pub(crate) fn new(g: &Geometry) -> GeomInfo {
         let mut hw_shift = [0; MAX_LEVELS];
-        for (l, s) in hw_shift.iter_mut().enumerate().take(g.num_levels()) {
-            *s = g.hw_shift(l);
+        let mut hw_mask = [0; MAX_LEVELS];
+        let sub = g.page_shift() - g.hw_page_shift();
+        for l in 0..g.num_levels() {
+            hw_shift[l] = g.hw_shift(l);
+            hw_mask[l] = (1u64 << (g.level(l).bits + sub)) - 1;
         }
         GeomInfo {
             arch: g.arch(),
             root: g.root_level(),
             va_bits: g.va_bits(),
             hw_page_shift: g.hw_page_shift(),
-            sub: g.page_shift() - g.hw_page_shift(),
+            sub,
             hw_shift,
+            hw_mask,
             table_accessed: matches!(g.arch(), Arch::X86_64),
         }
     }
@@ -112,6 +120,14 @@ impl GeomInfo {
 
     pub(crate) fn hw_shifts(&self) -> &[u32] {
         &self.hw_shift[..=self.root]
+    }
+
+    /// The address of the hardware word for `va` in the table at `table` of
+    /// `level` (the same as [`PageTable::hw_entry_pa`], without going back
+    /// to the geometry).
+    #[inline(always)]
+    pub(crate) fn entry_pa(&self, table: u64, level: usize, va: u64) -> u64 {
+        table + ((va >> self.hw_shift[level]) & self.hw_mask[level]) * 8
     }
 }
 
@@ -220,7 +236,8 @@ where
         None => (gi.root, pt.root()),
     };
     loop {
-        let epa = pt.hw_entry_pa(table, level, va);
+        let epa = gi.entry_pa(table, level, va);
+        debug_assert_eq!(epa, pt.hw_entry_pa(table, level, va));
         before_read(epa)?;
         let raw = mem.read(epa);
         count.refs += 1;
@@ -302,4 +319,33 @@ pub(crate) fn walk(
     count: &mut WalkCount,
 ) -> Result<Leaf, Fault> {
     walk_with(pt, gi, pwc, asid, va, write, user, count, |_| Ok(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_addresses_match_the_engine_for_every_preset() {
+        for g in pt::geometry::presets() {
+            let gi = GeomInfo::new(&g);
+            let pt = PageTable::with_new_memory(g.clone()).unwrap();
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            for _ in 0..200 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let va = x & ((1u64 << (g.va_bits() - 1)) - 1);
+                for level in 0..g.num_levels() {
+                    let t = 1u64 << 32;
+                    assert_eq!(
+                        gi.entry_pa(t, level, va),
+                        pt.hw_entry_pa(t, level, va),
+                        "{} level {level} va {va:#x}",
+                        g.name()
+                    );
+                }
+            }
+        }
+    }
 }

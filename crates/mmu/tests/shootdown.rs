@@ -11,6 +11,14 @@ fn page(n: u64) -> u64 {
 }
 
 #[test]
+fn a_cpu_moves_between_threads_and_the_mmu_is_shared() {
+    fn send<T: Send>() {}
+    fn sync<T: Send + Sync>() {}
+    send::<mmu::Cpu>();
+    sync::<mmu::Mmu>();
+}
+
+#[test]
 fn munmap_in_a_two_thread_address_space_interrupts_only_the_other_cpu() {
     // CPUs 0 and 1 run address space 1 (two threads of one process); CPU 2
     // runs address space 2. CPU 0 unmaps a page.
