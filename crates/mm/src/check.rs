@@ -75,7 +75,7 @@ impl AddressSpace {
             }
         }
         for k in 0..3 {
-            let c = self.rss[k].load(Ordering::Relaxed);
+            let c = self.rss.sum(k);
             if c != w.rc.rss_pages[k] {
                 w.errors.push(format!(
                     "rss[{k}]: counter {c}, recount {}",

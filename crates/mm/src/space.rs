@@ -121,7 +121,8 @@ pub struct AddressSpace {
     /// Large anonymous folios by head address.
     pub(crate) folios: Mutex<HashMap<u64, Folio>>,
     pub(crate) nr_folios: AtomicUsize,
-    pub(crate) rss: [AtomicI64; 3],
+    /// RSS pages per [`Rss`] kind, per thread (Linux `mm->rss_stat`).
+    pub(crate) rss: crate::percpu::SplitCounters<3>,
     /// Base pages of PMD-mapped anonymous THP.
     pub(crate) anon_huge: AtomicI64,
     /// Work of operations that failed after changing something (Linux
@@ -261,7 +262,7 @@ impl AddressSpace {
     // Helpers shared by the fault handler and the range operations.
 
     pub(crate) fn rss_add(&self, k: Rss, pages: i64) {
-        self.rss[k as usize].fetch_add(pages, Ordering::Relaxed);
+        self.rss.add(k as usize, pages);
     }
 
     /// What the present PTE for `va` in `vma` mapping `pa` maps.
@@ -955,9 +956,9 @@ impl AddressSpace {
             minor_faults: t.minor_faults as i64,
             major_faults: t.major_faults as i64,
             vmpte_kb,
-            rss_anon_kb: kb(self.rss[0].load(Ordering::Relaxed)),
-            rss_file_kb: kb(self.rss[1].load(Ordering::Relaxed)),
-            rss_shmem_kb: kb(self.rss[2].load(Ordering::Relaxed)),
+            rss_anon_kb: kb(self.rss.sum(0)),
+            rss_file_kb: kb(self.rss.sum(1)),
+            rss_shmem_kb: kb(self.rss.sum(2)),
             anon_huge_kb: kb(self.anon_huge.load(Ordering::Relaxed)),
             pt_pages,
             threads: t,

@@ -20,10 +20,28 @@
 //!   or a data frame with another size than it was allocated with, is
 //!   reported as an error and changes nothing.
 //! - The allocator may be told to fail ([`PhysMem::set_fault_injection`]), so
-//!   that out-of-memory paths can be tested.
+//!   that out-of-memory paths can be tested. With no rule installed the
+//!   check is one relaxed load of a flag (no lock, no shared counter).
+//! - Whether a data frame is allocated is one bit per base page (set at the
+//!   frame's head), changed atomically: the double-free check of a base page
+//!   takes no lock. A second bit marks the heads of large frames, whose
+//!   sizes live in a map under the global lock.
+//!
+//! ## Per-thread lists of base pages
+//!
+//! Base-page data frames (the 4 KiB anonymous-fault path) come from a
+//! per-thread free list, as Linux serves order-0 pages from per-CPU lists
+//! (`struct per_cpu_pages`, mm/page_alloc.c `rmqueue_pcplist`): a list
+//! takes [`PCP_BATCH`] frames from the global allocator when empty and
+//! gives [`PCP_BATCH`] back when it holds more than [`PCP_HIGH`]. A thread
+//! uses list `thread number % PCP_LISTS`, so threads running at the same
+//! time take different (uncontended) list locks. A frame on a list is
+//! free (its head bit is clear); a frame may be freed to another thread's
+//! list than the one it came from.
 
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64 as StdAtomicU64, AtomicUsize as StdAtomicUsize};
 use std::sync::OnceLock;
 use thiserror::Error;
 
@@ -36,6 +54,23 @@ const CHUNK_BYTES: u64 = 2 << 20;
 /// Most table memory an arena can hold: 64 GiB, room for the page tables of
 /// far more than this machine's memory.
 const MAX_TABLE_BYTES: u64 = 64 << 30;
+
+/// Base-page frames a per-thread list takes from the global allocator at
+/// once, and gives back at once (Linux `pcp->batch`). 512 frames fill whole
+/// words of the frame bitmap, so two threads' fresh batches share no word.
+pub const PCP_BATCH: usize = 512;
+/// Frames a per-thread list keeps before it gives a batch back (Linux `pcp->high`).
+pub const PCP_HIGH: usize = 8 * PCP_BATCH;
+/// Per-thread lists (a thread uses `thread number % PCP_LISTS`). Under loom
+/// one list, which keeps the model small.
+#[cfg(not(loom))]
+pub const PCP_LISTS: usize = 16;
+#[cfg(loom)]
+pub const PCP_LISTS: usize = 1;
+/// Words of one chunk of the frame bitmap (2^20 base pages).
+const BITS_CHUNK_WORDS: usize = 1 << 14;
+/// Chunks of the frame bitmap: room for 2^32 base pages of data frames.
+const BITS_CHUNKS: usize = 1 << 12;
 
 /// What the allocator is asked for (passed to fault-injection rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +95,7 @@ pub enum MemError {
 }
 
 /// A rule deciding whether the n-th allocation (counted from 0 across all
-/// kinds) of `kind` fails.
+/// kinds, since the rule was installed) of `kind` fails.
 pub type FaultInjection = Box<dyn Fn(AllocKind, u64) -> bool + Send + Sync>;
 
 /// The bookkeeping beside a table page.
@@ -98,17 +133,99 @@ struct TableAlloc {
     live: u64,
 }
 
+/// The global data-frame allocator (under [`PhysMem`]'s `data` lock).
 struct DataAlloc {
     /// Next unallocated byte of the data zone (bump pointer).
     next: u64,
+    /// Free frames by size (base pages given back by per-thread lists,
+    /// alignment gaps, freed large frames).
     free: HashMap<u64, Vec<u64>>,
-    /// One bit per base page of the data zone: set at the head of every
-    /// allocated frame.
-    heads: Vec<u64>,
     /// Sizes of allocated frames larger than the base page.
     large: HashMap<u64, u64>,
+    /// Large frames (and their bytes) allocated.
     live_frames: u64,
     live_bytes: u64,
+}
+
+/// One per-thread list of free base pages (its own cache lines).
+#[repr(align(128))]
+struct Pcp {
+    list: Mutex<PcpList>,
+}
+
+struct PcpList {
+    free: Vec<u64>,
+    /// Base pages allocated through this list minus those freed through it
+    /// (wrapping: a frame may be freed through another list; the sum over
+    /// the lists is exact).
+    live_frames: u64,
+}
+
+/// One bit per base page of the data zone, in chunks allocated on first
+/// use; bits are set and cleared atomically.
+struct FrameBits {
+    chunks: Box<[OnceLock<Box<[StdAtomicU64]>>]>,
+}
+
+impl FrameBits {
+    fn new() -> FrameBits {
+        FrameBits {
+            chunks: (0..BITS_CHUNKS).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    #[inline]
+    fn locate(bit: u64) -> (usize, usize, u64) {
+        let word = (bit / 64) as usize;
+        (
+            word / BITS_CHUNK_WORDS,
+            word % BITS_CHUNK_WORDS,
+            1 << (bit % 64),
+        )
+    }
+
+    /// Whether `bit` can be represented (the data zone is not exhausted).
+    fn holds(bit: u64) -> bool {
+        bit / 64 < (BITS_CHUNKS * BITS_CHUNK_WORDS) as u64
+    }
+
+    #[inline]
+    fn word(&self, bit: u64) -> Option<(&StdAtomicU64, u64)> {
+        let (c, w, mask) = Self::locate(bit);
+        Some((&self.chunks.get(c)?.get()?[w], mask))
+    }
+
+    #[inline]
+    fn test(&self, bit: u64) -> bool {
+        self.word(bit)
+            .is_some_and(|(w, m)| w.load(Ordering::Acquire) & m != 0)
+    }
+
+    /// Sets `bit`; returns whether it was set before.
+    #[inline]
+    fn set(&self, bit: u64) -> bool {
+        let (c, w, mask) = Self::locate(bit);
+        let chunk = self.chunks[c].get_or_init(|| {
+            (0..BITS_CHUNK_WORDS)
+                .map(|_| StdAtomicU64::new(0))
+                .collect()
+        });
+        chunk[w].fetch_or(mask, Ordering::AcqRel) & mask != 0
+    }
+
+    /// Clears `bit`; returns whether it was set before.
+    #[inline]
+    fn clear(&self, bit: u64) -> bool {
+        self.word(bit)
+            .is_some_and(|(w, m)| w.fetch_and(!m, Ordering::AcqRel) & m != 0)
+    }
+}
+
+/// Numbers threads for the choice of their per-thread list.
+static NEXT_THREAD: StdAtomicUsize = StdAtomicUsize::new(0);
+
+thread_local! {
+    static THREAD_NUMBER: usize = NEXT_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// What [`PhysMem::leaks`] found still allocated.
@@ -135,7 +252,15 @@ pub struct PhysMem {
     metas: Box<[OnceLock<Box<[TableMeta]>>]>,
     tables: Mutex<TableAlloc>,
     data: Mutex<DataAlloc>,
+    pcps: Box<[Pcp]>,
+    /// Heads of allocated data frames.
+    heads: FrameBits,
+    /// Heads of allocated frames larger than the base page.
+    large_heads: FrameBits,
+    /// Allocations since the injection rule was installed.
     allocations: AtomicU64,
+    /// Whether a rule is installed (read without the lock on every allocation).
+    inject_on: AtomicBool,
     inject: Mutex<Option<FaultInjection>>,
 }
 
@@ -165,12 +290,22 @@ impl PhysMem {
             data: Mutex::new(DataAlloc {
                 next: DATA_ZONE_BASE,
                 free: HashMap::new(),
-                heads: Vec::new(),
                 large: HashMap::new(),
                 live_frames: 0,
                 live_bytes: 0,
             }),
+            pcps: (0..PCP_LISTS)
+                .map(|_| Pcp {
+                    list: Mutex::new(PcpList {
+                        free: Vec::new(),
+                        live_frames: 0,
+                    }),
+                })
+                .collect(),
+            heads: FrameBits::new(),
+            large_heads: FrameBits::new(),
             allocations: AtomicU64::new(0),
+            inject_on: AtomicBool::new(false),
             inject: Mutex::new(None),
         };
         if cfg!(loom) {
@@ -185,17 +320,41 @@ impl PhysMem {
         self.page_shift
     }
 
-    /// Installs (or with `None` removes) a rule that makes chosen allocations fail.
+    /// Installs (or with `None` removes) a rule that makes chosen
+    /// allocations fail. The rule's allocation count starts at 0.
     pub fn set_fault_injection(&self, rule: Option<FaultInjection>) {
-        *lock(&self.inject) = rule;
+        let mut g = lock(&self.inject);
+        self.allocations.store(0, Ordering::Relaxed);
+        self.inject_on.store(rule.is_some(), Ordering::Release);
+        *g = rule;
     }
 
+    #[inline]
     fn injected_failure(&self, kind: AllocKind) -> bool {
+        // The fast path: no rule, no lock and no shared counter.
+        if !self.inject_on.load(Ordering::Acquire) {
+            return false;
+        }
+        let g = lock(&self.inject);
         let n = self.allocations.fetch_add(1, Ordering::Relaxed);
-        match &*lock(&self.inject) {
+        match &*g {
             Some(rule) => rule(kind, n),
             None => false,
         }
+    }
+
+    /// This thread's list of free base pages.
+    #[inline]
+    fn pcp(&self) -> &Pcp {
+        if PCP_LISTS == 1 {
+            return &self.pcps[0];
+        }
+        &self.pcps[THREAD_NUMBER.with(|n| *n) % PCP_LISTS]
+    }
+
+    #[inline]
+    fn bit_of(&self, pa: u64) -> u64 {
+        (pa - DATA_ZONE_BASE) >> self.page_shift
     }
 
     fn chunk_init(&self, c: usize) -> &[AtomicU64] {
@@ -288,8 +447,13 @@ impl PhysMem {
 
     fn meta_of_slot(&self, slot: u64) -> &TableMeta {
         let c = (slot >> self.pages_per_chunk_shift) as usize;
-        self.chunk_init(c);
-        let metas = self.metas[c].get().expect("initialized with its chunk");
+        let metas = match self.metas[c].get() {
+            Some(m) => m,
+            None => {
+                self.chunk_init(c);
+                self.metas[c].get().expect("initialized with its chunk")
+            }
+        };
         &metas[(slot & ((1 << self.pages_per_chunk_shift) - 1)) as usize]
     }
 
@@ -297,12 +461,17 @@ impl PhysMem {
     ///
     /// # Panics
     /// If `pa` is not in the table zone: a bug in the caller.
+    #[inline]
     pub fn meta(&self, pa: u64) -> &TableMeta {
-        let page = pa & !((1u64 << self.page_shift) - 1);
-        let slot = self
-            .slot_of(page)
-            .unwrap_or_else(|| panic!("{pa:#x} is not a table page"));
-        self.meta_of_slot(slot)
+        // The fast path of every entry write and table lock: no
+        // initialization check beyond the chunk's presence.
+        let found = pa.checked_sub(TABLE_ZONE_BASE).and_then(|off| {
+            let slot = off >> self.page_shift;
+            let c = (slot >> self.pages_per_chunk_shift) as usize;
+            let metas = self.metas.get(c)?.get()?;
+            metas.get((slot & ((1 << self.pages_per_chunk_shift) - 1)) as usize)
+        });
+        found.unwrap_or_else(|| panic!("{pa:#x} is not a table page"))
     }
 
     /// Whether `pa` lies in a table page that is currently allocated.
@@ -353,44 +522,88 @@ impl PhysMem {
     }
 
     /// Allocates a data frame of `size` bytes (a power of two, at least the
-    /// base page), aligned to its size.
+    /// base page), aligned to its size. Base pages come from this thread's
+    /// list (see the module documentation).
     ///
     /// # Errors
-    /// [`MemError::OutOfMemory`] when injection says so.
+    /// [`MemError::OutOfMemory`] when injection says so, or when the data
+    /// zone (2^32 base pages) is exhausted.
     pub fn alloc_data(&self, size: u64) -> Result<u64, MemError> {
         debug_assert!(size.is_power_of_two() && size >= 1 << self.page_shift);
         let kind = AllocKind::Data { size };
         if self.injected_failure(kind) {
             return Err(MemError::OutOfMemory(kind));
         }
+        if size == 1 << self.page_shift {
+            // Linux: mm/page_alloc.c, rmqueue_pcplist
+            let pa = {
+                let mut l = lock(&self.pcp().list);
+                let pa = match l.free.pop() {
+                    Some(pa) => pa,
+                    None => {
+                        self.pcp_refill(&mut l.free)
+                            .ok_or(MemError::OutOfMemory(kind))?;
+                        l.free.pop().expect("a refill brings a batch")
+                    }
+                };
+                l.live_frames = l.live_frames.wrapping_add(1);
+                pa
+            };
+            let was = self.heads.set(self.bit_of(pa));
+            debug_assert!(!was, "a free frame {pa:#x} had its head bit set");
+            return Ok(pa);
+        }
         let mut d = lock(&self.data);
         let pa = match d.free.get_mut(&size).and_then(Vec::pop) {
             Some(pa) => pa,
-            None => {
-                let pa = d.next.next_multiple_of(size);
-                // Frames skipped by the alignment are kept for smaller requests.
-                let mut gap = d.next;
-                while gap < pa {
-                    let piece = 1u64 << gap.trailing_zeros().min((pa - gap).ilog2());
-                    d.free.entry(piece).or_default().push(gap);
-                    gap += piece;
-                }
-                d.next = pa + size;
-                pa
-            }
+            None => self
+                .carve(&mut d, size)
+                .ok_or(MemError::OutOfMemory(kind))?,
         };
-        let bit = (pa - DATA_ZONE_BASE) >> self.page_shift;
-        let word = (bit / 64) as usize;
-        if d.heads.len() <= word {
-            d.heads.resize(word + 1, 0);
-        }
-        d.heads[word] |= 1 << (bit % 64);
-        if size > 1 << self.page_shift {
-            d.large.insert(pa, size);
-        }
+        let bit = self.bit_of(pa);
+        self.heads.set(bit);
+        self.large_heads.set(bit);
+        d.large.insert(pa, size);
         d.live_frames += 1;
         d.live_bytes += size;
         Ok(pa)
+    }
+
+    /// A fresh frame of `size` from the bump pointer; the frames skipped by
+    /// the alignment are kept for smaller requests. `None` when the data
+    /// zone is exhausted.
+    fn carve(&self, d: &mut DataAlloc, size: u64) -> Option<u64> {
+        let pa = d.next.checked_next_multiple_of(size)?;
+        let end = pa.checked_add(size)?;
+        if !FrameBits::holds(self.bit_of(end - 1)) {
+            return None;
+        }
+        let mut gap = d.next;
+        while gap < pa {
+            let piece = 1u64 << gap.trailing_zeros().min((pa - gap).ilog2());
+            d.free.entry(piece).or_default().push(gap);
+            gap += piece;
+        }
+        d.next = end;
+        Some(pa)
+    }
+
+    /// Fills an empty per-thread list with a batch of base pages: frames
+    /// given back to the global allocator first, else a fresh aligned run.
+    fn pcp_refill(&self, list: &mut Vec<u64>) -> Option<()> {
+        let page = 1u64 << self.page_shift;
+        let mut d = lock(&self.data);
+        if let Some(free) = d.free.get_mut(&page).filter(|f| !f.is_empty()) {
+            let take = free.len().min(PCP_BATCH);
+            let at = free.len() - take;
+            list.extend(free.drain(at..));
+            return Some(());
+        }
+        let run = page * PCP_BATCH as u64;
+        let base = self.carve(&mut d, run)?;
+        // Popped from the end: hand out ascending addresses.
+        list.extend((0..PCP_BATCH as u64).rev().map(|i| base + i * page));
+        Some(())
     }
 
     /// Returns a data frame.
@@ -399,16 +612,31 @@ impl PhysMem {
     /// [`MemError::DoubleFree`], [`MemError::WrongSize`] or
     /// [`MemError::NotAFrame`]; nothing changes.
     pub fn free_data(&self, pa: u64, size: u64) -> Result<(), MemError> {
-        if pa < DATA_ZONE_BASE || pa & ((1 << self.page_shift) - 1) != 0 {
+        let page = 1u64 << self.page_shift;
+        if pa < DATA_ZONE_BASE || pa & (page - 1) != 0 {
             return Err(MemError::NotAFrame(pa));
         }
+        let bit = self.bit_of(pa);
+        if size == page && !self.large_heads.test(bit) {
+            // Linux: mm/page_alloc.c, free_frozen_page_commit (to the pcp list)
+            if !self.heads.clear(bit) {
+                return Err(MemError::DoubleFree(pa));
+            }
+            let mut l = lock(&self.pcp().list);
+            l.free.push(pa);
+            l.live_frames = l.live_frames.wrapping_sub(1);
+            if l.free.len() > PCP_HIGH {
+                let at = l.free.len() - PCP_BATCH;
+                let mut d = lock(&self.data);
+                d.free.entry(page).or_default().extend(l.free.drain(at..));
+            }
+            return Ok(());
+        }
         let mut d = lock(&self.data);
-        let bit = (pa - DATA_ZONE_BASE) >> self.page_shift;
-        let word = (bit / 64) as usize;
-        if d.heads.get(word).is_none_or(|w| w & (1 << (bit % 64)) == 0) {
+        if !self.heads.test(bit) {
             return Err(MemError::DoubleFree(pa));
         }
-        let allocated = d.large.get(&pa).copied().unwrap_or(1 << self.page_shift);
+        let allocated = d.large.get(&pa).copied().unwrap_or(page);
         if allocated != size {
             return Err(MemError::WrongSize {
                 pa,
@@ -416,7 +644,8 @@ impl PhysMem {
                 freed: size,
             });
         }
-        d.heads[word] &= !(1 << (bit % 64));
+        self.heads.clear(bit);
+        self.large_heads.clear(bit);
         d.large.remove(&pa);
         d.free.entry(size).or_default().push(pa);
         d.live_frames -= 1;
@@ -431,8 +660,18 @@ impl PhysMem {
 
     /// Data frames and bytes currently allocated.
     pub fn live_data(&self) -> (u64, u64) {
-        let d = lock(&self.data);
-        (d.live_frames, d.live_bytes)
+        let (large_frames, large_bytes) = {
+            let d = lock(&self.data);
+            (d.live_frames, d.live_bytes)
+        };
+        let small = self
+            .pcps
+            .iter()
+            .fold(0u64, |n, p| n.wrapping_add(lock(&p.list).live_frames));
+        (
+            large_frames + small,
+            large_bytes + (small << self.page_shift),
+        )
     }
 
     /// Everything still allocated: after an address space is torn down, a
@@ -513,6 +752,81 @@ mod tests {
             Err(MemError::OutOfMemory(AllocKind::Table { level: 1 }))
         );
         assert_eq!(m.live_tables(), 1);
+    }
+
+    #[test]
+    fn injection_counts_allocations_from_the_rule_installation() {
+        let m = PhysMem::new(12);
+        for _ in 0..5 {
+            m.alloc_data(4096).unwrap();
+        }
+        m.set_fault_injection(Some(Box::new(|_, n| n == 1)));
+        assert!(m.alloc_data(4096).is_ok());
+        assert!(
+            m.alloc_table(0).is_err(),
+            "the second allocation since install"
+        );
+        assert!(m.alloc_data(4096).is_ok());
+        m.set_fault_injection(None);
+        assert_eq!(m.live_data(), (7, 7 * 4096));
+    }
+
+    #[test]
+    fn base_pages_move_between_threads_without_loss_or_duplication() {
+        use std::collections::HashSet;
+        let m = PhysMem::new(12);
+        let n = 3 * PCP_HIGH;
+        // Two threads allocate at once: every frame handed out once.
+        let (a, b) = std::thread::scope(|sc| {
+            let ha = sc.spawn(|| {
+                (0..n)
+                    .map(|_| m.alloc_data(4096).unwrap())
+                    .collect::<Vec<_>>()
+            });
+            let hb = sc.spawn(|| {
+                (0..n)
+                    .map(|_| m.alloc_data(4096).unwrap())
+                    .collect::<Vec<_>>()
+            });
+            (ha.join().unwrap(), hb.join().unwrap())
+        });
+        let all: HashSet<u64> = a.iter().chain(&b).copied().collect();
+        assert_eq!(all.len(), 2 * n);
+        assert!(all.iter().all(|pa| pa % 4096 == 0 && *pa >= DATA_ZONE_BASE));
+        assert_eq!(m.live_data(), (2 * n as u64, 2 * n as u64 * 4096));
+        // Thread B frees A's frames: its list overflows and gives batches back.
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                for pa in &a {
+                    m.free_data(*pa, 4096).unwrap();
+                }
+            });
+        });
+        assert_eq!(m.live_data(), (n as u64, n as u64 * 4096));
+        // A frame freed elsewhere is still caught when freed twice.
+        assert_eq!(m.free_data(a[0], 4096), Err(MemError::DoubleFree(a[0])));
+        // A large frame freed as a base page is a size error, and changes nothing.
+        let huge = m.alloc_data(2 << 20).unwrap();
+        assert!(!all.contains(&huge));
+        assert!(matches!(
+            m.free_data(huge, 4096),
+            Err(MemError::WrongSize { .. })
+        ));
+        m.free_data(huge, 2 << 20).unwrap();
+        // Frames given back are handed out again before fresh ones.
+        let again: HashSet<u64> = (0..n).map(|_| m.alloc_data(4096).unwrap()).collect();
+        assert!(
+            again.iter().all(|pa| !b.contains(pa)),
+            "B's frames are still live"
+        );
+        assert!(
+            again.iter().filter(|pa| a.contains(pa)).count() >= PCP_BATCH,
+            "freed frames are reused"
+        );
+        for pa in again.iter().chain(&b) {
+            m.free_data(*pa, 4096).unwrap();
+        }
+        assert!(m.leaks().is_empty());
     }
 
     #[test]
