@@ -77,6 +77,10 @@ impl Deferred {
     /// # Errors
     /// [`Errno::Internal`] if a table or frame was freed twice (a bug).
     pub fn complete(self, space: &AddressSpace) -> Result<(), Errno> {
+        if self.is_empty() {
+            // Most faults leave nothing to do.
+            return Ok(());
+        }
         let Deferred {
             flush,
             tables,

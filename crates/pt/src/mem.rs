@@ -248,6 +248,8 @@ pub struct PhysMem {
     page_shift: u32,
     words_per_page: u64,
     pages_per_chunk_shift: u32,
+    /// log2 of the bytes of one arena chunk.
+    chunk_shift: u32,
     chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
     metas: Box<[OnceLock<Box<[TableMeta]>>]>,
     tables: Mutex<TableAlloc>,
@@ -280,6 +282,7 @@ impl PhysMem {
             page_shift,
             words_per_page: (1u64 << page_shift) / 8,
             pages_per_chunk_shift: pages_per_chunk.trailing_zeros(),
+            chunk_shift: page_shift + pages_per_chunk.trailing_zeros(),
             chunks: (0..nchunks).map(|_| OnceLock::new()).collect(),
             metas: (0..nchunks).map(|_| OnceLock::new()).collect(),
             tables: Mutex::new(TableAlloc {
@@ -484,12 +487,9 @@ impl PhysMem {
     #[inline]
     fn word(&self, pa: u64) -> Option<&AtomicU64> {
         let off = pa.checked_sub(TABLE_ZONE_BASE)?;
-        let slot = off >> self.page_shift;
-        let c = (slot >> self.pages_per_chunk_shift) as usize;
-        let chunk = self.chunks.get(c)?.get()?;
-        let idx = ((slot & ((1 << self.pages_per_chunk_shift) - 1)) * self.words_per_page)
-            + ((off & ((1 << self.page_shift) - 1)) >> 3);
-        chunk.get(idx as usize)
+        let chunk = self.chunks.get((off >> self.chunk_shift) as usize)?.get()?;
+        // A chunk holds the words of its pages in address order.
+        chunk.get(((off & ((1 << self.chunk_shift) - 1)) >> 3) as usize)
     }
 
     /// Reads the 8-byte word at physical address `pa` (0 outside the arena,

@@ -264,14 +264,23 @@ impl PageTable {
         let pa = self.entry_pa(table, level, va);
         let was = self.mem.read(pa) != 0;
         let words = self.geom.hw_words_per_entry();
-        // Linux's set_pte order: for a group, the first word last, so that a
-        // walker that sees it present sees the whole group.
-        for j in (0..words).rev() {
+        if words == 1 {
+            // The common case (no software page): one word.
             let w = match e {
                 Entry::Invalid => 0,
-                _ => entry::encode_group_word(&self.geom, level, e, j),
+                _ => entry::encode_group_word(&self.geom, level, e, 0),
             };
-            self.mem.write(pa + j * ENTRY_BYTES, w);
+            self.mem.write(pa, w);
+        } else {
+            // Linux's set_pte order: for a group, the first word last, so
+            // that a walker that sees it present sees the whole group.
+            for j in (0..words).rev() {
+                let w = match e {
+                    Entry::Invalid => 0,
+                    _ => entry::encode_group_word(&self.geom, level, e, j),
+                };
+                self.mem.write(pa + j * ENTRY_BYTES, w);
+            }
         }
         let now = e.is_present();
         let meta = self.mem.meta(table);
