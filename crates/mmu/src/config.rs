@@ -304,9 +304,16 @@ pub enum ConfigError {
 }
 
 /// Names of the presets.
-pub const PRESET_NAMES: &[&str] = &["zen4", "icelake", "none"];
+pub const PRESET_NAMES: &[&str] = &["zen4", "icelake", "neoverse-n1", "none"];
 
-const K4: PageSize = PageSize::Bytes(4 << 10);
+/// The smallest entries of the x86 presets: 4 KiB on x86-64 and RISC-V. Under
+/// a geometry with a larger hardware page (ARM64 16K/64K granules) they hold
+/// that page: the question there is "a TLB of this size", not "x86 pages".
+const K4: PageSize = PageSize::Base;
+const K16: PageSize = PageSize::Bytes(16 << 10);
+const K64: PageSize = PageSize::Bytes(64 << 10);
+const M32: PageSize = PageSize::Bytes(32 << 20);
+const M512: PageSize = PageSize::Bytes(512 << 20);
 const M2: PageSize = PageSize::Bytes(2 << 20);
 const G1: PageSize = PageSize::Bytes(1 << 30);
 
@@ -371,6 +378,30 @@ impl MmuConfig {
                         TlbArrayConfig::new("stlb", 2048, 16, &[K4, M2]),
                         TlbArrayConfig::new("stlb-1g", 1024, 8, &[G1]),
                     ],
+                },
+                champsim_pwc(),
+            ),
+            // Arm Neoverse N1 (the core of the Ampere Altra the RISC-V 64K
+            // RFC measured on), whose TLBs are those of the Cortex-A76:
+            // Cortex-A76 TRM (100798), A5.2: data L1 TLB 48 entries, fully
+            // associative, 4K/16K/64K/2M/512M; L2 TLB 1280 entries, 5-way,
+            // 4K/16K/64K/2M/32M/512M/1G. Contiguous (and, for the RISC-V
+            // geometries, Svnapot) 64 KiB runs fill one 64 KiB entry. Sizes
+            // below a geometry's hardware page are dropped by `fit_to`.
+            "neoverse-n1" => (
+                TlbConfig {
+                    l1: vec![TlbArrayConfig::new(
+                        "l1-dtlb",
+                        48,
+                        48,
+                        &[PageSize::Bytes(4 << 10), K16, K64, M2, M512],
+                    )],
+                    l2: vec![TlbArrayConfig::new(
+                        "l2-tlb",
+                        1280,
+                        5,
+                        &[PageSize::Bytes(4 << 10), K16, K64, M2, M32, M512, G1],
+                    )],
                 },
                 champsim_pwc(),
             ),
@@ -489,6 +520,25 @@ impl MmuConfig {
     /// As [`MmuConfig::validate_shape`], plus
     /// [`ConfigError::UnsupportedPageSize`] (a page size below the
     /// geometry's hardware page or above its address space).
+    /// A preset made to fit `geom`: page sizes smaller than the geometry's
+    /// hardware page, or wider than its address space, are dropped (a
+    /// 4 KiB-capable array of an ARM core simply never holds a 4 KiB entry
+    /// under a 64 KiB granule). Configurations read from files are not
+    /// fitted: there an impossible size is the user's error ([`Self::validate`]).
+    pub fn fit_to(mut self, geom: &Geometry) -> MmuConfig {
+        let hw = geom.hw_page_shift();
+        for a in self.tlb.l1.iter_mut().chain(self.tlb.l2.iter_mut()) {
+            a.sizes.retain(|s| {
+                let b = s.bytes(hw);
+                b >= 1 << hw && b.trailing_zeros() < geom.va_bits()
+            });
+            if a.sizes.is_empty() {
+                a.sizes.push(PageSize::Base);
+            }
+        }
+        self
+    }
+
     pub fn validate(&self, geom: &Geometry) -> Result<(), ConfigError> {
         self.validate_shape()?;
         let hw = geom.hw_page_shift();

@@ -78,6 +78,8 @@ pub fn host_tlb_preset() -> &'static str {
     let cpu = host::Fingerprint::read().cpu_model.unwrap_or_default();
     if cpu.contains("AMD") {
         "zen4"
+    } else if std::env::consts::ARCH == "aarch64" {
+        "neoverse-n1"
     } else {
         "icelake"
     }
@@ -145,7 +147,9 @@ impl ModelConfig {
                 .map_err(|e| err("tlb", format!("cannot read {tlb}: {e}")))?;
             MmuConfig::from_toml(&tlb, &text).map_err(|e| err("tlb", e.to_string()))?
         } else {
-            MmuConfig::preset(&tlb).map_err(|e| err("tlb", e.to_string()))?
+            MmuConfig::preset(&tlb)
+                .map_err(|e| err("tlb", e.to_string()))?
+                .fit_to(&geometry)
         };
         let cpus = match get("cpus") {
             Some(c) => c

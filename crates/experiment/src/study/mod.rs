@@ -96,7 +96,9 @@ impl Section {
                 caption: caption.into(),
                 svg,
             }),
-            Err(e) => self.notes.push(format!("chart \"{caption}\" not drawn: {e}")),
+            Err(e) => self
+                .notes
+                .push(format!("chart \"{caption}\" not drawn: {e}")),
         }
     }
 }

@@ -171,7 +171,8 @@ pub(super) fn five_level(lab: &mut Lab) -> Result<Section, ExecError> {
         &geos,
         1,
     )?;
-    let refs = |r: &ConfigResult, mark: &str| per(mean(r, mark, "walk_refs"), mean(r, mark, "walks"));
+    let refs =
+        |r: &ConfigResult, mark: &str| per(mean(r, mark, "walk_refs"), mean(r, mark, "walks"));
     let gups_refs = |r: &ConfigResult| {
         per(
             mean(r, "updated", "walk_refs") - mean(r, "filled", "walk_refs"),
@@ -186,9 +187,14 @@ pub(super) fn five_level(lab: &mut Lab) -> Result<Section, ExecError> {
             )
     };
     let mut rows = Vec::new();
-    for (i, label) in ["4-level", "5-level", "4-level, no walk caches", "5-level, no walk caches"]
-        .iter()
-        .enumerate()
+    for (i, label) in [
+        "4-level",
+        "5-level",
+        "4-level, no walk caches",
+        "5-level, no walk caches",
+    ]
+    .iter()
+    .enumerate()
     {
         rows.push(vec![
             label.to_string(),
@@ -263,7 +269,9 @@ pub(super) fn five_level(lab: &mut Lab) -> Result<Section, ExecError> {
             &geos[..2],
             1,
         )?;
-        let k = |r: &ConfigResult| 1000.0 * per(mean(r, "end", "walk_refs"), mean(r, "end", "accesses"));
+        let k = |r: &ConfigResult| {
+            1000.0 * per(mean(r, "end", "walk_refs"), mean(r, "end", "accesses"))
+        };
         let (a, b) = (k(&r[0]), k(&r[1]));
         rows.push(vec![
             t.to_string(),
@@ -294,9 +302,16 @@ pub(super) fn five_level(lab: &mut Lab) -> Result<Section, ExecError> {
     sec.chart(
         "ebizzy-like threads: walk references per 1000 accesses (model)",
         chart::line_chart(
-            &ChartSpec::new("ebizzy: walk cost vs threads", "threads", "walk references per 1000 accesses")
-                .from_zero(),
-            &[Series::new("4-level", series4), Series::new("5-level", series5)],
+            &ChartSpec::new(
+                "ebizzy: walk cost vs threads",
+                "threads",
+                "walk references per 1000 accesses",
+            )
+            .from_zero(),
+            &[
+                Series::new("4-level", series4),
+                Series::new("5-level", series5),
+            ],
         ),
     );
 
@@ -304,7 +319,13 @@ pub(super) fn five_level(lab: &mut Lab) -> Result<Section, ExecError> {
     let fp = host::Fingerprint::read();
     let levels = if fp.la57 == Some(true) { 5 } else { 4 };
     sec.figure("host_la57", fp.la57);
-    let k = kernel_try(lab, &mut sec, "pagefault on the kernel", &pagefault_toml(size), o.pick(3, 10))?;
+    let k = kernel_try(
+        lab,
+        &mut sec,
+        "pagefault on the kernel",
+        &pagefault_toml(size),
+        o.pick(3, 10),
+    )?;
     if let Some(k) = k {
         if let Some(s) = summary(&k, "touched", "ns_per_fault") {
             sec.findings.push(format!(
@@ -359,7 +380,7 @@ fn sparse_toml(size: &str) -> String {
 [[thread]]
 op = [
   {{ mmap = "arena", size = "{size}", noreserve = true }},
-  {{ touch = "arena", access = "write", stride = "2MiB" }},
+  {{ touch = "arena", access = "write", stride = "32MiB" }},
   {{ mark = "touched" }},
   {{ munmap = "arena" }},
 ]
@@ -377,18 +398,22 @@ pub(super) fn riscv_64k(lab: &mut Lab) -> Result<Section, ExecError> {
         "The model runs Sv39 with 4 KiB pages (no huge pages), with 64 KiB mTHP folios (Svnapot runs \
          of 16 PTEs), with 2 MiB THP, and the RFC's 64 KiB software page (16 hardware PTEs per entry, \
          64 KiB table pages). A dense workload faults a region in and then reads it at random; a \
-         sparse one writes one page per 2 MiB, as allocators' arenas do.",
+         sparse one writes one page per 32 MiB (the span of one 64 KiB PTE table), as sparse arenas and \
+         guard-page-separated allocations do.",
         "ARM 64K kernel vs 4K: Redis +250%, MySQL +16.9%, lmbench 16 MB mmap latency -76%, SPEC +4.17% \
          even against 4K with THP and contiguous PTEs; cost: a page table that needs 4 KiB takes 64 KiB.",
     );
     let labels = ["4K pages", "4K + 64K mTHP", "4K + 2M THP", "64K base page"];
+    // The TLB of the Neoverse N1 (the RFC's Ampere Altra), which caches
+    // 64 KiB contiguous runs as single entries, as an Svnapot core would.
     let configs = [
-        model("geometry=riscv-sv39,thp=never"),
-        model("geometry=riscv-sv39,thp=never,mthp=64k=always"),
-        model("geometry=riscv-sv39,thp=always"),
-        model("geometry=riscv-sv39-64k,thp=never"),
+        model("geometry=riscv-sv39,thp=never,tlb=neoverse-n1"),
+        model("geometry=riscv-sv39,thp=never,mthp=64k=always,tlb=neoverse-n1"),
+        model("geometry=riscv-sv39,thp=always,tlb=neoverse-n1"),
+        model("geometry=riscv-sv39-64k,thp=never,tlb=neoverse-n1"),
     ];
-    let size = o.pick("64MiB", "256MiB");
+    // Larger than the 64 KiB entries' reach (1280 x 64 KiB = 80 MiB).
+    let size = o.pick("256MiB", "1GiB");
     let dense = lab.measure(
         "dense 4K/mTHP/THP/64K",
         &dense_toml(size, o.pick(200_000, 1_000_000)),
@@ -416,7 +441,7 @@ pub(super) fn riscv_64k(lab: &mut Lab) -> Result<Section, ExecError> {
         ]);
     }
     sec.tables.push(table(
-        &format!("Model: dense {size} and sparse {sparse_size} (one write per 2 MiB)"),
+        &format!("Model: dense {size} and sparse {sparse_size} (one write per 32 MiB)"),
         &[
             "configuration",
             "faults (dense)",
@@ -439,7 +464,8 @@ pub(super) fn riscv_64k(lab: &mut Lab) -> Result<Section, ExecError> {
     ));
     sec.findings.push(format!(
         "Random reads over the region miss the TLB {} times per 1000 accesses with 4 KiB pages, {} with \
-         64 KiB mTHP, {} with 2 MiB THP and {} with the 64 KiB page (model TLB preset {}).",
+         64 KiB mTHP, {} with 2 MiB THP and {} with the 64 KiB page (model TLB preset {}, whose \
+         entries hold a whole 64 KiB NAPOT run).",
         num(miss(&dense[0])),
         num(miss(&dense[1])),
         num(miss(&dense[2])),
@@ -488,7 +514,10 @@ pub(super) fn riscv_64k(lab: &mut Lab) -> Result<Section, ExecError> {
         chart::bar_chart(
             &ChartSpec::new("TLB reach", "configuration", "TLB misses per 1000 accesses"),
             &cats,
-            &[Series::new("misses", (0..4).map(|i| exact(miss(&dense[i]))).collect())],
+            &[Series::new(
+                "misses",
+                (0..4).map(|i| exact(miss(&dense[i]))).collect(),
+            )],
         ),
     );
     Ok(sec)
@@ -497,31 +526,24 @@ pub(super) fn riscv_64k(lab: &mut Lab) -> Result<Section, ExecError> {
 // ---------------------------------------------------------------------
 // 3. Split PMD locks.
 
-fn thp_scaling_toml(size: &str, threads: usize, rounds: usize) -> String {
+fn thp_scaling_toml(chunk: &str, threads: usize, rounds: usize) -> String {
+    // Each thread faults its own 1 GiB region (one PMD table each), so that
+    // PMD-level updates meet only on a lock the threads share: the one
+    // page_table_lock, unless PMD tables have their own.
     format!(
         r#"name = "study-thp-fault-scaling"
 [[thread]]
-op = [
-  {{ mmap = "shared", size = "{size}" }},
-  {{ madvise = "shared", advice = "hugepage" }},
-  {{ barrier = true }},
-  {{ repeat = {rounds}, op = [
-    {{ barrier = true }},
-    {{ madvise = "shared", advice = "dontneed" }},
-    {{ barrier = true }},
-  ] }},
-  {{ munmap = "shared" }},
-]
-
-[[thread]]
 count = {threads}
 op = [
+  {{ mmap = "r{{tid}}", size = "1GiB", noreserve = true }},
+  {{ madvise = "r{{tid}}", advice = "hugepage" }},
   {{ barrier = true }},
   {{ repeat = {rounds}, op = [
-    {{ touch = "shared", access = "write", part = "split" }},
-    {{ barrier = true }},
-    {{ barrier = true }},
+    {{ touch = "r{{tid}}", access = "write", len = "{chunk}" }},
+    {{ madvise = "r{{tid}}", advice = "dontneed", len = "{chunk}" }},
   ] }},
+  {{ barrier = true }},
+  {{ munmap = "r{{tid}}" }},
 ]
 "#
     )
@@ -533,8 +555,8 @@ pub(super) fn split_pmd(lab: &mut Lab) -> Result<Section, ExecError> {
         "split-pmd",
         "Split PMD locks",
         "Why did THP make a threaded fault benchmark slower until PMD tables got their own locks?",
-        "The model runs threads that fault a shared region in (the benchmark of the split-PMD-lock \
-         patch) with split PTE locks only (PMD updates under the one page_table_lock, as before the \
+        "The model runs threads that each fault their own region in and drop it again (like the \
+         benchmark of the split-PMD-lock patch) with split PTE locks only (PMD updates under the one page_table_lock, as before the \
          patch), with split PMD locks (Linux today) and with one lock for everything, with THP on and \
          off, on real threads, and counts lock acquisitions and contended acquisitions.",
         "36.5 s with THP off (24 M faults), 49.9 s with THP on (50 k faults, contention), 33.9 s with \
@@ -553,10 +575,10 @@ pub(super) fn split_pmd(lab: &mut Lab) -> Result<Section, ExecError> {
         model("locking=split-pmd,thp=always"),
         model("locking=global,thp=always"),
     ];
-    let size = o.pick("256MiB", "1GiB");
+    let size = o.pick("64MiB", "256MiB");
     let r = lab.measure(
         "thp-fault-scaling",
-        &thp_scaling_toml(size, threads, o.pick(3, 6)),
+        &thp_scaling_toml(size, threads, o.pick(4, 8)),
         &configs,
         o.pick(2, 3),
     )?;
@@ -572,12 +594,26 @@ pub(super) fn split_pmd(lab: &mut Lab) -> Result<Section, ExecError> {
             num(c),
             num(mean(&r[i], "end", "lock_contended.page_table_lock")),
             summary(&r[i], "end", "elapsed_ns")
-                .map(|s| with_ci(&Summary { mean: s.mean / 1e6, ci95: s.ci95.map(|c| stats::Interval { low: c.low / 1e6, high: c.high / 1e6 }), ..s }, "ms"))
+                .map(|s| {
+                    with_ci(
+                        &Summary {
+                            mean: s.mean / 1e6,
+                            ci95: s.ci95.map(|c| stats::Interval {
+                                low: c.low / 1e6,
+                                high: c.high / 1e6,
+                            }),
+                            ..s
+                        },
+                        "ms",
+                    )
+                })
                 .unwrap_or_default(),
         ]);
     }
     sec.tables.push(table(
-        &format!("Model: {threads} threads faulting a shared {size}"),
+        &format!(
+            "Model: {threads} threads, each faulting {size} of its own 1 GiB region, repeatedly"
+        ),
         &[
             "configuration",
             "faults",
@@ -681,21 +717,40 @@ pub(super) fn empty_tables(lab: &mut Lab) -> Result<Section, ExecError> {
          per minute.",
     );
     let size = o.pick("8GiB", "50GiB");
-    let labels = ["kernel", "model, reclaim off", "model, reclaim on", "model, eager"];
+    let labels = [
+        "kernel",
+        "model, reclaim off",
+        "model, reclaim on",
+        "model, eager",
+    ];
     let models = [
         model("reclaim=off"),
         model("reclaim=on"),
         model("reclaim=eager"),
     ];
     let whole_m = lab.measure("dontneed-reclaim model", &reclaim_toml(size), &models, 1)?;
-    let whole_k = kernel_try(lab, &mut sec, "dontneed-reclaim kernel", &reclaim_toml(size), 1)?;
+    let whole_k = kernel_try(
+        lab,
+        &mut sec,
+        "dontneed-reclaim kernel",
+        &reclaim_toml(size),
+        1,
+    )?;
     let tables = o.pick(256, 1024);
     let halves_m = lab.measure("dontneed halves model", &halves_toml(tables), &models, 1)?;
-    let halves_k = kernel_try(lab, &mut sec, "dontneed halves kernel", &halves_toml(tables), 1)?;
-    let all_whole: Vec<Option<&ConfigResult>> =
-        std::iter::once(whole_k.as_ref()).chain(whole_m.iter().map(Some)).collect();
-    let all_halves: Vec<Option<&ConfigResult>> =
-        std::iter::once(halves_k.as_ref()).chain(halves_m.iter().map(Some)).collect();
+    let halves_k = kernel_try(
+        lab,
+        &mut sec,
+        "dontneed halves kernel",
+        &halves_toml(tables),
+        1,
+    )?;
+    let all_whole: Vec<Option<&ConfigResult>> = std::iter::once(whole_k.as_ref())
+        .chain(whole_m.iter().map(Some))
+        .collect();
+    let all_halves: Vec<Option<&ConfigResult>> = std::iter::once(halves_k.as_ref())
+        .chain(halves_m.iter().map(Some))
+        .collect();
     let at = |r: Option<&ConfigResult>, m: &str| r.map_or(f64::NAN, |r| mean(r, m, "vmpte_kb"));
     let mut rows = Vec::new();
     for (i, l) in labels.iter().enumerate() {
@@ -754,11 +809,17 @@ pub(super) fn empty_tables(lab: &mut Lab) -> Result<Section, ExecError> {
             &[
                 Series::new(
                     format!("whole {size}"),
-                    all_whole.iter().map(|r| exact(at(*r, "dontneed"))).collect(),
+                    all_whole
+                        .iter()
+                        .map(|r| exact(at(*r, "dontneed")))
+                        .collect(),
                 ),
                 Series::new(
                     "in halves",
-                    all_halves.iter().map(|r| exact(at(*r, "dontneed"))).collect(),
+                    all_halves
+                        .iter()
+                        .map(|r| exact(at(*r, "dontneed")))
+                        .collect(),
                 ),
             ],
         ),
@@ -770,6 +831,10 @@ pub(super) fn empty_tables(lab: &mut Lab) -> Result<Section, ExecError> {
 // 5. This host's latency hazards.
 
 fn shootdown_toml(churn: usize) -> String {
+    // The reader must still be running while the other thread churns: an
+    // idle CPU (lazy TLB) gets no shootdown. About 600 reads per munmap
+    // keep it busy on both backends.
+    let rounds = churn / 100;
     format!(
         r#"name = "study-tlb-shootdown"
 [[thread]]
@@ -789,8 +854,8 @@ op = [
   {{ mmap = "own", size = "16MiB" }},
   {{ touch = "own", access = "write" }},
   {{ barrier = true }},
-  {{ repeat = 20, op = [
-    {{ touch = "own", access = "read", pattern = "random", count = 20000 }},
+  {{ repeat = {rounds}, op = [
+    {{ touch = "own", access = "read", pattern = "random", count = 60000 }},
   ] }},
   {{ barrier = true }},
   {{ munmap = "own" }},
@@ -905,16 +970,30 @@ pub(super) fn hazards(lab: &mut Lab) -> Result<Section, ExecError> {
         } else {
             format!(
                 ": {}",
-                warn.iter().map(|i| i.id.as_str()).collect::<Vec<_>>().join(", ")
+                warn.iter()
+                    .map(|i| i.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         }
     ));
     sec.figure("audit", &audit.items);
 
     let churn = o.pick(2000, 20000);
-    let model_sd = lab.measure("tlb-shootdown model", &shootdown_toml(churn), &[model("")], 1)?;
+    let model_sd = lab.measure(
+        "tlb-shootdown model",
+        &shootdown_toml(churn),
+        &[model("")],
+        1,
+    )?;
     let ipis_model = mean(&model_sd[0], "churned", "ipis");
-    if let Some(k) = kernel_try(lab, &mut sec, "tlb-shootdown kernel", &shootdown_toml(churn), o.pick(2, 5))? {
+    if let Some(k) = kernel_try(
+        lab,
+        &mut sec,
+        "tlb-shootdown kernel",
+        &shootdown_toml(churn),
+        o.pick(2, 5),
+    )? {
         if let Some(s) = summary(&k, "churned", "tlb_shootdowns") {
             sec.findings.push(format!(
                 "{churn} munmaps with a second thread of the process running raised {} TLB-shootdown \
@@ -929,8 +1008,20 @@ pub(super) fn hazards(lab: &mut Lab) -> Result<Section, ExecError> {
         }
     }
     let rounds = o.pick(100, 500);
-    let with_sync = kernel_try(lab, &mut sec, "writeback kernel", &writeback_toml(rounds, true), 1)?;
-    let without = kernel_try(lab, &mut sec, "no writeback kernel", &writeback_toml(rounds, false), 1)?;
+    let with_sync = kernel_try(
+        lab,
+        &mut sec,
+        "writeback kernel",
+        &writeback_toml(rounds, true),
+        1,
+    )?;
+    let without = kernel_try(
+        lab,
+        &mut sec,
+        "no writeback kernel",
+        &writeback_toml(rounds, false),
+        1,
+    )?;
     let lat = |r: &Option<ConfigResult>| {
         r.as_ref()
             .and_then(|r| r.runs.first())
@@ -946,7 +1037,11 @@ pub(super) fn hazards(lab: &mut Lab) -> Result<Section, ExecError> {
         sec.chart(
             "Write latency to a shared file mapping, with and without msync (kernel)",
             chart::log2_histogram_chart(
-                &ChartSpec::new("Writeback jitter", "latency (ns, log2 buckets)", "share of writes (%)"),
+                &ChartSpec::new(
+                    "Writeback jitter",
+                    "latency (ns, log2 buckets)",
+                    "share of writes (%)",
+                ),
                 &[("with msync", &a), ("without", &b)],
                 chart::HistScale::Percent,
             ),
