@@ -41,7 +41,7 @@ impl AddressSpace {
     /// # Errors
     /// Every violation found, one per line.
     pub fn check_invariants(&self) -> Result<Recount, String> {
-        let vmas = self.vmas.write().unwrap_or_else(|p| p.into_inner());
+        let (vmas, _) = self.vmas.write();
         let g = self.pt.geometry();
         let mut w = Walk {
             s: self,

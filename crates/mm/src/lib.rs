@@ -40,6 +40,7 @@ pub mod deferred;
 pub mod error;
 pub mod fault;
 pub mod locking;
+mod mmap_lock;
 mod percpu;
 pub mod space;
 pub mod vma;

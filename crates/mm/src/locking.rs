@@ -4,7 +4,9 @@
 //! - The **mmap lock** (reader-writer, over the VMAs). Faults and madvise
 //!   advice that does not change VMAs (DONTNEED, FREE, POPULATE_*,
 //!   WILLNEED, PAGEOUT) take it for reading; mmap, munmap, mprotect,
-//!   mlock/munlock and MADV_[NO]HUGEPAGE for writing.
+//!   mlock/munlock and MADV_[NO]HUGEPAGE for writing. Readers take a
+//!   per-thread slot of it (see [`crate::mmap_lock`]), so concurrent faults
+//!   share no lock word; a writer takes every slot.
 //! - **`page_table_lock`** (one per address space): the entries of every
 //!   level above the PMD; under `Global` also the PMD and PTE entries, under
 //!   `SplitPte` also the PMD entries.
@@ -43,7 +45,8 @@ use crate::config::Locking;
 use crate::counters::{LockClass, ThreadCtx};
 use crate::space::AddressSpace;
 use crate::vma::Vmas;
-use pt::sync::{Mutex, MutexGuard, RwLockReadGuard, RwLockWriteGuard};
+use crate::mmap_lock::{ReadGuard, WriteGuard};
+use pt::sync::{Mutex, MutexGuard};
 use pt::Entry;
 use std::sync::TryLockError;
 
@@ -112,28 +115,23 @@ impl AddressSpace {
     }
 
     /// The mmap lock for reading.
-    pub(crate) fn mmap_read(&self, ctx: &mut ThreadCtx) -> RwLockReadGuard<'_, Vmas> {
+    #[inline]
+    pub(crate) fn mmap_read(&self, ctx: &mut ThreadCtx) -> ReadGuard<'_, Vmas> {
         ctx.counters.lock_acquisitions[LockClass::Mmap as usize] += 1;
-        match self.vmas.try_read() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => {
-                ctx.counters.lock_contended[LockClass::Mmap as usize] += 1;
-                self.vmas.read().unwrap_or_else(|p| p.into_inner())
-            }
+        let (g, waited) = self.vmas.read();
+        if waited {
+            ctx.counters.lock_contended[LockClass::Mmap as usize] += 1;
         }
+        g
     }
 
     /// The mmap lock for writing.
-    pub(crate) fn mmap_write(&self, ctx: &mut ThreadCtx) -> RwLockWriteGuard<'_, Vmas> {
+    pub(crate) fn mmap_write(&self, ctx: &mut ThreadCtx) -> WriteGuard<'_, Vmas> {
         ctx.counters.lock_acquisitions[LockClass::Mmap as usize] += 1;
-        match self.vmas.try_write() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => {
-                ctx.counters.lock_contended[LockClass::Mmap as usize] += 1;
-                self.vmas.write().unwrap_or_else(|p| p.into_inner())
-            }
+        let (g, waited) = self.vmas.write();
+        if waited {
+            ctx.counters.lock_contended[LockClass::Mmap as usize] += 1;
         }
+        g
     }
 }

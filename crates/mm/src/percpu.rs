@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 /// Slots per counter set (a thread uses `thread number % SLOTS`).
-const SLOTS: usize = 16;
+pub(crate) const SLOTS: usize = 16;
 
 static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
 
@@ -40,12 +40,17 @@ impl<const N: usize> Default for SplitCounters<N> {
     }
 }
 
+/// This thread's slot.
+#[inline]
+pub(crate) fn slot() -> usize {
+    SLOT.with(|s| *s)
+}
+
 impl<const N: usize> SplitCounters<N> {
     /// Adds `v` to counter `k` (this thread's slot).
     #[inline]
     pub(crate) fn add(&self, k: usize, v: i64) {
-        let s = SLOT.with(|s| *s);
-        self.slots[s].0[k].fetch_add(v, Ordering::Relaxed);
+        self.slots[slot()].0[k].fetch_add(v, Ordering::Relaxed);
     }
 
     /// The value of counter `k`.

@@ -7,7 +7,7 @@ use crate::counters::{MmCounters, ThreadCounters, ThreadCtx};
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{Backing, Prot, Vma, VmaFlags, Vmas};
-use pt::sync::{Mutex, MutexGuard, RwLock};
+use pt::sync::{Mutex, MutexGuard};
 use pt::{Attrs, Entry, Geometry, PageTable, Perms, PhysMem};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
@@ -103,7 +103,8 @@ pub(crate) struct Folio {
 pub struct AddressSpace {
     pub(crate) cfg: MmConfig,
     pub(crate) pt: PageTable,
-    pub(crate) vmas: RwLock<Vmas>,
+    /// The mmap lock over the VMAs.
+    pub(crate) vmas: crate::mmap_lock::SlotRwLock<Vmas>,
     /// `mm->page_table_lock`.
     pub(crate) ptl: Mutex<()>,
     pub(crate) page: u64,
@@ -208,7 +209,7 @@ impl AddressSpace {
         Ok(AddressSpace {
             cfg,
             pt,
-            vmas: RwLock::new(Vmas::default()),
+            vmas: crate::mmap_lock::SlotRwLock::new(Vmas::default()),
             ptl: Mutex::new(()),
             page,
             page_shift: geometry.page_shift(),
@@ -252,7 +253,7 @@ impl AddressSpace {
     pub fn vmas(&self) -> Vec<Vma> {
         self.vmas
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .0
             .iter()
             .cloned()
             .collect()
