@@ -34,6 +34,8 @@ pub struct Outcome {
     /// The model configuration compared against the kernel.
     pub model: RunConfig,
     pub workloads: Vec<WorkloadVerdict>,
+    /// The machine whose kernel was the referee.
+    pub host: host::Fingerprint,
 }
 
 /// Compares two runs of one workload mark by mark. Marks are matched by
@@ -99,5 +101,6 @@ pub fn validate(
         ok: workloads.iter().all(|w| w.ok),
         model: model.clone(),
         workloads,
+        host: host::Fingerprint::read(),
     })
 }
