@@ -15,9 +15,11 @@ pub fn run(args: StudyArgs) -> CmdResult {
         .map_err(|e| Failure::BadInput(format!("{e:#}")))?;
     let pb = ProgressBar::new(study::expected_runs(opts) as u64);
     pb.set_style(
-        ProgressStyle::with_template("study [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}: {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "study [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}: {msg}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
     );
     pb.enable_steady_tick(Duration::from_millis(200));
     let result = study::run(opts, &mut |what, runs| {
