@@ -98,7 +98,10 @@ pub enum MemError {
 /// kinds, since the rule was installed) of `kind` fails.
 pub type FaultInjection = Box<dyn Fn(AllocKind, u64) -> bool + Send + Sync>;
 
-/// The bookkeeping beside a table page.
+/// The bookkeeping beside a table page. Each on its own cache lines: the
+/// lock and the present count are written on every fault into the table,
+/// and two threads faulting into neighbouring tables must not share a line.
+#[repr(align(128))]
 pub struct TableMeta {
     /// The table's own lock (Linux: the split PTE / PMD lock in `ptdesc`).
     pub lock: Mutex<()>,

@@ -173,6 +173,8 @@ pub struct PageTable {
     root: u64,
     /// Table pages per level (counted here so that VmPTE is O(1)).
     tables_per_level: [StdAtomicU64; MAX_LEVELS],
+    /// log2 of the bytes of one software entry (its group of hardware words).
+    entry_shift: u32,
 }
 
 impl PageTable {
@@ -187,11 +189,13 @@ impl PageTable {
             "table pages must be as large as the base page"
         );
         let root = mem.alloc_table(geom.root_level())?;
+        let entry_shift = (ENTRY_BYTES * geom.hw_words_per_entry()).trailing_zeros();
         let pt = PageTable {
             geom,
             mem,
             root,
             tables_per_level: Default::default(),
+            entry_shift,
         };
         pt.tables_per_level[pt.geom.root_level()].store(1, std::sync::atomic::Ordering::Relaxed);
         Ok(pt)
@@ -235,8 +239,7 @@ impl PageTable {
     /// that indexes `va` in the table at `table` (of `level`).
     #[inline]
     pub fn entry_pa(&self, table: u64, level: usize, va: u64) -> u64 {
-        let g = &*self.geom;
-        table + g.index(level, va) * ENTRY_BYTES * g.hw_words_per_entry()
+        table + (self.geom.index(level, va) << self.entry_shift)
     }
 
     /// Physical address of the hardware word a hardware walk reads for `va`
@@ -254,6 +257,11 @@ impl PageTable {
     #[inline]
     pub fn read_entry(&self, table: u64, level: usize, va: u64) -> Result<Entry, PtError> {
         let raw = self.mem.read(self.entry_pa(table, level, va));
+        if raw == 0 {
+            // Every supported format encodes an empty entry as zero (x86 P,
+            // RISC-V V and ARM's valid bit clear): skip the decoder.
+            return Ok(Entry::Invalid);
+        }
         Ok(entry::decode(&self.geom, level, raw)?)
     }
 
