@@ -43,9 +43,9 @@
 
 use crate::config::Locking;
 use crate::counters::{LockClass, ThreadCtx};
+use crate::mmap_lock::{ReadGuard, WriteGuard};
 use crate::space::AddressSpace;
 use crate::vma::Vmas;
-use crate::mmap_lock::{ReadGuard, WriteGuard};
 use pt::sync::{Mutex, MutexGuard};
 use pt::Entry;
 use std::sync::TryLockError;

@@ -251,12 +251,7 @@ impl AddressSpace {
     }
     /// A copy of the VMAs (for reports and tests).
     pub fn vmas(&self) -> Vec<Vma> {
-        self.vmas
-            .read()
-            .0
-            .iter()
-            .cloned()
-            .collect()
+        self.vmas.read().0.iter().cloned().collect()
     }
 
     // -----------------------------------------------------------------
