@@ -561,7 +561,12 @@ impl PageTable {
             let epa = table + g.hw_word_offset(level, va);
             entry_pas[i] = epa;
             let reads = i + 1;
-            match entry::decode(g, level, self.mem.read(epa))? {
+            let raw = self.mem.read(epa);
+            if let Some(next) = entry::table_pa(g, level, raw) {
+                table = next;
+                continue;
+            }
+            match entry::decode(g, level, raw)? {
                 Entry::Table { pa } => table = pa,
                 Entry::Invalid => return Err(PtError::NotMapped { va, level }),
                 Entry::Leaf {

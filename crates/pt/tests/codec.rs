@@ -699,3 +699,37 @@ proptest! {
         }
     }
 }
+
+/// The walk's fast path agrees with the full decoder on every word of
+/// every preset: random words and real table words alike.
+#[test]
+fn table_pa_agrees_with_decode() {
+    use pt::entry::{decode, table_pa};
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for g in pt::geometry::presets() {
+        for level in 0..g.num_levels() {
+            for i in 0..20_000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Mix fully random words with table-like ones.
+                let raw = match i % 4 {
+                    0 => x,
+                    1 => (x & 0x0000_ffff_ffff_f000) | 0x67,
+                    2 => (x & 0x003f_ffff_ffff_fc00) | 1,
+                    _ => (x & 0x0000_ffff_ffff_f000) | 3,
+                };
+                let want = match decode(&g, level, raw) {
+                    Ok(pt::Entry::Table { pa }) => Some(pa),
+                    _ => None,
+                };
+                assert_eq!(
+                    table_pa(&g, level, raw),
+                    want,
+                    "{} level {level} {raw:#x}",
+                    g.name()
+                );
+            }
+        }
+    }
+}

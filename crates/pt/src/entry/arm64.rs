@@ -313,3 +313,16 @@ fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
 pub fn mark_accessed(_level: usize, raw: u64, write: bool) -> u64 {
     (raw | AF) & !bit(write & (raw & DBM != 0), AP_RDONLY)
 }
+
+/// The next table's address if `raw` is a valid table descriptor at
+/// `level` (exactly when [`decode`] would return `Entry::Table`), else
+/// `None`: the walk's fast path.
+#[inline]
+pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
+    if level == 0 || raw & (VALID | TABLE_OR_PAGE) != VALID | TABLE_OR_PAGE {
+        return None;
+    }
+    let l = layout(geom);
+    let pa = desc_pa(raw, l);
+    (raw & l.res0 == 0 && pa >> l.limit == 0).then_some(pa)
+}

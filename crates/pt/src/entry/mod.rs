@@ -192,3 +192,16 @@ pub fn representable(geom: &Geometry, attrs: &Attrs) -> bool {
         Arch::Arm64 => arm64::representable(attrs),
     }
 }
+
+/// The next table's physical address if `raw` is a valid table entry at
+/// `level`, else `None` (then [`decode`] says what it is). Equivalent to
+/// matching `decode(..) == Ok(Entry::Table { pa })`, without building the
+/// neutral view: the walk's fast path.
+#[inline]
+pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
+    match geom.arch() {
+        Arch::X86_64 => x86::table_pa(geom, level, raw),
+        Arch::RiscV => riscv::table_pa(geom, level, raw),
+        Arch::Arm64 => arm64::table_pa(geom, level, raw),
+    }
+}

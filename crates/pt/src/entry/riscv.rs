@@ -312,3 +312,16 @@ fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
 pub fn mark_accessed(raw: u64, write: bool) -> u64 {
     raw | A | bit(write, D)
 }
+
+/// The next table's address if `raw` is a valid pointer entry at `level`
+/// (exactly when [`decode`] would return `Entry::Table`), else `None`: the
+/// walk's fast path.
+#[inline]
+pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
+    let pa = field_pa(raw);
+    let ok = level != 0
+        && raw & (V | R | W | X) == V
+        && raw & (RESERVED | D | A | U | N | PBMT_MASK) == 0
+        && pa >> geom.oa_bits() == 0;
+    ok.then(|| pa & !(geom.table_bytes() - 1))
+}

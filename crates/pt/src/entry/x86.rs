@@ -231,3 +231,12 @@ fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
 pub fn mark_accessed(raw: u64, write: bool) -> u64 {
     raw | A | bit(write, D)
 }
+
+/// The next table's address if `raw` is a valid table entry at `level`
+/// (exactly when [`decode`] would return `Entry::Table`), else `None`: the
+/// walk's fast path.
+#[inline]
+pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
+    let addr = raw & ADDR_MASK;
+    (level != 0 && raw & (P | PS) == P && addr & !oa_mask(geom) == 0).then_some(addr)
+}
