@@ -18,6 +18,9 @@
 
 use crate::config::Replacement;
 
+/// Ways per group of the LRU victim search (see `Cache::group_min`).
+const GROUP: usize = 8;
+
 /// A tag no key matches (with mask 0).
 const EMPTY_TAG: u64 = u64::MAX;
 
@@ -33,6 +36,14 @@ pub(crate) struct Cache<V> {
     /// LRU: last-use time; PLRU: 1 if recently used; Random: unused.
     age: Box<[u64]>,
     clock: u64,
+    /// LRU sets of more than [`GROUP`] ways, a multiple of it: per group of
+    /// [`GROUP`] consecutive entries, its least age and the entry holding it
+    /// (the first on ties), valid while the group's bit in `stale` is clear.
+    /// Every write of `age` sets the bit; a victim search recomputes only
+    /// the groups touched since the last, then takes the least of the
+    /// groups' minima. Empty otherwise.
+    group_min: Box<[(u64, u32)]>,
+    stale: Box<[u64]>,
     repl: Replacement,
     rng: u64,
 }
@@ -42,6 +53,11 @@ impl<V: Copy + Default> Cache<V> {
     pub(crate) fn new(entries: usize, ways: usize, repl: Replacement, seed: u64) -> Cache<V> {
         let sets = entries / ways;
         debug_assert!(sets.is_power_of_two() && sets * ways == entries);
+        let groups = if repl == Replacement::Lru && ways > GROUP && ways.is_multiple_of(GROUP) {
+            entries / GROUP
+        } else {
+            0
+        };
         Cache {
             ways,
             set_mask: sets as u64 - 1,
@@ -50,6 +66,9 @@ impl<V: Copy + Default> Cache<V> {
             vals: vec![V::default(); entries].into_boxed_slice(),
             age: vec![0; entries].into_boxed_slice(),
             clock: 0,
+            group_min: vec![(0, 0); groups].into_boxed_slice(),
+            // Every group starts stale: computed at the first victim search.
+            stale: vec![u64::MAX; groups.div_ceil(64)].into_boxed_slice(),
             repl,
             // xorshift must not start at 0.
             rng: seed | 1,
@@ -96,7 +115,7 @@ impl<V: Copy + Default> Cache<V> {
         match self.repl {
             Replacement::Lru => {
                 self.clock += 1;
-                self.age[i] = self.clock;
+                self.set_age(i, self.clock);
             }
             Replacement::Plru => {
                 self.age[i] = 1;
@@ -172,11 +191,48 @@ impl<V: Copy + Default> Cache<V> {
         (i, evicted)
     }
 
+    /// Writes an LRU age, marking the entry's group for recomputation.
+    #[inline(always)]
+    fn set_age(&mut self, i: usize, age: u64) {
+        self.age[i] = age;
+        if !self.group_min.is_empty() {
+            let g = i / GROUP;
+            self.stale[g / 64] |= 1 << (g % 64);
+        }
+    }
+
+    /// The LRU victim of the set starting at `base`: the first entry of
+    /// least age, as [`oldest`] over the whole set would find it.
+    #[inline]
+    fn lru_victim(&mut self, base: usize) -> usize {
+        if self.group_min.is_empty() {
+            return base + oldest(&self.age[base..base + self.ways]);
+        }
+        let first = base / GROUP;
+        let mut best = (u64::MAX, 0u32);
+        for g in first..first + self.ways / GROUP {
+            let bit = 1u64 << (g % 64);
+            if self.stale[g / 64] & bit != 0 {
+                let start = g * GROUP;
+                let w = oldest(&self.age[start..start + GROUP]);
+                self.group_min[g] = (self.age[start + w], (start + w) as u32);
+                self.stale[g / 64] &= !bit;
+            }
+            // Strictly less: on ties the earlier group, hence the first entry.
+            if self.group_min[g].0 < best.0 {
+                best = self.group_min[g];
+            }
+        }
+        best.1 as usize
+    }
+
     fn victim(&mut self, base: usize) -> usize {
-        let set = &self.age[base..base + self.ways];
         match self.repl {
-            Replacement::Lru => base + oldest(set),
-            Replacement::Plru => base + set.iter().position(|&b| b == 0).unwrap_or(0),
+            Replacement::Lru => self.lru_victim(base),
+            Replacement::Plru => {
+                let set = &self.age[base..base + self.ways];
+                base + set.iter().position(|&b| b == 0).unwrap_or(0)
+            }
             Replacement::Random => {
                 // xorshift64
                 let mut x = self.rng;
@@ -193,7 +249,7 @@ impl<V: Copy + Default> Cache<V> {
     pub(crate) fn invalidate(&mut self, i: usize) {
         self.tags[i] = EMPTY_TAG;
         self.masks[i] = 0;
-        self.age[i] = 0;
+        self.set_age(i, 0);
     }
 
     /// Empties every valid way of `set` for which `f(tag, mask, val)` holds;
@@ -210,6 +266,28 @@ impl<V: Copy + Default> Cache<V> {
                 self.invalidate(i);
                 n += 1;
             }
+        }
+        n
+    }
+
+    /// Empties every way of `set` that `key` matches (as [`Cache::probe`]
+    /// matches), calling `gone(tag, val)` for each first; returns how many.
+    #[inline]
+    pub(crate) fn invalidate_key(
+        &mut self,
+        set: usize,
+        key: u64,
+        mut gone: impl FnMut(u64, &V),
+    ) -> u64 {
+        let (base, end) = (set * self.ways, (set + 1) * self.ways);
+        let mut from = base;
+        let mut n = 0;
+        while let Some(w) = find(&self.tags[from..end], &self.masks[from..end], key) {
+            let i = from + w;
+            gone(self.tags[i], &self.vals[i]);
+            self.invalidate(i);
+            n += 1;
+            from = i + 1;
         }
         n
     }
@@ -347,6 +425,39 @@ mod tests {
         let gone = c.invalidate_all(|t, _, _| t & ASID_MASK == 5);
         assert_eq!(gone, 1);
         assert_eq!(c.occupancy(), 71);
+    }
+
+    proptest::proptest! {
+        /// The grouped LRU search finds what a scan of the whole set finds,
+        /// whatever mix of hits, fills and invalidations came before.
+        #[test]
+        fn grouped_lru_victims_are_the_oldest_ways(
+            ops in proptest::collection::vec((0u8..3, 0u64..300), 1..300),
+            shape in 0usize..3,
+        ) {
+            let (entries, ways) = [(72, 72), (96, 24), (64, 16)][shape];
+            let mut c: Cache<u32> = Cache::new(entries, ways, Replacement::Lru, 1);
+            proptest::prop_assert!(!c.group_min.is_empty());
+            for (op, p) in ops {
+                let set = c.set_of(p);
+                match op {
+                    0 => {
+                        c.probe(set, key(p));
+                    }
+                    1 => {
+                        c.insert(set, key(p), M, 0);
+                    }
+                    _ => {
+                        c.invalidate_key(set, key(p), |_, _| {});
+                    }
+                }
+                for s in 0..entries / ways {
+                    let base = s * ways;
+                    let want = base + oldest(&c.age[base..base + ways]);
+                    proptest::prop_assert_eq!(c.lru_victim(base), want);
+                }
+            }
+        }
     }
 
     #[test]

@@ -800,7 +800,7 @@ impl Cpu {
             return self.hit_needs_walk(pt, va, write, user, HitLevel::L2, slot, e);
         }
         st.stats.tlb_misses += 1;
-        let (leaf, refs) = self.walk(pt, va, write, user)?;
+        let (leaf, refs) = self.walk(pt, va, write, user, false)?;
         let st = &mut *self.st;
         st.stats.misses_by_size[leaf.size_shift as usize] += 1;
         let f1 = st.l1.fill(va, asid, leaf.pa, leaf.size_shift, leaf.flags);
@@ -847,7 +847,7 @@ impl Cpu {
             }
             st.stats.dirty_assists += 1;
         }
-        let (_, refs) = self.walk(pt, va, write, user)?;
+        let (_, refs) = self.walk(pt, va, write, user, true)?;
         let st = &mut *self.st;
         let mut a = hit(e, va, level, refs);
         match level {
@@ -867,13 +867,17 @@ impl Cpu {
     }
 
     /// The hardware walk with this CPU's walk caches, counted; a fault
-    /// invalidates the TLB entries of `va` (SDM §4.10.4.1).
+    /// invalidates the TLB entries of `va` (SDM §4.10.4.1). `cached` says
+    /// whether the TLBs may hold an entry for `va`: after a lookup that
+    /// missed both levels they hold none (a walk fills nothing before it
+    /// returns), and the invalidation, which would find nothing, is skipped.
     fn walk(
         &mut self,
         pt: &PageTable,
         va: u64,
         write: bool,
         user: bool,
+        cached: bool,
     ) -> Result<(walk::Leaf, u32), Fault> {
         debug_assert_eq!(
             pt.geometry().name(),
@@ -907,8 +911,16 @@ impl Cpu {
                     Fault::Reserved { .. } => st.stats.faults_reserved += 1,
                     Fault::NonCanonical { .. } => st.stats.faults_noncanonical += 1,
                 }
-                st.l1.invalidate_va(va, asid);
-                st.l2.invalidate_va(va, asid);
+                if cached {
+                    st.l1.invalidate_va(va, asid);
+                    st.l2.invalidate_va(va, asid);
+                } else {
+                    debug_assert_eq!(
+                        st.l1.invalidate_va(va, asid) + st.l2.invalidate_va(va, asid),
+                        0,
+                        "a TLB entry for a va both levels missed"
+                    );
+                }
                 Err(f)
             }
         }

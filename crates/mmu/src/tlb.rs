@@ -258,16 +258,33 @@ impl TlbArray {
         }
     }
 
+    /// Whether the presence filter proves that no entry of any size
+    /// covers `va` (for any ASID).
+    #[inline]
+    fn surely_absent(&self, va: u64) -> bool {
+        self.filter_len != 0
+            && (0..self.nshifts)
+                .all(|k| self.filter[self.filter_slot(k, va >> self.shifts[k])] == 0)
+    }
+
     /// Empties every entry of `asid` covering `va`; returns how many.
     fn invalidate_va(&mut self, va: u64, asid: u16) -> u64 {
-        let k = key(va, asid);
-        if self.cache.is_fully_associative() {
-            return self.invalidate_where(Some(0), |t, m| k & m == t);
+        if self.surely_absent(va) {
+            return 0;
         }
+        let k = key(va, asid);
         let mut n = 0;
         for j in 0..self.nshifts {
             let set = self.set_for(va, self.shifts[j]);
-            n += self.invalidate_where(Some(set), |t, m| k & m == t);
+            let (shifts, nshifts) = (self.shifts, self.nshifts);
+            let (filter, len) = (&mut self.filter, self.filter_len);
+            n += self.cache.invalidate_key(set, k, |t, v| {
+                let ki = Self::size_index(&shifts[..nshifts], v.shift());
+                Self::count(filter, len, ki, t >> v.shift(), false);
+            });
+            if self.cache.is_fully_associative() {
+                break; // one set holds every size
+            }
         }
         n
     }
