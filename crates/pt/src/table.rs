@@ -254,7 +254,9 @@ impl PageTable {
     ///
     /// # Errors
     /// [`PtError::Corrupt`] for a reserved encoding.
-    #[inline]
+    // Always inlined: the fault handler reads five entries per fault, and a
+    // call per read was a tenth of its cost.
+    #[inline(always)]
     pub fn read_entry(&self, table: u64, level: usize, va: u64) -> Result<Entry, PtError> {
         let raw = self.mem.read(self.entry_pa(table, level, va));
         if raw == 0 {
@@ -268,6 +270,7 @@ impl PageTable {
     /// Writes the software entry for `va` in `table` (every hardware word of
     /// it) and keeps the table's present count. The caller serializes
     /// writers of this table.
+    #[inline]
     pub fn write_entry(&self, table: u64, level: usize, va: u64, e: &Entry) {
         let pa = self.entry_pa(table, level, va);
         let was = self.mem.read(pa) != 0;
