@@ -9,8 +9,9 @@ use crate::error::Errno;
 use crate::vma::{Backing, Prot, Vma, VmaFlags, Vmas};
 use pt::sync::{Mutex, MutexGuard};
 use pt::{Attrs, Entry, Geometry, PageTable, Perms, PhysMem};
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// What backs a new mapping.
@@ -132,6 +133,24 @@ pub struct AddressSpace {
     pending: Mutex<Deferred>,
     has_pending: AtomicBool,
     exited: AtomicBool,
+    /// Unique among address spaces (keys the per-thread walk cache).
+    id: u64,
+    /// Bumped by `free_pgtables` (which alone unlinks tables above the PTE
+    /// level, under the mmap write lock): a cached walk is valid while it
+    /// is unchanged.
+    pub(crate) upper_gen: AtomicU64,
+}
+
+/// Source of [`AddressSpace`] ids.
+static NEXT_SPACE_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The last upper-level walk of this thread's faults: (address space
+    /// id, its `upper_gen` then, the first VA of the PMD table's span, the
+    /// PMD table). Faults of one thread mostly stay inside one PMD table's
+    /// span (1 GiB on x86-64), so their walks from the root repeat the
+    /// same reads; the answer cannot change until `upper_gen` does.
+    static PMD_WALK_CACHE: Cell<(u64, u64, u64, u64)> = const { Cell::new((0, 0, 0, 0)) };
 }
 
 impl std::fmt::Debug for AddressSpace {
@@ -225,6 +244,8 @@ impl AddressSpace {
             pending: Mutex::new(Deferred::none()),
             has_pending: AtomicBool::new(false),
             exited: AtomicBool::new(false),
+            id: NEXT_SPACE_ID.fetch_add(1, Ordering::Relaxed),
+            upper_gen: AtomicU64::new(0),
         })
     }
 
@@ -384,8 +405,30 @@ impl AddressSpace {
 
     /// The PMD table for `va`, allocating missing upper tables (Linux
     /// `__pud_alloc` / `__pmd_alloc`: allocate, then link under
-    /// `page_table_lock` if still empty).
+    /// `page_table_lock` if still empty). A repeat of this thread's last
+    /// walk is answered from its cache (see `PMD_WALK_CACHE`); a hit
+    /// implies every upper table exists, so the walk would have read the
+    /// same entries and allocated, locked and counted nothing.
+    #[inline]
     pub(crate) fn alloc_pmd_table(&self, ctx: &mut ThreadCtx, va: u64) -> Result<u64, Errno> {
+        let g = self.pt.geometry();
+        if g.num_levels() <= 2 {
+            return Ok(self.pt.root());
+        }
+        let base = va & !(g.entry_size(2) - 1);
+        // The mmap lock is held (read or write): `upper_gen` cannot move
+        // under this walk.
+        let gen = self.upper_gen.load(Ordering::Acquire);
+        let (id, cgen, cbase, table) = PMD_WALK_CACHE.with(Cell::get);
+        if id == self.id && cgen == gen && cbase == base {
+            return Ok(table);
+        }
+        let table = self.walk_alloc_pmd_table(ctx, va)?;
+        PMD_WALK_CACHE.with(|c| c.set((self.id, gen, base, table)));
+        Ok(table)
+    }
+
+    fn walk_alloc_pmd_table(&self, ctx: &mut ThreadCtx, va: u64) -> Result<u64, Errno> {
         let g = self.pt.geometry();
         let mut table = self.pt.root();
         for level in (2..g.num_levels()).rev() {

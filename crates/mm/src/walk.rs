@@ -652,6 +652,8 @@ impl AddressSpace {
         ceiling: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
+        // Invalidates every thread's cached walk (upper tables may go).
+        self.upper_gen.fetch_add(1, Ordering::Release);
         let root_level = self.pt.geometry().root_level();
         self.free_walk(self.pt.root(), root_level, start, end, floor, ceiling, d)
     }

@@ -370,6 +370,32 @@ fn free_pgtables_frees_only_tables_no_vma_needs() {
 }
 
 #[test]
+fn free_pgtables_invalidates_the_threads_cached_walk() {
+    // A fault caches its walk to the PMD table; munmap frees that table
+    // (and the PUD table above it); the next fault must walk again and
+    // build new tables, not write into the freed ones.
+    let s = space(MmConfig::default());
+    let mut ctx = ThreadCtx::new();
+    done(&s, s.mmap(&mut ctx, MmapArgs::anon(BASE, 64 * K)));
+    access(&s, &mut ctx, BASE, true);
+    let pmd_tables = |s: &AddressSpace| {
+        let c = s.counters(&[]);
+        c.pt_pages.iter().find(|(n, _)| n == "PMD").unwrap().1
+    };
+    assert_eq!(pmd_tables(&s), 1);
+    done(&s, s.munmap(&mut ctx, BASE, 64 * K));
+    assert_eq!(pmd_tables(&s), 0, "munmap freed the PMD table");
+    assert_eq!(s.mem().live_tables(), 1, "only the root is left");
+    done(&s, s.mmap(&mut ctx, MmapArgs::anon(BASE, 64 * K)));
+    access(&s, &mut ctx, BASE + 4096, true);
+    assert_eq!(pmd_tables(&s), 1);
+    assert_eq!(s.page_table().translate(BASE + 4096).unwrap().size, 4096);
+    let c = counters(&s, &ctx);
+    assert_eq!((c.minor_faults, c.rss_anon_kb), (2, 4));
+    finish(s, &mut ctx);
+}
+
+#[test]
 fn zap_pte_range_pt_reclaim_whole_vs_partial_and_off() {
     for reclaim in [Reclaim::Off, Reclaim::On, Reclaim::Eager] {
         let s = space(MmConfig {
