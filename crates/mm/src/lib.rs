@@ -6,7 +6,9 @@
 //! - [`fault`]: the fault handler (zero page, copy-on-write, file pages with
 //!   fault-around, shmem, THP and multi-size THP).
 //! - [`walk`]: range operations (zap, protect, PT reclaim, free_pgtables).
-//! - [`locking`]: the lock protocol, written as invariants.
+//! - [`locking`]: the lock protocol, written as invariants (the mmap lock's
+//!   per-thread reader slots are in the private `mmap_lock` module, the
+//!   per-thread RSS counter slots in `percpu`).
 //! - [`check`]: the invariant checker used by tests.
 //! - [`deferred`]: the work left for after the TLB shootdown.
 //!
