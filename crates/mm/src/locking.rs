@@ -4,8 +4,8 @@
 //! - The **mmap lock** (reader-writer, over the VMAs). Faults and madvise
 //!   advice that does not change VMAs (DONTNEED, FREE, POPULATE_*,
 //!   WILLNEED, PAGEOUT) take it for reading; mmap, munmap, mprotect,
-//!   mlock/munlock and MADV_[NO]HUGEPAGE for writing. Readers take a
-//!   per-thread slot of it (see [`crate::mmap_lock`]), so concurrent faults
+//!   mlock/munlock and MADV_\[NO\]HUGEPAGE for writing. Readers take a
+//!   per-thread slot of it (see the `mmap_lock` module), so concurrent faults
 //!   share no lock word; a writer takes every slot.
 //! - **`page_table_lock`** (one per address space): the entries of every
 //!   level above the PMD; under `Global` also the PMD and PTE entries, under
