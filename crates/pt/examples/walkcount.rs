@@ -10,7 +10,7 @@ fn main() {
         .nth(1)
         .unwrap_or_else(|| "x86-64-4l".into());
     let pt = PageTable::with_new_memory(preset(&name).expect("a preset name")).unwrap();
-    let va = 1u64 << 38;
+    let va = 1u64 << 32;
     let len = 64u64 << 20;
     let page = pt.geometry().page_size();
     pt.map(va, 1 << 40, len, page, Attrs::new(Perms::USER_RW))

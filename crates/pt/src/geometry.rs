@@ -122,14 +122,14 @@ impl LeafKind {
 /// The numbers of one level that walks need, kept in a fixed array so that
 /// the hot paths do no vector indexing or recomputation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct FastLevel {
-    shift: u32,
-    index_mask: u64,
-    hw_shift: u32,
+pub(crate) struct FastLevel {
+    pub(crate) shift: u32,
+    pub(crate) index_mask: u64,
+    pub(crate) hw_shift: u32,
     /// Mask of the index into a table page in hardware words.
-    hw_word_mask: u64,
-    leaf: bool,
-    contig: u32,
+    pub(crate) hw_word_mask: u64,
+    pub(crate) leaf: bool,
+    pub(crate) contig: u32,
 }
 
 /// A checked page-table geometry.
@@ -351,6 +351,13 @@ impl Geometry {
     pub fn index(&self, level: usize, va: u64) -> u64 {
         let l = &self.fast[level];
         (va >> l.shift) & l.index_mask
+    }
+
+    /// The walk constants of every level, leaf first (no bounds checks in
+    /// a loop over them).
+    #[inline]
+    pub(crate) fn fast_levels(&self) -> &[FastLevel] {
+        &self.fast[..self.levels.len()]
     }
 
     /// Whether `level` may hold leaves.

@@ -560,8 +560,8 @@ impl PageTable {
         }
         let mut entry_pas = [0u64; MAX_LEVELS];
         let mut table = self.root;
-        for (i, level) in (0..g.num_levels()).rev().enumerate() {
-            let epa = table + g.hw_word_offset(level, va);
+        for (i, (level, f)) in g.fast_levels().iter().enumerate().rev().enumerate() {
+            let epa = table + ((va >> f.hw_shift) & f.hw_word_mask) * ENTRY_BYTES;
             entry_pas[i] = epa;
             let reads = i + 1;
             let raw = self.mem.read(epa);
