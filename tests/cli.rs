@@ -165,8 +165,14 @@ fn bad_input_is_one_line_and_exit_2() {
     bad_input(&["run", "no-such-workload"], "neither a built-in workload");
     let t = dir.path().join("tlb.toml");
     std::fs::write(&t, "name = \"bad\"\n[tlb]\nl1 = [ { name = \"d\", entries = 48, ways = 5, sizes = [\"4KiB\"] } ]\nl2 = []\n").unwrap();
-    bad_input(&["run", "prefault", "--tlb", t.to_str().unwrap()], "5 ways do not divide 48 entries");
-    bad_input(&["run", "prefault", "--tlb", "zen5"], "unknown TLB preset \"zen5\"");
+    bad_input(
+        &["run", "prefault", "--tlb", t.to_str().unwrap()],
+        "5 ways do not divide 48 entries",
+    );
+    bad_input(
+        &["run", "prefault", "--tlb", "zen5"],
+        "unknown TLB preset \"zen5\"",
+    );
 }
 
 #[test]

@@ -22,7 +22,7 @@ pub fn run(json: bool, fast: bool) -> CmdResult {
         .items
         .iter()
         .map(|i| {
-            serde_json::to_value(&i.status)
+            serde_json::to_value(i.status)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default()

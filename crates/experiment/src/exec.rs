@@ -13,17 +13,37 @@ use workload::result::Run;
 /// Why a run could not be made.
 #[derive(Debug, Error)]
 pub enum ExecError {
+    // Boxed: the variants are large and every run returns this type.
     #[error(transparent)]
-    Workload(#[from] workload::WorkloadError),
+    Workload(Box<workload::WorkloadError>),
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(Box<crate::config::ConfigError>),
     #[cfg(target_os = "linux")]
     #[error("kernel backend: {0}")]
-    Kernel(#[from] backend::kernel::KernelError),
+    Kernel(Box<backend::kernel::KernelError>),
     #[error("model backend: {0}")]
     Model(String),
     #[error("the kernel backend needs Linux")]
     NoKernel,
+}
+
+impl From<workload::WorkloadError> for ExecError {
+    fn from(e: workload::WorkloadError) -> Self {
+        ExecError::Workload(Box::new(e))
+    }
+}
+
+impl From<crate::config::ConfigError> for ExecError {
+    fn from(e: crate::config::ConfigError) -> Self {
+        ExecError::Config(Box::new(e))
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl From<backend::kernel::KernelError> for ExecError {
+    fn from(e: backend::kernel::KernelError) -> Self {
+        ExecError::Kernel(Box::new(e))
+    }
 }
 
 impl ExecError {
@@ -33,7 +53,7 @@ impl ExecError {
             ExecError::Workload(_) | ExecError::Config(_) => true,
             #[cfg(target_os = "linux")]
             ExecError::Kernel(k) => matches!(
-                k,
+                **k,
                 backend::kernel::KernelError::TooMuchMemory { .. }
                     | backend::kernel::KernelError::TooManyMarks { .. }
             ),
@@ -103,7 +123,7 @@ pub fn run_once(w: &Workload, cfg: &RunConfig, opts: &ExecOptions) -> Result<Run
 /// [`ExecError::Config`] for an option the model cannot use.
 pub fn model_config(cfg: &RunConfig) -> Result<backend::model::ModelConfig, ExecError> {
     backend::model::ModelConfig::from_options(&cfg.options).map_err(|e| {
-        ExecError::Config(crate::config::ConfigError::BadValue {
+        ExecError::from(crate::config::ConfigError::BadValue {
             origin: String::new(),
             key: e.key,
             message: e.message,

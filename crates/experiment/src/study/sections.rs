@@ -952,7 +952,7 @@ pub(super) fn hazards(lab: &mut Lab) -> Result<Section, ExecError> {
             .map(|i| {
                 vec![
                     i.id.clone(),
-                    serde_json::to_value(&i.status)
+                    serde_json::to_value(i.status)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default(),
