@@ -253,3 +253,60 @@ fn concurrent_remaps_never_yield_a_translation_that_was_never_mapped() {
     assert_eq!(r[0], 0);
     assert!(r[1] <= 2000);
 }
+
+/// The contract behind the ebizzy failure on `arm64-64k-48`: a walk-cache
+/// entry for a table that munmap unlinked (`free_pgtables`) keeps leading
+/// walks into that table until the shootdown reaches the CPU, however often
+/// the access faults. Arm ARM (DDI 0487, TLB maintenance): table
+/// descriptors a walk cached stay in use until a TLBI that covers them
+/// (by VA, not last-level only, or by ASID) removes them; the rule that a
+/// TLB holds no translation that faulted concerns the invalid descriptor,
+/// not the valid table descriptors above it, so a fault removes nothing
+/// here. The OS must therefore not let a new mapping in the span of
+/// unlinked tables be used before their shootdown: Linux holds the mmap
+/// lock from free_pgtables to tlb_finish_mmu (mm/vma.c, `vms_clear_ptes`).
+#[test]
+fn a_walk_cache_keeps_an_unlinked_table_until_the_shootdown_despite_faults() {
+    const K64: u64 = 64 << 10;
+    let pt = table("arm64-64k-48");
+    let other = BASE + 0x30_0000; // another thread's chunk, in the same 512 MiB table
+    let mine = BASE + 0x8_0000;
+    pt.map(other, DATA, K64, K64, rw()).unwrap();
+    let m = mmu(MmuConfig::preset("icelake").unwrap(), &pt, 2);
+    let mut c0 = m.attach(0, 1);
+    let mut c1 = m.attach(1, 1);
+    c1.access(&pt, other, false, true).unwrap();
+    assert_eq!(
+        c1.pwc_occupancy(1),
+        1,
+        "CPU 1 caches the leaf table's address"
+    );
+
+    // CPU 0's munmap: the chunk goes, and with it every table above it.
+    let un = pt.unmap(other, K64).unwrap();
+    let freed = pt.free_empty(BASE, 512 << 20).unwrap();
+    assert_eq!(freed.tables.len(), 2, "the leaf table and the one above it");
+    // Before CPU 0 shoots them down, CPU 1 maps in the same span and faults
+    // the page in: new tables, linked where the old ones were.
+    pt.map(mine, DATA + K64, K64, K64, rw()).unwrap();
+    assert_eq!(pt.translate(mine).unwrap().pa, DATA + K64);
+    for _ in 0..3 {
+        assert!(
+            matches!(
+                c1.access(&pt, mine, true, true),
+                Err(mmu::Fault::NotPresent { level: 0, .. })
+            ),
+            "the walk starts in the unlinked leaf table the walk cache names"
+        );
+    }
+
+    let mut flush = un.flush.clone();
+    flush.ranges.extend(freed.flush.ranges.iter().copied());
+    un.flush.done();
+    let sd = m.shootdown(&mut c0, 1, &flush, FlushKind::LeavesAndTables);
+    flush.done();
+    assert_eq!(sd.targets, vec![1]);
+    m.retire_tables(&pt, freed);
+    assert_eq!(c1.access(&pt, mine, true, true).unwrap().pa, DATA + K64);
+    assert_eq!(m.reclaim_retired(&pt).unwrap(), 2);
+}
