@@ -75,6 +75,9 @@ impl ThreadCounters {
 #[derive(Debug, Default)]
 pub struct ThreadCtx {
     pub counters: ThreadCounters,
+    /// The modeled CPU this thread runs on, if the caller models CPUs (it
+    /// is handed to the table flusher, see `AddressSpace::set_table_flusher`).
+    pub cpu: Option<usize>,
 }
 
 impl ThreadCtx {

@@ -101,7 +101,14 @@ pub(crate) struct Folio {
 }
 
 /// One simulated process address space (Linux `mm_struct`).
+/// Invalidates `flush` (leaf and table translations) on every CPU where the
+/// address space may be cached; the first argument is the CPU of the caller.
+pub type TableFlusher = Box<dyn Fn(Option<usize>, &pt::table::Flush) + Send + Sync>;
+
 pub struct AddressSpace {
+    /// Shoots down the translations of unlinked tables while the mmap lock
+    /// is still held (see [`AddressSpace::set_table_flusher`]).
+    pub(crate) table_flusher: std::sync::OnceLock<TableFlusher>,
     pub(crate) cfg: MmConfig,
     pub(crate) pt: PageTable,
     /// The mmap lock over the VMAs.
@@ -226,6 +233,7 @@ impl AddressSpace {
             }
         };
         Ok(AddressSpace {
+            table_flusher: std::sync::OnceLock::new(),
             cfg,
             pt,
             vmas: crate::mmap_lock::SlotRwLock::new(Vmas::default()),
@@ -476,6 +484,37 @@ impl AddressSpace {
     // -----------------------------------------------------------------
     // System calls.
 
+    /// Installs the function that shoots down the translations of page
+    /// tables an operation unlinked, called while the operation still holds
+    /// the mmap lock (Linux: `free_pgtables` and `tlb_finish_mmu` both run
+    /// before `mmap_write_unlock`, and PT_RECLAIM's flush before
+    /// `mmap_read_unlock`). Without it, another thread could map and fault
+    /// in the freed table's span while its CPU's walk cache still points at
+    /// the unlinked table. Callers that model no TLB need none.
+    /// Returns `false` if one was already installed.
+    pub fn set_table_flusher(&self, f: TableFlusher) -> bool {
+        self.table_flusher.set(f).is_ok()
+    }
+
+    /// If `d` unlinked tables, flushes everything it changed now, through
+    /// the table flusher (the caller still holds the mmap lock), leaving
+    /// only the freeing of tables and frames to [`Deferred::complete`].
+    pub(crate) fn flush_unlinked_tables(&self, ctx: &ThreadCtx, d: &mut Deferred) {
+        let Some(f) = self.table_flusher.get() else {
+            return;
+        };
+        if d.tables.tables.is_empty() {
+            return;
+        }
+        let mut all = std::mem::take(&mut d.flush);
+        for (va, len) in std::mem::take(&mut d.tables.flush).ranges {
+            crate::deferred::add_range(&mut all, va, len);
+        }
+        f(ctx.cpu, &all);
+        all.done();
+        d.flush_tables = false;
+    }
+
     /// The work left by operations that failed midway (see the field doc).
     /// Complete it like any [`Deferred`].
     pub fn take_pending(&self) -> Deferred {
@@ -555,7 +594,9 @@ impl AddressSpace {
                 if !args.replace {
                     return Err(Errno::Exist);
                 }
-                self.munmap_locked(ctx, &mut vmas, start, end, d)?;
+                let r = self.munmap_locked(ctx, &mut vmas, start, end, d);
+                self.flush_unlinked_tables(ctx, d);
+                r?;
             }
             vmas.insert(Vma {
                 start,
@@ -611,8 +652,10 @@ impl AddressSpace {
             .filter(|e| *e <= self.user_limit())
             .ok_or(Errno::Inval("range past the user address space"))?;
         let mut vmas = self.mmap_write(ctx);
-        self.munmap_locked(ctx, &mut vmas, addr, end, d)?;
-        Ok(())
+        let r = self.munmap_locked(ctx, &mut vmas, addr, end, d);
+        self.flush_unlinked_tables(ctx, d);
+        drop(vmas);
+        r
     }
 
     // Linux: mm/vma.c, do_vmi_align_munmap + vms_clear_ptes (unmap_vmas, free_pgtables)
@@ -686,27 +729,33 @@ impl AddressSpace {
             .filter(|e| *e <= self.user_limit())
             .ok_or(Errno::NoMem("range past the user address space"))?;
         let mut vmas = self.mmap_write(ctx);
-        if vmas.find(addr).is_none() {
-            return Err(Errno::NoMem("mprotect of an unmapped address"));
-        }
-        let starts = vmas.isolate(addr, end, self.page_shift);
-        let mut cur = addr;
-        for s in starts {
-            if s > cur {
+        let mut protect = || -> Result<(), Errno> {
+            if vmas.find(addr).is_none() {
+                return Err(Errno::NoMem("mprotect of an unmapped address"));
+            }
+            let starts = vmas.isolate(addr, end, self.page_shift);
+            let mut cur = addr;
+            for s in starts {
+                if s > cur {
+                    return Err(Errno::NoMem("mprotect range has a hole"));
+                }
+                let v = {
+                    let v = vmas.get_mut(s).expect("isolated");
+                    v.prot = prot;
+                    v.clone()
+                };
+                self.change_protection(ctx, &v, v.start, v.end, d)?;
+                cur = v.end;
+            }
+            if cur < end {
                 return Err(Errno::NoMem("mprotect range has a hole"));
             }
-            let v = {
-                let v = vmas.get_mut(s).expect("isolated");
-                v.prot = prot;
-                v.clone()
-            };
-            self.change_protection(ctx, &v, v.start, v.end, d)?;
-            cur = v.end;
-        }
-        if cur < end {
-            return Err(Errno::NoMem("mprotect range has a hole"));
-        }
-        Ok(())
+            Ok(())
+        };
+        let r = protect();
+        self.flush_unlinked_tables(ctx, d);
+        drop(vmas);
+        r
     }
 
     /// Linux `madvise`.
@@ -773,55 +822,66 @@ impl AddressSpace {
             }
             _ => {
                 let vmas = self.mmap_read(ctx);
-                let list: Vec<Vma> = vmas.overlapping(addr, end).cloned().collect();
-                let mut covered = 0;
-                for v in &list {
-                    let s = v.start.max(addr);
-                    let e = v.end.min(end);
-                    covered += e - s;
-                    match advice {
-                        Advice::DontNeed => {
-                            // Linux: madvise_dontneed_free_valid_vma
-                            if v.flags.locked {
-                                return Err(Errno::Inval("MADV_DONTNEED on a locked VMA"));
+                // Under the read lock, as Linux's madvise; tables that
+                // PT_RECLAIM unlinked are shot down before it is released.
+                let mut advise = || -> Result<(), Errno> {
+                    let list: Vec<Vma> = vmas.overlapping(addr, end).cloned().collect();
+                    let mut covered = 0;
+                    for v in &list {
+                        let s = v.start.max(addr);
+                        let e = v.end.min(end);
+                        covered += e - s;
+                        match advice {
+                            Advice::DontNeed => {
+                                // Linux: madvise_dontneed_free_valid_vma
+                                if v.flags.locked {
+                                    return Err(Errno::Inval("MADV_DONTNEED on a locked VMA"));
+                                }
+                                self.zap_range(ctx, v, s, e, true, d)?;
                             }
-                            self.zap_range(ctx, v, s, e, true, d)?;
-                        }
-                        Advice::Free => {
-                            if !v.is_anon() || v.flags.locked {
-                                return Err(Errno::Inval(
-                                    "MADV_FREE needs private anonymous memory",
-                                ));
+                            Advice::Free => {
+                                if !v.is_anon() || v.flags.locked {
+                                    return Err(Errno::Inval(
+                                        "MADV_FREE needs private anonymous memory",
+                                    ));
+                                }
+                                self.madvise_free(ctx, v, s, e, d)?;
                             }
-                            self.madvise_free(ctx, v, s, e, d)?;
-                        }
-                        Advice::PageOut => {
-                            // Linux: can_madv_lru_vma
-                            if v.flags.locked {
-                                return Err(Errno::Inval("MADV_PAGEOUT on a locked VMA"));
+                            Advice::PageOut => {
+                                // Linux: can_madv_lru_vma
+                                if v.flags.locked {
+                                    return Err(Errno::Inval("MADV_PAGEOUT on a locked VMA"));
+                                }
+                                self.pageout(ctx, v, s, e, d)?;
                             }
-                            self.pageout(ctx, v, s, e, d)?;
-                        }
-                        Advice::WillNeed => {
-                            if let Some(obj) = v.object() {
-                                obj.readahead(v.pgoff_of(s, self.page_shift), (e - s) / self.page);
+                            Advice::WillNeed => {
+                                if let Some(obj) = v.object() {
+                                    obj.readahead(
+                                        v.pgoff_of(s, self.page_shift),
+                                        (e - s) / self.page,
+                                    );
+                                }
                             }
+                            Advice::PopulateRead | Advice::PopulateWrite => {
+                                let mode = if advice == Advice::PopulateRead {
+                                    PopulateMode::Read
+                                } else {
+                                    PopulateMode::Write
+                                };
+                                self.populate(ctx, &vmas, s, e, mode, true, d)?;
+                            }
+                            Advice::HugePage | Advice::NoHugePage => unreachable!("handled above"),
                         }
-                        Advice::PopulateRead | Advice::PopulateWrite => {
-                            let mode = if advice == Advice::PopulateRead {
-                                PopulateMode::Read
-                            } else {
-                                PopulateMode::Write
-                            };
-                            self.populate(ctx, &vmas, s, e, mode, true, d)?;
-                        }
-                        Advice::HugePage | Advice::NoHugePage => unreachable!("handled above"),
                     }
-                }
-                if covered < end - addr {
-                    return Err(Errno::NoMem("madvise range has a hole"));
-                }
-                Ok(())
+                    if covered < end - addr {
+                        return Err(Errno::NoMem("madvise range has a hole"));
+                    }
+                    Ok(())
+                };
+                let r = advise();
+                self.flush_unlinked_tables(ctx, d);
+                drop(vmas);
+                r
             }
         }
     }

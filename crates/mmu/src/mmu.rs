@@ -325,6 +325,13 @@ impl Mmu {
     /// Statistics of shootdowns made through [`Mmu::shootdown_from`], plus
     /// those of every CPU currently detached (attached CPUs' statistics are
     /// their threads': [`Cpu::stats`]).
+    /// Only the shootdowns made through [`Mmu::shootdown_from`] (by callers
+    /// that own no [`Cpu`]): what a caller that collects every attached
+    /// CPU's own statistics must add to them.
+    pub fn unowned_stats(&self) -> MmuStats {
+        lock(&self.shared).clone()
+    }
+
     pub fn detached_stats(&self) -> MmuStats {
         let mut s = lock(&self.shared).clone();
         for slot in self.slots.iter() {

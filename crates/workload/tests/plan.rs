@@ -193,7 +193,20 @@ fn load_reads_files_and_reports_unknown_names() {
 
 #[test]
 fn threads_and_blocks_are_numbered() {
-    let w = load("thp-fault-scaling", 48).unwrap();
+    // One block sets a shared mapping up, a block of four faults it in slices.
+    let text = r#"
+[[thread]]
+op = [ { mmap = "shared", size = "256MiB" }, { barrier = true }, { barrier = true } ]
+
+[[thread]]
+count = 4
+op = [
+  { barrier = true },
+  { repeat = 2, op = [ { touch = "shared", access = "write", part = "split" } ] },
+  { barrier = true },
+]
+"#;
+    let w = workload::parse(text, "two-blocks.toml", 48).unwrap();
     let shape: Vec<(usize, usize, usize, usize)> = w
         .threads
         .iter()

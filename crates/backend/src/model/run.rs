@@ -109,6 +109,13 @@ pub fn run(w: &Workload, cfg: &ModelConfig) -> Result<Run, ModelError> {
     let cpus = cfg.cpus.max(w.threads.len()).max(1);
     let mmu = Mmu::new(cfg.mmu.clone(), &cfg.geometry, cpus)
         .map_err(|e| ModelError::Config(e.to_string()))?;
+    // Tables an operation unlinks are shot down before it releases the mmap
+    // lock, as Linux does; otherwise another thread could refill the span
+    // while its CPU's walk cache still points at the unlinked table.
+    let flusher_mmu = mmu.clone();
+    space.set_table_flusher(Box::new(move |cpu, flush| {
+        let _ = flusher_mmu.shootdown_from(cpu, ASID, flush, FlushKind::LeavesAndTables);
+    }));
     let mut shared = Shared {
         w,
         space,
@@ -167,15 +174,19 @@ impl Shared<'_> {
     /// The process-wide counters now (not yet relative to the baseline).
     fn snapshot(&self) -> Counters {
         let mut mm = ThreadCounters::default();
-        // Every thread publishes its CPU's statistics, so the MMU's own
-        // totals of detached CPUs would count them twice.
-        let mut mmu = MmuStats::default();
+        // Every thread publishes its CPU's statistics, so of the MMU's own
+        // totals only the shootdowns made without a CPU (the table flusher,
+        // see `run`) are added.
+        let mut mmu = self.mmu.unowned_stats();
         for p in &self.published {
             let p = lock(p);
             mm.merge(&p.mm);
             mmu += p.mmu.clone();
         }
-        let ctx = ThreadCtx { counters: mm };
+        let ctx = ThreadCtx {
+            counters: mm,
+            cpu: None,
+        };
         let c = self.space.counters(&[&ctx]);
         let mut out = Counters::default();
         for (k, v) in c.to_pairs() {
@@ -216,11 +227,14 @@ struct Worker<'a, 'w> {
 
 impl<'a, 'w> Worker<'a, 'w> {
     fn new(sh: &'a Shared<'w>, tid: usize) -> Self {
+        let cpu = tid % sh.mmu.cpus();
+        let mut ctx = ThreadCtx::new();
+        ctx.cpu = Some(cpu);
         Worker {
             sh,
             tid,
-            cpu: sh.mmu.attach(tid % sh.mmu.cpus(), ASID),
-            ctx: ThreadCtx::new(),
+            cpu: sh.mmu.attach(cpu, ASID),
+            ctx,
             latency: None,
             op_label: String::new(),
         }
@@ -291,6 +305,10 @@ impl<'a, 'w> Worker<'a, 'w> {
             let _ = self.sh.mmu.shootdown(&mut self.cpu, ASID, &flush, kind);
         }
         flush.done();
+        // The table flusher posted this CPU's own invalidation to its
+        // mailbox: apply it now, as the initiating CPU of a Linux flush
+        // invalidates its own TLB before returning.
+        self.cpu.poll();
         let tables = std::mem::take(&mut d.tables);
         self.sh.mmu.retire_tables(pt, tables);
         d.complete(&self.sh.space)
@@ -381,6 +399,9 @@ impl<'a, 'w> Worker<'a, 'w> {
                 Ok(())
             }
             Op::Mark(name) => {
+                // Tables every CPU has let go of are freed before counting.
+                self.cpu.poll();
+                let _ = self.sh.mmu.reclaim_retired(self.sh.space.page_table());
                 self.publish();
                 let lat = self.latency.take();
                 self.sh.mark(name, lat.as_deref());
