@@ -101,6 +101,12 @@ impl<T> SlotRwLock<T> {
         (ReadGuard { data, _slot: g }, waited)
     }
 
+    /// Whether a writer holds the lock (every writer holds slot 0; readers
+    /// never block a try-read there). For assertions and tests.
+    pub(crate) fn is_write_locked(&self) -> bool {
+        matches!(self.slots[0].0.try_read(), Err(TryLockError::WouldBlock))
+    }
+
     /// Write-locks every slot, in order. The flag says whether any had to
     /// be waited for.
     pub(crate) fn write(&self) -> (WriteGuard<'_, T>, bool) {

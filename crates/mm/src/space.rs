@@ -484,6 +484,12 @@ impl AddressSpace {
     // -----------------------------------------------------------------
     // System calls.
 
+    /// Whether an operation holds the mmap lock for writing (for tests and
+    /// assertions about the lock protocol).
+    pub fn mmap_lock_is_write_locked(&self) -> bool {
+        self.vmas.is_write_locked()
+    }
+
     /// Installs the function that shoots down the translations of page
     /// tables an operation unlinked, called while the operation still holds
     /// the mmap lock (Linux: `free_pgtables` and `tlb_finish_mmu` both run

@@ -770,3 +770,39 @@ fn eager_reclaim_frees_tables_emptied_by_munmap_and_pageout() {
     assert_eq!(counters(&s, &ctx).vmpte_kb, 8);
     finish(s, &mut ctx);
 }
+
+/// Linux: vms_clear_ptes / tlb_finish_mmu run before mmap_write_unlock: the
+/// unlinked tables are shot down while munmap still holds the mmap lock, so
+/// no other thread can refill their span meanwhile.
+#[test]
+fn free_pgtables_shoots_down_before_the_mmap_lock_is_released() {
+    use std::sync::{Arc, Mutex};
+    let s = Arc::new(space(MmConfig::default()));
+    let seen: Arc<Mutex<Vec<(Option<usize>, u64, bool)>>> = Arc::default();
+    let (s2, seen2) = (Arc::downgrade(&s), seen.clone());
+    assert!(s.set_table_flusher(Box::new(move |cpu, flush| {
+        // The flusher runs under the write lock: a reader would block.
+        let held = s2.upgrade().is_some_and(|s| s.mmap_lock_is_write_locked());
+        seen2.lock().unwrap().push((cpu, flush.bytes(), held));
+    })));
+    let mut ctx = ThreadCtx::new();
+    ctx.cpu = Some(3);
+    done(&s, s.mmap(&mut ctx, MmapArgs::anon(BASE, 64 * K)));
+    access(&s, &mut ctx, BASE, true);
+    let d = s.munmap(&mut ctx, BASE, 64 * K).unwrap();
+    let calls = seen.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1, "one shootdown for the unlinked tables");
+    let (cpu, bytes, held) = calls[0];
+    assert_eq!(cpu, Some(3));
+    assert!(held, "flushed while the mmap lock was held");
+    assert!(bytes >= 2 << 20, "the span of the freed PTE table at least");
+    assert!(d.flush.is_empty(), "nothing left to flush after munmap");
+    assert!(
+        !d.tables.tables.is_empty(),
+        "the tables are still to be freed"
+    );
+    d.complete_without_tlb(&s).unwrap();
+    let mut ctx = ThreadCtx::new();
+    let s = Arc::try_unwrap(s).ok().expect("no other owner");
+    finish(s, &mut ctx);
+}
