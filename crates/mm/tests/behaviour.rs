@@ -778,7 +778,8 @@ fn eager_reclaim_frees_tables_emptied_by_munmap_and_pageout() {
 fn free_pgtables_shoots_down_before_the_mmap_lock_is_released() {
     use std::sync::{Arc, Mutex};
     let s = Arc::new(space(MmConfig::default()));
-    let seen: Arc<Mutex<Vec<(Option<usize>, u64, bool)>>> = Arc::default();
+    type Calls = Vec<(Option<usize>, u64, bool)>;
+    let seen: Arc<Mutex<Calls>> = Arc::default();
     let (s2, seen2) = (Arc::downgrade(&s), seen.clone());
     assert!(s.set_table_flusher(Box::new(move |cpu, flush| {
         // The flusher runs under the write lock: a reader would block.
@@ -803,6 +804,8 @@ fn free_pgtables_shoots_down_before_the_mmap_lock_is_released() {
     );
     d.complete_without_tlb(&s).unwrap();
     let mut ctx = ThreadCtx::new();
-    let s = Arc::try_unwrap(s).ok().expect("no other owner");
+    let Ok(s) = Arc::try_unwrap(s) else {
+        panic!("no other owner")
+    };
     finish(s, &mut ctx);
 }
