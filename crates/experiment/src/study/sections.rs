@@ -291,8 +291,9 @@ pub(super) fn five_level(lab: &mut Lab) -> Result<Section, ExecError> {
     if let (Some(a), Some(b)) = (series4.last(), series5.last()) {
         sec.findings.push(format!(
             "ebizzy-like churn at {} threads costs {} walk references per 1000 accesses with 5 levels \
-             vs {} with 4 ({:+.1}%): mapping and unmapping keeps emptying the TLB, so the extra level \
-             is paid on every refill.",
+             vs {} with 4 ({:+.1}%, one run each; how the threads interleave moves these counts from \
+             run to run, so only a difference larger than the table's spread across thread counts \
+             means something).",
             a.0,
             num(b.1.value),
             num(a.1.value),
@@ -1001,7 +1002,7 @@ pub(super) fn hazards(lab: &mut Lab) -> Result<Section, ExecError> {
     )? {
         if let Some(s) = summary(&k, "churned", "tlb_shootdowns") {
             sec.findings.push(format!(
-                "{churn} munmaps with a second thread of the process running raised {} TLB-shootdown \
+                "{churn} munmaps while a second thread of the process reads its own memory raised {} TLB-shootdown \
                  interrupts on this machine ({:.2} per munmap; the model, with each thread on its own \
                  CPU, sends {} IPIs, {:.2} per munmap). The seed: 100,000 munmaps, 100,016 flushes.",
                 with_ci(&s, ""),
