@@ -269,3 +269,73 @@ fn validate_can_fail_and_says_where() {
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// One bad workload of each kind the workload issue names, through the
+/// command line: exit status 2, one line with file:line:column and the
+/// message, nothing run.
+#[test]
+fn bad_workloads_exit_2_with_where_and_what() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str, &str)] = &[
+        ("syntax", "[[thread]]\nop = [ { mmap = \"a\", size = \"4KiB\" \n", "TOML syntax error"),
+        (
+            "unknown-key",
+            "[[thread]]\nop = [ { mmap = \"a\", sizee = \"4KiB\" } ]\n",
+            "syntax.toml:2:",
+        ),
+        (
+            "bad-unit",
+            "[[thread]]\nop = [ { mmap = \"a\", size = \"4KB\" } ]\n",
+            "expected a size",
+        ),
+        (
+            "unmapped",
+            "[[thread]]\nop = [ { touch = \"a\" } ]\n",
+            "not mapped",
+        ),
+        (
+            "outside",
+            "[[thread]]\nop = [ { mmap = \"a\", size = \"8KiB\" }, { touch = \"a\", offset = \"8KiB\", len = \"4KiB\" } ]\n",
+            "lies past its end",
+        ),
+        (
+            "random-no-count",
+            "[[thread]]\nop = [ { mmap = \"a\", size = \"8KiB\" }, { touch = \"a\", pattern = \"random\" } ]\n",
+            "missing key \"count\"",
+        ),
+        (
+            "duplicate",
+            "[[thread]]\nop = [ { mmap = \"a\", size = \"8KiB\" }, { mmap = \"a\", size = \"8KiB\" } ]\n",
+            "is already mapped",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let p = path.to_str().unwrap();
+        let out = ptlab(&["run", p, "--backend", "kernel"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
+        let needle = needle.replace("syntax.toml", &format!("{name}.toml"));
+        assert!(err.contains(&needle), "{name}: {err}");
+        // Every message says where: the file, then line and column.
+        let loc = format!("{p}:");
+        let after = err
+            .split(&loc)
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name}: no location in {err}"));
+        let mut parts = after.splitn(3, ':');
+        let line: u32 = parts
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {err}"));
+        let col: u32 = parts
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {err}"));
+        assert!(line >= 1 && col >= 1, "{name}: {err}");
+    }
+}
