@@ -623,6 +623,60 @@ impl PageTable {
         )
     }
 
+    /// Visits the entries of `table` (of `level`) that overlap `[first,
+    /// last]`, in address order: `f(va, entry)` gets the first address the
+    /// entry maps and returns how many bytes to step (the entry's size, or a
+    /// whole contiguous run's). The one loop every range walk shares.
+    fn visit_entries(
+        &self,
+        table: u64,
+        level: usize,
+        first: u64,
+        last: u64,
+        f: &mut dyn FnMut(u64, Entry) -> Result<u64, PtError>,
+    ) -> Result<(), PtError> {
+        let g = &*self.geom;
+        let l = g.level(level);
+        let size = l.entry_size();
+        let stop = last.min(table_end(first, l.shift + l.bits));
+        let mut va = first & !(size - 1);
+        while va <= stop {
+            let step = f(va, self.read_entry(table, level, va)?)?;
+            match (va & !(step - 1)).checked_add(step) {
+                Some(n) => va = n,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// The leaf found at `va` of `level`, whole: a contiguous run from its
+    /// first entry.
+    fn leaf_mapping(
+        &self,
+        level: usize,
+        va: u64,
+        pa: u64,
+        attrs: Attrs,
+        contiguous: bool,
+    ) -> Mapping {
+        let g = &*self.geom;
+        let size = g.entry_size(level);
+        let run = if contiguous {
+            size * u64::from(g.contig(level))
+        } else {
+            size
+        };
+        Mapping {
+            va: va & !(run - 1),
+            pa: pa & !(run - 1),
+            size: run,
+            level,
+            attrs,
+            contiguous,
+        }
+    }
+
     fn walk_range(
         &self,
         table: u64,
@@ -631,51 +685,23 @@ impl PageTable {
         last: u64,
         f: &mut dyn FnMut(Mapping),
     ) -> Result<(), PtError> {
-        let g = &*self.geom;
-        let size = g.entry_size(level);
-        let l = g.level(level);
-        let mut va = first & !(size - 1);
-        let table_span_end = table_end(first, l.shift + l.bits);
-        let stop = last.min(table_span_end);
-        while va <= stop {
-            match self.read_entry(table, level, va)? {
-                Entry::Invalid => {}
-                Entry::Table { pa } => {
-                    self.walk_range(pa, level - 1, va.max(first), (va + size - 1).min(last), f)?
-                }
-                Entry::Leaf {
-                    pa,
-                    attrs,
-                    contiguous,
-                } => {
-                    let run = if contiguous {
-                        size * u64::from(l.contig)
-                    } else {
-                        size
-                    };
-                    let base = va & !(run - 1);
-                    f(Mapping {
-                        va: base,
-                        pa: pa & !(run - 1),
-                        size: run,
-                        level,
-                        attrs,
-                        contiguous,
-                    });
-                    va = base;
-                    match va.checked_add(run) {
-                        Some(n) => va = n,
-                        None => break,
-                    }
-                    continue;
-                }
+        let size = self.geom.entry_size(level);
+        self.visit_entries(table, level, first, last, &mut |va, e| match e {
+            Entry::Invalid => Ok(size),
+            Entry::Table { pa } => {
+                self.walk_range(pa, level - 1, va.max(first), (va + size - 1).min(last), f)?;
+                Ok(size)
             }
-            match va.checked_add(size) {
-                Some(n) => va = n,
-                None => break,
+            Entry::Leaf {
+                pa,
+                attrs,
+                contiguous,
+            } => {
+                let m = self.leaf_mapping(level, va, pa, attrs, contiguous);
+                f(m);
+                Ok(m.size)
             }
-        }
-        Ok(())
+        })
     }
 
     /// Every leaf overlapping the range.
@@ -782,57 +808,31 @@ impl PageTable {
         last: u64,
         edit: &mut dyn FnMut(&PageTable, u64, usize, Mapping),
     ) -> Result<(), PtError> {
-        let g = &*self.geom;
-        let size = g.entry_size(level);
-        let l = g.level(level);
-        let stop = last.min(table_end(first, l.shift + l.bits));
-        let mut va = first & !(size - 1);
-        while va <= stop {
-            let mut step = size;
-            match self.read_entry(table, level, va)? {
-                Entry::Invalid => {}
-                Entry::Table { pa } => self.edit_walk(
+        let size = self.geom.entry_size(level);
+        self.visit_entries(table, level, first, last, &mut |va, e| match e {
+            Entry::Invalid => Ok(size),
+            Entry::Table { pa } => {
+                self.edit_walk(
                     pa,
                     level - 1,
                     va.max(first),
                     (va + size - 1).min(last),
                     edit,
-                )?,
-                Entry::Leaf {
-                    pa,
-                    attrs,
-                    contiguous,
-                } => {
-                    let run = if contiguous {
-                        size * u64::from(l.contig)
-                    } else {
-                        size
-                    };
-                    step = run;
-                    va &= !(run - 1);
-                    // split_at guarantees leaves here lie wholly inside.
-                    debug_assert!(va >= first && va + run - 1 <= last);
-                    edit(
-                        self,
-                        table,
-                        level,
-                        Mapping {
-                            va,
-                            pa: pa & !(run - 1),
-                            size: run,
-                            level,
-                            attrs,
-                            contiguous,
-                        },
-                    );
-                }
+                )?;
+                Ok(size)
             }
-            match va.checked_add(step) {
-                Some(n) => va = n,
-                None => break,
+            Entry::Leaf {
+                pa,
+                attrs,
+                contiguous,
+            } => {
+                let m = self.leaf_mapping(level, va, pa, attrs, contiguous);
+                // split_at guarantees leaves here lie wholly inside.
+                debug_assert!(m.va >= first && m.va + m.size - 1 <= last);
+                edit(self, table, level, m);
+                Ok(m.size)
             }
-        }
-        Ok(())
+        })
     }
 
     /// Makes `boundary` (a base-page-aligned address) a boundary between
@@ -951,13 +951,9 @@ impl PageTable {
         if level == 0 {
             return Ok(());
         }
-        let g = &*self.geom;
-        let size = g.entry_size(level);
-        let l = g.level(level);
-        let stop = last.min(table_end(first, l.shift + l.bits));
-        let mut va = first & !(size - 1);
-        while va <= stop {
-            if let Entry::Table { pa } = self.read_entry(table, level, va)? {
+        let size = self.geom.entry_size(level);
+        self.visit_entries(table, level, first, last, &mut |va, e| {
+            if let Entry::Table { pa } = e {
                 self.free_walk(pa, level - 1, va.max(first), (va + size - 1).min(last), out)?;
                 if self.mem.meta(pa).present.load(Ordering::Acquire) == 0 {
                     self.write_entry(table, level, va, &Entry::Invalid);
@@ -965,12 +961,8 @@ impl PageTable {
                     out.flush.add(va, size);
                 }
             }
-            match va.checked_add(size) {
-                Some(n) => va = n,
-                None => break,
-            }
-        }
-        Ok(())
+            Ok(size)
+        })
     }
 
     /// Frees every table page of the tree, the root included, without
@@ -1047,8 +1039,6 @@ impl PageTable {
         let g = &*self.geom;
         let l = g.level(level);
         let size = l.entry_size();
-        let stop = last.min(table_end(first, l.shift + l.bits));
-        let mut va = first & !(size - 1);
         let mut group: Option<Mapping> = None;
         let indent = "  ".repeat(depth);
         let flush_group = |group: &mut Option<Mapping>, s: &mut String| {
@@ -1065,73 +1055,59 @@ impl PageTable {
                 );
             }
         };
-        while va <= stop {
-            let mut step = size;
-            match self.read_entry(table, level, va)? {
-                Entry::Invalid => flush_group(&mut group, s),
-                Entry::Table { pa } => {
-                    flush_group(&mut group, s);
-                    let present = self.mem.meta(pa).present.load(Ordering::Relaxed);
-                    let _ = writeln!(
-                        s,
-                        "{indent}{:#014x} {} -> {} table {:#x} ({} of {} present)",
-                        va,
-                        l.name,
-                        g.level(level - 1).name,
-                        pa,
-                        present,
-                        g.level(level - 1).entries()
-                    );
-                    self.dump_walk(
-                        pa,
-                        level - 1,
-                        va.max(first),
-                        (va + size - 1).min(last),
-                        depth + 1,
-                        s,
-                    )?;
-                }
-                Entry::Leaf {
+        self.visit_entries(table, level, first, last, &mut |va, e| match e {
+            Entry::Invalid => {
+                flush_group(&mut group, s);
+                Ok(size)
+            }
+            Entry::Table { pa } => {
+                flush_group(&mut group, s);
+                let present = self.mem.meta(pa).present.load(Ordering::Relaxed);
+                let _ = writeln!(
+                    s,
+                    "{indent}{:#014x} {} -> {} table {:#x} ({} of {} present)",
+                    va,
+                    l.name,
+                    g.level(level - 1).name,
                     pa,
-                    attrs,
-                    contiguous,
-                } => {
-                    let run = if contiguous {
-                        size * u64::from(l.contig)
-                    } else {
-                        size
-                    };
-                    step = run;
-                    va &= !(run - 1);
-                    let m = Mapping {
-                        va,
-                        pa: pa & !(run - 1),
-                        size: run,
-                        level,
-                        attrs,
-                        contiguous,
-                    };
-                    match &mut group {
-                        Some(gm)
-                            if gm.va + gm.size == m.va
-                                && gm.pa + gm.size == m.pa
-                                && gm.attrs == m.attrs
-                                && gm.contiguous == m.contiguous =>
-                        {
-                            gm.size += m.size
-                        }
-                        _ => {
-                            flush_group(&mut group, s);
-                            group = Some(m);
-                        }
+                    present,
+                    g.level(level - 1).entries()
+                );
+                self.dump_walk(
+                    pa,
+                    level - 1,
+                    va.max(first),
+                    (va + size - 1).min(last),
+                    depth + 1,
+                    s,
+                )?;
+                Ok(size)
+            }
+            Entry::Leaf {
+                pa,
+                attrs,
+                contiguous,
+            } => {
+                let m = self.leaf_mapping(level, va, pa, attrs, contiguous);
+                match &mut group {
+                    // Runs of leaves with consecutive addresses and equal
+                    // attributes print as one line.
+                    Some(gm)
+                        if gm.va + gm.size == m.va
+                            && gm.pa + gm.size == m.pa
+                            && gm.attrs == m.attrs
+                            && gm.contiguous == m.contiguous =>
+                    {
+                        gm.size += m.size
+                    }
+                    _ => {
+                        flush_group(&mut group, s);
+                        group = Some(m);
                     }
                 }
+                Ok(m.size)
             }
-            match va.checked_add(step) {
-                Some(n) => va = n,
-                None => break,
-            }
-        }
+        })?;
         flush_group(&mut group, s);
         Ok(())
     }
