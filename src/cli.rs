@@ -107,6 +107,9 @@ pub struct RepeatOpts {
     /// Print CSV
     #[arg(long, conflicts_with = "json")]
     pub csv: bool,
+    /// Show every counter in the table (default: the format's counters and the model's main ones)
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Args)]

@@ -131,6 +131,46 @@ pub fn result_json(r: &ConfigResult) -> Value {
     })
 }
 
+/// The counters a table shows unless `--all`: those of the workload format,
+/// the model's main ones and the derived per-fault and per-access times.
+const MAIN_COUNTERS: &[&str] = &[
+    "minor_faults",
+    "major_faults",
+    "vmpte_kb",
+    "rss_anon_kb",
+    "rss_file_kb",
+    "rss_shmem_kb",
+    "anon_huge_kb",
+    "tlb_shootdowns",
+    "elapsed_ns",
+    "ns_per_fault",
+    "ns_per_access",
+    "accesses",
+    "walks",
+    "walk_refs",
+    "tlb_hits",
+    "tlb_misses",
+    "pwc_hits",
+    "ipis",
+    "lock_acquisitions",
+    "lock_contended",
+];
+
+/// `runs` with only the main counters, for the terminal tables.
+fn main_counters(runs: &[Run], all: bool) -> Vec<Run> {
+    let mut runs = runs.to_vec();
+    if !all {
+        for r in &mut runs {
+            for m in &mut r.marks {
+                m.counters
+                    .values
+                    .retain(|k, _| MAIN_COUNTERS.contains(&k.as_str()));
+            }
+        }
+    }
+    runs
+}
+
 fn host_json() -> Value {
     serde_json::to_value(host::Fingerprint::read()).unwrap_or(Value::Null)
 }
@@ -155,7 +195,11 @@ pub fn run(args: RunArgs) -> CmdResult {
         v["host"] = host_json();
         return print_json(&v);
     }
-    let table = report::views::run_table(&r.runs);
+    let table = if args.repeat.csv {
+        report::views::run_table(&r.runs)
+    } else {
+        report::views::run_table(&main_counters(&r.runs, args.repeat.all))
+    };
     if args.repeat.csv {
         print!("{}", table.to_csv().map_err(anyhow::Error::new)?);
         return Ok(ExitCode::SUCCESS);
@@ -189,9 +233,14 @@ pub fn compare(args: CompareArgs) -> CmdResult {
             "host": host_json(),
         }));
     }
+    let shown: Vec<Vec<Run>> = results
+        .iter()
+        .map(|r| main_counters(&r.runs, args.repeat.all || args.repeat.csv))
+        .collect();
     let pairs: Vec<(&str, &[Run])> = results
         .iter()
-        .map(|r| (r.config.label.as_str(), r.runs.as_slice()))
+        .zip(&shown)
+        .map(|(r, runs)| (r.config.label.as_str(), runs.as_slice()))
         .collect();
     let marks = report::views::mark_names(&results[0].runs);
     let mut csv = String::new();
