@@ -49,6 +49,17 @@ impl Deferred {
         self.flush_tables = true;
     }
 
+    /// Takes every range to invalidate, leaves and unlinked tables' spans
+    /// together, and whether walk caches must go too; what stays is the
+    /// freeing of tables and frames.
+    pub fn take_flush(&mut self) -> (Flush, bool) {
+        let mut all = std::mem::take(&mut self.flush);
+        for (va, len) in std::mem::take(&mut self.tables.flush).ranges {
+            add_range(&mut all, va, len);
+        }
+        (all, std::mem::take(&mut self.flush_tables))
+    }
+
     /// Appends `other`'s work to this one.
     pub fn merge(&mut self, other: Deferred) {
         let Deferred {

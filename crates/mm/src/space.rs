@@ -512,13 +512,9 @@ impl AddressSpace {
         if d.tables.tables.is_empty() {
             return;
         }
-        let mut all = std::mem::take(&mut d.flush);
-        for (va, len) in std::mem::take(&mut d.tables.flush).ranges {
-            crate::deferred::add_range(&mut all, va, len);
-        }
+        let (all, _) = d.take_flush();
         f(ctx.cpu, &all);
         all.done();
-        d.flush_tables = false;
     }
 
     /// The work left by operations that failed midway (see the field doc).

@@ -292,12 +292,9 @@ impl<'a, 'w> Worker<'a, 'w> {
             return Ok(());
         }
         let pt = self.sh.space.page_table();
-        let mut flush = std::mem::take(&mut d.flush);
-        for r in &d.tables.flush.ranges {
-            flush.ranges.push(*r);
-        }
+        let (flush, tables_too) = d.take_flush();
         if !flush.is_empty() {
-            let kind = if d.flush_tables {
+            let kind = if tables_too {
                 FlushKind::LeavesAndTables
             } else {
                 FlushKind::Leaves
