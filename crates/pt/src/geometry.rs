@@ -130,6 +130,18 @@ pub(crate) struct FastLevel {
     pub(crate) hw_word_mask: u64,
     pub(crate) leaf: bool,
     pub(crate) contig: u32,
+    /// A word `raw` of this level is a valid table entry exactly when
+    /// `raw & table_mask == table_value` (set by the codec, see
+    /// `entry::table_test`): the walk's per-level test in one AND and one
+    /// compare.
+    pub(crate) table_mask: u64,
+    pub(crate) table_value: u64,
+    /// A word `raw` of this level is a plain valid leaf (one the codec can
+    /// decode without further checks) when `raw & leaf_mask == leaf_value`;
+    /// words that fail it take the codec's full decode (see
+    /// `entry::leaf_test`).
+    pub(crate) leaf_mask: u64,
+    pub(crate) leaf_value: u64,
 }
 
 /// A checked page-table geometry.
@@ -276,9 +288,13 @@ impl Geometry {
                 hw_word_mask: (1u64 << (l.bits + sub)) - 1,
                 leaf: l.leaf,
                 contig: l.contig,
+                table_mask: 0,
+                table_value: 0,
+                leaf_mask: 0,
+                leaf_value: 0,
             };
         }
-        Ok(Geometry {
+        let mut g = Geometry {
             fast,
             name: name.to_string(),
             arch,
@@ -288,7 +304,16 @@ impl Geometry {
             oa_bits,
             levels,
             description: String::new(),
-        })
+        };
+        for level in 0..g.levels.len() {
+            let (mask, value) = crate::entry::table_test(&g, level);
+            g.fast[level].table_mask = mask;
+            g.fast[level].table_value = value;
+            let (mask, value) = crate::entry::leaf_test(&g, level);
+            g.fast[level].leaf_mask = mask;
+            g.fast[level].leaf_value = value;
+        }
+        Ok(g)
     }
 
     fn with_description(mut self, d: &str) -> Geometry {
@@ -353,9 +378,27 @@ impl Geometry {
         (va >> l.shift) & l.index_mask
     }
 
+    /// `(mask, value)`: a word of `level` is a table entry exactly when
+    /// `word & mask == value`.
+    #[inline]
+    pub(crate) fn table_test(&self, level: usize) -> (u64, u64) {
+        let f = &self.fast[level];
+        (f.table_mask, f.table_value)
+    }
+
+    /// `(mask, value)`: a word of `level` is a plain valid leaf when
+    /// `word & mask == value` (words that fail may still be leaves; the
+    /// codec's full decode says).
+    #[inline]
+    pub(crate) fn leaf_test(&self, level: usize) -> (u64, u64) {
+        let f = &self.fast[level];
+        (f.leaf_mask, f.leaf_value)
+    }
+
     /// The walk constants of every level, leaf first (no bounds checks in
     /// a loop over them).
     #[inline]
+
     pub(crate) fn fast_levels(&self) -> &[FastLevel] {
         &self.fast[..self.levels.len()]
     }

@@ -39,9 +39,14 @@
 //! free (its head bit is clear); a frame may be freed to another thread's
 //! list than the one it came from.
 
+mod flat;
+
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64 as StdAtomicU64, AtomicUsize as StdAtomicUsize};
+use std::sync::atomic::{
+    AtomicPtr as StdAtomicPtr, AtomicU64 as StdAtomicU64, AtomicUsize as StdAtomicUsize,
+    Ordering as StdOrdering,
+};
 use std::sync::OnceLock;
 use thiserror::Error;
 
@@ -49,11 +54,18 @@ use thiserror::Error;
 pub const TABLE_ZONE_BASE: u64 = 1 << 32;
 /// First physical address of the data zone (1 TiB).
 pub const DATA_ZONE_BASE: u64 = 1 << 40;
+/// log2 of the bytes of table memory one arena chunk holds (2 MiB, a
+/// whole number of table pages for every base page the geometries allow).
+const CHUNK_SHIFT: u32 = 21;
 /// Bytes of table memory one arena chunk holds.
-const CHUNK_BYTES: u64 = 2 << 20;
+const CHUNK_BYTES: u64 = 1 << CHUNK_SHIFT;
 /// Most table memory an arena can hold: 64 GiB, room for the page tables of
 /// far more than this machine's memory.
 const MAX_TABLE_BYTES: u64 = 64 << 30;
+/// Most table memory held in the contiguous part of the arena (see
+/// [`flat`]): 1 GiB of address space, the tables of 512 GiB mapped with
+/// 4 KiB pages. Chunks past it are allocated one by one.
+const MAX_FLAT_BYTES: u64 = 1 << 30;
 
 /// Base-page frames a per-thread list takes from the global allocator at
 /// once, and gives back at once (Linux `pcp->batch`). 512 frames fill whole
@@ -251,9 +263,17 @@ pub struct PhysMem {
     page_shift: u32,
     words_per_page: u64,
     pages_per_chunk_shift: u32,
-    /// log2 of the bytes of one arena chunk.
-    chunk_shift: u32,
+    /// The first chunks, contiguous: a word there is found with one
+    /// subtraction (see [`flat`]).
+    flat: Option<flat::FlatWords>,
+    /// Bytes of `flat` (0 without it), the bound the read path checks.
+    flat_bytes: u64,
+    /// Owners of the chunks past `flat`, allocated one by one.
     chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
+    /// The first word of each created chunk, in `flat` or `chunks` (null
+    /// until it is created): the read path past `flat` is one load here and
+    /// one there, with no initialization state to check.
+    chunk_words: Box<[StdAtomicPtr<AtomicU64>]>,
     metas: Box<[OnceLock<Box<[TableMeta]>>]>,
     tables: Mutex<TableAlloc>,
     data: Mutex<DataAlloc>,
@@ -278,15 +298,26 @@ impl PhysMem {
     /// As [`PhysMem::new`] with room for at most `table_bytes` of tables (at
     /// least one chunk). Under loom every chunk is created up front.
     pub fn with_capacity(page_shift: u32, table_bytes: u64) -> PhysMem {
-        let chunk_bytes = CHUNK_BYTES.max(1 << page_shift);
-        let nchunks = table_bytes.div_ceil(chunk_bytes).max(1) as usize;
-        let pages_per_chunk = chunk_bytes >> page_shift;
+        assert!(
+            (3..=CHUNK_SHIFT).contains(&page_shift),
+            "a table page of 2^{page_shift} bytes does not fit an arena chunk"
+        );
+        let nchunks = table_bytes.div_ceil(CHUNK_BYTES).max(1) as usize;
+        let pages_per_chunk = CHUNK_BYTES >> page_shift;
+        let flat = flat::FlatWords::reserve(
+            (nchunks as u64 * CHUNK_BYTES).min(MAX_FLAT_BYTES),
+            CHUNK_BYTES,
+        );
         let m = PhysMem {
+            flat_bytes: flat.as_ref().map_or(0, |f| f.bytes()),
+            flat,
             page_shift,
             words_per_page: (1u64 << page_shift) / 8,
             pages_per_chunk_shift: pages_per_chunk.trailing_zeros(),
-            chunk_shift: page_shift + pages_per_chunk.trailing_zeros(),
             chunks: (0..nchunks).map(|_| OnceLock::new()).collect(),
+            chunk_words: (0..nchunks)
+                .map(|_| StdAtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
             metas: (0..nchunks).map(|_| OnceLock::new()).collect(),
             tables: Mutex::new(TableAlloc {
                 next_slot: 0,
@@ -369,11 +400,21 @@ impl PhysMem {
                 .map(|_| TableMeta::new())
                 .collect()
         });
-        self.chunks[c].get_or_init(|| {
-            (0..(self.words_per_page << self.pages_per_chunk_shift))
-                .map(|_| AtomicU64::new(0))
-                .collect()
-        })
+        const CHUNK_WORDS: usize = (CHUNK_BYTES / 8) as usize;
+        let first = match &self.flat {
+            Some(f) if (c as u64) < self.flat_bytes / CHUNK_BYTES => f.word_ptr(c * CHUNK_WORDS),
+            _ => self.chunks[c]
+                .get_or_init(|| (0..CHUNK_WORDS).map(|_| AtomicU64::new(0)).collect())
+                .as_ptr()
+                .cast_mut(),
+        };
+        // Published after the chunk exists; readers that see the pointer
+        // (Acquire) see the zeroed words.
+        self.chunk_words[c].store(first, StdOrdering::Release);
+        // SAFETY: `first` is the first of the CHUNK_WORDS words of chunk `c`,
+        // in `self.flat` or in the box `self.chunks[c]` owns; neither is
+        // freed or moved before `self` is dropped.
+        unsafe { std::slice::from_raw_parts(first, CHUNK_WORDS) }
     }
 
     /// Allocates a zeroed table page for `level`.
@@ -440,7 +481,11 @@ impl PhysMem {
         }
         let slot = (pa - TABLE_ZONE_BASE) >> self.page_shift;
         let c = (slot >> self.pages_per_chunk_shift) as usize;
-        (c < self.chunks.len() && self.chunks[c].get().is_some()).then_some(slot)
+        let created = self
+            .chunk_words
+            .get(c)
+            .is_some_and(|w| !w.load(StdOrdering::Acquire).is_null());
+        created.then_some(slot)
     }
 
     fn page_words(&self, slot: u64) -> &[AtomicU64] {
@@ -489,10 +534,27 @@ impl PhysMem {
 
     #[inline]
     fn word(&self, pa: u64) -> Option<&AtomicU64> {
-        let off = pa.checked_sub(TABLE_ZONE_BASE)?;
-        let chunk = self.chunks.get((off >> self.chunk_shift) as usize)?.get()?;
+        // Below the zone, `off` wraps to a huge value past every bound:
+        // one check covers both ends.
+        let off = pa.wrapping_sub(TABLE_ZONE_BASE);
+        if off < self.flat_bytes {
+            // The walker's path: no chunk pointer to load first.
+            return self.flat.as_ref()?.get((off >> 3) as usize);
+        }
+        let first = self
+            .chunk_words
+            .get((off >> CHUNK_SHIFT) as usize)?
+            .load(StdOrdering::Acquire);
+        if first.is_null() {
+            return None;
+        }
         // A chunk holds the words of its pages in address order.
-        chunk.get(((off & ((1 << self.chunk_shift) - 1)) >> 3) as usize)
+        let i = ((off & (CHUNK_BYTES - 1)) >> 3) as usize;
+        // SAFETY: `first` was published by `chunk_init`: the first word of a
+        // chunk that `self.flat` or `self.chunks[c]` owns until `self` is
+        // dropped (a chunk is never freed or moved before), and a chunk
+        // holds `CHUNK_BYTES / 8` words, so the masked index `i` is in bounds.
+        Some(unsafe { &*first.add(i) })
     }
 
     /// Reads the 8-byte word at physical address `pa` (0 outside the arena,

@@ -319,10 +319,20 @@ pub fn mark_accessed(_level: usize, raw: u64, write: bool) -> u64 {
 /// `None`: the walk's fast path.
 #[inline]
 pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
-    if level == 0 || raw & (VALID | TABLE_OR_PAGE) != VALID | TABLE_OR_PAGE {
-        return None;
-    }
+    let (mask, value) = geom.table_test(level);
+    (raw & mask == value).then(|| desc_pa(raw, layout(geom)))
+}
+
+/// The table test of the levels above the leaf level (see
+/// `entry::table_test`): valid with the table bit, no RES0 address bit, and
+/// no output-address bit at or above the limit (the field bits stop below
+/// it; of the high bits 15:12, which hold OA[51:48], those past it).
+pub(crate) fn table_test(geom: &Geometry) -> (u64, u64) {
     let l = layout(geom);
-    let pa = desc_pa(raw, l);
-    (raw & l.res0 == 0 && pa >> l.limit == 0).then_some(pa)
+    let in_range = (1u64 << l.limit) - 1;
+    let beyond = (l.field & !in_range) | (l.hi & !(in_range >> 36));
+    (
+        VALID | TABLE_OR_PAGE | l.res0 | beyond,
+        VALID | TABLE_OR_PAGE,
+    )
 }

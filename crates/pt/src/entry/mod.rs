@@ -205,3 +205,39 @@ pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
         Arch::Arm64 => arm64::table_pa(geom, level, raw),
     }
 }
+
+/// `(mask, value)` such that a word `raw` of `level` is a valid table entry
+/// (what [`table_pa`] accepts) exactly when `raw & mask == value`. Computed
+/// once per geometry; a level that holds no tables gets a test nothing
+/// passes.
+pub(crate) fn table_test(geom: &Geometry, level: usize) -> (u64, u64) {
+    if level == 0 {
+        return NO_TABLES;
+    }
+    match geom.arch() {
+        Arch::X86_64 => x86::table_test(geom),
+        Arch::RiscV => riscv::table_test(geom),
+        Arch::Arm64 => arm64::table_test(geom),
+    }
+}
+
+/// `(mask, value)` such that a word `raw` of `level` with `raw & mask ==
+/// value` is a valid leaf that the codec decodes on its short path (the
+/// common leaf: not reserved, aligned, in range). Words that fail the test
+/// take the codec's full decode, which accepts the rest and names what is
+/// wrong with the others. A codec without a short path gives a test nothing
+/// passes.
+pub(crate) fn leaf_test(geom: &Geometry, level: usize) -> (u64, u64) {
+    if !geom.is_leaf_level(level) {
+        return NO_TABLES;
+    }
+    match geom.arch() {
+        Arch::X86_64 => x86::leaf_test(geom, level),
+        Arch::RiscV | Arch::Arm64 => NO_TABLES,
+    }
+}
+
+/// A test no word passes (no word has bit 0 both masked out and set): the
+/// table test of a level without tables, the leaf test of a level without
+/// leaves.
+const NO_TABLES: (u64, u64) = (0, 1);

@@ -318,10 +318,19 @@ pub fn mark_accessed(raw: u64, write: bool) -> u64 {
 /// walk's fast path.
 #[inline]
 pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
-    let pa = field_pa(raw);
-    let ok = level != 0
-        && raw & (V | R | W | X) == V
-        && raw & (RESERVED | D | A | U | N | PBMT_MASK) == 0
-        && pa >> geom.oa_bits() == 0;
-    ok.then(|| pa & !(geom.table_bytes() - 1))
+    let (mask, value) = geom.table_test(level);
+    (raw & mask == value).then(|| field_pa(raw) & !(geom.table_bytes() - 1))
+}
+
+/// The table test of the levels above the leaf level (see
+/// `entry::table_test`): V alone among V/R/W/X, no reserved, D, A, U, N or
+/// PBMT bit, and no PPN bit that would put the table at or above `oa_bits`.
+pub(crate) fn table_test(geom: &Geometry) -> (u64, u64) {
+    // PPN bit k holds physical address bit k + (PAGE_SHIFT - PPN_SHIFT).
+    let in_range = ((1u64 << geom.oa_bits()) - 1) >> (PAGE_SHIFT - PPN_SHIFT);
+    let beyond_oa = PPN_MASK & !in_range;
+    (
+        V | R | W | X | RESERVED | D | A | U | N | PBMT_MASK | beyond_oa,
+        V,
+    )
 }
