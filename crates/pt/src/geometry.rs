@@ -398,7 +398,6 @@ impl Geometry {
     /// The walk constants of every level, leaf first (no bounds checks in
     /// a loop over them).
     #[inline]
-
     pub(crate) fn fast_levels(&self) -> &[FastLevel] {
         &self.fast[..self.levels.len()]
     }
