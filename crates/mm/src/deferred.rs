@@ -10,9 +10,19 @@ use std::sync::Arc;
 /// Work an operation could not finish by itself: invalidate `flush` in every
 /// TLB (and the walk caches when `flush_tables`), then call
 /// [`Deferred::complete`] to free the unlinked tables and the data frames.
+///
+/// Most faults leave nothing to do, so the work lives in a box made on its
+/// first write: an empty `Deferred` is one null word to build, move and
+/// drop. It reads and writes as its [`Work`] (through `Deref`).
 #[must_use = "changed translations must be flushed, then the Deferred completed"]
 #[derive(Debug, Default)]
 pub struct Deferred {
+    work: Option<Box<Work>>,
+}
+
+/// What a [`Deferred`] holds.
+#[derive(Debug, Default)]
+pub struct Work {
     /// Virtual ranges whose translations changed.
     pub flush: Flush,
     /// Whether table pages were unlinked (walk caches must be flushed too).
@@ -25,18 +35,47 @@ pub struct Deferred {
     pub(crate) objects: Vec<Arc<MemObject>>,
 }
 
+/// The work of an empty `Deferred`, for reads.
+static NO_WORK: Work = Work {
+    flush: Flush { ranges: Vec::new() },
+    flush_tables: false,
+    tables: FreedTables {
+        tables: Vec::new(),
+        flush: Flush { ranges: Vec::new() },
+    },
+    frames: Vec::new(),
+    objects: Vec::new(),
+};
+
+impl std::ops::Deref for Deferred {
+    type Target = Work;
+    fn deref(&self) -> &Work {
+        self.work.as_deref().unwrap_or(&NO_WORK)
+    }
+}
+
+impl std::ops::DerefMut for Deferred {
+    fn deref_mut(&mut self) -> &mut Work {
+        self.work.get_or_insert_with(Box::default)
+    }
+}
+
 impl Deferred {
     /// Nothing to do.
+    #[inline]
     pub fn none() -> Deferred {
-        Deferred::default()
+        Deferred { work: None }
     }
 
     /// Whether there is nothing to flush or free.
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.flush.is_empty()
-            && self.tables.tables.is_empty()
-            && self.frames.is_empty()
-            && self.objects.is_empty()
+        self.work.as_deref().is_none_or(|w| {
+            w.flush.is_empty()
+                && w.tables.tables.is_empty()
+                && w.frames.is_empty()
+                && w.objects.is_empty()
+        })
     }
 
     pub(crate) fn add_flush(&mut self, va: u64, len: u64) {
@@ -62,13 +101,16 @@ impl Deferred {
 
     /// Appends `other`'s work to this one.
     pub fn merge(&mut self, other: Deferred) {
-        let Deferred {
+        let Some(other) = other.work else {
+            return;
+        };
+        let Work {
             flush,
             flush_tables,
             tables,
             frames,
             objects,
-        } = other;
+        } = *other;
         for (va, len) in flush.ranges {
             add_range(&mut self.flush, va, len);
         }
@@ -92,13 +134,16 @@ impl Deferred {
             // Most faults leave nothing to do.
             return Ok(());
         }
-        let Deferred {
+        let Some(work) = self.work else {
+            return Ok(());
+        };
+        let Work {
             flush,
             tables,
             frames,
             objects,
             ..
-        } = self;
+        } = *work;
         flush.done();
         tables.release(space.page_table())?;
         let mem = space.page_table().mem();

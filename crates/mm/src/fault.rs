@@ -73,7 +73,7 @@ impl AddressSpace {
     /// OOM are not counted as faults.
     pub fn fault(&self, ctx: &mut ThreadCtx, va: u64, access: FaultAccess) -> FaultResult {
         let vmas = self.mmap_read(ctx);
-        let Some(vma) = vmas.find(va) else {
+        let Some(vma) = vmas.find_cached(self.id, va) else {
             ctx.counters.segv_faults += 1;
             return FaultResult::Segv(SegvCode::MapErr);
         };
@@ -322,15 +322,11 @@ impl AddressSpace {
         }
     }
 
+    /// Whether every PTE of `[base, base + size)` in `table` is none
+    /// (Linux `pte_range_none`).
+    #[inline]
     fn range_none(&self, table: u64, base: u64, size: u64) -> bool {
-        let mut v = base;
-        while v < base + size {
-            if !matches!(self.pt.read_entry(table, 0, v), Ok(Entry::Invalid)) {
-                return false;
-            }
-            v += self.page;
-        }
-        true
+        (0..size >> self.page_shift).all(|i| self.pt.is_none(table, 0, base + i * self.page))
     }
 
     /// Writes the PTEs of a folio of `size` at `base` (plain, or as
@@ -408,7 +404,7 @@ impl AddressSpace {
             ctx.counters.mthp_fault_alloc += 1;
         }
         self.set_ptes(table, base, pa, size, attrs);
-        self.rss_add(Rss::Anon, (size / self.page) as i64);
+        self.rss_add(Rss::Anon, (size >> self.page_shift) as i64);
         drop(g);
         Ok(Some(false))
     }

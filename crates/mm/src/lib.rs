@@ -50,7 +50,7 @@ pub mod walk;
 
 pub use config::{Locking, MmConfig, MthpPolicy, Reclaim, ThpMode};
 pub use counters::{LockClass, MmCounters, ThreadCounters, ThreadCtx};
-pub use deferred::Deferred;
+pub use deferred::{Deferred, Work};
 pub use error::Errno;
 pub use fault::{FaultAccess, FaultResult, SegvCode};
 pub use space::{AddressSpace, Advice, MapKind, MmapArgs};

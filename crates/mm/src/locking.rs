@@ -48,9 +48,8 @@ use crate::counters::{LockClass, ThreadCtx};
 use crate::mmap_lock::{ReadGuard, WriteGuard};
 use crate::space::AddressSpace;
 use crate::vma::Vmas;
-use pt::sync::{Mutex, MutexGuard};
+use pt::sync::{SpinGuard, SpinLock};
 use pt::Entry;
-use std::sync::TryLockError;
 
 impl AddressSpace {
     /// Takes `m`, counting the acquisition (and a contention if a try-lock fails).
@@ -58,23 +57,22 @@ impl AddressSpace {
     pub(crate) fn lock_counted<'a>(
         &self,
         ctx: &mut ThreadCtx,
-        m: &'a Mutex<()>,
+        m: &'a SpinLock,
         class: LockClass,
-    ) -> MutexGuard<'a, ()> {
+    ) -> SpinGuard<'a> {
         ctx.counters.lock_acquisitions[class as usize] += 1;
         match m.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => {
+            Some(g) => g,
+            None => {
                 ctx.counters.lock_contended[class as usize] += 1;
-                m.lock().unwrap_or_else(|p| p.into_inner())
+                m.lock()
             }
         }
     }
 
     /// The lock over the entries of the PMD table at `pmd_table`.
     #[inline]
-    pub(crate) fn pmd_lockptr(&self, pmd_table: u64) -> (&Mutex<()>, LockClass) {
+    pub(crate) fn pmd_lockptr(&self, pmd_table: u64) -> (&SpinLock, LockClass) {
         match self.cfg.locking {
             Locking::Global | Locking::SplitPte => (&self.ptl, LockClass::PageTableLock),
             Locking::SplitPmd => (&self.pt.mem().meta(pmd_table).lock, LockClass::Pmd),
@@ -83,7 +81,7 @@ impl AddressSpace {
 
     /// The lock over the entries of the PTE table at `pte_table`.
     #[inline]
-    pub(crate) fn pte_lockptr(&self, pte_table: u64) -> (&Mutex<()>, LockClass) {
+    pub(crate) fn pte_lockptr(&self, pte_table: u64) -> (&SpinLock, LockClass) {
         match self.cfg.locking {
             Locking::Global => (&self.ptl, LockClass::PageTableLock),
             _ => (&self.pt.mem().meta(pte_table).lock, LockClass::Pte),
@@ -92,7 +90,7 @@ impl AddressSpace {
 
     /// Linux `pmd_lock`.
     #[inline]
-    pub(crate) fn pmd_lock(&self, ctx: &mut ThreadCtx, pmd_table: u64) -> MutexGuard<'_, ()> {
+    pub(crate) fn pmd_lock(&self, ctx: &mut ThreadCtx, pmd_table: u64) -> SpinGuard<'_> {
         let (m, c) = self.pmd_lockptr(pmd_table);
         self.lock_counted(ctx, m, c)
     }
@@ -107,7 +105,7 @@ impl AddressSpace {
         pmd_table: u64,
         va: u64,
         table: u64,
-    ) -> Option<MutexGuard<'_, ()>> {
+    ) -> Option<SpinGuard<'_>> {
         let (m, c) = self.pte_lockptr(table);
         let g = self.lock_counted(ctx, m, c);
         match self.pt.read_entry(pmd_table, 1, va) {

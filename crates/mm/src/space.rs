@@ -7,7 +7,7 @@ use crate::counters::{MmCounters, ThreadCounters, ThreadCtx};
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{Backing, Prot, Vma, VmaFlags, Vmas};
-use pt::sync::{Mutex, MutexGuard};
+use pt::sync::{Mutex, MutexGuard, SpinLock};
 use pt::{Attrs, Entry, Geometry, PageTable, Perms, PhysMem};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -114,7 +114,7 @@ pub struct AddressSpace {
     /// The mmap lock over the VMAs.
     pub(crate) vmas: crate::mmap_lock::SlotRwLock<Vmas>,
     /// `mm->page_table_lock`.
-    pub(crate) ptl: Mutex<()>,
+    pub(crate) ptl: SpinLock,
     pub(crate) page: u64,
     pub(crate) page_shift: u32,
     /// Bytes one PMD entry maps (the PMD-sized THP).
@@ -141,7 +141,7 @@ pub struct AddressSpace {
     has_pending: AtomicBool,
     exited: AtomicBool,
     /// Unique among address spaces (keys the per-thread walk cache).
-    id: u64,
+    pub(crate) id: u64,
     /// Bumped by `free_pgtables` (which alone unlinks tables above the PTE
     /// level, under the mmap write lock): a cached walk is valid while it
     /// is unchanged.
@@ -237,7 +237,7 @@ impl AddressSpace {
             cfg,
             pt,
             vmas: crate::mmap_lock::SlotRwLock::new(Vmas::default()),
-            ptl: Mutex::new(()),
+            ptl: SpinLock::new(()),
             page,
             page_shift: geometry.page_shift(),
             pmd_size,

@@ -338,8 +338,8 @@ impl AddressSpace {
         } else {
             ctx.counters.lock_acquisitions[class as usize] += 1;
             match pml.try_lock() {
-                Ok(g) => Some(g),
-                Err(_) => {
+                Some(g) => Some(g),
+                None => {
                     ctx.counters.lock_contended[class as usize] += 1;
                     return false;
                 }

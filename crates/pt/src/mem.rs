@@ -41,7 +41,7 @@
 
 mod flat;
 
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering, SpinGuard, SpinLock};
 use std::collections::HashMap;
 use std::sync::atomic::{
     AtomicPtr as StdAtomicPtr, AtomicU64 as StdAtomicU64, AtomicUsize as StdAtomicUsize,
@@ -116,7 +116,7 @@ pub type FaultInjection = Box<dyn Fn(AllocKind, u64) -> bool + Send + Sync>;
 #[repr(align(128))]
 pub struct TableMeta {
     /// The table's own lock (Linux: the split PTE / PMD lock in `ptdesc`).
-    pub lock: Mutex<()>,
+    pub lock: SpinLock,
     /// Present (software) entries in the table.
     pub present: AtomicU32,
     allocated: AtomicBool,
@@ -126,7 +126,7 @@ pub struct TableMeta {
 impl TableMeta {
     fn new() -> TableMeta {
         TableMeta {
-            lock: Mutex::new(()),
+            lock: SpinLock::new(()),
             present: AtomicU32::new(0),
             allocated: AtomicBool::new(false),
             level: AtomicU32::new(0),
@@ -137,8 +137,8 @@ impl TableMeta {
         self.level.load(Ordering::Relaxed) as usize
     }
     /// Locks the table (the caller holds the guard for as long as it edits).
-    pub fn lock(&self) -> MutexGuard<'_, ()> {
-        self.lock.lock().unwrap_or_else(|p| p.into_inner())
+    pub fn lock(&self) -> SpinGuard<'_> {
+        self.lock.lock()
     }
 }
 
@@ -165,7 +165,8 @@ struct DataAlloc {
 /// One per-thread list of free base pages (its own cache lines).
 #[repr(align(128))]
 struct Pcp {
-    list: Mutex<PcpList>,
+    /// A spinlock, as Linux's `pcp->lock`.
+    list: SpinLock<PcpList>,
 }
 
 struct PcpList {
@@ -275,6 +276,9 @@ pub struct PhysMem {
     /// one there, with no initialization state to check.
     chunk_words: Box<[StdAtomicPtr<AtomicU64>]>,
     metas: Box<[OnceLock<Box<[TableMeta]>>]>,
+    /// The first meta of each created chunk of `metas` (null until then):
+    /// [`PhysMem::meta`], on every entry write and table lock, is two loads.
+    meta_firsts: Box<[StdAtomicPtr<TableMeta>]>,
     tables: Mutex<TableAlloc>,
     data: Mutex<DataAlloc>,
     pcps: Box<[Pcp]>,
@@ -319,6 +323,9 @@ impl PhysMem {
                 .map(|_| StdAtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             metas: (0..nchunks).map(|_| OnceLock::new()).collect(),
+            meta_firsts: (0..nchunks)
+                .map(|_| StdAtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
             tables: Mutex::new(TableAlloc {
                 next_slot: 0,
                 free: Vec::new(),
@@ -333,7 +340,7 @@ impl PhysMem {
             }),
             pcps: (0..PCP_LISTS)
                 .map(|_| Pcp {
-                    list: Mutex::new(PcpList {
+                    list: SpinLock::new(PcpList {
                         free: Vec::new(),
                         live_frames: 0,
                     }),
@@ -395,11 +402,12 @@ impl PhysMem {
     }
 
     fn chunk_init(&self, c: usize) -> &[AtomicU64] {
-        self.metas[c].get_or_init(|| {
+        let metas = self.metas[c].get_or_init(|| {
             (0..(1u64 << self.pages_per_chunk_shift))
                 .map(|_| TableMeta::new())
                 .collect()
         });
+        self.meta_firsts[c].store(metas.as_ptr().cast_mut(), StdOrdering::Release);
         const CHUNK_WORDS: usize = (CHUNK_BYTES / 8) as usize;
         let first = match &self.flat {
             Some(f) if (c as u64) < self.flat_bytes / CHUNK_BYTES => f.word_ptr(c * CHUNK_WORDS),
@@ -517,10 +525,19 @@ impl PhysMem {
         // The fast path of every entry write and table lock: no
         // initialization check beyond the chunk's presence.
         let found = pa.checked_sub(TABLE_ZONE_BASE).and_then(|off| {
-            let slot = off >> self.page_shift;
-            let c = (slot >> self.pages_per_chunk_shift) as usize;
-            let metas = self.metas.get(c)?.get()?;
-            metas.get((slot & ((1 << self.pages_per_chunk_shift) - 1)) as usize)
+            let first = self
+                .meta_firsts
+                .get((off >> CHUNK_SHIFT) as usize)?
+                .load(StdOrdering::Acquire);
+            if first.is_null() {
+                return None;
+            }
+            let i = ((off & (CHUNK_BYTES - 1)) >> self.page_shift) as usize;
+            // SAFETY: `first` was published by `chunk_init` from the metas
+            // that `self.metas[c]` owns until `self` is dropped (never freed
+            // or moved before); a chunk has `CHUNK_BYTES >> page_shift`
+            // pages, one meta each, so `i` is in bounds.
+            Some(unsafe { &*first.add(i) })
         });
         found.unwrap_or_else(|| panic!("{pa:#x} is not a table page"))
     }
@@ -564,6 +581,16 @@ impl PhysMem {
         self.word(pa).map_or(0, |w| w.load(Ordering::Acquire))
     }
 
+    /// The word at `pa`, for a read and a write of the same entry.
+    ///
+    /// # Panics
+    /// If `pa` is outside the table arena (a bug in the caller).
+    #[inline]
+    pub fn word_at(&self, pa: u64) -> &AtomicU64 {
+        self.word(pa)
+            .unwrap_or_else(|| panic!("access outside the table arena at {pa:#x}"))
+    }
+
     /// Writes the word at `pa`.
     ///
     /// # Panics
@@ -602,7 +629,7 @@ impl PhysMem {
         if size == 1 << self.page_shift {
             // Linux: mm/page_alloc.c, rmqueue_pcplist
             let pa = {
-                let mut l = lock(&self.pcp().list);
+                let mut l = self.pcp().list.lock();
                 let pa = match l.free.pop() {
                     Some(pa) => pa,
                     None => {
@@ -687,7 +714,7 @@ impl PhysMem {
             if !self.heads.clear(bit) {
                 return Err(MemError::DoubleFree(pa));
             }
-            let mut l = lock(&self.pcp().list);
+            let mut l = self.pcp().list.lock();
             l.free.push(pa);
             l.live_frames = l.live_frames.wrapping_sub(1);
             if l.free.len() > PCP_HIGH {
@@ -732,7 +759,7 @@ impl PhysMem {
         let small = self
             .pcps
             .iter()
-            .fold(0u64, |n, p| n.wrapping_add(lock(&p.list).live_frames));
+            .fold(0u64, |n, p| n.wrapping_add(p.list.lock().live_frames));
         (
             large_frames + small,
             large_bytes + (small << self.page_shift),

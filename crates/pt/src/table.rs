@@ -267,25 +267,35 @@ impl PageTable {
         Ok(entry::decode(&self.geom, level, raw)?)
     }
 
+    /// Whether the entry for `va` in `table` is empty (Linux `pte_none`):
+    /// every supported format encodes an empty entry as zero, and the
+    /// engine writes nothing else into a non-present entry.
+    #[inline(always)]
+    pub fn is_none(&self, table: u64, level: usize, va: u64) -> bool {
+        self.mem.read(self.entry_pa(table, level, va)) == 0
+    }
+
     /// Writes the software entry for `va` in `table` (every hardware word of
     /// it) and keeps the table's present count. The caller serializes
     /// writers of this table.
     #[inline]
     pub fn write_entry(&self, table: u64, level: usize, va: u64, e: &Entry) {
         let pa = self.entry_pa(table, level, va);
-        let was = self.mem.read(pa) != 0;
-        let words = self.geom.hw_words_per_entry();
-        if words == 1 {
-            // The common case (no software page): one word.
+        let was;
+        if self.entry_shift == ENTRY_BYTES.trailing_zeros() {
+            // The common case (no software page): one word, found once.
+            let word = self.mem.word_at(pa);
+            was = word.load(Ordering::Acquire) != 0;
             let w = match e {
                 Entry::Invalid => 0,
-                _ => entry::encode_group_word(&self.geom, level, e, 0),
+                _ => entry::encode(&self.geom, level, e),
             };
-            self.mem.write(pa, w);
+            word.store(w, Ordering::Release);
         } else {
+            was = self.mem.read(pa) != 0;
             // Linux's set_pte order: for a group, the first word last, so
             // that a walker that sees it present sees the whole group.
-            for j in (0..words).rev() {
+            for j in (0..self.geom.hw_words_per_entry()).rev() {
                 let w = match e {
                     Entry::Invalid => 0,
                     _ => entry::encode_group_word(&self.geom, level, e, j),

@@ -155,6 +155,9 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
     if raw & P == 0 {
         return Ok(Entry::Invalid);
     }
+    if let Some(pa) = table_pa(geom, level, raw) {
+        return Ok(Entry::Table { pa });
+    }
     let (mask, value) = geom.leaf_test(level);
     if raw & mask == value && raw & (PWT | PCD) != PWT {
         // The short path: the test rules out every reserved bit and
@@ -164,8 +167,8 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
     decode_checked(geom, level, raw)
 }
 
-/// [`decode`] with every check spelled out: tables, and leaves that fail
-/// the short path's test.
+/// [`decode`] with every check spelled out: for words that are neither a
+/// table entry nor a leaf passing the short path's test.
 fn decode_checked(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeError> {
     let oa = oa_mask(geom);
     let beyond_oa = raw & ADDR_MASK & !oa;
