@@ -41,7 +41,9 @@
 
 mod flat;
 
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering, SpinGuard, SpinLock};
+use crate::sync::{
+    AtomicBool, AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering, SpinGuard, SpinLock,
+};
 use std::collections::HashMap;
 use std::sync::atomic::{
     AtomicPtr as StdAtomicPtr, AtomicU64 as StdAtomicU64, AtomicUsize as StdAtomicUsize,

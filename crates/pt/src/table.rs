@@ -305,14 +305,20 @@ impl PageTable {
         }
         let now = e.is_present();
         let meta = self.mem.meta(table);
-        match (was, now) {
-            (false, true) => {
+        if was != now {
+            if level == 0 {
+                // No table is ever installed in a leaf-level table, so every
+                // writer of this count writes a leaf entry here and holds
+                // the table's lock (the concurrency contract): a plain load
+                // and store cannot lose an update.
+                let n = meta.present.load(Ordering::Relaxed);
+                let n = if now { n + 1 } else { n - 1 };
+                meta.present.store(n, Ordering::Release);
+            } else if now {
                 meta.present.fetch_add(1, Ordering::AcqRel);
-            }
-            (true, false) => {
+            } else {
                 meta.present.fetch_sub(1, Ordering::AcqRel);
             }
-            _ => {}
         }
     }
 
