@@ -9,11 +9,13 @@
 //!   AnonHugePages, TLB shootdowns), read without page faults of its own, for
 //!   measuring inside a workload.
 //! - [`MemInfo`], [`KernelConfig`], [`CpuInfo`]: the readers underneath.
+//! - [`advise_huge_pages`]: huge-page advice for the model's table arena.
 //!
 //! Invariant: nothing here panics or fails on an unreadable file; what cannot
 //! be read is reported as unavailable (`None`, or an audit item with status
 //! `unavailable`). Nothing needs root.
 
+pub mod advise;
 pub mod audit;
 pub mod counters;
 pub mod cpu;
@@ -22,6 +24,7 @@ pub mod kconfig;
 pub mod meminfo;
 pub mod procfs;
 
+pub use advise::advise_huge_pages;
 pub use audit::{audit, audit_with, Audit, AuditOptions, Item, Status};
 pub use counters::{CounterReader, Sample};
 pub use cpu::CpuInfo;

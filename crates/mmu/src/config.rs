@@ -252,6 +252,15 @@ pub enum ConfigError {
     },
     #[error("cannot read the TLB configuration file {path}: {message}")]
     Read { path: String, message: String },
+    #[error("{what} \"{name}\": {entries} entries; at most {max} (real TLBs hold thousands)")]
+    TooManyEntries {
+        what: &'static str,
+        name: String,
+        entries: u32,
+        max: u32,
+    },
+    #[error("TLB level with {arrays} arrays; at most {max}")]
+    TooManyArrays { arrays: usize, max: usize },
     #[error("{what} \"{name}\": {ways} ways; an array needs at least one way")]
     ZeroWays {
         what: &'static str,
@@ -468,12 +477,21 @@ impl MmuConfig {
     /// Checks the rules that do not depend on a geometry.
     ///
     /// # Errors
-    /// The first rule broken: [`ConfigError::ZeroWays`],
+    /// The first rule broken: [`ConfigError::TooManyArrays`],
+    /// [`ConfigError::TooManyEntries`], [`ConfigError::ZeroWays`],
     /// [`ConfigError::ZeroSets`], [`ConfigError::WaysNotDividing`],
     /// [`ConfigError::SetsNotPowerOfTwo`], [`ConfigError::NoPageSizes`],
     /// [`ConfigError::BadPageSize`], [`ConfigError::BadPwcLevel`],
     /// [`ConfigError::DuplicatePwcLevel`].
     pub fn validate_shape(&self) -> Result<(), ConfigError> {
+        for level in [&self.tlb.l1, &self.tlb.l2] {
+            if level.len() > MAX_LEVEL_ARRAYS {
+                return Err(ConfigError::TooManyArrays {
+                    arrays: level.len(),
+                    max: MAX_LEVEL_ARRAYS,
+                });
+            }
+        }
         for a in self.tlb.l1.iter().chain(&self.tlb.l2) {
             check_array("TLB array", &a.name, a.entries, a.ways)?;
             if a.sizes.is_empty() {
@@ -572,8 +590,21 @@ impl MmuConfig {
     }
 }
 
+/// Most entries of one array (the TLB's memo packs a way in 24 bits).
+pub const MAX_ARRAY_ENTRIES: u32 = 1 << 20;
+/// Most arrays of one TLB level.
+pub const MAX_LEVEL_ARRAYS: usize = 16;
+
 fn check_array(what: &'static str, name: &str, entries: u32, ways: u32) -> Result<(), ConfigError> {
     let name = name.to_string();
+    if entries > MAX_ARRAY_ENTRIES {
+        return Err(ConfigError::TooManyEntries {
+            what,
+            name,
+            entries,
+            max: MAX_ARRAY_ENTRIES,
+        });
+    }
     if ways == 0 {
         return Err(ConfigError::ZeroWays { what, name, ways });
     }

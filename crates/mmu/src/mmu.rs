@@ -758,7 +758,10 @@ impl Cpu {
                 page_size: 1 << f.shift,
             });
         }
-        self.clear_fast();
+        // The fast slot's entry may be evicted below: count its hits now.
+        if self.fast.hits != 0 {
+            count_fast(&mut self.st.stats, &self.fast);
+        }
         let asid = self.asid;
         let st = &mut *self.st;
         let key = tlb::key(va, asid);
@@ -767,6 +770,8 @@ impl Cpu {
                 // Only the per-size count: the totals are derived (`finish`).
                 st.stats.l1_hits_by_size[usize::from(e.shift())] += 1;
                 let mask = !((1u64 << e.shift()) - 1);
+                // The hit entry becomes the fast slot (replacing the old one,
+                // whose hits were counted above).
                 self.fast = FastSlot {
                     tag: va & mask,
                     mask,
@@ -777,8 +782,10 @@ impl Cpu {
                 };
                 return Ok(hit(e, va, HitLevel::L1, 0));
             }
+            self.fast = FastSlot::EMPTY;
             return self.hit_needs_walk(pt, va, write, user, HitLevel::L1, slot, e);
         }
+        self.fast = FastSlot::EMPTY;
         self.miss_l1(pt, va, write, user, key)
     }
 

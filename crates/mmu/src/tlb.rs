@@ -290,10 +290,23 @@ impl TlbArray {
     }
 }
 
+/// Entries of a level's memo (a power of two).
+const MEMO: usize = 512;
+/// A memo slot that names no entry (array 255 does not exist).
+const MEMO_EMPTY: u32 = u32::MAX;
+
 /// One level of the TLB hierarchy.
 pub(crate) struct TlbLevel {
     arrays: Vec<TlbArray>,
     fill_for: [Option<(u8, u8)>; 64],
+    /// The entry that last answered for each 4 KiB page number modulo
+    /// [`MEMO`], as `array << 24 | way`: a lookup first checks that entry's
+    /// tag (one comparison, whatever the array's size and associativity),
+    /// and scans only when it does not match. A stale memo costs only the
+    /// scan; it never makes an entry match that does not (the model's
+    /// flushes keep at most one entry covering an address, so the memo
+    /// answers with the entry the scan would find).
+    memo: Box<[u32]>,
 }
 
 /// Where a lookup hit: array and way.
@@ -341,7 +354,16 @@ impl TlbLevel {
             }
             *slot = best;
         }
-        TlbLevel { arrays, fill_for }
+        TlbLevel {
+            arrays,
+            fill_for,
+            memo: vec![MEMO_EMPTY; MEMO].into_boxed_slice(),
+        }
+    }
+
+    #[inline(always)]
+    fn memo_slot(va: u64) -> usize {
+        (va >> 12) as usize & (MEMO - 1)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -351,9 +373,24 @@ impl TlbLevel {
     /// The entry covering `va` for the ASID in `key`, if any.
     #[inline(always)]
     pub(crate) fn lookup(&mut self, va: u64, key: u64) -> Option<(Slot, TlbEntry)> {
+        let mi = Self::memo_slot(va);
+        let m = self.memo[mi];
+        let (ai, way) = ((m >> 24) as usize, (m & 0xff_ffff) as usize);
+        if let Some(a) = self.arrays.get_mut(ai) {
+            if a.cache.probe_at(way, key) {
+                return Some((
+                    Slot {
+                        array: ai as u8,
+                        way: way as u32,
+                    },
+                    a.cache.val(way),
+                ));
+            }
+        }
         for ai in 0..self.arrays.len() {
             let a = &mut self.arrays[ai];
             if let Some(way) = a.lookup(va, key) {
+                self.memo[mi] = (ai as u32) << 24 | way as u32;
                 return Some((
                     Slot {
                         array: ai as u8,
@@ -388,7 +425,8 @@ impl TlbLevel {
     ) -> Option<u8> {
         let (ai, fs) = self.fill_for[size_shift as usize]?;
         let entry = TlbEntry::new(pa & !((1u64 << fs) - 1), flags, fs);
-        self.arrays[usize::from(ai)].insert(va, asid, entry);
+        let way = self.arrays[usize::from(ai)].insert(va, asid, entry);
+        self.memo[Self::memo_slot(va)] = u32::from(ai) << 24 | way as u32;
         Some(fs)
     }
 

@@ -239,7 +239,7 @@ where
         let epa = gi.entry_pa(table, level, va);
         debug_assert_eq!(epa, pt.hw_entry_pa(table, level, va));
         before_read(epa)?;
-        let raw = mem.read(epa);
+        let raw = mem.read_walk(epa);
         count.refs += 1;
         match entry::decode(g, level, raw) {
             Err(error) => return Err(Fault::Reserved { va, level, error }),

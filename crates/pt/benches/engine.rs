@@ -23,6 +23,8 @@ fn addresses(n: usize, span: u64) -> Vec<u64> {
 }
 
 fn translate(c: &mut Criterion) {
+    // As the ptlab binary does: the arena on huge pages.
+    pt::mem::set_arena_advisor(host::advise_huge_pages);
     let mut g = c.benchmark_group("translate");
     g.measurement_time(Duration::from_secs(3));
     for (name, span) in [("x86-64-4l", 1u64 << 30), ("x86-64-5l", 1 << 30)] {

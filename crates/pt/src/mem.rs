@@ -41,6 +41,8 @@
 
 mod flat;
 
+pub use flat::{set_arena_advisor, ArenaAdvisor};
+
 use crate::sync::{
     AtomicBool, AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering, SpinGuard, SpinLock,
 };
@@ -271,6 +273,11 @@ pub struct PhysMem {
     flat: Option<flat::FlatWords>,
     /// Bytes of `flat` (0 without it), the bound the read path checks.
     flat_bytes: u64,
+    /// The address of `flat`'s first word minus [`TABLE_ZONE_BASE`]
+    /// (wrapping): the host address of the word at physical address `pa`
+    /// in `flat` is `flat_biased + pa`, one addition off the entry's own
+    /// address (see [`PhysMem::read_walk`]).
+    flat_biased: usize,
     /// Owners of the chunks past `flat`, allocated one by one.
     chunks: Box<[OnceLock<Box<[AtomicU64]>>]>,
     /// The first word of each created chunk, in `flat` or `chunks` (null
@@ -316,6 +323,9 @@ impl PhysMem {
         );
         let m = PhysMem {
             flat_bytes: flat.as_ref().map_or(0, |f| f.bytes()),
+            flat_biased: flat.as_ref().map_or(0, |f| {
+                (f.word_ptr(0) as usize).wrapping_sub(TABLE_ZONE_BASE as usize)
+            }),
             flat,
             page_shift,
             words_per_page: (1u64 << page_shift) / 8,
@@ -591,6 +601,21 @@ impl PhysMem {
     pub fn word_at(&self, pa: u64) -> &AtomicU64 {
         self.word(pa)
             .unwrap_or_else(|| panic!("access outside the table arena at {pa:#x}"))
+    }
+
+    /// [`PhysMem::read`] for a hardware walk: the word at an entry address
+    /// `pa` (8-byte aligned) with the fewest steps between the previous
+    /// entry's value and this load, which is the walk's critical path.
+    #[inline(always)]
+    pub fn read_walk(&self, pa: u64) -> u64 {
+        if pa.wrapping_sub(TABLE_ZONE_BASE) < self.flat_bytes {
+            let addr = self.flat_biased.wrapping_add(pa as usize) as *const AtomicU64;
+            // SAFETY: `pa - TABLE_ZONE_BASE < flat_bytes`, so `addr` is the
+            // word at offset `pa - TABLE_ZONE_BASE` of `flat` (an 8-aligned
+            // offset for an 8-aligned `pa`), which lives as long as `self`.
+            return unsafe { &*addr }.load(Ordering::Acquire);
+        }
+        self.read(pa)
     }
 
     /// Writes the word at `pa`.

@@ -600,7 +600,7 @@ impl PageTable {
             let epa = table + ((va >> f.hw_shift) & f.hw_word_mask) * ENTRY_BYTES;
             entry_pas[i] = epa;
             let reads = i + 1;
-            let raw = self.mem.read(epa);
+            let raw = self.mem.read_walk(epa);
             if let Some(next) = table_pa(g, level, raw) {
                 table = next;
                 continue;

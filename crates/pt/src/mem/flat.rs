@@ -15,9 +15,26 @@
 //! - The reservation shrinks by halves when the allocator refuses it (an
 //!   overcommit limit, an address-space rlimit); with nothing granted the
 //!   arena lives in separately allocated chunks only.
+//! - This module never calls the operating system itself. A program that
+//!   embeds the model may install an [`ArenaAdvisor`] (ptlab's binary
+//!   asks for transparent huge pages), which sees each new reservation:
+//!   walks over large tables then miss the host's TLB far less.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+/// Advice about a new contiguous reservation of table memory: its start
+/// and length in bytes. It must not write the memory or free it.
+pub type ArenaAdvisor = fn(*mut u8, usize);
+
+static ADVISOR: OnceLock<ArenaAdvisor> = OnceLock::new();
+
+/// Installs the advisor every later reservation is shown to; `false` if
+/// one was installed before (the first stays).
+pub fn set_arena_advisor(advisor: ArenaAdvisor) -> bool {
+    ADVISOR.set(advisor).is_ok()
+}
 
 #[cfg(loom)]
 use loom::sync::atomic::AtomicU64;
@@ -65,7 +82,11 @@ impl FlatWords {
         // SAFETY: the layout has a non-zero size (checked above).
         let raw = unsafe { alloc_zeroed(layout) }.cast::<AtomicU64>();
         // An all-zero `AtomicU64` is a valid `AtomicU64` holding 0.
-        NonNull::new(raw).map(|ptr| FlatWords { ptr, words })
+        let ptr = NonNull::new(raw)?;
+        if let Some(advise) = ADVISOR.get() {
+            advise(ptr.as_ptr().cast(), layout.size());
+        }
+        Some(FlatWords { ptr, words })
     }
 
     /// Bytes reserved.
