@@ -79,6 +79,8 @@ impl Measurement for ThreadTime {
 }
 
 fn table(pages: u64) -> PageTable {
+    // As the ptlab binary does: the table arena on huge pages.
+    pt::mem::set_arena_advisor(host::advise_huge_pages);
     let pt = PageTable::with_new_memory(pt::geometry::preset("x86-64-4l").unwrap()).unwrap();
     let t = Instant::now();
     pt.map(BASE, DATA, pages * 4096, 4096, Attrs::new(Perms::USER_RW))

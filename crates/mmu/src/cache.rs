@@ -10,16 +10,16 @@
 //!
 //! ## Invariants
 //!
-//! - `tags`, `masks`, `vals` and `age` have `sets * ways` elements; set `s`
-//!   occupies `[s * ways, (s + 1) * ways)`.
+//! - `tags`, `masks` and `vals` have `sets * ways` elements (`age` too under
+//!   PLRU); set `s` occupies `[s * ways, (s + 1) * ways)`.
+//! - Under LRU, `lru` orders every set by last use, emptied ways last (see
+//!   the `lru` module): a touch and a victim search are constant time.
 //! - No two valid ways of one set hold the same `(tag, mask)`
 //!   ([`Cache::insert`] overwrites instead of duplicating).
 //! - The hit path ([`Cache::probe`]) neither allocates nor hashes.
 
 use crate::config::Replacement;
-
-/// Ways per group of the LRU victim search (see `Cache::group_min`).
-const GROUP: usize = 8;
+use crate::lru::LruLists;
 
 /// A tag no key matches (with mask 0).
 const EMPTY_TAG: u64 = u64::MAX;
@@ -33,17 +33,10 @@ pub(crate) struct Cache<V> {
     tags: Box<[u64]>,
     masks: Box<[u64]>,
     vals: Box<[V]>,
-    /// LRU: last-use time; PLRU: 1 if recently used; Random: unused.
+    /// PLRU: 1 if recently used (LRU and Random keep nothing here).
     age: Box<[u64]>,
-    clock: u64,
-    /// LRU sets of more than [`GROUP`] ways, a multiple of it: per group of
-    /// [`GROUP`] consecutive entries, its least age and the entry holding it
-    /// (the first on ties), valid while the group's bit in `stale` is clear.
-    /// Every write of `age` sets the bit; a victim search recomputes only
-    /// the groups touched since the last, then takes the least of the
-    /// groups' minima. Empty otherwise.
-    group_min: Box<[(u64, u32)]>,
-    stale: Box<[u64]>,
+    /// LRU: the order of every set (empty for the other policies).
+    lru: Option<LruLists>,
     repl: Replacement,
     rng: u64,
 }
@@ -53,22 +46,18 @@ impl<V: Copy + Default> Cache<V> {
     pub(crate) fn new(entries: usize, ways: usize, repl: Replacement, seed: u64) -> Cache<V> {
         let sets = entries / ways;
         debug_assert!(sets.is_power_of_two() && sets * ways == entries);
-        let groups = if repl == Replacement::Lru && ways > GROUP && ways.is_multiple_of(GROUP) {
-            entries / GROUP
-        } else {
-            0
-        };
         Cache {
             ways,
             set_mask: sets as u64 - 1,
             tags: vec![EMPTY_TAG; entries].into_boxed_slice(),
             masks: vec![0; entries].into_boxed_slice(),
             vals: vec![V::default(); entries].into_boxed_slice(),
-            age: vec![0; entries].into_boxed_slice(),
-            clock: 0,
-            group_min: vec![(0, 0); groups].into_boxed_slice(),
-            // Every group starts stale: computed at the first victim search.
-            stale: vec![u64::MAX; groups.div_ceil(64)].into_boxed_slice(),
+            age: if repl == Replacement::Plru {
+                vec![0; entries].into_boxed_slice()
+            } else {
+                Box::new([])
+            },
+            lru: (repl == Replacement::Lru).then(|| LruLists::new(sets, ways)),
             repl,
             // xorshift must not start at 0.
             rng: seed | 1,
@@ -114,8 +103,9 @@ impl<V: Copy + Default> Cache<V> {
     fn touch(&mut self, i: usize) {
         match self.repl {
             Replacement::Lru => {
-                self.clock += 1;
-                self.set_age(i, self.clock);
+                if let Some(l) = &mut self.lru {
+                    l.touch(i);
+                }
             }
             Replacement::Plru => {
                 self.age[i] = 1;
@@ -175,8 +165,8 @@ impl<V: Copy + Default> Cache<V> {
             "insert_absent of a present entry"
         );
         let i = match self.repl {
-            // Empty ways have age 0 and valid ones at least 1: the oldest
-            // way is the first empty one if there is one.
+            // Emptied ways sit at the back of the LRU order (see `lru`):
+            // the victim is an empty way if there is one.
             Replacement::Lru => self.victim(base),
             _ => match (base..base + self.ways).find(|&i| self.masks[i] == 0) {
                 Some(i) => i,
@@ -191,44 +181,12 @@ impl<V: Copy + Default> Cache<V> {
         (i, evicted)
     }
 
-    /// Writes an LRU age, marking the entry's group for recomputation.
-    #[inline(always)]
-    fn set_age(&mut self, i: usize, age: u64) {
-        self.age[i] = age;
-        if !self.group_min.is_empty() {
-            let g = i / GROUP;
-            self.stale[g / 64] |= 1 << (g % 64);
-        }
-    }
-
-    /// The LRU victim of the set starting at `base`: the first entry of
-    /// least age, as [`oldest`] over the whole set would find it.
-    #[inline]
-    fn lru_victim(&mut self, base: usize) -> usize {
-        if self.group_min.is_empty() {
-            return base + oldest(&self.age[base..base + self.ways]);
-        }
-        let first = base / GROUP;
-        let mut best = (u64::MAX, 0u32);
-        for g in first..first + self.ways / GROUP {
-            let bit = 1u64 << (g % 64);
-            if self.stale[g / 64] & bit != 0 {
-                let start = g * GROUP;
-                let w = oldest(&self.age[start..start + GROUP]);
-                self.group_min[g] = (self.age[start + w], (start + w) as u32);
-                self.stale[g / 64] &= !bit;
-            }
-            // Strictly less: on ties the earlier group, hence the first entry.
-            if self.group_min[g].0 < best.0 {
-                best = self.group_min[g];
-            }
-        }
-        best.1 as usize
-    }
-
     fn victim(&mut self, base: usize) -> usize {
         match self.repl {
-            Replacement::Lru => self.lru_victim(base),
+            Replacement::Lru => match &self.lru {
+                Some(l) => l.victim(base / self.ways),
+                None => base,
+            },
             Replacement::Plru => {
                 let set = &self.age[base..base + self.ways];
                 base + set.iter().position(|&b| b == 0).unwrap_or(0)
@@ -249,7 +207,11 @@ impl<V: Copy + Default> Cache<V> {
     pub(crate) fn invalidate(&mut self, i: usize) {
         self.tags[i] = EMPTY_TAG;
         self.masks[i] = 0;
-        self.set_age(i, 0);
+        match (&mut self.lru, self.repl) {
+            (Some(l), _) => l.demote(i),
+            (None, Replacement::Plru) => self.age[i] = 0,
+            _ => {}
+        }
     }
 
     /// Empties every valid way of `set` for which `f(tag, mask, val)` holds;
@@ -310,33 +272,6 @@ impl<V: Copy + Default> Cache<V> {
     }
 }
 
-/// The index of the least age in `ages` (the first on ties). Four running
-/// minima keep the comparisons independent, so wide (fully associative)
-/// sets take a quarter of the dependent steps.
-#[inline]
-fn oldest(ages: &[u64]) -> usize {
-    let mut best = [(u64::MAX, usize::MAX); 4];
-    let chunks = ages.chunks_exact(4);
-    let rest = chunks.remainder();
-    for (c, chunk) in chunks.enumerate() {
-        for j in 0..4 {
-            if chunk[j] < best[j].0 {
-                best[j] = (chunk[j], c * 4 + j);
-            }
-        }
-    }
-    let tail = ages.len() - rest.len();
-    for (j, &a) in rest.iter().enumerate() {
-        if a < best[j].0 {
-            best[j] = (a, tail + j);
-        }
-    }
-    best.iter()
-        .min()
-        .map(|&(_, i)| i)
-        .expect("a set has at least one way")
-}
-
 /// The index of the way whose masked key equals its tag. Compares eight ways
 /// at a time without branches so that wide (fully associative) arrays
 /// vectorize; at most one way matches (the module's invariant).
@@ -382,16 +317,6 @@ mod tests {
     }
 
     #[test]
-    fn the_oldest_way_is_the_first_of_least_age() {
-        assert_eq!(oldest(&[5]), 0);
-        assert_eq!(oldest(&[5, 3, 9, 3, 7, 1, 8]), 5);
-        assert_eq!(oldest(&[4, 0, 2, 0, 0, 1, 9, 9, 0]), 1, "first of the ties");
-        let wide: Vec<u64> = (0..72).map(|i| 1000 - (i * 7 % 72)).collect();
-        let want = (0..72).min_by_key(|&i| (wide[i], i)).unwrap();
-        assert_eq!(oldest(&wide), want);
-    }
-
-    #[test]
     fn plru_victim_is_a_way_not_recently_used() {
         let mut c: Cache<u32> = Cache::new(4, 4, Replacement::Plru, 1);
         for p in 1..=4 {
@@ -427,37 +352,20 @@ mod tests {
         assert_eq!(c.occupancy(), 71);
     }
 
-    proptest::proptest! {
-        /// The grouped LRU search finds what a scan of the whole set finds,
-        /// whatever mix of hits, fills and invalidations came before.
-        #[test]
-        fn grouped_lru_victims_are_the_oldest_ways(
-            ops in proptest::collection::vec((0u8..3, 0u64..300), 1..300),
-            shape in 0usize..3,
-        ) {
-            let (entries, ways) = [(72, 72), (96, 24), (64, 16)][shape];
-            let mut c: Cache<u32> = Cache::new(entries, ways, Replacement::Lru, 1);
-            proptest::prop_assert!(!c.group_min.is_empty());
-            for (op, p) in ops {
-                let set = c.set_of(p);
-                match op {
-                    0 => {
-                        c.probe(set, key(p));
-                    }
-                    1 => {
-                        c.insert(set, key(p), M, 0);
-                    }
-                    _ => {
-                        c.invalidate_key(set, key(p), |_, _| {});
-                    }
-                }
-                for s in 0..entries / ways {
-                    let base = s * ways;
-                    let want = base + oldest(&c.age[base..base + ways]);
-                    proptest::prop_assert_eq!(c.lru_victim(base), want);
-                }
-            }
+    /// An emptied way is refilled before any valid way is evicted.
+    #[test]
+    fn lru_refills_emptied_ways_first() {
+        let mut c: Cache<u32> = Cache::new(4, 4, Replacement::Lru, 1);
+        for p in 1..=4 {
+            c.insert(0, key(p), M, 0);
         }
+        assert_eq!(c.invalidate_key(0, key(2), |_, _| {}), 1);
+        assert!(!c.insert(0, key(5), M, 0).1, "the empty way took it");
+        for p in [1, 3, 4, 5] {
+            assert!(c.probe(0, key(p)).is_some(), "page {p} stayed");
+        }
+        assert!(c.insert(0, key(6), M, 0).1, "now a valid way goes");
+        assert!(c.probe(0, key(1)).is_none(), "page 1 was the least recent");
     }
 
     #[test]

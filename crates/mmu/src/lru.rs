@@ -1,0 +1,146 @@
+//! Exact least-recently-used order of every set of a [`crate::cache::Cache`],
+//! kept as one circular doubly linked list per set: a touch moves a way to
+//! the front, the victim is the way at the back, both in constant time
+//! whatever the associativity (a 72-way fully associative L1 TLB costs what
+//! a 4-way set does).
+//!
+//! ## Invariants
+//!
+//! - Nodes `0..entries` are the ways (global entry indices); node
+//!   `entries + s` is the sentinel of set `s`. Each set's list holds its
+//!   sentinel and exactly the ways of that set.
+//! - From the sentinel, `next` walks from the most to the least recently
+//!   used way; the victim is the sentinel's `prev`.
+//! - A new list is in index order with way 0 at the back, so an empty set
+//!   fills its ways in order. An emptied way is moved to the back: empty
+//!   ways are reused before any valid one.
+
+/// The LRU lists of all sets of one array.
+pub(crate) struct LruLists {
+    next: Box<[u32]>,
+    prev: Box<[u32]>,
+    /// The sentinel of each way's set.
+    home: Box<[u32]>,
+    entries: usize,
+}
+
+impl LruLists {
+    pub(crate) fn new(sets: usize, ways: usize) -> LruLists {
+        let entries = sets * ways;
+        let nodes = entries + sets;
+        assert!(u32::try_from(nodes).is_ok(), "{nodes} LRU nodes");
+        let mut l = LruLists {
+            next: vec![0; nodes].into_boxed_slice(),
+            prev: vec![0; nodes].into_boxed_slice(),
+            home: vec![0; entries].into_boxed_slice(),
+            entries,
+        };
+        for s in 0..sets {
+            let sentinel = (entries + s) as u32;
+            l.next[sentinel as usize] = sentinel;
+            l.prev[sentinel as usize] = sentinel;
+            // Pushing ways 0, 1, ... to the front leaves way 0 at the back.
+            for w in 0..ways {
+                let i = s * ways + w;
+                l.home[i] = sentinel;
+                l.push_front(sentinel as usize, i);
+            }
+        }
+        l
+    }
+
+    #[inline(always)]
+    fn unlink(&mut self, i: usize) {
+        let (p, n) = (self.prev[i] as usize, self.next[i] as usize);
+        self.next[p] = n as u32;
+        self.prev[n] = p as u32;
+    }
+
+    #[inline(always)]
+    fn push_front(&mut self, sentinel: usize, i: usize) {
+        let first = self.next[sentinel] as usize;
+        self.next[sentinel] = i as u32;
+        self.prev[i] = sentinel as u32;
+        self.next[i] = first as u32;
+        self.prev[first] = i as u32;
+    }
+
+    /// Way `i` was used: it becomes its set's most recent.
+    #[inline(always)]
+    pub(crate) fn touch(&mut self, i: usize) {
+        let sentinel = self.home[i] as usize;
+        if self.next[sentinel] as usize == i {
+            return; // already the most recent
+        }
+        self.unlink(i);
+        self.push_front(sentinel, i);
+    }
+
+    /// Way `i` was emptied: it becomes its set's next victim.
+    pub(crate) fn demote(&mut self, i: usize) {
+        let sentinel = self.home[i] as usize;
+        self.unlink(i);
+        let last = self.prev[sentinel] as usize;
+        self.next[last] = i as u32;
+        self.prev[i] = last as u32;
+        self.next[i] = sentinel as u32;
+        self.prev[sentinel] = i as u32;
+    }
+
+    /// The least recently used way of `set`.
+    #[inline(always)]
+    pub(crate) fn victim(&self, set: usize) -> usize {
+        self.prev[self.entries + set] as usize
+    }
+
+    /// The ways of `set` from the most to the least recently used (tests).
+    #[cfg(test)]
+    pub(crate) fn order(&self, set: usize) -> Vec<usize> {
+        let sentinel = self.entries + set;
+        let mut out = Vec::new();
+        let mut i = self.next[sentinel] as usize;
+        while i != sentinel {
+            out.push(i);
+            i = self.next[i] as usize;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The lists agree with a plain vector per set (move to front on a
+        /// touch, to the back on a demotion), and the victim is its back.
+        #[test]
+        fn lists_keep_the_order_a_vector_keeps(
+            ops in proptest::collection::vec((proptest::bool::ANY, 0usize..96), 1..400),
+            shape in 0usize..3,
+        ) {
+            let (sets, ways) = [(1, 72), (4, 24), (16, 6)][shape];
+            let mut l = LruLists::new(sets, ways);
+            // Reference: per set, most recent first; way 0 last to start.
+            let mut want: Vec<Vec<usize>> = (0..sets)
+                .map(|s| (0..ways).rev().map(|w| s * ways + w).collect())
+                .collect();
+            for (touch, x) in ops {
+                let i = x % (sets * ways);
+                let v = &mut want[i / ways];
+                v.retain(|&j| j != i);
+                if touch {
+                    l.touch(i);
+                    v.insert(0, i);
+                } else {
+                    l.demote(i);
+                    v.push(i);
+                }
+                for (s, v) in want.iter().enumerate() {
+                    proptest::prop_assert_eq!(&l.order(s), v);
+                    proptest::prop_assert_eq!(l.victim(s), *v.last().unwrap());
+                }
+            }
+        }
+    }
+}
