@@ -101,12 +101,12 @@ impl<V: Copy + Default> Cache<V> {
 
     #[inline(always)]
     fn touch(&mut self, i: usize) {
+        if let Some(l) = &mut self.lru {
+            l.touch(i);
+            return;
+        }
         match self.repl {
-            Replacement::Lru => {
-                if let Some(l) = &mut self.lru {
-                    l.touch(i);
-                }
-            }
+            Replacement::Lru => {}
             Replacement::Plru => {
                 self.age[i] = 1;
                 let base = i - i % self.ways;

@@ -17,12 +17,15 @@
 
 /// The LRU lists of all sets of one array.
 pub(crate) struct LruLists {
-    next: Box<[u32]>,
-    prev: Box<[u32]>,
+    /// `[next, prev]` of every node: both links of a node in one place.
+    links: Box<[[u32; 2]]>,
     /// The sentinel of each way's set.
     home: Box<[u32]>,
     entries: usize,
 }
+
+const NEXT: usize = 0;
+const PREV: usize = 1;
 
 impl LruLists {
     pub(crate) fn new(sets: usize, ways: usize) -> LruLists {
@@ -30,15 +33,13 @@ impl LruLists {
         let nodes = entries + sets;
         assert!(u32::try_from(nodes).is_ok(), "{nodes} LRU nodes");
         let mut l = LruLists {
-            next: vec![0; nodes].into_boxed_slice(),
-            prev: vec![0; nodes].into_boxed_slice(),
+            links: vec![[0; 2]; nodes].into_boxed_slice(),
             home: vec![0; entries].into_boxed_slice(),
             entries,
         };
         for s in 0..sets {
             let sentinel = (entries + s) as u32;
-            l.next[sentinel as usize] = sentinel;
-            l.prev[sentinel as usize] = sentinel;
+            l.links[sentinel as usize] = [sentinel, sentinel];
             // Pushing ways 0, 1, ... to the front leaves way 0 at the back.
             for w in 0..ways {
                 let i = s * ways + w;
@@ -49,27 +50,43 @@ impl LruLists {
         l
     }
 
+    /// Link `k` of node `n`.
+    #[inline(always)]
+    fn link(&self, n: usize, k: usize) -> usize {
+        debug_assert!(n < self.links.len());
+        // SAFETY: every caller passes a node index: a way below `entries`
+        // (checked by the public methods) or a value read from `links` or
+        // `home`, which hold only node indices (module invariant).
+        (unsafe { *self.links.get_unchecked(n) })[k] as usize
+    }
+
+    #[inline(always)]
+    fn set_link(&mut self, n: usize, k: usize, to: usize) {
+        debug_assert!(n < self.links.len() && to < self.links.len());
+        // SAFETY: as in `link`: `n` is a node index.
+        (unsafe { self.links.get_unchecked_mut(n) })[k] = to as u32;
+    }
+
     #[inline(always)]
     fn unlink(&mut self, i: usize) {
-        let (p, n) = (self.prev[i] as usize, self.next[i] as usize);
-        self.next[p] = n as u32;
-        self.prev[n] = p as u32;
+        let (n, p) = (self.link(i, NEXT), self.link(i, PREV));
+        self.set_link(p, NEXT, n);
+        self.set_link(n, PREV, p);
     }
 
     #[inline(always)]
     fn push_front(&mut self, sentinel: usize, i: usize) {
-        let first = self.next[sentinel] as usize;
-        self.next[sentinel] = i as u32;
-        self.prev[i] = sentinel as u32;
-        self.next[i] = first as u32;
-        self.prev[first] = i as u32;
+        let first = self.link(sentinel, NEXT);
+        self.set_link(sentinel, NEXT, i);
+        self.links[i] = [first as u32, sentinel as u32];
+        self.set_link(first, PREV, i);
     }
 
     /// Way `i` was used: it becomes its set's most recent.
     #[inline(always)]
     pub(crate) fn touch(&mut self, i: usize) {
         let sentinel = self.home[i] as usize;
-        if self.next[sentinel] as usize == i {
+        if self.link(sentinel, NEXT) == i {
             return; // already the most recent
         }
         self.unlink(i);
@@ -80,17 +97,16 @@ impl LruLists {
     pub(crate) fn demote(&mut self, i: usize) {
         let sentinel = self.home[i] as usize;
         self.unlink(i);
-        let last = self.prev[sentinel] as usize;
-        self.next[last] = i as u32;
-        self.prev[i] = last as u32;
-        self.next[i] = sentinel as u32;
-        self.prev[sentinel] = i as u32;
+        let last = self.link(sentinel, PREV);
+        self.set_link(last, NEXT, i);
+        self.links[i] = [sentinel as u32, last as u32];
+        self.set_link(sentinel, PREV, i);
     }
 
     /// The least recently used way of `set`.
     #[inline(always)]
     pub(crate) fn victim(&self, set: usize) -> usize {
-        self.prev[self.entries + set] as usize
+        self.links[self.entries + set][PREV] as usize
     }
 
     /// The ways of `set` from the most to the least recently used (tests).
@@ -98,10 +114,10 @@ impl LruLists {
     pub(crate) fn order(&self, set: usize) -> Vec<usize> {
         let sentinel = self.entries + set;
         let mut out = Vec::new();
-        let mut i = self.next[sentinel] as usize;
+        let mut i = self.link(sentinel, NEXT);
         while i != sentinel {
             out.push(i);
-            i = self.next[i] as usize;
+            i = self.link(i, NEXT);
         }
         out
     }
