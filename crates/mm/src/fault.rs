@@ -111,44 +111,69 @@ impl AddressSpace {
         let pmd_table = self.alloc_pmd_table(ctx, va)?;
         let mut d = Deferred::none();
         loop {
-            match self.pt.read_entry(pmd_table, 1, va)? {
-                Entry::Invalid => {
-                    if self.thp_allowed(vma, va) {
-                        match self.do_huge_pmd_anonymous_page(ctx, vma, pmd_table, va, write)? {
-                            Huge::Done => return Ok((d, false)),
-                            Huge::Fallback => {}
+            // The common case first: the PMD entry points to a PTE table.
+            if let Some(table) = self.pt.next_table(pmd_table, 1, va) {
+                if let Some(major) =
+                    self.handle_pte_fault(ctx, vma, pmd_table, table, va, write, &mut d)?
+                {
+                    return Ok((d, major));
+                }
+                continue;
+            }
+            if let Some(major) = self.pmd_entry_fault(ctx, vma, pmd_table, va, write, &mut d)? {
+                return Ok((d, major));
+            }
+        }
+    }
+
+    /// The rest of `__handle_mm_fault`, for a PMD entry that is not (or
+    /// no longer) a table pointer: allocate a PTE table or a THP, or handle
+    /// a huge leaf. `Ok(None)`: the entry changed, look again. Out of line:
+    /// the 4 KiB fault path never comes here once its PTE table exists.
+    #[inline(never)]
+    fn pmd_entry_fault(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: u64,
+        va: u64,
+        write: bool,
+        d: &mut Deferred,
+    ) -> Result<Option<bool>, Errno> {
+        match self.pt.read_entry(pmd_table, 1, va)? {
+            Entry::Invalid => {
+                if self.thp_allowed(vma, va) {
+                    match self.do_huge_pmd_anonymous_page(ctx, vma, pmd_table, va, write)? {
+                        Huge::Done => return Ok(Some(false)),
+                        Huge::Fallback => {}
+                    }
+                }
+                self.pte_alloc(ctx, pmd_table, va)?;
+                Ok(None)
+            }
+            orig @ Entry::Leaf { pa, attrs, .. } => {
+                if write && !attrs.perms.write && Some(pa) == self.huge_zero_pa {
+                    // Linux: do_huge_pmd_wp_page on the huge zero page:
+                    // replace it by a THP (6.12+), and only if no huge
+                    // page can be had, split and let the PTE path copy.
+                    match self.do_huge_zero_wp_pmd(ctx, vma, pmd_table, va, orig, d)? {
+                        Huge::Done => return Ok(Some(false)),
+                        Huge::Fallback => {}
+                    }
+                    let g = self.pmd_lock(ctx, pmd_table);
+                    if let Entry::Leaf { pa: p2, .. } = self.pt.read_entry(pmd_table, 1, va)? {
+                        if p2 == pa {
+                            self.split_huge_pmd_locked(vma, pmd_table, va, d)?;
                         }
                     }
-                    self.pte_alloc(ctx, pmd_table, va)?;
+                    drop(g);
+                    return Ok(None);
                 }
-                orig @ Entry::Leaf { pa, attrs, .. } => {
-                    if write && !attrs.perms.write && Some(pa) == self.huge_zero_pa {
-                        // Linux: do_huge_pmd_wp_page on the huge zero page:
-                        // replace it by a THP (6.12+), and only if no huge
-                        // page can be had, split and let the PTE path copy.
-                        match self.do_huge_zero_wp_pmd(ctx, vma, pmd_table, va, orig, &mut d)? {
-                            Huge::Done => return Ok((d, false)),
-                            Huge::Fallback => {}
-                        }
-                        let g = self.pmd_lock(ctx, pmd_table);
-                        if let Entry::Leaf { pa: p2, .. } = self.pt.read_entry(pmd_table, 1, va)? {
-                            if p2 == pa {
-                                self.split_huge_pmd_locked(vma, pmd_table, va, &mut d)?;
-                            }
-                        }
-                        drop(g);
-                        continue;
-                    }
-                    // Linux: huge_pmd_set_accessed (a spurious fault).
-                    return Ok((d, false));
-                }
-                Entry::Table { pa: table } => {
-                    if let Some(major) =
-                        self.handle_pte_fault(ctx, vma, pmd_table, table, va, write, &mut d)?
-                    {
-                        return Ok((d, major));
-                    }
-                }
+                // Linux: huge_pmd_set_accessed (a spurious fault).
+                Ok(Some(false))
+            }
+            Entry::Table { pa: table } => {
+                self.handle_pte_fault(ctx, vma, pmd_table, table, va, write, d)
             }
         }
     }

@@ -49,7 +49,6 @@ use crate::mmap_lock::{ReadGuard, WriteGuard};
 use crate::space::AddressSpace;
 use crate::vma::Vmas;
 use pt::sync::{SpinGuard, SpinLock};
-use pt::Entry;
 
 impl AddressSpace {
     /// Takes `m`, counting the acquisition (and a contention if a try-lock fails).
@@ -108,10 +107,8 @@ impl AddressSpace {
     ) -> Option<SpinGuard<'_>> {
         let (m, c) = self.pte_lockptr(table);
         let g = self.lock_counted(ctx, m, c);
-        match self.pt.read_entry(pmd_table, 1, va) {
-            Ok(Entry::Table { pa }) if pa == table => Some(g),
-            _ => None,
-        }
+        // pmd_same: the PMD entry still points to this table.
+        (self.pt.next_table(pmd_table, 1, va) == Some(table)).then_some(g)
     }
 
     /// The mmap lock for reading.

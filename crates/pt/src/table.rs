@@ -267,6 +267,18 @@ impl PageTable {
         Ok(entry::decode(&self.geom, level, raw)?)
     }
 
+    /// The table the entry for `va` in `table` (of `level`) points to, if it
+    /// is a table entry; `None` for anything else (then [`read_entry`]
+    /// says what it is). The fault path's step down, without building the
+    /// neutral view.
+    ///
+    /// [`read_entry`]: PageTable::read_entry
+    #[inline(always)]
+    pub fn next_table(&self, table: u64, level: usize, va: u64) -> Option<u64> {
+        let raw = self.mem.read_walk(self.entry_pa(table, level, va));
+        entry::table_pa(&self.geom, level, raw)
+    }
+
     /// Whether the entry for `va` in `table` is empty (Linux `pte_none`):
     /// every supported format encodes an empty entry as zero, and the
     /// engine writes nothing else into a non-present entry.
