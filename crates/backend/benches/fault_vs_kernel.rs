@@ -1,43 +1,58 @@
 //! The model's 4 KiB anonymous write fault against this machine's kernel's,
-//! measured in one run, interleaved: round i times the kernel's faults (the
-//! kernel backend runs a workload that writes once to every page of a fresh
-//! anonymous mapping) and then the model's (`mm::AddressSpace::fault` on
-//! fresh pages, as the `mm` fault benchmark does), so both see the same
-//! machine load. Prints each side's mean per fault with its 95% interval,
-//! and the ratio.
+//! measured in one run: ten rounds of the kernel's faults (the kernel
+//! backend runs a workload that writes once to every page of a fresh
+//! anonymous mapping), then ten of the model's (`mm::AddressSpace::fault`
+//! on fresh pages, as the `mm` fault benchmark does), twice over. Prints
+//! every round, each side's mean per fault with its 95% interval, and the
+//! ratio of the means and of the medians.
 //!
-//! `cargo bench -p backend --bench fault_vs_kernel` (Linux only).
+//! `cargo bench -p backend --bench fault_vs_kernel` (Linux only). The
+//! region is 64 MiB (16,384 faults per round, the size of the `mm` fault
+//! benchmark); `PTLAB_FAULT_MIB` sets another size (the model's per-fault
+//! cost grows once its tables and lists outgrow the host's L2 cache).
 
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Pages per round (256 MiB of 4 KiB pages).
-const PAGES: u64 = 65_536;
 const ROUNDS: usize = 10;
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 
-const KERNEL_WORKLOAD: &str = r#"
+/// The region's size in MiB.
+fn region_mib() -> u64 {
+    std::env::var("PTLAB_FAULT_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&m| (1..=4096).contains(&m))
+        .unwrap_or(64)
+}
+
+fn kernel_workload(mib: u64) -> String {
+    format!(
+        r#"
 name = "fault-vs-kernel"
-description = "one write per 4 KiB page of a fresh 256 MiB anonymous mapping"
+description = "one write per 4 KiB page of a fresh {mib} MiB anonymous mapping"
 
 [[thread]]
 op = [
-  { mmap = "buf", size = "256MiB" },
-  { mark = "mapped" },
-  { touch = "buf", access = "write", stride = "4KiB" },
-  { mark = "touched" },
-  { munmap = "buf" },
+  {{ mmap = "buf", size = "{mib}MiB" }},
+  {{ mark = "mapped" }},
+  {{ touch = "buf", access = "write", stride = "4KiB" }},
+  {{ mark = "touched" }},
+  {{ munmap = "buf" }},
 ]
-"#;
+"#
+    )
+}
 
 /// The kernel's nanoseconds per fault over the touch of one run.
-fn kernel_round(w: &workload::plan::Workload) -> f64 {
+fn kernel_round(w: &workload::plan::Workload, pages: u64) -> f64 {
     let run = backend::kernel::run(w, &backend::kernel::KernelOptions::default())
         .expect("the kernel backend runs the workload");
     let get = |mark: usize, name: &str| run.marks[mark].counters.get(name).unwrap_or(0);
     let faults = get(1, "minor_faults") - get(0, "minor_faults");
     assert!(
-        faults as u64 >= PAGES,
-        "expected at least {PAGES} faults, the kernel counted {faults}"
+        faults as u64 >= pages,
+        "expected at least {pages} faults, the kernel counted {faults}"
     );
     (get(1, "elapsed_ns") - get(0, "elapsed_ns")) as f64 / faults as f64
 }
@@ -45,9 +60,9 @@ fn kernel_round(w: &workload::plan::Workload) -> f64 {
 /// Faults every page of the region once, then gives them back
 /// (MADV_DONTNEED, which also frees the PTE tables); returns the
 /// nanoseconds per fault.
-fn fault_all(s: &mm::AddressSpace, ctx: &mut mm::ThreadCtx, base: u64) -> f64 {
+fn fault_all(s: &mm::AddressSpace, ctx: &mut mm::ThreadCtx, base: u64, pages: u64) -> f64 {
     let t = Instant::now();
-    for p in 0..PAGES {
+    for p in 0..pages {
         match s.fault(ctx, base + p * 4096, mm::FaultAccess::WRITE) {
             mm::FaultResult::Handled { deferred, .. } => {
                 deferred.complete_without_tlb(s).expect("nothing to free")
@@ -55,20 +70,11 @@ fn fault_all(s: &mm::AddressSpace, ctx: &mut mm::ThreadCtx, base: u64) -> f64 {
             other => panic!("{other:?}"),
         }
     }
-    let ns = t.elapsed().as_nanos() as f64 / PAGES as f64;
-    s.madvise(ctx, base, PAGES * 4096, mm::Advice::DontNeed)
+    let ns = t.elapsed().as_nanos() as f64 / pages as f64;
+    s.madvise(ctx, base, pages * 4096, mm::Advice::DontNeed)
         .and_then(|d| d.complete_without_tlb(s))
         .expect("DONTNEED");
     ns
-}
-
-/// The model's nanoseconds per fault over `PAGES` fresh pages. An untimed
-/// pass first brings the model's own data back into the host's caches
-/// after the kernel round (which touched 256 MiB): each side is timed in
-/// its steady state, as the kernel's own fault path is warm in its round.
-fn model_round(s: &mm::AddressSpace, ctx: &mut mm::ThreadCtx, base: u64) -> f64 {
-    fault_all(s, ctx, base);
-    fault_all(s, ctx, base)
 }
 
 fn show(name: &str, s: &stats::Summary) {
@@ -84,26 +90,42 @@ fn main() {
         println!("fault_vs_kernel: bench");
         return;
     }
-    let w = workload::parse(KERNEL_WORKLOAD, "fault-vs-kernel", 48).expect("a valid workload");
+    let mib = region_mib();
+    let pages = mib << 8;
+    let w =
+        workload::parse(&kernel_workload(mib), "fault-vs-kernel", 48).expect("a valid workload");
     let g = Arc::new(pt::geometry::preset("x86-64-4l").expect("a preset"));
     let space = mm::AddressSpace::new(g, mm::MmConfig::default()).expect("an address space");
     let mut ctx = mm::ThreadCtx::new();
     let base = 32u64 << 40;
     space
-        .mmap(&mut ctx, mm::MmapArgs::anon(base, PAGES * 4096))
+        .mmap(&mut ctx, mm::MmapArgs::anon(base, pages * 4096))
         .and_then(|d| d.complete_without_tlb(&space))
         .expect("mmap");
-    // Warm-up: one round each, not counted.
-    kernel_round(&w);
-    model_round(&space, &mut ctx, base);
+    // Blocks of rounds, kernel then model, twice (so a drift of the
+    // machine shows as a difference between the blocks): the kernel backend
+    // forks its child from this process, which write-protects every page of
+    // the model's memory here until a write faults it back, so the model's
+    // rounds are kept apart from the forks, after one untimed round.
     let (mut kernel, mut model) = (Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        kernel.push(kernel_round(&w));
-        model.push(model_round(&space, &mut ctx, base));
+    for _ in 0..2 {
+        kernel_round(&w, pages);
+        kernel.extend((0..ROUNDS).map(|_| kernel_round(&w, pages)));
+        std::thread::sleep(SETTLE);
+        fault_all(&space, &mut ctx, base, pages);
+        model.extend((0..ROUNDS).map(|_| fault_all(&space, &mut ctx, base, pages)));
     }
+    let round = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.0}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    println!("kernel rounds (ns per fault): {}", round(&kernel));
+    println!("model rounds (ns per fault):  {}", round(&model));
     let k = stats::Summary::of(&kernel).expect("finite samples");
     let m = stats::Summary::of(&model).expect("finite samples");
-    println!("{PAGES} faults per round, {ROUNDS} rounds, interleaved");
+    println!("{mib} MiB: {pages} faults per round, 2 x {ROUNDS} rounds per side");
     show("kernel (this machine)", &k);
     show("model (mm fault path)", &m);
     println!(

@@ -17,7 +17,10 @@ fn main() {
         .complete_without_tlb(&s)
         .unwrap();
     let mut faulting = std::time::Duration::ZERO;
-    let rounds = 8;
+    let rounds: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(8);
     for _ in 0..rounds {
         let t = std::time::Instant::now();
         for p in 0..len / 4096 {

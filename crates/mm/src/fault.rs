@@ -349,8 +349,11 @@ impl AddressSpace {
 
     /// Whether every PTE of `[base, base + size)` in `table` is none
     /// (Linux `pte_range_none`).
-    #[inline]
+    #[inline(always)]
     fn range_none(&self, table: u64, base: u64, size: u64) -> bool {
+        if size == self.page {
+            return self.pt.is_none(table, 0, base);
+        }
         (0..size >> self.page_shift).all(|i| self.pt.is_none(table, 0, base + i * self.page))
     }
 

@@ -97,7 +97,7 @@ impl AddressSpace {
     /// Linux `pte_offset_map_lock`: locks the PTE table `table` that the PMD
     /// entry for `va` pointed to, and re-checks that it still does
     /// (invariant 3). `None`: it does not any more; retry.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pte_offset_map_lock(
         &self,
         ctx: &mut ThreadCtx,

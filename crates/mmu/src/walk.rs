@@ -241,6 +241,21 @@ where
         before_read(epa)?;
         let raw = mem.read_walk(epa);
         count.refs += 1;
+        // The common step first: a table entry, tested without decoding.
+        if let Some(pa) = entry::table_pa(g, level, raw) {
+            if let Some(new) = table_accessed(gi, raw) {
+                if mem.compare_exchange(epa, raw, new).is_err() {
+                    continue; // changed under us: read it again
+                }
+                count.ad_writes += 1;
+            }
+            if let Some(p) = pwc.as_deref_mut() {
+                p.fill(level, va, asid, pa);
+            }
+            table = pa;
+            level -= 1;
+            continue;
+        }
         match entry::decode(g, level, raw) {
             Err(error) => return Err(Fault::Reserved { va, level, error }),
             Ok(Entry::Invalid) => return Err(Fault::NotPresent { va, level }),

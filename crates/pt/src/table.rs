@@ -292,45 +292,58 @@ impl PageTable {
     /// writers of this table.
     #[inline]
     pub fn write_entry(&self, table: u64, level: usize, va: u64, e: &Entry) {
+        if self.entry_shift != ENTRY_BYTES.trailing_zeros() {
+            return self.write_group(table, level, va, e);
+        }
+        // The common case (no software page): one word, found once.
+        let word = self.mem.word_at(self.entry_pa(table, level, va));
+        let was = word.load(Ordering::Acquire) != 0;
+        let w = match e {
+            Entry::Invalid => 0,
+            _ => entry::encode(&self.geom, level, e),
+        };
+        word.store(w, Ordering::Release);
+        self.count_present(table, level, was, e.is_present());
+    }
+
+    /// [`PageTable::write_entry`] for a geometry whose software entry is a
+    /// group of hardware words.
+    #[inline(never)]
+    fn write_group(&self, table: u64, level: usize, va: u64, e: &Entry) {
         let pa = self.entry_pa(table, level, va);
-        let was;
-        if self.entry_shift == ENTRY_BYTES.trailing_zeros() {
-            // The common case (no software page): one word, found once.
-            let word = self.mem.word_at(pa);
-            was = word.load(Ordering::Acquire) != 0;
+        let was = self.mem.read(pa) != 0;
+        // Linux's set_pte order: for a group, the first word last, so that a
+        // walker that sees it present sees the whole group.
+        for j in (0..self.geom.hw_words_per_entry()).rev() {
             let w = match e {
                 Entry::Invalid => 0,
-                _ => entry::encode(&self.geom, level, e),
+                _ => entry::encode_group_word(&self.geom, level, e, j),
             };
-            word.store(w, Ordering::Release);
-        } else {
-            was = self.mem.read(pa) != 0;
-            // Linux's set_pte order: for a group, the first word last, so
-            // that a walker that sees it present sees the whole group.
-            for j in (0..self.geom.hw_words_per_entry()).rev() {
-                let w = match e {
-                    Entry::Invalid => 0,
-                    _ => entry::encode_group_word(&self.geom, level, e, j),
-                };
-                self.mem.write(pa + j * ENTRY_BYTES, w);
-            }
+            self.mem.write(pa + j * ENTRY_BYTES, w);
         }
-        let now = e.is_present();
+        self.count_present(table, level, was, e.is_present());
+    }
+
+    /// Keeps `table`'s present count after one of its entries went from
+    /// present (`was`) to present (`now`) or not.
+    #[inline(always)]
+    fn count_present(&self, table: u64, level: usize, was: bool, now: bool) {
+        if was == now {
+            return;
+        }
         let meta = self.mem.meta(table);
-        if was != now {
-            if level == 0 {
-                // No table is ever installed in a leaf-level table, so every
-                // writer of this count writes a leaf entry here and holds
-                // the table's lock (the concurrency contract): a plain load
-                // and store cannot lose an update.
-                let n = meta.present.load(Ordering::Relaxed);
-                let n = if now { n + 1 } else { n - 1 };
-                meta.present.store(n, Ordering::Release);
-            } else if now {
-                meta.present.fetch_add(1, Ordering::AcqRel);
-            } else {
-                meta.present.fetch_sub(1, Ordering::AcqRel);
-            }
+        if level == 0 {
+            // No table is ever installed in a leaf-level table, so every
+            // writer of this count writes a leaf entry here and holds the
+            // table's lock (the concurrency contract): a plain load and
+            // store cannot lose an update.
+            let n = meta.present.load(Ordering::Relaxed);
+            let n = if now { n + 1 } else { n - 1 };
+            meta.present.store(n, Ordering::Release);
+        } else if now {
+            meta.present.fetch_add(1, Ordering::AcqRel);
+        } else {
+            meta.present.fetch_sub(1, Ordering::AcqRel);
         }
     }
 
