@@ -426,12 +426,19 @@ impl AddressSpace {
             mem.free_data(pa, size)?;
             return Ok(Some(false));
         }
-        let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
-        if size > self.page {
-            self.add_folio(pa, size);
-            ctx.counters.mthp_fault_alloc += 1;
+        match self.anon_pte_bits[vma.prot.index()] {
+            // One page: the PTE from this protection's template (the
+            // attributes are encoded once per address space).
+            Some(bits) if size == self.page => self.pt.write_leaf(table, 0, base, bits, pa),
+            _ => {
+                let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
+                if size > self.page {
+                    self.add_folio(pa, size);
+                    ctx.counters.mthp_fault_alloc += 1;
+                }
+                self.set_ptes(table, base, pa, size, attrs);
+            }
         }
-        self.set_ptes(table, base, pa, size, attrs);
         self.rss_add(Rss::Anon, (size >> self.page_shift) as i64);
         drop(g);
         Ok(Some(false))

@@ -121,6 +121,10 @@ pub struct AddressSpace {
     pub(crate) pmd_size: u64,
     /// The shared zero page.
     pub(crate) zero_pa: u64,
+    /// The PTE of a dirty anonymous page (address 0) for each protection
+    /// ([`Prot::index`]), from [`PageTable::leaf_bits`]: the 4 KiB write
+    /// fault's entry without encoding its attributes per fault.
+    pub(crate) anon_pte_bits: [Option<u64>; 8],
     /// The huge zero page, if the PMD level may hold leaves.
     pub(crate) huge_zero_pa: Option<u64>,
     /// mTHP sizes with their policies, largest first.
@@ -232,6 +236,8 @@ impl AddressSpace {
                 return Err(e.into());
             }
         };
+        let anon_pte_bits =
+            std::array::from_fn(|i| pt.leaf_bits(0, &anon_leaf_attrs(Prot::from_index(i), true)));
         Ok(AddressSpace {
             table_flusher: std::sync::OnceLock::new(),
             cfg,
@@ -242,6 +248,7 @@ impl AddressSpace {
             page_shift: geometry.page_shift(),
             pmd_size,
             zero_pa,
+            anon_pte_bits,
             huge_zero_pa,
             mthp,
             deposits: Mutex::new(HashMap::new()),
@@ -326,35 +333,12 @@ impl AddressSpace {
     /// PROT_NONE is modelled as a present kernel-only entry: the model's
     /// user accesses fault on it as Linux's `_PAGE_PROTNONE` entries do.
     pub(crate) fn leaf_attrs(&self, vma: &Vma, kind: PageKind, dirty: bool) -> Attrs {
-        let p = vma.prot;
-        let perms = if !p.accessible() {
-            Perms {
-                read: true,
-                write: false,
-                exec: false,
-                user: false,
-            }
-        } else {
-            let write = p.write
-                && match kind {
-                    PageKind::Zero => false,
-                    PageKind::Anon => true,
-                    PageKind::Cache(_) => vma.shared && (!vma.writenotify() || dirty),
-                };
-            Perms {
-                read: true,
-                write,
-                exec: p.exec,
-                user: true,
-            }
+        let writable = match kind {
+            PageKind::Zero => false,
+            PageKind::Anon => true,
+            PageKind::Cache(_) => vma.shared && (!vma.writenotify() || dirty),
         };
-        Attrs {
-            perms,
-            global: false,
-            accessed: true,
-            dirty,
-            mem_type: pt::MemType::Normal,
-        }
+        leaf_attrs_of(vma.prot, writable, dirty)
     }
 
     /// Drops one mapping of the anonymous page at `pa`; frees its folio
@@ -1195,4 +1179,37 @@ impl AddressSpace {
         }
         Ok(())
     }
+}
+
+/// The attributes of a leaf under `prot`: writable if `prot` allows it and
+/// `writable` (the page kind's rule, see `AddressSpace::leaf_attrs`).
+/// PROT_NONE leaves are kernel-only and read-only, as Linux keeps them.
+fn leaf_attrs_of(prot: Prot, writable: bool, dirty: bool) -> Attrs {
+    let perms = if !prot.accessible() {
+        Perms {
+            read: true,
+            write: false,
+            exec: false,
+            user: false,
+        }
+    } else {
+        Perms {
+            read: true,
+            write: prot.write && writable,
+            exec: prot.exec,
+            user: true,
+        }
+    };
+    Attrs {
+        perms,
+        global: false,
+        accessed: true,
+        dirty,
+        mem_type: pt::MemType::Normal,
+    }
+}
+
+/// [`AddressSpace::leaf_attrs`] of an anonymous page under `prot`.
+fn anon_leaf_attrs(prot: Prot, dirty: bool) -> Attrs {
+    leaf_attrs_of(prot, true, dirty)
 }

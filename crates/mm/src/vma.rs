@@ -61,6 +61,19 @@ impl Prot {
     pub fn accessible(&self) -> bool {
         self.read || self.write || self.exec
     }
+    /// A number for each of the 8 protections (read 1, write 2, exec 4).
+    #[inline]
+    pub fn index(&self) -> usize {
+        usize::from(self.read) | usize::from(self.write) << 1 | usize::from(self.exec) << 2
+    }
+    /// The protection with number `i` (see [`Prot::index`]).
+    pub fn from_index(i: usize) -> Prot {
+        Prot {
+            read: i & 1 != 0,
+            write: i & 2 != 0,
+            exec: i & 4 != 0,
+        }
+    }
 }
 
 /// What backs a VMA.

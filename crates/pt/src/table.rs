@@ -306,6 +306,39 @@ impl PageTable {
         self.count_present(table, level, was, e.is_present());
     }
 
+    /// The word of a plain (not contiguous) leaf at `level` with `attrs` at
+    /// address 0: the template [`PageTable::write_leaf`] fills with an
+    /// address. `None` if a software entry is a group of words here, or the
+    /// architecture cannot express `attrs`.
+    pub fn leaf_bits(&self, level: usize, attrs: &Attrs) -> Option<u64> {
+        let single = self.entry_shift == ENTRY_BYTES.trailing_zeros();
+        (single && self.geom.is_leaf_level(level) && entry::representable(&self.geom, attrs)).then(
+            || {
+                let leaf = Entry::Leaf {
+                    pa: 0,
+                    attrs: *attrs,
+                    contiguous: false,
+                };
+                entry::encode(&self.geom, level, &leaf)
+            },
+        )
+    }
+
+    /// Writes the plain leaf `bits` (from [`PageTable::leaf_bits`]) mapping
+    /// `pa` as the entry for `va`: what [`PageTable::write_entry`] writes for
+    /// that leaf, without encoding the attributes again. Same contract.
+    #[inline]
+    pub fn write_leaf(&self, table: u64, level: usize, va: u64, bits: u64, pa: u64) {
+        debug_assert_eq!(self.entry_shift, ENTRY_BYTES.trailing_zeros());
+        let word = self.mem.word_at(self.entry_pa(table, level, va));
+        let was = word.load(Ordering::Acquire) != 0;
+        word.store(
+            entry::leaf_with_address(&self.geom, bits, pa),
+            Ordering::Release,
+        );
+        self.count_present(table, level, was, true);
+    }
+
     /// [`PageTable::write_entry`] for a geometry whose software entry is a
     /// group of hardware words.
     #[inline(never)]

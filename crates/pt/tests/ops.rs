@@ -395,3 +395,61 @@ fn regression_contiguous_run_cut_then_huge_map() {
         ],
     );
 }
+
+/// A leaf written from a template (`leaf_bits` + `write_leaf`) is the word
+/// `write_entry` writes for the same leaf, with the same present count, on
+/// every geometry that has single-word entries, at every leaf level.
+#[test]
+fn templated_leaves_are_the_words_write_entry_writes() {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut checked = 0;
+    for g in geometry::presets() {
+        let a = PageTable::with_new_memory(g.clone()).unwrap();
+        let b = PageTable::with_new_memory(g.clone()).unwrap();
+        let (ta, tb) = (
+            a.mem().alloc_table(0).unwrap(),
+            b.mem().alloc_table(0).unwrap(),
+        );
+        for level in (0..g.num_levels()).filter(|&l| g.is_leaf_level(l)) {
+            for i in 0..200u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let attrs = Attrs {
+                    perms: perms_of((x & 7) as u8),
+                    global: x & 8 != 0,
+                    accessed: x & 16 != 0,
+                    dirty: x & 32 != 0,
+                    mem_type: pt::MemType::Normal,
+                };
+                let size = g.entry_size(level);
+                let pa = ((x >> 12) << 12) & ((1u64 << g.oa_bits()) - 1) & !(size - 1);
+                let va = (i % 64) * size;
+                let Some(bits) = a.leaf_bits(level, &attrs) else {
+                    continue;
+                };
+                a.write_leaf(ta, level, va, bits, pa);
+                let e = Entry::Leaf {
+                    pa,
+                    attrs,
+                    contiguous: false,
+                };
+                b.write_entry(tb, level, va, &e);
+                let (wa, wb) = (
+                    a.mem().read(a.entry_pa(ta, level, va)),
+                    b.mem().read(b.entry_pa(tb, level, va)),
+                );
+                assert_eq!(wa, wb, "{} level {level} {e:?}", g.name());
+                checked += 1;
+            }
+            let count = |p: &PageTable, t| {
+                p.mem()
+                    .meta(t)
+                    .present
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            };
+            assert_eq!(count(&a, ta), count(&b, tb), "{}", g.name());
+        }
+    }
+    assert!(checked > 1000, "only {checked} leaves compared");
+}

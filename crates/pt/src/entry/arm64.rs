@@ -142,6 +142,12 @@ fn desc_pa(raw: u64, l: OaLayout) -> u64 {
     (raw & l.field) | ((raw & l.hi) << 36)
 }
 
+/// The descriptor bits holding output address `pa` under `geom`.
+#[inline]
+pub(crate) fn address_bits(geom: &Geometry, pa: u64) -> u64 {
+    pa_desc(pa, layout(geom))
+}
+
 /// The descriptor bits holding output address `pa`.
 #[inline]
 fn pa_desc(pa: u64, l: OaLayout) -> u64 {

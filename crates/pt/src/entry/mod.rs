@@ -241,3 +241,17 @@ pub(crate) fn leaf_test(geom: &Geometry, level: usize) -> (u64, u64) {
 /// table test of a level without tables, the leaf test of a level without
 /// leaves.
 const NO_TABLES: (u64, u64) = (0, 1);
+
+/// The word of a plain (not contiguous) leaf at `level` whose attributes
+/// encode to `bits` (the word [`encode`] gives for the leaf at address 0),
+/// mapping `pa`: every codec puts the address in fields of its own, so
+/// `encode(leaf at pa) == address_bits(pa) | encode(leaf at 0)`. Lets a
+/// caller encode the attributes once for many leaves.
+#[inline]
+pub fn leaf_with_address(geom: &Geometry, bits: u64, pa: u64) -> u64 {
+    bits | match geom.arch() {
+        Arch::X86_64 => pa,
+        Arch::RiscV => riscv::ppn_field(pa),
+        Arch::Arm64 => arm64::address_bits(geom, pa),
+    }
+}

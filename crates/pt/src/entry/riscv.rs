@@ -103,7 +103,7 @@ fn bit(on: bool, mask: u64) -> u64 {
 
 /// The PPN field holding the frame of `pa`.
 #[inline]
-fn ppn_field(pa: u64) -> u64 {
+pub(crate) fn ppn_field(pa: u64) -> u64 {
     (pa >> PAGE_SHIFT) << PPN_SHIFT
 }
 
