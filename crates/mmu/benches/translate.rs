@@ -224,22 +224,39 @@ fn miss_walk<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
 fn random_64g<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
     const PAGES: u64 = 16 << 20; // 64 GiB of 4 KiB pages
     const BATCH: usize = 1 << 16;
+    /// How far ahead a replay prefetches (accesses).
+    const AHEAD: usize = 8;
     let pt = OnceCell::new();
     let vas = OnceCell::new();
     let mut g = c.benchmark_group(format!("{clock}/random_64g"));
     g.measurement_time(Duration::from_secs(5));
     g.sample_size(20);
     g.throughput(Throughput::Elements(BATCH as u64));
-    for preset in ["zen4", "icelake", "none"] {
+    for (preset, ahead) in [
+        ("zen4", false),
+        ("zen4", true),
+        ("icelake", false),
+        ("none", false),
+        ("none", true),
+    ] {
         let mut state = None;
         let mut at = 0;
-        g.bench_function(preset, |b| {
+        let name = if ahead {
+            format!("{preset}/prefetch")
+        } else {
+            preset.to_string()
+        };
+        g.bench_function(&name, |b| {
             let pt = pt.get_or_init(|| table(PAGES));
             let vas: &Vec<u64> = vas.get_or_init(|| pages(1 << 22, PAGES, 11));
             let cpu = state.get_or_insert_with(|| mmu(preset, pt).attach(0, 1));
             b.iter(|| {
                 let mut sum = 0u64;
-                for &va in &vas[at..at + BATCH] {
+                for (k, &va) in vas[at..at + BATCH].iter().enumerate() {
+                    if ahead {
+                        // As the model backend replays a random touch.
+                        cpu.prefetch(pt, vas[(at + k + AHEAD) % vas.len()]);
+                    }
                     sum = sum.wrapping_add(cpu.access(pt, va, true, true).unwrap().pa);
                 }
                 at = (at + BATCH) % vas.len();
@@ -249,7 +266,7 @@ fn random_64g<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
         if let Some(cpu) = state {
             let s = cpu.stats();
             eprintln!(
-                "  {preset}: {:.1}% TLB misses, {:.2} references per walk, {:.1}% of walks hit a walk cache",
+                "  {name}: {:.1}% TLB misses, {:.2} references per walk, {:.1}% of walks hit a walk cache",
                 100.0 * s.tlb_misses as f64 / s.accesses as f64,
                 s.mean_walk_refs(),
                 100.0 * s.pwc_hits_total() as f64 / s.walks.max(1) as f64

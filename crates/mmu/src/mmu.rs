@@ -728,6 +728,14 @@ impl Cpu {
         self.slot.pending.store(false, Ordering::Relaxed);
     }
 
+    /// Hints the host to fetch the page-table word a walk for `va` would
+    /// read last (see [`PageTable::prefetch_walk`]): for replays that know
+    /// their addresses ahead. Changes no TLB, walk cache or statistic.
+    #[inline]
+    pub fn prefetch(&self, pt: &PageTable, va: u64) {
+        pt.prefetch_walk(va);
+    }
+
     /// Translates `va` for a read or write from user or supervisor mode, as
     /// the hardware does: first-level TLB, second level, walk caches, then
     /// the walk over `pt` (which sets accessed/dirty bits). `pt` is the

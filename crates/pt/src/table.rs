@@ -691,6 +691,32 @@ impl PageTable {
         unreachable!("level 0 holds only leaves or nothing")
     }
 
+    /// Hints the host to bring into its caches the word a walk for `va`
+    /// reads at the lowest level it reaches: the levels above are read as a
+    /// walk reads them (their few tables are usually cached), the last one
+    /// is prefetched. A replay that knows its next addresses calls this a
+    /// few accesses ahead, so that the walks' misses in the host's caches
+    /// overlap instead of queueing. Changes nothing.
+    pub fn prefetch_walk(&self, va: u64) {
+        let g = &*self.geom;
+        if !g.is_canonical(va) {
+            return;
+        }
+        let mut table = self.root;
+        for (level, f) in g.fast_levels().iter().enumerate().rev() {
+            let epa = table + ((va >> f.hw_shift) & f.hw_word_mask) * ENTRY_BYTES;
+            if level == 0 {
+                self.mem.prefetch(epa);
+                return;
+            }
+            match entry::table_pa(g, level, self.mem.read_walk(epa)) {
+                Some(next) => table = next,
+                // A leaf or an empty entry: the walk's last read is this one.
+                None => return self.mem.prefetch(epa),
+            }
+        }
+    }
+
     // ---------------------------------------------------------------
     // Iterate.
 

@@ -424,8 +424,17 @@ impl<'a, 'w> Worker<'a, 'w> {
         if t.latency && self.latency.is_none() {
             self.latency = Some(FineHist::new());
         }
+        // A random touch replays addresses known in advance: the walk of
+        // the access `PREFETCH_AHEAD` later is prefetched, so that its
+        // misses in the host's caches overlap with this access's work
+        // (a hint to the host only: no model state changes).
+        let mut ahead = (t.pattern == plan::Pattern::Random)
+            .then(|| crate::touch::touch_offsets(t).skip(PREFETCH_AHEAD));
         for off in crate::touch::touch_offsets(t) {
             let va = base + off;
+            if let Some(next) = ahead.as_mut().and_then(Iterator::next) {
+                self.cpu.prefetch(self.sh.space.page_table(), base + next);
+            }
             let started = t.latency.then(Instant::now);
             self.access(va, write, access)?;
             if let (Some(s), Some(h)) = (started, self.latency.as_mut()) {
@@ -464,6 +473,9 @@ impl<'a, 'w> Worker<'a, 'w> {
         )))
     }
 }
+
+/// How many accesses ahead a random touch prefetches its walk.
+const PREFETCH_AHEAD: usize = 8;
 
 fn prot(p: plan::Prot) -> MmProt {
     match p {
