@@ -303,9 +303,10 @@ pub(crate) struct TlbLevel {
     /// [`MEMO`], as `array << 24 | way`: a lookup first checks that entry's
     /// tag (one comparison, whatever the array's size and associativity),
     /// and scans only when it does not match. A stale memo costs only the
-    /// scan; it never makes an entry match that does not (the model's
-    /// flushes keep at most one entry covering an address, so the memo
-    /// answers with the entry the scan would find).
+    /// scan; it never makes an entry match that does not. A level is filled
+    /// for an address only after a lookup of the whole level missed it (see
+    /// [`TlbLevel::fill`]), so at most one entry of a level covers an
+    /// address: the memo answers with the entry the scan would find.
     memo: Box<[u32]>,
 }
 
