@@ -99,6 +99,17 @@ impl<V: Copy + Default> Cache<V> {
         }
     }
 
+    /// Marks entry `i` used, as a hit on it does.
+    #[inline]
+    pub(crate) fn touch_at(&mut self, i: usize) {
+        self.touch(i);
+    }
+
+    /// See `TlbLevel::touches_replayable`.
+    pub(crate) fn touches_replayable(&self) -> bool {
+        self.repl != Replacement::Plru
+    }
+
     #[inline(always)]
     fn touch(&mut self, i: usize) {
         if let Some(l) = &mut self.lru {

@@ -17,6 +17,7 @@
 
 mod cache;
 pub mod config;
+mod hits;
 mod lru;
 pub mod mmu;
 pub mod nested;

@@ -59,6 +59,7 @@ use pt::table::{Flush, FreedTables};
 use pt::{Arch, Geometry, MemError, PageTable};
 
 use crate::config::{ConfigError, MmuConfig, MAX_CPUS};
+use crate::hits::HitCache;
 use crate::pwc::Pwc;
 use crate::stats::MmuStats;
 use crate::tlb::{self, flags, TlbEntry, TlbLevel};
@@ -270,13 +271,14 @@ impl Mmu {
         let st = lock(&slot.parked)
             .take()
             .unwrap_or_else(|| self.new_state(cpu));
+        let hits = HitCache::new(&st.l1);
         let mut c = Cpu {
             mmu: Arc::clone(self),
             slot,
             id: cpu,
             asid,
             st,
-            fast: FastSlot::EMPTY,
+            hits,
             _not_sync: PhantomData,
         };
         c.enter(asid);
@@ -567,35 +569,6 @@ fn apply(st: &mut CpuState, gi: &GeomInfo, asid: Asid, inval: &Invalidation) -> 
     n
 }
 
-/// The last first-level TLB hit, so that hits on the same entry skip the
-/// lookup. It is transparent: it is valid only while that entry is the
-/// most recently used of its array (any other TLB activity clears it
-/// first), so further hits on it would change no replacement state; its
-/// hits are added to the statistics when it is cleared or read.
-#[derive(Debug, Clone, Copy)]
-struct FastSlot {
-    /// The entry's virtual base (`va & mask`); 1 (never a masked address) when empty.
-    tag: u64,
-    /// `!(size - 1)`; 0 when empty.
-    mask: u64,
-    pa_base: u64,
-    flags: u8,
-    shift: u8,
-    /// Hits not yet counted in the statistics.
-    hits: u64,
-}
-
-impl FastSlot {
-    const EMPTY: FastSlot = FastSlot {
-        tag: 1,
-        mask: 0,
-        pa_base: 0,
-        flags: 0,
-        shift: 0,
-        hits: 0,
-    };
-}
-
 /// One modeled CPU, owned by one thread.
 pub struct Cpu {
     mmu: Arc<Mmu>,
@@ -603,7 +576,8 @@ pub struct Cpu {
     id: usize,
     asid: Asid,
     st: Box<CpuState>,
-    fast: FastSlot,
+    /// Recent first-level hits (see the `hits` module).
+    hits: HitCache,
     /// `Cpu` moves between threads but is never shared.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -621,7 +595,7 @@ impl Cpu {
     /// This CPU's statistics since it was first attached (or last taken).
     pub fn stats(&self) -> MmuStats {
         let mut s = self.st.stats.clone();
-        count_fast(&mut s, &self.fast);
+        self.hits.count_pending(&mut s);
         finish(&s, !self.st.l2.is_empty())
     }
     /// Returns the statistics and starts counting from zero.
@@ -631,13 +605,12 @@ impl Cpu {
         finish(&raw, !self.st.l2.is_empty())
     }
 
-    /// Counts the fast slot's hits and empties it.
+    /// Brings the deferred work of the hit cache up to date and empties it:
+    /// before anything changes the TLB arrays.
     #[inline]
     fn clear_fast(&mut self) {
-        if self.fast.hits != 0 {
-            count_fast(&mut self.st.stats, &self.fast);
-        }
-        self.fast = FastSlot::EMPTY;
+        let st = &mut *self.st;
+        self.hits.clear(&mut st.l1, &mut st.stats);
     }
 
     /// Valid entries in the (first, second) TLB level.
@@ -756,44 +729,30 @@ impl Cpu {
             self.drain();
         }
         let need = needed_flags(write, user);
-        let f = &mut self.fast;
-        if va & f.mask == f.tag && f.flags & need == need {
-            f.hits += 1;
+        if let Some(h) = self.hits.hit(va, need) {
             return Ok(Access {
-                pa: f.pa_base | (va & !f.mask),
+                pa: h.pa,
                 hit: HitLevel::L1,
                 walk_refs: 0,
-                page_size: 1 << f.shift,
+                page_size: 1 << h.shift,
             });
-        }
-        // The fast slot's entry may be evicted below: count its hits now.
-        if self.fast.hits != 0 {
-            count_fast(&mut self.st.stats, &self.fast);
         }
         let asid = self.asid;
         let st = &mut *self.st;
+        // The hit cache's deferred touches come before this lookup's.
+        self.hits.sync(&mut st.l1, &mut st.stats);
         let key = tlb::key(va, asid);
         if let Some((slot, e)) = st.l1.lookup(va, key) {
             if e.flags() & need == need {
                 // Only the per-size count: the totals are derived (`finish`).
                 st.stats.l1_hits_by_size[usize::from(e.shift())] += 1;
-                let mask = !((1u64 << e.shift()) - 1);
-                // The hit entry becomes the fast slot (replacing the old one,
-                // whose hits were counted above).
-                self.fast = FastSlot {
-                    tag: va & mask,
-                    mask,
-                    pa_base: e.pa_base(),
-                    flags: e.flags(),
-                    shift: e.shift(),
-                    hits: 0,
-                };
+                self.hits.fill(va, slot, e);
                 return Ok(hit(e, va, HitLevel::L1, 0));
             }
-            self.fast = FastSlot::EMPTY;
+            self.clear_fast();
             return self.hit_needs_walk(pt, va, write, user, HitLevel::L1, slot, e);
         }
-        self.fast = FastSlot::EMPTY;
+        self.clear_fast();
         self.miss_l1(pt, va, write, user, key)
     }
 
@@ -947,11 +906,6 @@ impl Cpu {
             }
         }
     }
-}
-
-/// Adds the fast slot's hits to `s`.
-fn count_fast(s: &mut MmuStats, f: &FastSlot) {
-    s.l1_hits_by_size[usize::from(f.shift)] += f.hits;
 }
 
 /// The statistics a CPU reports from those it counts: on the hit path only

@@ -317,6 +317,14 @@ pub(crate) struct Slot {
     way: u32,
 }
 
+impl Slot {
+    /// Names no entry (array 255 does not exist).
+    pub(crate) const NONE: Slot = Slot {
+        array: u8::MAX,
+        way: 0,
+    };
+}
+
 impl TlbLevel {
     /// Builds the level for a geometry whose hardware page is `2^hw_shift`
     /// (resolving [`crate::config::PageSize::Base`]). `seed` varies per
@@ -402,6 +410,23 @@ impl TlbLevel {
             }
         }
         None
+    }
+
+    /// Marks the entry at `slot` used (its array's replacement state), as a
+    /// lookup that hit it would.
+    #[inline]
+    pub(crate) fn touch(&mut self, slot: Slot) {
+        self.arrays[usize::from(slot.array)]
+            .cache
+            .touch_at(slot.way as usize);
+    }
+
+    /// Whether a hit's replacement update may wait and be replayed later in
+    /// the order of the hits (true for LRU, whose order after a run of
+    /// touches depends only on each entry's last touch, and for random
+    /// replacement, which keeps nothing; not for PLRU).
+    pub(crate) fn touches_replayable(&self) -> bool {
+        self.arrays.iter().all(|a| a.cache.touches_replayable())
     }
 
     /// Sets flag bits on the entry at `slot` (a dirty-bit update).

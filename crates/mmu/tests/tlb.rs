@@ -14,7 +14,7 @@ fn page(n: u64) -> u64 {
 /// Runs a sequence of page numbers as reads; returns (hits, misses).
 fn run(cfg: MmuConfig, seq: &[u64]) -> (u64, u64, u64) {
     let pt = table("x86-64-4l");
-    map4k(&pt, BASE, 64, rw());
+    map4k(&pt, BASE, 128, rw());
     let m = mmu(cfg, &pt, 1);
     let mut cpu = m.attach(0, 1);
     for &p in seq {
@@ -337,6 +337,21 @@ proptest! {
     fn lru_tlbs_agree_with_a_reference_model(
         shape in prop::sample::select(vec![(4usize, 2usize), (8, 8), (16, 4), (8, 1), (16, 16), (32, 16), (64, 4), (128, 128)]),
         seq in prop::collection::vec(0u64..24, 1..200),
+    ) {
+        let (entries, ways) = shape;
+        let cfg = config(vec![array("t", entries as u32, ways as u32, &["4KiB"])], vec![], vec![]);
+        let (h, m, _) = run(cfg, &seq);
+        prop_assert_eq!((h, m), reference(entries, ways, &seq));
+    }
+
+    /// The same for wide arrays and more pages than the first level's hit
+    /// cache holds (16 pages): runs of hits there defer their LRU updates,
+    /// which must leave the very order (so the very victims) that updating
+    /// at every hit leaves.
+    #[test]
+    fn wide_lru_tlbs_agree_with_a_reference_model(
+        shape in prop::sample::select(vec![(72usize, 72usize), (96, 24), (48, 48), (64, 16)]),
+        seq in prop::collection::vec(0u64..120, 1..600),
     ) {
         let (entries, ways) = shape;
         let cfg = config(vec![array("t", entries as u32, ways as u32, &["4KiB"])], vec![], vec![]);
