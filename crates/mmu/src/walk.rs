@@ -242,13 +242,9 @@ where
         let raw = mem.read_walk(epa);
         count.refs += 1;
         // The common step first: a table entry, tested without decoding.
-        if let Some(pa) = entry::table_pa(g, level, raw) {
-            if let Some(new) = table_accessed(gi, raw) {
-                if mem.compare_exchange(epa, raw, new).is_err() {
-                    continue; // changed under us: read it again
-                }
-                count.ad_writes += 1;
-            }
+        if let Some(pa) =
+            entry::table_pa(g, level, raw).filter(|_| table_accessed(gi, raw).is_none())
+        {
             if let Some(p) = pwc.as_deref_mut() {
                 p.fill(level, va, asid, pa);
             }
@@ -256,54 +252,92 @@ where
             level -= 1;
             continue;
         }
-        match entry::decode(g, level, raw) {
-            Err(error) => return Err(Fault::Reserved { va, level, error }),
-            Ok(Entry::Invalid) => return Err(Fault::NotPresent { va, level }),
-            Ok(Entry::Table { pa }) => {
-                if let Some(new) = table_accessed(gi, raw) {
-                    if mem.compare_exchange(epa, raw, new).is_err() {
-                        continue; // changed under us: read it again
-                    }
-                    count.ad_writes += 1;
-                }
+        // Anything else ends the walk (or, rarely, makes it read again).
+        match last_step(pt, gi, level, epa, raw, va, write, user, count)? {
+            Step::Leaf(leaf) => return Ok(leaf),
+            Step::Again => continue,
+            Step::Table(pa) => {
                 if let Some(p) = pwc.as_deref_mut() {
                     p.fill(level, va, asid, pa);
                 }
                 table = pa;
                 level -= 1;
             }
-            Ok(Entry::Leaf {
-                pa,
-                attrs,
-                contiguous,
-            }) => {
-                let p = attrs.perms;
-                let f = bit(p.read, flags::READ)
-                    | bit(p.write, flags::WRITE)
-                    | bit(p.user, flags::USER)
-                    | bit(attrs.dirty || write, flags::DIRTY);
-                if !permits(f, write, user) {
-                    return Err(Fault::Permission { va, write, user });
+        }
+    }
+}
+
+/// What the walk does after a word that is not a plain table entry.
+enum Step {
+    Leaf(Leaf),
+    /// The word changed under a compare-and-swap: read it again.
+    Again,
+    /// A table entry after all (its accessed bit set here).
+    Table(u64),
+}
+
+/// The walk's step for a word `raw` at `level` (read from `epa`) that is not
+/// a table entry with its accessed bit set: a leaf (permissions, A/D bits),
+/// a fault, or a table whose accessed bit this walk sets. Out of line: a
+/// walk comes here once, at its end.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn last_step(
+    pt: &PageTable,
+    gi: &GeomInfo,
+    level: usize,
+    epa: u64,
+    raw: u64,
+    va: u64,
+    write: bool,
+    user: bool,
+    count: &mut WalkCount,
+) -> Result<Step, Fault> {
+    let g = pt.geometry();
+    let mem = pt.mem();
+    match entry::decode(g, level, raw) {
+        Err(error) => Err(Fault::Reserved { va, level, error }),
+        Ok(Entry::Invalid) => Err(Fault::NotPresent { va, level }),
+        Ok(Entry::Table { pa }) => {
+            if let Some(new) = table_accessed(gi, raw) {
+                if mem.compare_exchange(epa, raw, new).is_err() {
+                    return Ok(Step::Again);
                 }
-                let new = entry::mark_accessed(g, level, raw, write);
-                if new != raw {
-                    if mem.compare_exchange(epa, raw, new).is_err() {
-                        continue;
-                    }
-                    count.ad_writes += 1;
-                }
-                let l = g.level(level);
-                let sw_size = if contiguous {
-                    l.entry_size() * u64::from(l.contig)
-                } else {
-                    l.entry_size()
-                };
-                return Ok(Leaf {
-                    pa: entry::leaf_output(pa, sw_size, va),
-                    size_shift: leaf_shift(g, gi, level, raw, contiguous),
-                    flags: f,
-                });
+                count.ad_writes += 1;
             }
+            Ok(Step::Table(pa))
+        }
+        Ok(Entry::Leaf {
+            pa,
+            attrs,
+            contiguous,
+        }) => {
+            let p = attrs.perms;
+            let f = bit(p.read, flags::READ)
+                | bit(p.write, flags::WRITE)
+                | bit(p.user, flags::USER)
+                | bit(attrs.dirty || write, flags::DIRTY);
+            if !permits(f, write, user) {
+                return Err(Fault::Permission { va, write, user });
+            }
+            let new = entry::mark_accessed(g, level, raw, write);
+            if new != raw {
+                if mem.compare_exchange(epa, raw, new).is_err() {
+                    return Ok(Step::Again);
+                }
+                count.ad_writes += 1;
+            }
+            let l = g.level(level);
+            let sw_size = if contiguous {
+                l.entry_size() * u64::from(l.contig)
+            } else {
+                l.entry_size()
+            };
+            Ok(Step::Leaf(Leaf {
+                pa: entry::leaf_output(pa, sw_size, va),
+                size_shift: leaf_shift(g, gi, level, raw, contiguous),
+                flags: f,
+            }))
         }
     }
 }

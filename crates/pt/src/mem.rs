@@ -615,6 +615,14 @@ impl PhysMem {
             // offset for an 8-aligned `pa`), which lives as long as `self`.
             return unsafe { &*addr }.load(Ordering::Acquire);
         }
+        self.read_outside_flat(pa)
+    }
+
+    /// [`PhysMem::read`] past the contiguous part of the arena: out of line,
+    /// so that a walk's loop carries none of its work.
+    #[cold]
+    #[inline(never)]
+    fn read_outside_flat(&self, pa: u64) -> u64 {
         self.read(pa)
     }
 
