@@ -241,6 +241,26 @@ impl FrameBits {
     }
 }
 
+/// Element `i` of chunk `c`, through the pointer to its first element that
+/// `PhysMem::chunk_init` published in `firsts[c]`; `None` if `c` is out of
+/// range or the chunk was not created yet.
+///
+/// # Safety
+/// `i` must be below the number of elements of a chunk. Published pointers
+/// point into memory the `PhysMem` owns (its contiguous part, or a chunk it
+/// keeps boxed) and never frees or moves before it is dropped, which the
+/// returned borrow of `firsts` (a field of it) cannot outlive.
+#[inline(always)]
+unsafe fn published<T>(firsts: &[StdAtomicPtr<T>], c: usize, i: usize) -> Option<&T> {
+    let first = firsts.get(c)?.load(StdOrdering::Acquire);
+    if first.is_null() {
+        return None;
+    }
+    // SAFETY: `first` points to a live chunk (above) and the caller keeps
+    // `i` within it.
+    Some(unsafe { &*first.add(i) })
+}
+
 /// Numbers threads for the choice of their per-thread list.
 static NEXT_THREAD: StdAtomicUsize = StdAtomicUsize::new(0);
 
@@ -537,19 +557,10 @@ impl PhysMem {
         // The fast path of every entry write and table lock: no
         // initialization check beyond the chunk's presence.
         let found = pa.checked_sub(TABLE_ZONE_BASE).and_then(|off| {
-            let first = self
-                .meta_firsts
-                .get((off >> CHUNK_SHIFT) as usize)?
-                .load(StdOrdering::Acquire);
-            if first.is_null() {
-                return None;
-            }
             let i = ((off & (CHUNK_BYTES - 1)) >> self.page_shift) as usize;
-            // SAFETY: `first` was published by `chunk_init` from the metas
-            // that `self.metas[c]` owns until `self` is dropped (never freed
-            // or moved before); a chunk has `CHUNK_BYTES >> page_shift`
-            // pages, one meta each, so `i` is in bounds.
-            Some(unsafe { &*first.add(i) })
+            // SAFETY: a chunk has `CHUNK_BYTES >> page_shift` pages, one
+            // meta each, so `i` is in bounds.
+            unsafe { published(&self.meta_firsts, (off >> CHUNK_SHIFT) as usize, i) }
         });
         found.unwrap_or_else(|| panic!("{pa:#x} is not a table page"))
     }
@@ -570,20 +581,11 @@ impl PhysMem {
             // The walker's path: no chunk pointer to load first.
             return self.flat.as_ref()?.get((off >> 3) as usize);
         }
-        let first = self
-            .chunk_words
-            .get((off >> CHUNK_SHIFT) as usize)?
-            .load(StdOrdering::Acquire);
-        if first.is_null() {
-            return None;
-        }
         // A chunk holds the words of its pages in address order.
         let i = ((off & (CHUNK_BYTES - 1)) >> 3) as usize;
-        // SAFETY: `first` was published by `chunk_init`: the first word of a
-        // chunk that `self.flat` or `self.chunks[c]` owns until `self` is
-        // dropped (a chunk is never freed or moved before), and a chunk
-        // holds `CHUNK_BYTES / 8` words, so the masked index `i` is in bounds.
-        Some(unsafe { &*first.add(i) })
+        // SAFETY: a chunk holds `CHUNK_BYTES / 8` words, so the masked index
+        // `i` is in bounds.
+        unsafe { published(&self.chunk_words, (off >> CHUNK_SHIFT) as usize, i) }
     }
 
     /// Reads the 8-byte word at physical address `pa` (0 outside the arena,
@@ -608,14 +610,22 @@ impl PhysMem {
     /// entry's value and this load, which is the walk's critical path.
     #[inline(always)]
     pub fn read_walk(&self, pa: u64) -> u64 {
-        if pa.wrapping_sub(TABLE_ZONE_BASE) < self.flat_bytes {
-            let addr = self.flat_biased.wrapping_add(pa as usize) as *const AtomicU64;
-            // SAFETY: `pa - TABLE_ZONE_BASE < flat_bytes`, so `addr` is the
-            // word at offset `pa - TABLE_ZONE_BASE` of `flat` (an 8-aligned
-            // offset for an 8-aligned `pa`), which lives as long as `self`.
+        if let Some(addr) = self.flat_addr(pa) {
+            // SAFETY: `flat_addr` gives the word at offset `pa -
+            // TABLE_ZONE_BASE` of `flat` (8-aligned for an 8-aligned `pa`),
+            // which lives as long as `self`.
             return unsafe { &*addr }.load(Ordering::Acquire);
         }
         self.read_outside_flat(pa)
+    }
+
+    /// The host address of the word at `pa` if it lies in the contiguous
+    /// part of the arena: one addition (see `flat_biased`).
+    #[inline(always)]
+    fn flat_addr(&self, pa: u64) -> Option<*const AtomicU64> {
+        // Below the zone, the offset wraps past `flat_bytes`: one check.
+        (pa.wrapping_sub(TABLE_ZONE_BASE) < self.flat_bytes)
+            .then(|| self.flat_biased.wrapping_add(pa as usize) as *const AtomicU64)
     }
 
     /// [`PhysMem::read`] past the contiguous part of the arena: out of line,
@@ -631,13 +641,14 @@ impl PhysMem {
     /// the arena or on hosts without one). Changes nothing.
     #[inline(always)]
     pub fn prefetch(&self, pa: u64) {
-        if pa.wrapping_sub(TABLE_ZONE_BASE) < self.flat_bytes {
-            let addr = self.flat_biased.wrapping_add(pa as usize) as *const i8;
+        if let Some(addr) = self.flat_addr(pa) {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a prefetch reads nothing the program can see and
-            // cannot fault; `addr` lies inside `flat` anyway (checked above).
+            // cannot fault; `addr` lies inside `flat` anyway.
             unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(addr);
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                    addr.cast(),
+                );
             }
             #[cfg(not(target_arch = "x86_64"))]
             let _ = addr;
