@@ -10,7 +10,9 @@
 //! Every method takes `&self`. Readers (translate, iterate, the MMU model's
 //! hardware walk) may run at any time. Writers of *leaf* entries in the same
 //! table must be serialized by the caller (the OS model holds that table's
-//! lock, as Linux does). Installing a missing table is safe without a lock:
+//! lock, as Linux does); the present count of a leaf-level table relies on
+//! it (kept with a plain load and store, since no table is ever installed
+//! there). Installing a missing table is safe without a lock:
 //! the parent entry is set with a compare-and-swap and the loser frees its
 //! page (Linux: `__pte_alloc` re-checks `pmd_none` under the lock; a CAS
 //! gives the same outcome).
