@@ -84,14 +84,17 @@ impl Pwc {
         None
     }
 
-    /// Caches the pointer read from the level-`level` entry for `va`.
+    /// Caches the pointer read from the level-`level` entry for `va`. The
+    /// walk fills only levels below the one its [`Pwc::lookup`] hit (or
+    /// every level, if none did), and the lookup probed those, deepest
+    /// first, and missed: the entry is known to be absent (debug-checked).
     #[inline]
     pub(crate) fn fill(&mut self, level: usize, va: u64, asid: u16, table: u64) {
         let s = self.shifts[level];
         if let Some(c) = &mut self.caches[level] {
             let prefix = va >> s;
             let set = c.set_of(prefix);
-            c.insert(set, key(prefix, asid), !0, table);
+            c.insert_absent(set, key(prefix, asid), !0, table);
         }
     }
 
