@@ -1,7 +1,7 @@
 //! Grouped bars with error bars, and the log2 latency histogram drawn as bars.
 
 use super::{
-    axis_number, chart_err, check_names, clear_of_legend, pad_range, series_color, CategoryAxis,
+    category_chart, chart_err, check_names, clear_of_legend, draw_legend, pad_range, series_color,
     ChartSpec, Estimate, Series,
 };
 use crate::error::ReportError;
@@ -49,38 +49,14 @@ pub fn bar_chart(
         .fold((0.0f64, 0.0f64), |(a, b), (l, h)| (a.min(l), b.max(h)));
     let (ylo, yhi) = pad_range(lo, hi, 0.04, lo < 0.0);
     let yhi = clear_of_legend(ylo, yhi, series.len(), spec.height);
-    let n = categories.len();
     let k = series.len() as f64;
     let bar = GROUP_WIDTH / k;
-    let span = yhi - ylo;
 
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (spec.width, spec.height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&spec.title, ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(48)
-            .y_label_area_size(84)
-            .build_cartesian_2d(CategoryAxis { n }, ylo..yhi)
-            .map_err(chart_err)?;
-        let cat_label = |x: &f64| {
-            categories
-                .get(x.floor() as usize)
-                .cloned()
-                .unwrap_or_default()
-        };
-        let y_label = |y: &f64| axis_number(*y, span);
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_desc(&spec.x_label)
-            .y_desc(&spec.y_label)
-            .x_label_formatter(&cat_label)
-            .y_label_formatter(&y_label)
-            .draw()
-            .map_err(chart_err)?;
+        let mut chart = category_chart(&root, spec, categories, ylo, yhi)?;
         for (j, s) in series.iter().enumerate() {
             let color = series_color(j);
             let left = |i: usize| i as f64 + (1.0 - GROUP_WIDTH) / 2.0 + j as f64 * bar;
@@ -102,14 +78,7 @@ pub fn bar_chart(
                 }))
                 .map_err(chart_err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(chart_err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(chart_err)?;
     }
     Ok(svg)

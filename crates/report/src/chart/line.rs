@@ -4,8 +4,8 @@
 
 use super::bars::error_bar;
 use super::{
-    axis_number, chart_err, check_names, clear_of_legend, pad_range, series_color, ChartSpec,
-    Estimate, Series,
+    axis_number, chart_err, check_names, clear_of_legend, draw_legend, frame, pad_range,
+    series_color, ChartSpec, Estimate, Series,
 };
 use crate::error::ReportError;
 use plotters::prelude::*;
@@ -57,11 +57,7 @@ pub fn line_chart(
     {
         let root = SVGBackend::with_string(&mut svg, (spec.width, spec.height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&spec.title, ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(48)
-            .y_label_area_size(84)
+        let mut chart = frame(&root, spec)
             .build_cartesian_2d(xlo..xhi, ylo..yhi)
             .map_err(chart_err)?;
         let x_label = |x: &f64| axis_number(*x, xspan);
@@ -119,14 +115,7 @@ pub fn line_chart(
                 )
                 .map_err(chart_err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(chart_err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(chart_err)?;
     }
     Ok(svg)

@@ -24,6 +24,12 @@ pub use stacked::stacked_bar_chart;
 
 use crate::error::ReportError;
 use crate::number::format_float;
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::{CoordTranslate, Shift};
+use plotters::prelude::{
+    Cartesian2d, ChartBuilder, ChartContext, Color, DrawingArea, SVGBackend, SeriesLabelPosition,
+    BLACK, WHITE,
+};
 use plotters::style::RGBColor;
 use stats::{Interval, Summary};
 
@@ -246,4 +252,72 @@ impl plotters::coord::ranged1d::Ranged for CategoryAxis {
     fn range(&self) -> std::ops::Range<f64> {
         0.0..self.n as f64
     }
+}
+
+/// The frame every chart shares: its caption, margins and axis label areas, on
+/// `root` (which the chart draws into).
+pub(crate) fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    spec: &ChartSpec,
+) -> ChartBuilder<'a, 'static, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(&spec.title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(84);
+    b
+}
+
+/// A chart of `categories` (bars, one category per x slot) over `ylo..yhi` in
+/// [`frame`], its mesh drawn: category names under their slots, no vertical
+/// grid lines, both axes described.
+pub(crate) fn category_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    spec: &ChartSpec,
+    categories: &[String],
+    ylo: f64,
+    yhi: f64,
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<CategoryAxis, RangedCoordf64>>, ReportError>
+{
+    let mut chart = frame(root, spec)
+        .build_cartesian_2d(
+            CategoryAxis {
+                n: categories.len(),
+            },
+            ylo..yhi,
+        )
+        .map_err(chart_err)?;
+    let cat_label = |x: &f64| {
+        categories
+            .get(x.floor() as usize)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let span = yhi - ylo;
+    let y_label = |y: &f64| axis_number(*y, span);
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_desc(&spec.x_label)
+        .y_desc(&spec.y_label)
+        .x_label_formatter(&cat_label)
+        .y_label_formatter(&y_label)
+        .draw()
+        .map_err(chart_err)?;
+    Ok(chart)
+}
+
+/// The legend of every chart: one line per labelled series, boxed, at `position`.
+pub(crate) fn draw_legend<'a, 'b: 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), ReportError> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(chart_err)
 }

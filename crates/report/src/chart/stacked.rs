@@ -2,7 +2,7 @@
 //! (e.g. page-table level), the bar's total written above it.
 
 use super::{
-    axis_number, chart_err, check_names, clear_of_legend, pad_range, series_color, CategoryAxis,
+    category_chart, chart_err, check_names, clear_of_legend, draw_legend, pad_range, series_color,
     ChartSpec, Series,
 };
 use crate::error::ReportError;
@@ -53,35 +53,12 @@ pub fn stacked_bar_chart(
     // Room above the bars for their totals, and for the legend.
     let (ylo, yhi) = pad_range(0.0, top, 0.08, false);
     let yhi = clear_of_legend(ylo, yhi, layers.len(), spec.height);
-    let span = yhi - ylo;
 
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (spec.width, spec.height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&spec.title, ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(48)
-            .y_label_area_size(84)
-            .build_cartesian_2d(CategoryAxis { n }, ylo..yhi)
-            .map_err(chart_err)?;
-        let cat_label = |x: &f64| {
-            categories
-                .get(x.floor() as usize)
-                .cloned()
-                .unwrap_or_default()
-        };
-        let y_label = |y: &f64| axis_number(*y, span);
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_desc(&spec.x_label)
-            .y_desc(&spec.y_label)
-            .x_label_formatter(&cat_label)
-            .y_label_formatter(&y_label)
-            .draw()
-            .map_err(chart_err)?;
+        let mut chart = category_chart(&root, spec, categories, ylo, yhi)?;
         let mut base = vec![0.0; n];
         for (j, l) in layers.iter().enumerate() {
             let color = series_color(j);
@@ -117,14 +94,7 @@ pub fn stacked_bar_chart(
                 )
             }))
             .map_err(chart_err)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(chart_err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(chart_err)?;
     }
     Ok(svg)
