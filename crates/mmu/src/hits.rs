@@ -147,10 +147,7 @@ impl HitCache {
     fn replay(&mut self, l1: &mut TlbLevel, stats: &mut MmuStats) {
         let mut order = [(0u64, 0usize); SLOTS];
         let mut n = 0;
-        let mut d = self.dirty;
-        while d != 0 {
-            let i = d.trailing_zeros() as usize;
-            d &= d - 1;
+        for i in slots_in(self.dirty) {
             order[n] = (self.slots[i].stamp, i);
             n += 1;
         }
@@ -175,10 +172,8 @@ impl HitCache {
 
     #[inline(never)]
     fn forget(&mut self) {
-        let mut v = self.valid;
-        while v != 0 {
-            self.slots[v.trailing_zeros() as usize] = HitSlot::EMPTY;
-            v &= v - 1;
+        for i in slots_in(self.valid) {
+            self.slots[i] = HitSlot::EMPTY;
         }
         self.valid = 0;
     }
@@ -186,12 +181,20 @@ impl HitCache {
     /// Adds the hits not yet counted to `stats` (for a read that must not
     /// change anything).
     pub(crate) fn count_pending(&self, stats: &mut MmuStats) {
-        let mut d = self.dirty;
-        while d != 0 {
-            let i = d.trailing_zeros() as usize;
-            d &= d - 1;
+        for i in slots_in(self.dirty) {
             let s = &self.slots[i];
             stats.l1_hits_by_size[usize::from(s.shift)] += s.hits;
         }
     }
+}
+
+/// The slots a mask (`dirty`, `valid`) names, lowest first.
+fn slots_in(mut mask: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            i
+        })
+    })
 }

@@ -363,7 +363,7 @@ impl Mmu {
             "the initiating CPU belongs to another Mmu"
         );
         let id = initiator.id;
-        initiator.clear_fast();
+        initiator.clear_hits();
         let out = self.post(Some(id), true, asid, flush, kind, |inval| {
             let st = &mut *initiator.st;
             apply(st, &self.gi, asid, inval)
@@ -600,7 +600,7 @@ impl Cpu {
     }
     /// Returns the statistics and starts counting from zero.
     pub fn take_stats(&mut self) -> MmuStats {
-        self.clear_fast();
+        self.clear_hits();
         let raw = std::mem::take(&mut self.st.stats);
         finish(&raw, !self.st.l2.is_empty())
     }
@@ -608,7 +608,7 @@ impl Cpu {
     /// Brings the deferred work of the hit cache up to date and empties it:
     /// before anything changes the TLB arrays.
     #[inline]
-    fn clear_fast(&mut self) {
+    fn clear_hits(&mut self) {
         let st = &mut *self.st;
         self.hits.clear(&mut st.l1, &mut st.stats);
     }
@@ -626,7 +626,7 @@ impl Cpu {
     /// Marks `asid` active here, applying pending mail and flushing its
     /// entries if it was shot down while this CPU was away.
     fn enter(&mut self, asid: Asid) {
-        self.clear_fast();
+        self.clear_hits();
         assert!(usize::from(asid) < MAX_ASIDS, "ASID {asid} >= {MAX_ASIDS}");
         let mmu = Arc::clone(&self.mmu);
         let _g = mmu.stripe(asid);
@@ -646,7 +646,7 @@ impl Cpu {
 
     /// Marks the current ASID inactive here (after applying pending mail).
     fn leave(&mut self) {
-        self.clear_fast();
+        self.clear_hits();
         let mmu = Arc::clone(&self.mmu);
         let asid = self.asid;
         let _g = mmu.stripe(asid);
@@ -667,7 +667,7 @@ impl Cpu {
     /// Empties this CPU's TLBs and walk caches (all ASIDs); returns the TLB
     /// entries removed.
     pub fn flush_all(&mut self) -> u64 {
-        self.clear_fast();
+        self.clear_hits();
         let st = &mut *self.st;
         let n = st.l1.flush_all() + st.l2.flush_all();
         st.stats.flushed_entries += n;
@@ -689,7 +689,7 @@ impl Cpu {
     #[cold]
     #[inline(never)]
     fn drain(&mut self) {
-        self.clear_fast();
+        self.clear_hits();
         let mut mb = lock(&self.slot.mailbox);
         let st = &mut *self.st;
         for m in mb.drain(..) {
@@ -749,10 +749,10 @@ impl Cpu {
                 self.hits.fill(va, slot, e);
                 return Ok(hit(e, va, HitLevel::L1, 0));
             }
-            self.clear_fast();
+            self.clear_hits();
             return self.hit_needs_walk(pt, va, write, user, HitLevel::L1, slot, e);
         }
-        self.clear_fast();
+        self.clear_hits();
         self.miss_l1(pt, va, write, user, key)
     }
 
@@ -936,7 +936,7 @@ fn hit(e: TlbEntry, va: u64, level: HitLevel, walk_refs: u32) -> Access {
 impl Drop for Cpu {
     fn drop(&mut self) {
         self.leave();
-        self.clear_fast();
+        self.clear_hits();
         let st = std::mem::replace(&mut self.st, CpuState::placeholder());
         *lock(&self.slot.parked) = Some(st);
         self.slot.attached.store(false, Ordering::Release);

@@ -385,28 +385,23 @@ impl TlbLevel {
         let mi = Self::memo_slot(va);
         let m = self.memo[mi];
         let (ai, way) = ((m >> 24) as usize, (m & 0xff_ffff) as usize);
+        let found = |a: &TlbArray, ai: usize, way: usize| {
+            let slot = Slot {
+                array: ai as u8,
+                way: way as u32,
+            };
+            Some((slot, a.cache.val(way)))
+        };
         if let Some(a) = self.arrays.get_mut(ai) {
             if a.cache.probe_at(way, key) {
-                return Some((
-                    Slot {
-                        array: ai as u8,
-                        way: way as u32,
-                    },
-                    a.cache.val(way),
-                ));
+                return found(a, ai, way);
             }
         }
         for ai in 0..self.arrays.len() {
             let a = &mut self.arrays[ai];
             if let Some(way) = a.lookup(va, key) {
                 self.memo[mi] = (ai as u32) << 24 | way as u32;
-                return Some((
-                    Slot {
-                        array: ai as u8,
-                        way: way as u32,
-                    },
-                    a.cache.val(way),
-                ));
+                return found(a, ai, way);
             }
         }
         None

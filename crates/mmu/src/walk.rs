@@ -241,29 +241,22 @@ where
         before_read(epa)?;
         let raw = mem.read_walk(epa);
         count.refs += 1;
-        // The common step first: a table entry, tested without decoding.
-        if let Some(pa) =
-            entry::table_pa(g, level, raw).filter(|_| table_accessed(gi, raw).is_none())
-        {
-            if let Some(p) = pwc.as_deref_mut() {
-                p.fill(level, va, asid, pa);
-            }
-            table = pa;
-            level -= 1;
-            continue;
+        // The common step first: a table entry, tested without decoding;
+        // anything else ends the walk (or, rarely, makes it read again).
+        let next =
+            match entry::table_pa(g, level, raw).filter(|_| table_accessed(gi, raw).is_none()) {
+                Some(pa) => pa,
+                None => match last_step(pt, gi, level, epa, raw, va, write, user, count)? {
+                    Step::Leaf(leaf) => return Ok(leaf),
+                    Step::Again => continue,
+                    Step::Table(pa) => pa,
+                },
+            };
+        if let Some(p) = pwc.as_deref_mut() {
+            p.fill(level, va, asid, next);
         }
-        // Anything else ends the walk (or, rarely, makes it read again).
-        match last_step(pt, gi, level, epa, raw, va, write, user, count)? {
-            Step::Leaf(leaf) => return Ok(leaf),
-            Step::Again => continue,
-            Step::Table(pa) => {
-                if let Some(p) = pwc.as_deref_mut() {
-                    p.fill(level, va, asid, pa);
-                }
-                table = pa;
-                level -= 1;
-            }
-        }
+        table = next;
+        level -= 1;
     }
 }
 
