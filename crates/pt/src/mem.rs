@@ -574,13 +574,13 @@ impl PhysMem {
 
     #[inline]
     fn word(&self, pa: u64) -> Option<&AtomicU64> {
-        // Below the zone, `off` wraps to a huge value past every bound:
-        // one check covers both ends.
-        let off = pa.wrapping_sub(TABLE_ZONE_BASE);
-        if off < self.flat_bytes {
-            // The walker's path: no chunk pointer to load first.
-            return self.flat.as_ref()?.get((off >> 3) as usize);
+        // The word holding byte `pa`, as the chunk path below finds it.
+        if let Some(addr) = self.flat_addr(pa & !7) {
+            // SAFETY: `flat_addr` gives the 8-aligned word at offset `pa -
+            // TABLE_ZONE_BASE` of `flat`, which lives as long as `self`.
+            return Some(unsafe { &*addr });
         }
+        let off = pa.wrapping_sub(TABLE_ZONE_BASE);
         // A chunk holds the words of its pages in address order.
         let i = ((off & (CHUNK_BYTES - 1)) >> 3) as usize;
         // SAFETY: a chunk holds `CHUNK_BYTES / 8` words, so the masked index

@@ -297,15 +297,12 @@ impl PageTable {
         if self.entry_shift != ENTRY_BYTES.trailing_zeros() {
             return self.write_group(table, level, va, e);
         }
-        // The common case (no software page): one word, found once.
-        let word = self.mem.word_at(self.entry_pa(table, level, va));
-        let was = word.load(Ordering::Acquire) != 0;
+        // The common case (no software page): one word.
         let w = match e {
             Entry::Invalid => 0,
             _ => entry::encode(&self.geom, level, e),
         };
-        word.store(w, Ordering::Release);
-        self.count_present(table, level, was, e.is_present());
+        self.write_word(table, level, va, w);
     }
 
     /// The word of a plain (not contiguous) leaf at `level` with `attrs` at
@@ -332,13 +329,19 @@ impl PageTable {
     #[inline]
     pub fn write_leaf(&self, table: u64, level: usize, va: u64, bits: u64, pa: u64) {
         debug_assert_eq!(self.entry_shift, ENTRY_BYTES.trailing_zeros());
+        let w = entry::leaf_with_address(&self.geom, bits, pa);
+        self.write_word(table, level, va, w);
+    }
+
+    /// Writes `w` as the one-word entry for `va` in `table` and keeps the
+    /// present count (a word is present exactly when it is not 0: every
+    /// codec encodes the empty entry, and only it, as 0).
+    #[inline(always)]
+    fn write_word(&self, table: u64, level: usize, va: u64, w: u64) {
         let word = self.mem.word_at(self.entry_pa(table, level, va));
         let was = word.load(Ordering::Acquire) != 0;
-        word.store(
-            entry::leaf_with_address(&self.geom, bits, pa),
-            Ordering::Release,
-        );
-        self.count_present(table, level, was, true);
+        word.store(w, Ordering::Release);
+        self.count_present(table, level, was, w != 0);
     }
 
     /// [`PageTable::write_entry`] for a geometry whose software entry is a

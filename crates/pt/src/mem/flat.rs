@@ -95,14 +95,6 @@ impl FlatWords {
         (self.words * std::mem::size_of::<AtomicU64>()) as u64
     }
 
-    /// Word `i`, or `None` past the end.
-    #[inline]
-    pub(super) fn get(&self, i: usize) -> Option<&AtomicU64> {
-        // SAFETY: `i < words`, the allocation is alive for `&self` (freed
-        // only in `drop`) and holds `words` initialized atomics.
-        (i < self.words).then(|| unsafe { &*self.ptr.as_ptr().add(i) })
-    }
-
     /// A pointer to word `i` (`i <= words`), for publishing a chunk's first word.
     #[inline]
     pub(super) fn word_ptr(&self, i: usize) -> *mut AtomicU64 {
