@@ -7,7 +7,7 @@
 //! the lock is taken and released if the entry changed meanwhile (the fault
 //! still counts, as on Linux, and the access is retried).
 
-use crate::cache::MemObject;
+use crate::cache::{Lookup, MemObject};
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
@@ -451,12 +451,46 @@ impl AddressSpace {
         }
     }
 
-    fn readaround_pages(&self) -> u64 {
-        (self.cfg.readaround_bytes / self.page).max(1)
+    // Linux: mm/memory.c, __do_fault (filemap_fault, reading around a
+    // missing page)
+    /// The page of `obj` at page offset `idx`, read in (with the pages
+    /// around it, up to the VMA's end) if it is not cached.
+    fn do_fault_lookup(&self, vma: &Vma, obj: &MemObject, idx: u64) -> Result<Lookup, Errno> {
+        let readaround = (self.cfg.readaround_bytes / self.page).max(1);
+        let limit = vma.pgoff_of(vma.start, self.page_shift) + vma.pages(self.page_shift);
+        obj.get(&mut obj.lock(), idx, readaround, limit)
     }
 
-    fn object_limit(&self, vma: &Vma) -> u64 {
-        vma.pgoff_of(vma.start, self.page_shift) + vma.pages(self.page_shift)
+    // Linux: mm/memory.c, finish_fault
+    /// Maps the page-cache page `lookup` (offset `idx` of `obj`) at `va` if
+    /// the PTE is still none once its lock is taken; a write maps it dirty
+    /// and marks the cached page dirty. `Ok(None)`: the PTE table changed,
+    /// retry.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_cache_fault(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        obj: &MemObject,
+        (pmd_table, table): (u64, u64),
+        va: u64,
+        (idx, lookup): (u64, Lookup),
+        write: bool,
+    ) -> Result<Option<bool>, Errno> {
+        let rss = Self::cache_rss(obj);
+        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
+            return Ok(None);
+        };
+        if self.pt.read_entry(table, 0, va)? == Entry::Invalid {
+            let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), write);
+            self.set_ptes(table, va, lookup.pa, self.page, attrs);
+            self.rss_add(rss, 1);
+            if write {
+                MemObject::set_dirty(&mut obj.lock(), idx, true);
+            }
+        }
+        drop(g);
+        Ok(Some(lookup.major))
     }
 
     // Linux: mm/memory.c, do_read_fault (do_fault_around, then __do_fault)
@@ -507,22 +541,8 @@ impl AddressSpace {
             }
         }
         let idx = vma.pgoff_of(va, self.page_shift);
-        let lookup = obj.get(
-            &mut obj.lock(),
-            idx,
-            self.readaround_pages(),
-            self.object_limit(vma),
-        )?;
-        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
-            return Ok(None);
-        };
-        if self.pt.read_entry(table, 0, va)? == Entry::Invalid {
-            let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), false);
-            self.set_ptes(table, va, lookup.pa, self.page, attrs);
-            self.rss_add(rss, 1);
-        }
-        drop(g);
-        Ok(Some(lookup.major))
+        let lookup = self.do_fault_lookup(vma, obj, idx)?;
+        self.finish_cache_fault(ctx, vma, obj, (pmd_table, table), va, (idx, lookup), false)
     }
 
     // Linux: mm/memory.c, do_cow_fault
@@ -538,12 +558,7 @@ impl AddressSpace {
         let mem = self.pt.mem();
         let copy = mem.alloc_data(self.page)?;
         let idx = vma.pgoff_of(va, self.page_shift);
-        let lookup = match obj.get(
-            &mut obj.lock(),
-            idx,
-            self.readaround_pages(),
-            self.object_limit(vma),
-        ) {
+        let lookup = match self.do_fault_lookup(vma, obj, idx) {
             Ok(l) => l,
             Err(e) => {
                 mem.free_data(copy, self.page)?;
@@ -577,24 +592,8 @@ impl AddressSpace {
         va: u64,
     ) -> Result<Option<bool>, Errno> {
         let idx = vma.pgoff_of(va, self.page_shift);
-        let rss = Self::cache_rss(obj);
-        let lookup = obj.get(
-            &mut obj.lock(),
-            idx,
-            self.readaround_pages(),
-            self.object_limit(vma),
-        )?;
-        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
-            return Ok(None);
-        };
-        if self.pt.read_entry(table, 0, va)? == Entry::Invalid {
-            let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), true);
-            self.set_ptes(table, va, lookup.pa, self.page, attrs);
-            self.rss_add(rss, 1);
-            MemObject::set_dirty(&mut obj.lock(), idx, true);
-        }
-        drop(g);
-        Ok(Some(lookup.major))
+        let lookup = self.do_fault_lookup(vma, obj, idx)?;
+        self.finish_cache_fault(ctx, vma, obj, (pmd_table, table), va, (idx, lookup), true)
     }
 
     // Linux: mm/memory.c, do_wp_page (wp_page_copy for the zero page and
