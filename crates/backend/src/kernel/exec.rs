@@ -10,7 +10,7 @@ use std::time::Instant;
 use workload::plan::{Access, FileState, MapKind, Touch};
 
 use super::child::{Local, Shared};
-use super::program::{KOp, KOpKind};
+use super::program::{KMmap, KOp, KOpKind};
 use super::wire::Call;
 use crate::latency::FineHist;
 
@@ -22,28 +22,7 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
             }
         };
         match &op.kind {
-            KOpKind::Mmap {
-                region,
-                addr,
-                len,
-                prot,
-                extra_flags,
-                kind,
-                shared,
-                file,
-            } => {
-                let m = MmapArgs {
-                    region: *region,
-                    addr: *addr,
-                    len: *len,
-                    prot: *prot,
-                    extra_flags: *extra_flags,
-                    kind: *kind,
-                    shared: *shared,
-                    file: *file,
-                };
-                mmap(sh, op.id, &m, local);
-            }
+            KOpKind::Mmap(m) => mmap(sh, op.id, m, local),
             // SAFETY (all calls below): the ranges come from the checked plan
             // and lie inside regions at fixed addresses far from the program's
             // own memory (MAP_FIXED_NOREPLACE guaranteed that when mapping).
@@ -100,18 +79,7 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
-struct MmapArgs {
-    region: usize,
-    addr: u64,
-    len: u64,
-    prot: libc::c_int,
-    extra_flags: libc::c_int,
-    kind: MapKind,
-    shared: bool,
-    file: FileState,
-}
-
-fn mmap(sh: &Shared, op: u32, m: &MmapArgs, local: &mut Local) {
+fn mmap(sh: &Shared, op: u32, m: &KMmap, local: &mut Local) {
     let sharing = if m.shared {
         libc::MAP_SHARED
     } else {
@@ -162,7 +130,7 @@ fn mmap(sh: &Shared, op: u32, m: &MmapArgs, local: &mut Local) {
 
 /// Puts a file region's pages where `file` says: out of the page cache for
 /// `cold`; back in it for `cached` if an earlier mmap made it cold.
-fn prepare_file(sh: &Shared, op: u32, m: &MmapArgs, fd: RawFd, local: &mut Local) {
+fn prepare_file(sh: &Shared, op: u32, m: &KMmap, fd: RawFd, local: &mut Local) {
     let cold = &sh.cold[m.region];
     match m.file {
         FileState::Cold => {

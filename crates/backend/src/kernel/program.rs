@@ -19,19 +19,23 @@ pub(crate) struct KOp {
     pub kind: KOpKind,
 }
 
+/// An mmap of a region, as the child calls it.
+#[derive(Debug)]
+pub(crate) struct KMmap {
+    pub(crate) region: usize,
+    pub(crate) addr: u64,
+    pub(crate) len: u64,
+    pub(crate) prot: libc::c_int,
+    /// MAP_* flags except the sharing type and MAP_ANONYMOUS.
+    pub(crate) extra_flags: libc::c_int,
+    pub(crate) kind: MapKind,
+    pub(crate) shared: bool,
+    pub(crate) file: FileState,
+}
+
 #[derive(Debug)]
 pub(crate) enum KOpKind {
-    Mmap {
-        region: usize,
-        addr: u64,
-        len: u64,
-        prot: libc::c_int,
-        /// MAP_* flags except the sharing type and MAP_ANONYMOUS.
-        extra_flags: libc::c_int,
-        kind: MapKind,
-        shared: bool,
-        file: FileState,
-    },
+    Mmap(KMmap),
     Munmap {
         addr: u64,
         len: u64,
@@ -140,9 +144,9 @@ impl Program {
         }
         let op = self.threads.iter().find_map(|ops| find(ops, id))?;
         match op.kind {
-            KOpKind::Mmap {
+            KOpKind::Mmap(KMmap {
                 region, addr, len, ..
-            } => Some((self.regions[region].name.clone(), addr, len)),
+            }) => Some((self.regions[region].name.clone(), addr, len)),
             _ => None,
         }
     }
@@ -205,7 +209,7 @@ impl Builder<'_> {
                 if m.noreserve {
                     extra |= libc::MAP_NORESERVE;
                 }
-                KOpKind::Mmap {
+                KOpKind::Mmap(KMmap {
                     region: m.region,
                     addr: self.region(m.region).addr,
                     len: m.size,
@@ -214,7 +218,7 @@ impl Builder<'_> {
                     kind: m.kind,
                     shared: m.shared || m.kind == MapKind::Shmem,
                     file: m.file,
-                }
+                })
             }
             Op::Munmap { region, range } => {
                 let (addr, len) = self.span(*region, range);
