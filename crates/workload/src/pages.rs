@@ -67,24 +67,17 @@ impl Pages {
 
     /// Removes `start..end` (holes inside it are fine, as for munmap).
     pub fn remove(&mut self, start: u64, end: u64) {
-        let mut out = Vec::with_capacity(self.parts.len() + 1);
-        for &(s, e, a) in &self.parts {
-            if e <= start || s >= end {
-                out.push((s, e, a));
-                continue;
-            }
-            if s < start {
-                out.push((s, start, a));
-            }
-            if e > end {
-                out.push((end, e, a));
-            }
-        }
-        self.parts = out;
+        self.rewrite(start, end, |_| None);
     }
 
     /// Applies `f` to the attributes of the mapped parts of `start..end`.
     pub fn update(&mut self, start: u64, end: u64, f: impl Fn(Attrs) -> Attrs) {
+        self.rewrite(start, end, |a| Some(f(a)));
+    }
+
+    /// Replaces each mapped part of `start..end` by what `f` makes of its
+    /// attributes (`None`: unmapped), keeping the parts outside as they are.
+    fn rewrite(&mut self, start: u64, end: u64, f: impl Fn(Attrs) -> Option<Attrs>) {
         let mut out: Vec<(u64, u64, Attrs)> = Vec::with_capacity(self.parts.len() + 2);
         for &(s, e, a) in &self.parts {
             if e <= start || s >= end {
@@ -94,7 +87,9 @@ impl Pages {
             if s < start {
                 out.push((s, start, a));
             }
-            out.push((s.max(start), e.min(end), f(a)));
+            if let Some(b) = f(a) {
+                out.push((s.max(start), e.min(end), b));
+            }
             if e > end {
                 out.push((end, e, a));
             }
