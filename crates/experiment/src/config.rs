@@ -270,7 +270,7 @@ pub fn parse_inline(text: &str) -> Result<RunConfig, ConfigError> {
 pub fn parse_toml(path: &str, text: &str) -> Result<RunConfig, ConfigError> {
     let origin = format!("{path}: ");
     let table: toml::Table = toml::from_str(text).map_err(|e| {
-        let (line, col) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+        let (line, col) = pt::text::toml_error_at(text, &e);
         ConfigError::Syntax {
             origin: format!("{path}:{line}:{col}: "),
             message: e.message().lines().next().unwrap_or("invalid TOML").into(),
@@ -328,13 +328,6 @@ pub fn from_pairs(pairs: &[(&str, &str)]) -> Result<RunConfig, ConfigError> {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
     )
-}
-
-fn line_col(text: &str, byte: usize) -> (usize, usize) {
-    let before = &text[..byte.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
 }
 
 /// Levenshtein distance, for "did you mean" hints.

@@ -439,7 +439,7 @@ impl MmuConfig {
     /// configuration breaks.
     pub fn from_toml(path: &str, text: &str) -> Result<MmuConfig, ConfigError> {
         let c: MmuConfig = toml::from_str(text).map_err(|e| {
-            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+            let (line, column) = pt::text::toml_error_at(text, &e);
             ConfigError::Parse {
                 path: path.to_string(),
                 line,
@@ -635,13 +635,6 @@ fn check_array(what: &'static str, name: &str, entries: u32, ways: u32) -> Resul
         });
     }
     Ok(())
-}
-
-fn line_col(text: &str, byte: usize) -> (usize, usize) {
-    let before = &text[..byte.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
 }
 
 #[cfg(test)]

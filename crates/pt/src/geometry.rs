@@ -797,7 +797,7 @@ pub fn from_toml(path: &str, text: &str) -> Result<Geometry, GeometryError> {
         message,
     };
     let fg: FileGeometry = toml::from_str(text).map_err(|e| {
-        let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+        let (line, col) = crate::text::toml_error_at(text, &e);
         file_err(format!(
             "{line}:{col}: {}",
             e.message().lines().next().unwrap_or("invalid TOML")
@@ -849,13 +849,6 @@ pub fn load(name_or_path: &str) -> Result<Geometry, GeometryError> {
     } else {
         preset(name_or_path)
     }
-}
-
-fn line_col(text: &str, byte: usize) -> (usize, usize) {
-    let before = &text[..byte.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! - [`mem`]: simulated physical memory: the table-page arena and the frame allocator.
 //! - [`table`]: operations on one tree: map, unmap, protect, translate, iterate, free.
 //! - [`account`]: table pages, bytes and occupancy per level.
+//! - [`text`]: positions in configuration text, for errors that say where.
 //!
 //! This crate knows nothing of processes, VMAs or time (DESIGN.md).
 
@@ -19,6 +20,7 @@ pub mod geometry;
 pub mod mem;
 pub mod sync;
 pub mod table;
+pub mod text;
 
 pub use entry::{Attrs, Entry, MemType, Perms};
 pub use geometry::{Arch, Geometry, GeometryError, LevelSpec};
