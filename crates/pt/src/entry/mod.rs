@@ -237,6 +237,42 @@ pub(crate) fn leaf_test(geom: &Geometry, level: usize) -> (u64, u64) {
     }
 }
 
+/// How a hardware walk reads the common leaf word of one level without
+/// decoding it: a word with `raw & mask == value` is a valid, plain (not
+/// contiguous or NAPOT) leaf, readable, of normal memory, whose fields are
+/// the bits below. Words that fail the test may still be leaves; the walk
+/// then takes [`decode`]. Only the bits an MMU needs for a TLB entry are
+/// named (execute permission and memory type are not modeled there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeafFields {
+    pub mask: u64,
+    pub value: u64,
+    /// The page's output address is `((raw & addr) << addr_shift) & !(entry_size - 1)`.
+    pub addr: u64,
+    pub addr_shift: u32,
+    /// The bit that allows writes (set: writable).
+    pub write: u64,
+    /// The bit that allows user-mode access.
+    pub user: u64,
+    /// The accessed and dirty bits the hardware sets on an access.
+    pub accessed: u64,
+    pub dirty: u64,
+}
+
+/// The [`LeafFields`] of `level`, or `None` where the codec has none (a
+/// level without leaves; ARM64, whose write and dirty state share AP[2]
+/// and DBM and which always takes [`decode`]).
+pub fn leaf_fields(geom: &Geometry, level: usize) -> Option<LeafFields> {
+    if !geom.is_leaf_level(level) {
+        return None;
+    }
+    match geom.arch() {
+        Arch::X86_64 => Some(x86::leaf_fields(geom, level)),
+        Arch::RiscV => Some(riscv::leaf_fields(geom, level)),
+        Arch::Arm64 => None,
+    }
+}
+
 /// A test no word passes (no word has bit 0 both masked out and set): the
 /// table test of a level without tables, the leaf test of a level without
 /// leaves.

@@ -260,6 +260,33 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
     })
 }
 
+/// The walk's view of a common leaf (see `entry::LeafFields`): V and R set
+/// (so never the reserved W-without-R), PBMT clear, no reserved bit, no PPN
+/// bit at or above `oa_bits` and none below the hardware superpage's
+/// alignment at `level`; N clear, except at the leaf level of a
+/// software-page geometry, whose every leaf word is a 64 KiB NAPOT word
+/// (N set, PPN[3:0] = 1000).
+pub(crate) fn leaf_fields(geom: &Geometry, level: usize) -> super::LeafFields {
+    let in_range = ((1u64 << geom.oa_bits()) - 1) >> (PAGE_SHIFT - PPN_SHIFT);
+    let beyond_oa = PPN_MASK & !in_range;
+    let misaligned = PPN_MASK & (((1u64 << geom.hw_shift(level)) - 1) >> (PAGE_SHIFT - PPN_SHIFT));
+    let (napot_mask, napot) = if level == 0 && geom.hw_words_per_entry() > 1 {
+        (0xf << PPN_SHIFT, N | NAPOT_64K_PATTERN << PPN_SHIFT)
+    } else {
+        (0, 0)
+    };
+    super::LeafFields {
+        mask: V | R | RESERVED | N | PBMT_MASK | beyond_oa | misaligned | napot_mask,
+        value: V | R | napot,
+        addr: PPN_MASK,
+        addr_shift: PAGE_SHIFT - PPN_SHIFT,
+        write: W,
+        user: U,
+        accessed: A,
+        dirty: D,
+    }
+}
+
 /// Whether a leaf with `attrs` has a RISC-V encoding: R or X set, and W only
 /// with R (R = W = X = 0 would be a pointer, W without R is reserved).
 #[inline]

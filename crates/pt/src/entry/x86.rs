@@ -235,6 +235,23 @@ pub(crate) fn leaf_test(geom: &Geometry, level: usize) -> (u64, u64) {
     (P | ps | pat | (ADDR_MASK & !oa) | misaligned, P | ps)
 }
 
+/// The walk's view of a common leaf (see `entry::LeafFields`): the short
+/// path's test, with PWT and PCD clear (normal memory, which also rules out
+/// the reserved PWT-without-PCD).
+pub(crate) fn leaf_fields(geom: &Geometry, level: usize) -> super::LeafFields {
+    let (mask, value) = leaf_test(geom, level);
+    super::LeafFields {
+        mask: mask | PWT | PCD,
+        value,
+        addr: ADDR_MASK,
+        addr_shift: 0,
+        write: RW,
+        user: US,
+        accessed: A,
+        dirty: D,
+    }
+}
+
 /// Whether a leaf with `attrs` has an x86-64 encoding: every present page is
 /// readable (execute-only needs protection keys, not modeled).
 #[inline]
