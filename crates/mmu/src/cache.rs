@@ -2,21 +2,24 @@
 //! and walk cache.
 //!
 //! Entries match by mask: entry `i` matches `key` when
-//! `key & masks[i] == tags[i]`. A TLB entry of size `S` for address space
+//! `key & mask == tag`. A TLB entry of size `S` for address space
 //! `asid` has `tag = (va & !(S-1)) | asid` and `mask = !(S-1) | 0xfff`, so one
 //! comparison checks the page number at the entry's own size and the ASID
 //! (kept in the low 12 bits, which no page number uses). An empty way has
 //! `mask = 0` and `tag = u64::MAX`, which no key matches.
 //!
+//! An entry's tag, mask and value sit together ([`Way`]): a probe, a fill
+//! and an eviction each touch one place per way.
+//!
 //! ## Invariants
 //!
-//! - `tags`, `masks` and `vals` have `sets * ways` elements (`age` too under
-//!   PLRU); set `s` occupies `[s * ways, (s + 1) * ways)`.
+//! - `ways` has `sets * assoc` elements (`age` too under PLRU); set `s`
+//!   occupies `[s * assoc, (s + 1) * assoc)`.
 //! - Under LRU, `lru` orders every set by last use, emptied ways last (see
 //!   the `lru` module): a touch and a victim search are constant time.
 //! - No two valid ways of one set hold the same `(tag, mask)`
 //!   ([`Cache::insert`] overwrites instead of duplicating).
-//! - The hit path ([`Cache::probe`]) neither allocates nor hashes.
+//! - The hit path ([`Cache::probe`]) neither allocates, hashes nor divides.
 
 use crate::config::Replacement;
 use crate::lru::LruLists;
@@ -27,12 +30,38 @@ const EMPTY_TAG: u64 = u64::MAX;
 /// Bits of the key that hold the ASID.
 pub(crate) const ASID_MASK: u64 = 0xfff;
 
+/// One way: an entry, valid when `mask != 0`.
+#[derive(Debug, Clone, Copy)]
+struct Way<V> {
+    tag: u64,
+    mask: u64,
+    val: V,
+}
+
+impl<V: Default> Way<V> {
+    fn empty() -> Way<V> {
+        Way {
+            tag: EMPTY_TAG,
+            mask: 0,
+            val: V::default(),
+        }
+    }
+
+    #[inline(always)]
+    fn matches(&self, key: u64) -> bool {
+        key & self.mask == self.tag
+    }
+
+    #[inline(always)]
+    fn is_valid(&self) -> bool {
+        self.mask != 0
+    }
+}
+
 pub(crate) struct Cache<V> {
-    ways: usize,
+    assoc: usize,
     set_mask: u64,
-    tags: Box<[u64]>,
-    masks: Box<[u64]>,
-    vals: Box<[V]>,
+    ways: Box<[Way<V>]>,
     /// PLRU: 1 if recently used (LRU and Random keep nothing here).
     age: Box<[u64]>,
     /// LRU: the order of every set (empty for the other policies).
@@ -47,11 +76,9 @@ impl<V: Copy + Default> Cache<V> {
         let sets = entries / ways;
         debug_assert!(sets.is_power_of_two() && sets * ways == entries);
         Cache {
-            ways,
+            assoc: ways,
             set_mask: sets as u64 - 1,
-            tags: vec![EMPTY_TAG; entries].into_boxed_slice(),
-            masks: vec![0; entries].into_boxed_slice(),
-            vals: vec![V::default(); entries].into_boxed_slice(),
+            ways: vec![Way::empty(); entries].into_boxed_slice(),
             age: if repl == Replacement::Plru {
                 vec![0; entries].into_boxed_slice()
             } else {
@@ -74,15 +101,18 @@ impl<V: Copy + Default> Cache<V> {
         self.set_mask == 0
     }
 
+    #[inline(always)]
+    fn set(&self, set: usize) -> &[Way<V>] {
+        &self.ways[set * self.assoc..(set + 1) * self.assoc]
+    }
+
     /// The way of `set` matching `key`, its replacement state updated.
     #[inline(always)]
     pub(crate) fn probe(&mut self, set: usize, key: u64) -> Option<usize> {
-        let base = set * self.ways;
-        let tags = &self.tags[base..base + self.ways];
-        let masks = &self.masks[base..base + self.ways];
-        let w = find(tags, masks, key)?;
-        self.touch(base + w);
-        Some(base + w)
+        let w = self.set(set).iter().position(|w| w.matches(key))?;
+        let i = set * self.assoc + w;
+        self.touch(i);
+        Some(i)
     }
 
     /// Whether entry `i` (any set) matches `key`; if so its replacement
@@ -90,12 +120,11 @@ impl<V: Copy + Default> Cache<V> {
     /// (a stale way prediction simply fails).
     #[inline(always)]
     pub(crate) fn probe_at(&mut self, i: usize, key: u64) -> bool {
-        match (self.tags.get(i), self.masks.get(i)) {
-            (Some(&t), Some(&m)) if key & m == t => {
-                self.touch(i);
-                true
-            }
-            _ => false,
+        if self.ways.get(i).is_some_and(|w| w.matches(key)) {
+            self.touch(i);
+            true
+        } else {
+            false
         }
     }
 
@@ -116,29 +145,25 @@ impl<V: Copy + Default> Cache<V> {
             l.touch(i);
             return;
         }
-        match self.repl {
-            Replacement::Lru => {}
-            Replacement::Plru => {
+        if self.repl == Replacement::Plru {
+            self.age[i] = 1;
+            let base = i - i % self.assoc;
+            let set = &mut self.age[base..base + self.assoc];
+            if set.iter().all(|&b| b != 0) {
+                set.fill(0);
                 self.age[i] = 1;
-                let base = i - i % self.ways;
-                let set = &mut self.age[base..base + self.ways];
-                if set.iter().all(|&b| b != 0) {
-                    set.fill(0);
-                    self.age[i] = 1;
-                }
             }
-            Replacement::Random => {}
         }
     }
 
     #[inline]
     pub(crate) fn val(&self, i: usize) -> V {
-        self.vals[i]
+        self.ways[i].val
     }
 
     #[inline]
     pub(crate) fn val_mut(&mut self, i: usize) -> &mut V {
-        &mut self.vals[i]
+        &mut self.ways[i].val
     }
 
     /// Inserts `(tag, mask) -> val` into `set`, replacing an entry with the
@@ -148,11 +173,12 @@ impl<V: Copy + Default> Cache<V> {
     /// insert blind.)
     #[cfg(test)]
     pub(crate) fn insert(&mut self, set: usize, tag: u64, mask: u64, val: V) -> (usize, bool) {
-        let base = set * self.ways;
-        let end = base + self.ways;
-        match (base..end).find(|&i| self.tags[i] == tag && self.masks[i] == mask) {
+        let base = set * self.assoc;
+        match (base..base + self.assoc)
+            .find(|&i| self.ways[i].tag == tag && self.ways[i].mask == mask)
+        {
             Some(i) => {
-                self.vals[i] = val;
+                self.ways[i].val = val;
                 self.touch(i);
                 (i, false)
             }
@@ -166,6 +192,7 @@ impl<V: Copy + Default> Cache<V> {
     /// As [`Cache::insert`] for an entry known not to be in the set (a
     /// lookup of its key just missed): an empty way, else the victim.
     /// Returns the index used and the evicted entry's tag and value.
+    #[inline]
     pub(crate) fn insert_absent(
         &mut self,
         set: usize,
@@ -173,54 +200,50 @@ impl<V: Copy + Default> Cache<V> {
         mask: u64,
         val: V,
     ) -> (usize, Option<(u64, V)>) {
-        let base = set * self.ways;
         debug_assert!(
-            (base..base + self.ways).all(|i| self.tags[i] != tag || self.masks[i] != mask),
+            self.set(set).iter().all(|w| w.tag != tag || w.mask != mask),
             "insert_absent of a present entry"
         );
-        let i = match self.repl {
+        let i = match &self.lru {
             // Emptied ways sit at the back of the LRU order (see `lru`):
             // the victim is an empty way if there is one.
-            Replacement::Lru => self.victim(base),
-            _ => match (base..base + self.ways).find(|&i| self.masks[i] == 0) {
-                Some(i) => i,
-                None => self.victim(base),
-            },
+            Some(l) => l.victim(set),
+            None => self.victim_unordered(set),
         };
-        let evicted = (self.masks[i] != 0).then(|| (self.tags[i], self.vals[i]));
-        self.tags[i] = tag;
-        self.masks[i] = mask;
-        self.vals[i] = val;
+        let w = &mut self.ways[i];
+        let evicted = w.is_valid().then_some((w.tag, w.val));
+        *w = Way { tag, mask, val };
         self.touch(i);
         (i, evicted)
     }
 
-    fn victim(&mut self, base: usize) -> usize {
+    /// The way a PLRU or random set gives up: an empty one, else the policy's.
+    #[cold]
+    fn victim_unordered(&mut self, set: usize) -> usize {
+        let base = set * self.assoc;
+        if let Some(w) = self.set(set).iter().position(|w| !w.is_valid()) {
+            return base + w;
+        }
         match self.repl {
-            Replacement::Lru => match &self.lru {
-                Some(l) => l.victim(base / self.ways),
-                None => base,
-            },
             Replacement::Plru => {
-                let set = &self.age[base..base + self.ways];
-                base + set.iter().position(|&b| b == 0).unwrap_or(0)
+                let ages = &self.age[base..base + self.assoc];
+                base + ages.iter().position(|&b| b == 0).unwrap_or(0)
             }
-            Replacement::Random => {
+            _ => {
                 // xorshift64
                 let mut x = self.rng;
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 self.rng = x;
-                base + (x % self.ways as u64) as usize
+                base + (x % self.assoc as u64) as usize
             }
         }
     }
 
     /// Empties entry `i`.
     pub(crate) fn invalidate(&mut self, i: usize) {
-        self.tags[i] = EMPTY_TAG;
-        self.masks[i] = 0;
+        self.ways[i] = Way::empty();
         match (&mut self.lru, self.repl) {
             (Some(l), _) => l.demote(i),
             (None, Replacement::Plru) => self.age[i] = 0,
@@ -233,17 +256,10 @@ impl<V: Copy + Default> Cache<V> {
     pub(crate) fn invalidate_in_set(
         &mut self,
         set: usize,
-        mut f: impl FnMut(u64, u64, &V) -> bool,
+        f: impl FnMut(u64, u64, &V) -> bool,
     ) -> u64 {
-        let base = set * self.ways;
-        let mut n = 0;
-        for i in base..base + self.ways {
-            if self.masks[i] != 0 && f(self.tags[i], self.masks[i], &self.vals[i]) {
-                self.invalidate(i);
-                n += 1;
-            }
-        }
-        n
+        let base = set * self.assoc;
+        self.invalidate_range(base..base + self.assoc, f)
     }
 
     /// Empties every way of `set` that `key` matches (as [`Cache::probe`]
@@ -255,24 +271,29 @@ impl<V: Copy + Default> Cache<V> {
         key: u64,
         mut gone: impl FnMut(u64, &V),
     ) -> u64 {
-        let (base, end) = (set * self.ways, (set + 1) * self.ways);
-        let mut from = base;
-        let mut n = 0;
-        while let Some(w) = find(&self.tags[from..end], &self.masks[from..end], key) {
-            let i = from + w;
-            gone(self.tags[i], &self.vals[i]);
-            self.invalidate(i);
-            n += 1;
-            from = i + 1;
-        }
-        n
+        self.invalidate_in_set(set, |t, m, v| {
+            let hit = key & m == t;
+            if hit {
+                gone(t, v);
+            }
+            hit
+        })
     }
 
     /// Empties every valid way (all sets) for which `f` holds; returns how many.
-    pub(crate) fn invalidate_all(&mut self, mut f: impl FnMut(u64, u64, &V) -> bool) -> u64 {
+    pub(crate) fn invalidate_all(&mut self, f: impl FnMut(u64, u64, &V) -> bool) -> u64 {
+        self.invalidate_range(0..self.ways.len(), f)
+    }
+
+    fn invalidate_range(
+        &mut self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(u64, u64, &V) -> bool,
+    ) -> u64 {
         let mut n = 0;
-        for i in 0..self.tags.len() {
-            if self.masks[i] != 0 && f(self.tags[i], self.masks[i], &self.vals[i]) {
+        for i in range {
+            let w = self.ways[i];
+            if w.is_valid() && f(w.tag, w.mask, &w.val) {
                 self.invalidate(i);
                 n += 1;
             }
@@ -282,30 +303,8 @@ impl<V: Copy + Default> Cache<V> {
 
     /// Valid entries (for tests and dumps).
     pub(crate) fn occupancy(&self) -> usize {
-        self.masks.iter().filter(|&&m| m != 0).count()
+        self.ways.iter().filter(|w| w.is_valid()).count()
     }
-}
-
-/// The index of the way whose masked key equals its tag. Compares eight ways
-/// at a time without branches so that wide (fully associative) arrays
-/// vectorize; at most one way matches (the module's invariant).
-#[inline(always)]
-fn find(tags: &[u64], masks: &[u64], key: u64) -> Option<usize> {
-    if tags.len() <= 8 {
-        return tags.iter().zip(masks).position(|(&t, &m)| key & m == t);
-    }
-    let mut base = 0;
-    for (tc, mc) in tags.chunks(8).zip(masks.chunks(8)) {
-        let mut hit = 0u32;
-        for (j, (&t, &m)) in tc.iter().zip(mc).enumerate() {
-            hit |= u32::from(key & m == t) << j;
-        }
-        if hit != 0 {
-            return Some(base + hit.trailing_zeros() as usize);
-        }
-        base += 8;
-    }
-    None
 }
 
 #[cfg(test)]
