@@ -83,18 +83,69 @@ pub(crate) struct TlbArray {
     /// The sizes this array holds, as log2, ascending (`nshifts` used).
     shifts: [u8; 8],
     nshifts: usize,
+    /// For each size shift the array holds, its index in `shifts`.
+    size_index: [u8; 64],
     /// Way prediction for wide fully associative arrays: per size, `HINTS`
     /// entry indices selected by the low bits of the page number at that
     /// size. A prediction is checked against the entry's tag, so a stale one
     /// only costs the scan it would have taken anyway.
     hints: Box<[u32]>,
-    /// Presence filter for large arrays: per size, `filter_len` counters of
-    /// the valid entries whose page number at that size has those low bits
-    /// (saturating: a counter that reached 255 stays there). A zero proves a
-    /// miss without scanning. Neither structure changes which entry matches,
-    /// hence never the statistics.
-    filter: Box<[u8]>,
-    filter_len: usize,
+    /// Which entries may cover a page, for large arrays (see [`Presence`]).
+    presence: Presence,
+}
+
+/// A presence filter: per size, `len` counters of the valid entries whose
+/// page number at that size has those low bits (saturating: a counter that
+/// reached 255 stays there). A zero proves a miss without scanning. It
+/// never changes which entry matches, hence never the statistics.
+/// `len == 0`: no filter (small arrays, where a scan is as cheap).
+struct Presence {
+    counts: Box<[u8]>,
+    len: usize,
+}
+
+impl Presence {
+    fn new(entries: usize, sizes: usize) -> Presence {
+        let len = if entries >= FILTER_MIN_ENTRIES {
+            (entries * 8).next_power_of_two().min(1 << 15)
+        } else {
+            0
+        };
+        Presence {
+            counts: vec![0; len * sizes].into_boxed_slice(),
+            len,
+        }
+    }
+
+    #[inline(always)]
+    fn slot(&self, k: usize, vpn: u64) -> usize {
+        k * self.len + (vpn as usize & (self.len - 1))
+    }
+
+    /// Whether an entry of size index `k` may have page number `vpn`.
+    #[inline(always)]
+    fn maybe(&self, k: usize, vpn: u64) -> bool {
+        self.counts[self.slot(k, vpn)] != 0
+    }
+
+    /// Counts an entry of size index `k` and page number `vpn` in (`up`)
+    /// or out.
+    #[inline(always)]
+    fn count(&mut self, k: usize, vpn: u64, up: bool) {
+        if self.len == 0 {
+            return;
+        }
+        let i = self.slot(k, vpn);
+        let c = &mut self.counts[i];
+        if *c != u8::MAX {
+            if up {
+                *c += 1;
+            } else {
+                debug_assert!(*c > 0, "presence filter underflow");
+                *c -= 1;
+            }
+        }
+    }
 }
 
 impl TlbArray {
@@ -102,23 +153,22 @@ impl TlbArray {
         let mut shifts = [0; 8];
         let nshifts = sizes.len().min(8);
         shifts[..nshifts].copy_from_slice(&sizes[..nshifts]);
+        let mut size_index = [0; 64];
+        for (k, &sh) in shifts[..nshifts].iter().enumerate() {
+            size_index[usize::from(sh)] = k as u8;
+        }
         let hints = if cache.is_fully_associative() && ways > HINT_MIN_WAYS {
             vec![0; HINTS * nshifts].into_boxed_slice()
         } else {
             Box::new([])
         };
-        let filter_len = if entries >= FILTER_MIN_ENTRIES {
-            (entries * 8).next_power_of_two().min(1 << 15)
-        } else {
-            0
-        };
         TlbArray {
             cache,
             shifts,
             nshifts,
+            size_index,
             hints,
-            filter: vec![0; filter_len * nshifts].into_boxed_slice(),
-            filter_len,
+            presence: Presence::new(entries, nshifts),
         }
     }
 
@@ -132,43 +182,20 @@ impl TlbArray {
         k * HINTS + ((va >> shift) as usize & (HINTS - 1))
     }
 
+    /// The size index of an entry's size.
     #[inline(always)]
-    fn filter_slot(&self, k: usize, vpn: u64) -> usize {
-        k * self.filter_len + (vpn as usize & (self.filter_len - 1))
-    }
-
-    /// Counts an entry of size index `k` and page number `vpn` in (`up`) or
-    /// out of the filter.
-    #[inline]
-    fn count(filter: &mut [u8], filter_len: usize, k: usize, vpn: u64, up: bool) {
-        if filter_len == 0 {
-            return;
-        }
-        let c = &mut filter[k * filter_len + (vpn as usize & (filter_len - 1))];
-        if *c != u8::MAX {
-            if up {
-                *c += 1;
-            } else {
-                debug_assert!(*c > 0, "presence filter underflow");
-                *c -= 1;
-            }
-        }
-    }
-
-    /// The size index of `shift` in this array.
-    #[inline]
-    fn size_index(shifts: &[u8], shift: u8) -> usize {
-        shifts.iter().position(|&s| s == shift).unwrap_or(0)
+    fn k_of(&self, shift: u8) -> usize {
+        usize::from(self.size_index[usize::from(shift & 63)])
     }
 
     /// Entry index matching `key` (any of the array's sizes).
     #[inline(always)]
     fn lookup(&mut self, va: u64, key: u64) -> Option<usize> {
-        if self.filter_len != 0 {
+        if self.presence.len != 0 {
             let mut maybe = false;
             for k in 0..self.nshifts {
                 let shift = self.shifts[k];
-                if self.filter[self.filter_slot(k, va >> shift)] != 0 {
+                if self.presence.maybe(k, va >> shift) {
                     maybe = true;
                     if !self.hints.is_empty() {
                         let i = self.hints[Self::hint_slot(k, va, shift)] as usize;
@@ -206,14 +233,14 @@ impl TlbArray {
         if let Some(i) = found {
             if !self.hints.is_empty() {
                 let shift = self.cache.val(i).shift();
-                let k = Self::size_index(&self.shifts[..self.nshifts], shift);
-                self.hints[Self::hint_slot(k, va, shift)] = i as u32;
+                self.hints[Self::hint_slot(self.k_of(shift), va, shift)] = i as u32;
             }
         }
         found
     }
 
     /// Inserts an entry known to be absent, keeping the filter exact.
+    #[inline]
     fn insert(&mut self, va: u64, asid: u16, entry: TlbEntry) -> usize {
         let fs = entry.shift();
         let mask = tag_mask(u32::from(fs));
@@ -221,34 +248,27 @@ impl TlbArray {
         let (i, evicted) = self
             .cache
             .insert_absent(set, key(va, asid) & mask, mask, entry);
-        let shifts = &self.shifts[..self.nshifts];
         if let Some((old_tag, old)) = evicted {
-            let k = Self::size_index(shifts, old.shift());
-            Self::count(
-                &mut self.filter,
-                self.filter_len,
-                k,
-                old_tag >> old.shift(),
-                false,
-            );
+            let k = self.k_of(old.shift());
+            self.presence.count(k, old_tag >> old.shift(), false);
         }
-        let k = Self::size_index(shifts, fs);
-        Self::count(&mut self.filter, self.filter_len, k, va >> fs, true);
-        self.hinted(va, Some(i));
+        self.presence.count(self.k_of(fs), va >> fs, true);
+        if !self.hints.is_empty() {
+            self.hints[Self::hint_slot(self.k_of(fs), va, fs)] = i as u32;
+        }
         i
     }
 
     /// Empties the entries of `set` (or all sets) that `f` selects, keeping
     /// the filter exact; returns how many.
     fn invalidate_where(&mut self, set: Option<usize>, f: impl Fn(u64, u64) -> bool) -> u64 {
-        let shifts = self.shifts;
-        let n = self.nshifts;
-        let (filter, len) = (&mut self.filter, self.filter_len);
+        let size_index = self.size_index;
+        let presence = &mut self.presence;
         let mut pick = |t: u64, m: u64, v: &TlbEntry| {
             let hit = f(t, m);
             if hit {
-                let k = Self::size_index(&shifts[..n], v.shift());
-                Self::count(filter, len, k, t >> v.shift(), false);
+                let k = usize::from(size_index[usize::from(v.shift() & 63)]);
+                presence.count(k, t >> v.shift(), false);
             }
             hit
         };
@@ -262,9 +282,8 @@ impl TlbArray {
     /// covers `va` (for any ASID).
     #[inline]
     fn surely_absent(&self, va: u64) -> bool {
-        self.filter_len != 0
-            && (0..self.nshifts)
-                .all(|k| self.filter[self.filter_slot(k, va >> self.shifts[k])] == 0)
+        self.presence.len != 0
+            && (0..self.nshifts).all(|k| !self.presence.maybe(k, va >> self.shifts[k]))
     }
 
     /// Empties every entry of `asid` covering `va`; returns how many.
@@ -276,11 +295,11 @@ impl TlbArray {
         let mut n = 0;
         for j in 0..self.nshifts {
             let set = self.set_for(va, self.shifts[j]);
-            let (shifts, nshifts) = (self.shifts, self.nshifts);
-            let (filter, len) = (&mut self.filter, self.filter_len);
+            let size_index = self.size_index;
+            let presence = &mut self.presence;
             n += self.cache.invalidate_key(set, k, |t, v| {
-                let ki = Self::size_index(&shifts[..nshifts], v.shift());
-                Self::count(filter, len, ki, t >> v.shift(), false);
+                let ki = usize::from(size_index[usize::from(v.shift() & 63)]);
+                presence.count(ki, t >> v.shift(), false);
             });
             if self.cache.is_fully_associative() {
                 break; // one set holds every size
