@@ -21,6 +21,7 @@ mod hits;
 mod lru;
 pub mod mmu;
 pub mod nested;
+mod presence;
 mod pwc;
 pub mod stats;
 mod tlb;

@@ -12,14 +12,19 @@
 //! - Only pointers to tables are cached, never leaves (SDM §4.10.3.1).
 //! - `caches[l]` exists only for levels 1 to the root that the configuration
 //!   names.
+//! - `presence` counts every valid entry of `caches[l]` under kind `l` by
+//!   its prefix (see the `presence` module): a lookup skips a level whose
+//!   counter is zero without scanning it.
 
 use crate::cache::{Cache, ASID_MASK};
 use crate::config::PwcConfig;
+use crate::presence::Presence;
 use pt::geometry::MAX_LEVELS;
 
 pub(crate) struct Pwc {
     caches: [Option<Cache<u64>>; MAX_LEVELS],
     shifts: [u32; MAX_LEVELS],
+    presence: Presence,
     /// Lowest and highest configured level (lookups scan this range).
     lowest: usize,
     highest: usize,
@@ -38,6 +43,7 @@ impl Pwc {
         let mut shifts = [0; MAX_LEVELS];
         shifts[..hw_shifts.len()].copy_from_slice(hw_shifts);
         let (mut lowest, mut highest) = (usize::MAX, 0);
+        let mut largest = 0;
         for c in cfg {
             // A cache for a level the geometry lacks (a PML5E cache under
             // 4-level paging) exists but is never used.
@@ -52,10 +58,15 @@ impl Pwc {
             ));
             lowest = lowest.min(c.level);
             highest = highest.max(c.level);
+            largest = largest.max(c.entries as usize);
         }
         Pwc {
             caches,
             shifts,
+            presence: Presence::new(
+                (largest * 8).next_power_of_two().clamp(64, 1 << 15),
+                MAX_LEVELS,
+            ),
             lowest,
             highest,
         }
@@ -72,9 +83,11 @@ impl Pwc {
             return None;
         }
         for l in self.lowest..=self.highest {
-            let s = self.shifts[l];
+            let prefix = va >> self.shifts[l];
+            if !self.presence.maybe(l, prefix) {
+                continue;
+            }
             if let Some(c) = &mut self.caches[l] {
-                let prefix = va >> s;
                 let set = c.set_of(prefix);
                 if let Some(i) = c.probe(set, key(prefix, asid)) {
                     return Some((l, c.val(i)));
@@ -90,31 +103,45 @@ impl Pwc {
     /// first, and missed: the entry is known to be absent (debug-checked).
     #[inline]
     pub(crate) fn fill(&mut self, level: usize, va: u64, asid: u16, table: u64) {
-        let s = self.shifts[level];
+        let prefix = va >> self.shifts[level];
         if let Some(c) = &mut self.caches[level] {
-            let prefix = va >> s;
             let set = c.set_of(prefix);
-            c.insert_absent(set, key(prefix, asid), !0, table);
+            let (_, evicted) = c.insert_absent(set, key(prefix, asid), !0, table);
+            if let Some((tag, _)) = evicted {
+                self.presence.count(level, tag >> 12, false);
+            }
+            self.presence.count(level, prefix, true);
         }
+    }
+
+    /// Empties, at every level, the entries for which `f(level, tag)` holds
+    /// (tags as [`key`] builds them); returns how many.
+    fn invalidate(&mut self, f: impl Fn(usize, u64) -> bool) -> u64 {
+        let mut n = 0;
+        for (l, c) in self.caches.iter_mut().enumerate() {
+            if let Some(c) = c {
+                let presence = &mut self.presence;
+                n += c.invalidate_all(|t, _, _| {
+                    let hit = f(l, t);
+                    if hit {
+                        presence.count(l, t >> 12, false);
+                    }
+                    hit
+                });
+            }
+        }
+        n
     }
 
     /// Empties every entry of `asid`; returns how many.
     pub(crate) fn flush_asid(&mut self, asid: u16) -> u64 {
         let a = u64::from(asid);
-        self.caches
-            .iter_mut()
-            .flatten()
-            .map(|c| c.invalidate_all(|t, _, _| t & ASID_MASK == a))
-            .sum()
+        self.invalidate(|_, t| t & ASID_MASK == a)
     }
 
     /// Empties everything.
     pub(crate) fn flush_all(&mut self) -> u64 {
-        self.caches
-            .iter_mut()
-            .flatten()
-            .map(|c| c.invalidate_all(|_, _, _| true))
-            .sum()
+        self.invalidate(|_, _| true)
     }
 
     /// Empties the entries of `asid` whose walks went through `[va, va + len)`.
@@ -124,20 +151,12 @@ impl Pwc {
         }
         let a = u64::from(asid);
         let last = va.saturating_add(len - 1);
-        let mut n = 0;
-        for l in 0..MAX_LEVELS {
-            let s = self.shifts[l];
-            if let Some(c) = &mut self.caches[l] {
-                // Prefixes as the tags hold them (the top 12 bits dropped).
-                let lo = key(va >> s, 0);
-                let hi = key(last >> s, 0);
-                n += c.invalidate_all(|t, _, _| {
-                    let p = t & !ASID_MASK;
-                    t & ASID_MASK == a && (lo..=hi).contains(&p)
-                });
-            }
-        }
-        n
+        let shifts = self.shifts;
+        self.invalidate(|l, t| {
+            // Prefixes as the tags hold them (the top 12 bits dropped).
+            let (lo, hi) = (key(va >> shifts[l], 0), key(last >> shifts[l], 0));
+            t & ASID_MASK == a && (lo..=hi).contains(&(t & !ASID_MASK))
+        })
     }
 
     /// Valid entries at `level` (for tests).

@@ -16,6 +16,7 @@
 
 use crate::cache::{Cache, ASID_MASK};
 use crate::config::TlbArrayConfig;
+use crate::presence::Presence;
 
 /// Permission and state bits of a TLB entry.
 pub(crate) mod flags {
@@ -90,62 +91,9 @@ pub(crate) struct TlbArray {
     /// size. A prediction is checked against the entry's tag, so a stale one
     /// only costs the scan it would have taken anyway.
     hints: Box<[u32]>,
-    /// Which entries may cover a page, for large arrays (see [`Presence`]).
+    /// Which entries may cover a page, per size, for large arrays (a scan
+    /// is as cheap in small ones).
     presence: Presence,
-}
-
-/// A presence filter: per size, `len` counters of the valid entries whose
-/// page number at that size has those low bits (saturating: a counter that
-/// reached 255 stays there). A zero proves a miss without scanning. It
-/// never changes which entry matches, hence never the statistics.
-/// `len == 0`: no filter (small arrays, where a scan is as cheap).
-struct Presence {
-    counts: Box<[u8]>,
-    len: usize,
-}
-
-impl Presence {
-    fn new(entries: usize, sizes: usize) -> Presence {
-        let len = if entries >= FILTER_MIN_ENTRIES {
-            (entries * 8).next_power_of_two().min(1 << 15)
-        } else {
-            0
-        };
-        Presence {
-            counts: vec![0; len * sizes].into_boxed_slice(),
-            len,
-        }
-    }
-
-    #[inline(always)]
-    fn slot(&self, k: usize, vpn: u64) -> usize {
-        k * self.len + (vpn as usize & (self.len - 1))
-    }
-
-    /// Whether an entry of size index `k` may have page number `vpn`.
-    #[inline(always)]
-    fn maybe(&self, k: usize, vpn: u64) -> bool {
-        self.counts[self.slot(k, vpn)] != 0
-    }
-
-    /// Counts an entry of size index `k` and page number `vpn` in (`up`)
-    /// or out.
-    #[inline(always)]
-    fn count(&mut self, k: usize, vpn: u64, up: bool) {
-        if self.len == 0 {
-            return;
-        }
-        let i = self.slot(k, vpn);
-        let c = &mut self.counts[i];
-        if *c != u8::MAX {
-            if up {
-                *c += 1;
-            } else {
-                debug_assert!(*c > 0, "presence filter underflow");
-                *c -= 1;
-            }
-        }
-    }
 }
 
 impl TlbArray {
@@ -168,7 +116,14 @@ impl TlbArray {
             nshifts,
             size_index,
             hints,
-            presence: Presence::new(entries, nshifts),
+            presence: Presence::new(
+                if entries >= FILTER_MIN_ENTRIES {
+                    (entries * 8).next_power_of_two().min(1 << 15)
+                } else {
+                    0
+                },
+                nshifts,
+            ),
         }
     }
 
@@ -191,7 +146,7 @@ impl TlbArray {
     /// Entry index matching `key` (any of the array's sizes).
     #[inline(always)]
     fn lookup(&mut self, va: u64, key: u64) -> Option<usize> {
-        if self.presence.len != 0 {
+        if self.presence.is_on() {
             let mut maybe = false;
             for k in 0..self.nshifts {
                 let shift = self.shifts[k];
@@ -282,7 +237,7 @@ impl TlbArray {
     /// covers `va` (for any ASID).
     #[inline]
     fn surely_absent(&self, va: u64) -> bool {
-        self.presence.len != 0
+        self.presence.is_on()
             && (0..self.nshifts).all(|k| !self.presence.maybe(k, va >> self.shifts[k]))
     }
 

@@ -1,0 +1,69 @@
+//! Presence filters: counters that prove a cache miss without a scan.
+//!
+//! A filter keeps, per entry size (or walk-cache level: a "kind"), `len`
+//! counters of the valid entries whose page number (or prefix) at that size
+//! has those low bits. A zero proves that no entry of that kind can match;
+//! a non-zero says only "maybe", and the caller scans. It never changes
+//! which entry matches, hence never a statistic.
+//!
+//! ## Invariants
+//!
+//! - Every valid entry of the cache it shadows is counted once, in the
+//!   counter of its kind and number: callers count an entry in when they
+//!   insert it and out when they evict or invalidate it.
+//! - Counters saturate: one that reached 255 stays there (it may then say
+//!   "maybe" for ever, never "absent" wrongly).
+//! - `len` is a power of two, or 0 for no filter (every query says maybe).
+
+pub(crate) struct Presence {
+    counts: Box<[u8]>,
+    len: usize,
+}
+
+impl Presence {
+    /// A filter of `len` counters (a power of two, or 0 for none) for each
+    /// of `kinds` kinds.
+    pub(crate) fn new(len: usize, kinds: usize) -> Presence {
+        debug_assert!(len == 0 || len.is_power_of_two());
+        Presence {
+            counts: vec![0; len * kinds].into_boxed_slice(),
+            len,
+        }
+    }
+
+    /// Whether there is a filter at all.
+    #[inline(always)]
+    pub(crate) fn is_on(&self) -> bool {
+        self.len != 0
+    }
+
+    #[inline(always)]
+    fn slot(&self, kind: usize, number: u64) -> usize {
+        kind * self.len + (number as usize & (self.len - 1))
+    }
+
+    /// Whether an entry of `kind` may have `number`. Only for a filter that
+    /// is on.
+    #[inline(always)]
+    pub(crate) fn maybe(&self, kind: usize, number: u64) -> bool {
+        self.counts[self.slot(kind, number)] != 0
+    }
+
+    /// Counts an entry of `kind` and `number` in (`up`) or out.
+    #[inline(always)]
+    pub(crate) fn count(&mut self, kind: usize, number: u64, up: bool) {
+        if self.len == 0 {
+            return;
+        }
+        let i = self.slot(kind, number);
+        let c = &mut self.counts[i];
+        if *c != u8::MAX {
+            if up {
+                *c += 1;
+            } else {
+                debug_assert!(*c > 0, "presence filter underflow");
+                *c -= 1;
+            }
+        }
+    }
+}
