@@ -111,7 +111,7 @@ impl<V: Copy + Default> Cache<V> {
     pub(crate) fn probe(&mut self, set: usize, key: u64) -> Option<usize> {
         let w = self.set(set).iter().position(|w| w.matches(key))?;
         let i = set * self.assoc + w;
-        self.touch(i);
+        self.touch_in(set, i);
         Some(i)
     }
 
@@ -137,6 +137,15 @@ impl<V: Copy + Default> Cache<V> {
     /// See `TlbLevel::touches_replayable`.
     pub(crate) fn touches_replayable(&self) -> bool {
         self.repl != Replacement::Plru
+    }
+
+    /// [`Cache::touch`] of a way `i` known to be in `set`.
+    #[inline(always)]
+    fn touch_in(&mut self, set: usize, i: usize) {
+        match &mut self.lru {
+            Some(l) => l.touch_in(set, i),
+            None => self.touch(i),
+        }
     }
 
     #[inline(always)]
@@ -213,7 +222,7 @@ impl<V: Copy + Default> Cache<V> {
         let w = &mut self.ways[i];
         let evicted = w.is_valid().then_some((w.tag, w.val));
         *w = Way { tag, mask, val };
-        self.touch(i);
+        self.touch_in(set, i);
         (i, evicted)
     }
 

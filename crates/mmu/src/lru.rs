@@ -22,6 +22,8 @@ pub(crate) struct LruLists {
     /// The sentinel of each way's set.
     home: Box<[u32]>,
     entries: usize,
+    /// `sets - 1` (sets are a power of two).
+    set_mask: usize,
 }
 
 const NEXT: usize = 0;
@@ -29,6 +31,7 @@ const PREV: usize = 1;
 
 impl LruLists {
     pub(crate) fn new(sets: usize, ways: usize) -> LruLists {
+        assert!(sets.is_power_of_two(), "{sets} sets");
         let entries = sets * ways;
         let nodes = entries + sets;
         assert!(u32::try_from(nodes).is_ok(), "{nodes} LRU nodes");
@@ -36,6 +39,7 @@ impl LruLists {
             links: vec![[0; 2]; nodes].into_boxed_slice(),
             home: vec![0; entries].into_boxed_slice(),
             entries,
+            set_mask: sets - 1,
         };
         for s in 0..sets {
             let sentinel = (entries + s) as u32;
@@ -86,6 +90,21 @@ impl LruLists {
     #[inline(always)]
     pub(crate) fn touch(&mut self, i: usize) {
         let sentinel = self.home[i] as usize;
+        self.touch_sentinel(sentinel, i);
+    }
+
+    /// [`LruLists::touch`] for a way `i` known to be in `set`.
+    #[inline(always)]
+    pub(crate) fn touch_in(&mut self, set: usize, i: usize) {
+        debug_assert_eq!(self.home[i] as usize, self.entries + set);
+        // Masked, the sentinel is a node index whatever `set` is.
+        self.touch_sentinel(self.entries + (set & self.set_mask), i);
+    }
+
+    #[inline(always)]
+    fn touch_sentinel(&mut self, sentinel: usize, i: usize) {
+        // The unchecked link accesses below rely on both being nodes.
+        assert!(i < self.entries);
         if self.link(sentinel, NEXT) == i {
             return; // already the most recent
         }

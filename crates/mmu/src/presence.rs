@@ -17,29 +17,36 @@
 
 pub(crate) struct Presence {
     counts: Box<[u8]>,
-    len: usize,
+    /// `len - 1`, and log2 `len`: a slot is `kind << shift | number & mask`.
+    mask: usize,
+    shift: u32,
 }
+
+/// Kinds a filter can count (TLB sizes per array, walk-cache levels).
+pub(crate) const MAX_KINDS: usize = 8;
 
 impl Presence {
     /// A filter of `len` counters (a power of two, or 0 for none) for each
-    /// of `kinds` kinds.
+    /// of `kinds` kinds (at most [`MAX_KINDS`]).
     pub(crate) fn new(len: usize, kinds: usize) -> Presence {
-        debug_assert!(len == 0 || len.is_power_of_two());
+        assert!(len == 0 || len.is_power_of_two());
+        assert!(kinds <= MAX_KINDS);
         Presence {
             counts: vec![0; len * kinds].into_boxed_slice(),
-            len,
+            mask: len.wrapping_sub(1),
+            shift: len.trailing_zeros(),
         }
     }
 
     /// Whether there is a filter at all.
     #[inline(always)]
     pub(crate) fn is_on(&self) -> bool {
-        self.len != 0
+        !self.counts.is_empty()
     }
 
     #[inline(always)]
     fn slot(&self, kind: usize, number: u64) -> usize {
-        kind * self.len + (number as usize & (self.len - 1))
+        kind << self.shift | (number as usize & self.mask)
     }
 
     /// Whether an entry of `kind` may have `number`. Only for a filter that
@@ -52,18 +59,18 @@ impl Presence {
     /// Counts an entry of `kind` and `number` in (`up`) or out.
     #[inline(always)]
     pub(crate) fn count(&mut self, kind: usize, number: u64, up: bool) {
-        if self.len == 0 {
+        if !self.is_on() {
             return;
         }
         let i = self.slot(kind, number);
         let c = &mut self.counts[i];
-        if *c != u8::MAX {
-            if up {
-                *c += 1;
-            } else {
-                debug_assert!(*c > 0, "presence filter underflow");
-                *c -= 1;
-            }
+        // A saturated counter stays: it may since count fewer entries.
+        let live = u8::from(*c != u8::MAX);
+        if up {
+            *c += live;
+        } else {
+            debug_assert!(*c > 0, "presence filter underflow");
+            *c -= live;
         }
     }
 }
