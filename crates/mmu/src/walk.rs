@@ -32,7 +32,7 @@
 //! own translation (a 64 KiB NAPOT word at the leaf level, a superpage of
 //! `2^hw_shift(level)` bytes above it).
 
-use pt::entry::{self, DecodeError, Entry, LeafFields};
+use pt::entry::{self, DecodeError, Entry, LeafFields, TableFields};
 use pt::geometry::MAX_LEVELS;
 use pt::{Arch, Geometry, PageTable};
 use thiserror::Error;
@@ -91,6 +91,10 @@ pub(crate) struct GeomInfo {
     pub table_accessed: bool,
     /// Per level, how to read a common leaf without decoding it.
     leaf: [FastLeaf; MAX_LEVELS],
+    /// Per level, the table-entry test and address fields; on x86 the test
+    /// also asks for A, so that a table entry whose A the walk must set
+    /// fails it and takes [`last_step`].
+    table: [TableFields; MAX_LEVELS],
 }
 
 /// A level's common leaf (see [`pt::entry::LeafFields`]) as the walk reads
@@ -143,7 +147,15 @@ impl GeomInfo {
             hw_mask,
             table_accessed: matches!(g.arch(), Arch::X86_64),
             leaf: [FastLeaf::NONE; MAX_LEVELS],
+            table: [entry::table_fields(g, 0); MAX_LEVELS],
         };
+        let accessed = if gi.table_accessed { entry::x86::A } else { 0 };
+        for l in 0..g.num_levels() {
+            let mut t = entry::table_fields(g, l);
+            t.mask |= accessed;
+            t.value |= accessed;
+            gi.table[l] = t;
+        }
         for l in 0..g.num_levels() {
             if let Some(fields) = entry::leaf_fields(g, l) {
                 gi.leaf[l] = FastLeaf {
@@ -298,7 +310,6 @@ where
     if !gi.is_canonical(va) {
         return Err(Fault::NonCanonical { va });
     }
-    let g = pt.geometry();
     let mem = pt.mem();
     let (mut level, mut table) = match pwc.as_deref_mut().and_then(|p| p.lookup(va, asid)) {
         Some((l, t)) => {
@@ -307,33 +318,46 @@ where
         }
         None => (gi.root, pt.root()),
     };
-    loop {
+    // Counted here and added to `count` once: the loop keeps them in registers.
+    let (mut refs, mut ad_writes) = (0, 0);
+    let result = loop {
         let epa = gi.entry_pa(table, level, va);
         debug_assert_eq!(epa, pt.hw_entry_pa(table, level, va));
-        before_read(epa)?;
+        if let Err(f) = before_read(epa) {
+            break Err(f);
+        }
         let raw = mem.read_walk(epa);
-        count.refs += 1;
+        refs += 1;
         // The common steps first, tested without decoding: a table entry,
         // then a leaf that needs no A/D update; anything else ends the walk
         // (or, rarely, makes it read again) in `last_step`.
-        let next =
-            match entry::table_pa(g, level, raw).filter(|_| table_accessed(gi, raw).is_none()) {
-                Some(pa) => pa,
-                None => match gi.fast_leaf(level, raw, va, write, user) {
-                    Some(leaf) => return Ok(leaf),
-                    None => match last_step(pt, gi, level, epa, raw, va, write, user, count)? {
-                        Step::Leaf(leaf) => return Ok(leaf),
+        let t = &gi.table[level];
+        let next = if raw & t.mask == t.value {
+            t.next_table(raw)
+        } else if let Some(leaf) = gi.fast_leaf(level, raw, va, write, user) {
+            break Ok(leaf);
+        } else {
+            match last_step(pt, gi, level, epa, raw, va, write, user) {
+                Err(f) => break Err(f),
+                Ok((step, wrote)) => {
+                    ad_writes += u32::from(wrote);
+                    match step {
+                        Step::Leaf(leaf) => break Ok(leaf),
                         Step::Again => continue,
                         Step::Table(pa) => pa,
-                    },
-                },
-            };
+                    }
+                }
+            }
+        };
         if let Some(p) = pwc.as_deref_mut() {
             p.fill(level, va, asid, next);
         }
         table = next;
         level -= 1;
-    }
+    };
+    count.refs += refs;
+    count.ad_writes += ad_writes;
+    result
 }
 
 /// What the walk does after a word that is not a plain table entry.
@@ -347,8 +371,9 @@ enum Step {
 
 /// The walk's step for a word `raw` at `level` (read from `epa`) that is not
 /// a table entry with its accessed bit set: a leaf (permissions, A/D bits),
-/// a fault, or a table whose accessed bit this walk sets. Out of line: a
-/// walk comes here once, at its end.
+/// a fault, or a table whose accessed bit this walk sets, and whether it
+/// wrote an accessed or dirty bit. Out of line: a walk comes here once, at
+/// its end.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn last_step(
@@ -360,22 +385,17 @@ fn last_step(
     va: u64,
     write: bool,
     user: bool,
-    count: &mut WalkCount,
-) -> Result<Step, Fault> {
+) -> Result<(Step, bool), Fault> {
     let g = pt.geometry();
     let mem = pt.mem();
     match entry::decode(g, level, raw) {
         Err(error) => Err(Fault::Reserved { va, level, error }),
         Ok(Entry::Invalid) => Err(Fault::NotPresent { va, level }),
-        Ok(Entry::Table { pa }) => {
-            if let Some(new) = table_accessed(gi, raw) {
-                if mem.compare_exchange(epa, raw, new).is_err() {
-                    return Ok(Step::Again);
-                }
-                count.ad_writes += 1;
-            }
-            Ok(Step::Table(pa))
-        }
+        Ok(Entry::Table { pa }) => match table_accessed(gi, raw) {
+            Some(new) if mem.compare_exchange(epa, raw, new).is_err() => Ok((Step::Again, false)),
+            Some(_) => Ok((Step::Table(pa), true)),
+            None => Ok((Step::Table(pa), false)),
+        },
         Ok(Entry::Leaf {
             pa,
             attrs,
@@ -390,11 +410,9 @@ fn last_step(
                 return Err(Fault::Permission { va, write, user });
             }
             let new = entry::mark_accessed(g, level, raw, write);
-            if new != raw {
-                if mem.compare_exchange(epa, raw, new).is_err() {
-                    return Ok(Step::Again);
-                }
-                count.ad_writes += 1;
+            let wrote = new != raw;
+            if wrote && mem.compare_exchange(epa, raw, new).is_err() {
+                return Ok((Step::Again, false));
             }
             let l = g.level(level);
             let sw_size = if contiguous {
@@ -402,11 +420,12 @@ fn last_step(
             } else {
                 l.entry_size()
             };
-            Ok(Step::Leaf(Leaf {
+            let leaf = Leaf {
                 pa: entry::leaf_output(pa, sw_size, va),
                 size_shift: leaf_shift(g, gi, level, raw, contiguous),
                 flags: f,
-            }))
+            };
+            Ok((Step::Leaf(leaf), wrote))
         }
     }
 }

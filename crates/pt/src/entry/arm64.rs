@@ -142,6 +142,13 @@ fn desc_pa(raw: u64, l: OaLayout) -> u64 {
     (raw & l.field) | ((raw & l.hi) << 36)
 }
 
+/// The descriptor's address fields under `geom`: the output address is
+/// `raw & lo | (raw & hi) << hi_shift` (as `desc_pa` computes it).
+pub(crate) fn address_fields(geom: &Geometry) -> (u64, u64, u32) {
+    let l = layout(geom);
+    (l.field, l.hi, 36)
+}
+
 /// The descriptor bits holding output address `pa` under `geom`.
 #[inline]
 pub(crate) fn address_bits(geom: &Geometry, pa: u64) -> u64 {

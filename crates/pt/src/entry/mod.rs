@@ -237,6 +237,62 @@ pub(crate) fn leaf_test(geom: &Geometry, level: usize) -> (u64, u64) {
     }
 }
 
+/// How a hardware walk reads a table entry of one level without decoding
+/// it: `raw` is a valid table entry exactly when `raw & mask == value`
+/// (what [`table_pa`] accepts), and the next table is then at
+/// `((raw & lo) << lo_shift) & !align | (raw & hi) << hi_shift` (the one
+/// formula covers x86's plain field, RISC-V's shifted PPN and ARM's split
+/// 52-bit address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableFields {
+    pub mask: u64,
+    pub value: u64,
+    pub lo: u64,
+    pub lo_shift: u32,
+    pub align: u64,
+    pub hi: u64,
+    pub hi_shift: u32,
+}
+
+impl TableFields {
+    /// The next table's address in a word that passed the test.
+    #[inline(always)]
+    pub fn next_table(&self, raw: u64) -> u64 {
+        (((raw & self.lo) << self.lo_shift) & !self.align) | ((raw & self.hi) << self.hi_shift)
+    }
+}
+
+/// The [`TableFields`] of `level` (a level that holds no tables gets a test
+/// no word passes).
+pub fn table_fields(geom: &Geometry, level: usize) -> TableFields {
+    let (mask, value) = table_test(geom, level);
+    let plain = |lo| TableFields {
+        mask,
+        value,
+        lo,
+        lo_shift: 0,
+        align: 0,
+        hi: 0,
+        hi_shift: 0,
+    };
+    match geom.arch() {
+        Arch::X86_64 => plain(x86::ADDR_MASK),
+        Arch::RiscV => TableFields {
+            lo_shift: 12 - riscv::PPN_SHIFT,
+            align: geom.table_bytes() - 1,
+            ..plain(riscv::PPN_MASK)
+        },
+        Arch::Arm64 => {
+            let (lo, hi, hi_shift) = arm64::address_fields(geom);
+            TableFields {
+                hi,
+                hi_shift,
+                ..plain(lo)
+            }
+        }
+    }
+}
+
 /// How a hardware walk reads the common leaf word of one level without
 /// decoding it: a word with `raw & mask == value` is a valid, plain (not
 /// contiguous or NAPOT) leaf, readable, of normal memory, whose fields are
