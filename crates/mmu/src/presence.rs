@@ -11,12 +11,17 @@
 //! - Every valid entry of the cache it shadows is counted once, in the
 //!   counter of its kind and number: callers count an entry in when they
 //!   insert it and out when they evict or invalidate it.
+//! - `held[k]` is the number of valid entries of kind `k` counted in.
 //! - Counters saturate: one that reached 255 stays there (it may then say
 //!   "maybe" for ever, never "absent" wrongly).
 //! - `len` is a power of two, or 0 for no filter (every query says maybe).
 
 pub(crate) struct Presence {
     counts: Box<[u8]>,
+    /// Valid entries of each kind: a kind with none answers "absent"
+    /// without reading a counter (in a TLB that holds only 4 KiB entries,
+    /// the 2 MiB and 1 GiB counters are never read).
+    held: [u32; MAX_KINDS],
     /// `len - 1`, and log2 `len`: a slot is `kind << shift | number & mask`.
     mask: usize,
     shift: u32,
@@ -33,6 +38,7 @@ impl Presence {
         assert!(kinds <= MAX_KINDS);
         Presence {
             counts: vec![0; len * kinds].into_boxed_slice(),
+            held: [0; MAX_KINDS],
             mask: len.wrapping_sub(1),
             shift: len.trailing_zeros(),
         }
@@ -53,7 +59,7 @@ impl Presence {
     /// is on.
     #[inline(always)]
     pub(crate) fn maybe(&self, kind: usize, number: u64) -> bool {
-        self.counts[self.slot(kind, number)] != 0
+        self.held[kind % MAX_KINDS] != 0 && self.counts[self.slot(kind, number)] != 0
     }
 
     /// Counts an entry of `kind` and `number` in (`up`) or out.
@@ -63,13 +69,16 @@ impl Presence {
             return;
         }
         let i = self.slot(kind, number);
+        let held = &mut self.held[kind % MAX_KINDS];
         let c = &mut self.counts[i];
         // A saturated counter stays: it may since count fewer entries.
         let live = u8::from(*c != u8::MAX);
         if up {
+            *held += 1;
             *c += live;
         } else {
-            debug_assert!(*c > 0, "presence filter underflow");
+            debug_assert!(*c > 0 && *held > 0, "presence filter underflow");
+            *held -= 1;
             *c -= live;
         }
     }

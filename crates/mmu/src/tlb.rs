@@ -410,6 +410,7 @@ impl TlbLevel {
     /// byte `va` is at `pa`) as the largest piece this level can hold. The
     /// level must hold no entry for `va` (a lookup just missed).
     /// Returns the size shift used, or `None` if no array holds a size that fits.
+    #[inline(always)]
     pub(crate) fn fill(
         &mut self,
         va: u64,
@@ -418,11 +419,19 @@ impl TlbLevel {
         size_shift: u32,
         flags: u8,
     ) -> Option<u8> {
-        let (ai, fs) = self.fill_for[size_shift as usize]?;
+        // Inline up to here: a level that holds no such size (or nothing,
+        // as under the `none` preset) costs a load and a branch.
+        let (ai, fs) = self.fill_for[size_shift as usize & 63]?;
+        self.insert(va, asid, pa, flags, ai, fs);
+        Some(fs)
+    }
+
+    /// The work of [`TlbLevel::fill`]: an entry of size `2^fs` in array `ai`.
+    #[inline(never)]
+    fn insert(&mut self, va: u64, asid: u16, pa: u64, flags: u8, ai: u8, fs: u8) {
         let entry = TlbEntry::new(pa & !((1u64 << fs) - 1), flags, fs);
         let way = self.arrays[usize::from(ai)].insert(va, asid, entry);
         self.memo[Self::memo_slot(va)] = u32::from(ai) << 24 | way as u32;
-        Some(fs)
     }
 
     /// Empties every entry of `asid` covering `va`; returns how many.
