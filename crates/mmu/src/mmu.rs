@@ -852,6 +852,7 @@ impl Cpu {
     /// whether the TLBs may hold an entry for `va`: after a lookup that
     /// missed both levels they hold none (a walk fills nothing before it
     /// returns), and the invalidation, which would find nothing, is skipped.
+    #[inline(always)]
     fn walk(
         &mut self,
         pt: &PageTable,
