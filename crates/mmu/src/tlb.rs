@@ -118,7 +118,9 @@ impl TlbArray {
             hints,
             presence: Presence::new(
                 if entries >= FILTER_MIN_ENTRIES {
-                    (entries * 8).next_power_of_two().min(1 << 15)
+                    // About 1 in 32 (small arrays) to 1 in 10 (3072
+                    // entries) of the counters is non-zero when full.
+                    (entries * 32).next_power_of_two().min(1 << 15)
                 } else {
                     0
                 },
@@ -281,6 +283,9 @@ pub(crate) struct TlbLevel {
     /// for an address only after a lookup of the whole level missed it (see
     /// [`TlbLevel::fill`]), so at most one entry of a level covers an
     /// address: the memo answers with the entry the scan would find.
+    /// Empty for a level whose arrays all predict their ways (wide fully
+    /// associative ones, like Zen 4's L1): their hints already find an
+    /// entry in one comparison, and a memo would only add work to misses.
     memo: Box<[u32]>,
 }
 
@@ -337,10 +342,15 @@ impl TlbLevel {
             }
             *slot = best;
         }
+        let hinted = arrays.iter().all(|a| !a.hints.is_empty());
         TlbLevel {
-            arrays,
             fill_for,
-            memo: vec![MEMO_EMPTY; MEMO].into_boxed_slice(),
+            memo: if arrays.is_empty() || hinted {
+                Box::new([])
+            } else {
+                vec![MEMO_EMPTY; MEMO].into_boxed_slice()
+            },
+            arrays,
         }
     }
 
@@ -357,7 +367,7 @@ impl TlbLevel {
     #[inline(always)]
     pub(crate) fn lookup(&mut self, va: u64, key: u64) -> Option<(Slot, TlbEntry)> {
         let mi = Self::memo_slot(va);
-        let m = self.memo[mi];
+        let m = self.memo.get(mi).copied().unwrap_or(MEMO_EMPTY);
         let (ai, way) = ((m >> 24) as usize, (m & 0xff_ffff) as usize);
         let found = |a: &TlbArray, ai: usize, way: usize| {
             let slot = Slot {
@@ -374,7 +384,9 @@ impl TlbLevel {
         for ai in 0..self.arrays.len() {
             let a = &mut self.arrays[ai];
             if let Some(way) = a.lookup(va, key) {
-                self.memo[mi] = (ai as u32) << 24 | way as u32;
+                if let Some(m) = self.memo.get_mut(mi) {
+                    *m = (ai as u32) << 24 | way as u32;
+                }
                 return found(a, ai, way);
             }
         }
@@ -431,7 +443,9 @@ impl TlbLevel {
     fn insert(&mut self, va: u64, asid: u16, pa: u64, flags: u8, ai: u8, fs: u8) {
         let entry = TlbEntry::new(pa & !((1u64 << fs) - 1), flags, fs);
         let way = self.arrays[usize::from(ai)].insert(va, asid, entry);
-        self.memo[Self::memo_slot(va)] = u32::from(ai) << 24 | way as u32;
+        if let Some(m) = self.memo.get_mut(Self::memo_slot(va)) {
+            *m = u32::from(ai) << 24 | way as u32;
+        }
     }
 
     /// Empties every entry of `asid` covering `va`; returns how many.
