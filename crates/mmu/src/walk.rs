@@ -6,6 +6,12 @@
 //! word read is one memory reference. A walk cache hit lets it start below
 //! the levels the cache covers.
 //!
+//! The common words skip the codec: a table entry is tested and its address
+//! taken through the level's [`pt::entry::TableFields`], a leaf that needs no
+//! A/D update through its [`pt::entry::LeafFields`]; both are checked against
+//! the codec by tests (here and in `pt`). Everything else, faults and A/D
+//! updates included, goes through the codec's decode.
+//!
 //! ## Accessed and dirty bits, per architecture
 //!
 //! - **x86-64**: "whenever the processor uses a paging-structure entry as
