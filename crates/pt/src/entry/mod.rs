@@ -316,7 +316,7 @@ pub struct LeafFields {
 }
 
 /// The [`LeafFields`] of `level`, or `None` where the codec has none (a
-/// level without leaves; ARM64, whose write and dirty state share AP[2]
+/// level without leaves; ARM64, whose write and dirty state share AP\[2\]
 /// and DBM and which always takes [`decode`]).
 pub fn leaf_fields(geom: &Geometry, level: usize) -> Option<LeafFields> {
     if !geom.is_leaf_level(level) {
