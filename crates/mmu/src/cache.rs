@@ -213,16 +213,20 @@ impl<V: Copy + Default> Cache<V> {
             self.set(set).iter().all(|w| w.tag != tag || w.mask != mask),
             "insert_absent of a present entry"
         );
-        let i = match &self.lru {
+        let i = match &mut self.lru {
             // Emptied ways sit at the back of the LRU order (see `lru`):
-            // the victim is an empty way if there is one.
-            Some(l) => l.victim(set),
-            None => self.victim_unordered(set),
+            // the victim is an empty way if there is one. It becomes the
+            // most recent, as the new entry's.
+            Some(l) => l.renew_victim(set),
+            None => {
+                let i = self.victim_unordered(set);
+                self.touch(i);
+                i
+            }
         };
         let w = &mut self.ways[i];
         let evicted = w.is_valid().then_some((w.tag, w.val));
         *w = Way { tag, mask, val };
-        self.touch_in(set, i);
         (i, evicted)
     }
 

@@ -122,8 +122,30 @@ impl LruLists {
         self.set_link(sentinel, PREV, i);
     }
 
-    /// The least recently used way of `set`.
+    /// The least recently used way of `set`, made its most recent: what a
+    /// fill into a full set does to the order ([`LruLists::victim`], then
+    /// [`LruLists::touch_in`]), in one step.
     #[inline(always)]
+    pub(crate) fn renew_victim(&mut self, set: usize) -> usize {
+        let sentinel = self.entries + (set & self.set_mask);
+        // A value read from `links`: a node index (module invariant), and a
+        // way, since every set has at least one.
+        let i = self.link(sentinel, PREV);
+        let first = self.link(sentinel, NEXT);
+        if first != i {
+            let p = self.link(i, PREV);
+            self.set_link(p, NEXT, sentinel);
+            self.set_link(sentinel, PREV, p);
+            self.set_link(sentinel, NEXT, i);
+            self.links[i] = [first as u32, sentinel as u32];
+            self.set_link(first, PREV, i);
+        }
+        i
+    }
+
+    /// The least recently used way of `set` (tests; fills use
+    /// [`LruLists::renew_victim`]).
+    #[cfg(test)]
     pub(crate) fn victim(&self, set: usize) -> usize {
         self.links[self.entries + set][PREV] as usize
     }
@@ -148,10 +170,11 @@ mod tests {
 
     proptest::proptest! {
         /// The lists agree with a plain vector per set (move to front on a
-        /// touch, to the back on a demotion), and the victim is its back.
+        /// touch, to the back on a demotion, the back to the front on a
+        /// renewal), and the victim is its back.
         #[test]
         fn lists_keep_the_order_a_vector_keeps(
-            ops in proptest::collection::vec((proptest::bool::ANY, 0usize..96), 1..400),
+            ops in proptest::collection::vec((0u8..3, 0usize..96), 1..400),
             shape in 0usize..3,
         ) {
             let (sets, ways) = [(1, 72), (4, 24), (16, 6)][shape];
@@ -160,18 +183,28 @@ mod tests {
             let mut want: Vec<Vec<usize>> = (0..sets)
                 .map(|s| (0..ways).rev().map(|w| s * ways + w).collect())
                 .collect();
-            for (touch, x) in ops {
+            for (op, x) in ops {
                 let i = x % (sets * ways);
-                let v = &mut want[i / ways];
-                v.retain(|&j| j != i);
-                if touch {
-                    l.touch(i);
-                    v.insert(0, i);
-                } else {
-                    l.demote(i);
-                    v.push(i);
+                let set = i / ways;
+                let v = &mut want[set];
+                match op {
+                    0 => {
+                        v.retain(|&j| j != i);
+                        l.touch(i);
+                        v.insert(0, i);
+                    }
+                    1 => {
+                        v.retain(|&j| j != i);
+                        l.demote(i);
+                        v.push(i);
+                    }
+                    _ => {
+                        let back = v.pop().unwrap();
+                        proptest::prop_assert_eq!(l.renew_victim(set), back);
+                        v.insert(0, back);
+                    }
                 }
-                for (s, v) in want.iter().enumerate() {
+            for (s, v) in want.iter().enumerate() {
                     proptest::prop_assert_eq!(&l.order(s), v);
                     proptest::prop_assert_eq!(l.victim(s), *v.last().unwrap());
                 }
