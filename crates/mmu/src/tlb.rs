@@ -439,7 +439,7 @@ impl TlbLevel {
     }
 
     /// The work of [`TlbLevel::fill`]: an entry of size `2^fs` in array `ai`.
-    #[inline(never)]
+    #[inline(always)]
     fn insert(&mut self, va: u64, asid: u16, pa: u64, flags: u8, ai: u8, fs: u8) {
         let entry = TlbEntry::new(pa & !((1u64 << fs) - 1), flags, fs);
         let way = self.arrays[usize::from(ai)].insert(va, asid, entry);
