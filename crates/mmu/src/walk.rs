@@ -23,7 +23,7 @@
 //!   U of a non-leaf PTE are reserved (privileged spec, "Sv39" §: "For
 //!   non-leaf PTEs, the D, A, and U bits are reserved").
 //! - **ARM64** (FEAT_HAFDBS): the access flag, and dirty state by clearing
-//!   AP[2] of a DBM page, in the leaf descriptor only (hardware AF in table
+//!   AP\[2\] of a DBM page, in the leaf descriptor only (hardware AF in table
 //!   descriptors needs FEAT_HAFT, not modeled).
 //!
 //! The update is an atomic compare-and-swap of the word, as the hardware's

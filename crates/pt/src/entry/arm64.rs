@@ -8,22 +8,22 @@
 //! of a geometry is the architecture's L3.
 //!
 //! ```text
-//! page (level 0, bits[1:0] = 11) or block (above level 0, bits[1:0] = 01):
+//! page (level 0, bits\[1:0\] = 11) or block (above level 0, bits\[1:0\] = 01):
 //!  63..59   58..55  54   53   52    51   50  49..48  47..g  g-1..12       11  10  9..8  7..6     5   4..2      1..0
-//!  ignored  SW      UXN  PXN  Cont  DBM  GP  RES0    OA     RES0/OA51:48  nG  AF  SH    AP[2:1]  NS  AttrIndx  type
+//!  ignored  SW      UXN  PXN  Cont  DBM  GP  RES0    OA     RES0/OA51:48  nG  AF  SH    AP\[2:1\]  NS  AttrIndx  type
 //!
-//! table (above level 0, bits[1:0] = 11):
+//! table (above level 0, bits\[1:0\] = 11):
 //!  63..59       58..51   50..48  47..g              g-1..12       11..2    1..0
 //!  APTable etc  ignored  RES0    next-level table   RES0/OA51:48  ignored  11
 //! ```
 //!
-//! - bits[1:0]: `x0` invalid ([`Entry::Invalid`]); `11` a table above level 0
+//! - bits\[1:0\]: `x0` invalid ([`Entry::Invalid`]); `11` a table above level 0
 //!   and a page at level 0; `01` a block, only at a level above 0 where the
 //!   geometry allows leaves. `01` at level 0, or where the geometry has no
 //!   blocks (4K L0, 16K L1 without FEAT_LPA2), is reserved.
 //! - Output address: bits 47:g for pages and tables, 47:(block shift) for a
 //!   block (lower OA bits RES0). With the 64K granule and a 52-bit OA
-//!   (FEAT_LPA, `oa_bits` 52), OA[51:48] sits in bits 15:12. FEAT_LPA2 (52-bit
+//!   (FEAT_LPA, `oa_bits` 52), OA\[51:48\] sits in bits 15:12. FEAT_LPA2 (52-bit
 //!   OA with 4K/16K, reusing SH as OA) is not modeled.
 //! - Table descriptors carry no attributes here; the hierarchical APTable,
 //!   UXNTable, PXNTable and NSTable bits are ignored on decode (not modeled).
@@ -37,15 +37,15 @@
 //! - Shareability: every leaf is written inner shareable (SH = 11), as Linux
 //!   does (`PTE_SHARED`); SH is ignored for Device and Normal non-cacheable
 //!   memory. SH = 01 is reserved and decodes to an error.
-//! - `user` = AP[1] (EL0 data access) or UXN = 0: as Linux says, every
+//! - `user` = AP\[1\] (EL0 data access) or UXN = 0: as Linux says, every
 //!   kernel mapping has UXN set (`pte_valid_not_user`). A kernel page is
-//!   always readable. A user page is readable iff AP[1] = 1; the one user page
+//!   always readable. A user page is readable iff AP\[1\] = 1; the one user page
 //!   without read is execute-only, Linux's `PAGE_EXECONLY` (AP = 10, UXN = 0,
 //!   PXN = 1). See [`representable`].
 //! - Write and dirty, as Linux uses DBM (`PTE_WRITE` is DBM, bit 51) with
 //!   hardware dirty-state management:
 //!
-//!   | neutral                | AP[2] | DBM | SW dirty (55) |
+//!   | neutral                | AP\[2\] | DBM | SW dirty (55) |
 //!   |------------------------|-------|-----|---------------|
 //!   | write, dirty           | 0     | 1   | 0             |
 //!   | write, clean           | 1     | 1   | 0             |
@@ -53,7 +53,7 @@
 //!   | read-only, dirty       | 1     | 0   | 1             |
 //!
 //!   A writable-clean page is read-only to the hardware until the first write,
-//!   which (DBM = 1) clears AP[2]: that is the dirty bit. A read-only page
+//!   which (DBM = 1) clears AP\[2\]: that is the dirty bit. A read-only page
 //!   keeps its dirtiness in software bit 55, Linux's `PTE_DIRTY`. Decoding:
 //!   `write = !AP[2] | DBM`, `dirty = !AP[2] | bit 55` (a writable word
 //!   without DBM can be written without notice, so it counts as dirty).
@@ -66,9 +66,9 @@
 use super::{Attrs, DecodeError, Entry, MemType, Perms};
 use crate::geometry::Geometry;
 
-/// bits[1:0] bit 0: valid.
+/// bits\[1:0\] bit 0: valid.
 pub const VALID: u64 = 1 << 0;
-/// bits[1:0] bit 1: table (above level 0) or page (level 0); clear = block.
+/// bits\[1:0\] bit 1: table (above level 0) or page (level 0); clear = block.
 pub const TABLE_OR_PAGE: u64 = 1 << 1;
 /// AttrIndx, bits 4:2.
 pub const ATTR_INDX_MASK: u64 = 7 << 2;
@@ -80,9 +80,9 @@ pub const ATTR_NORMAL_NC: u64 = 1;
 pub const ATTR_DEVICE: u64 = 2;
 /// The MAIR_EL1 these indices assume: Attr0 = 0xff, Attr1 = 0x44, Attr2 = 0x04.
 pub const MAIR_EL1: u64 = 0x04_44_ff;
-/// AP[1]: accessible from EL0.
+/// AP\[1\]: accessible from EL0.
 pub const AP_EL0: u64 = 1 << 6;
-/// AP[2]: read-only.
+/// AP\[2\]: read-only.
 pub const AP_RDONLY: u64 = 1 << 7;
 /// SH, bits 9:8.
 pub const SH_MASK: u64 = 3 << 8;
@@ -111,7 +111,7 @@ pub const SW_DIRTY: u64 = 1 << 55;
 struct OaLayout {
     /// OA bits kept in place: 47:g (or below 48 when `oa_bits` is smaller).
     field: u64,
-    /// Bits 15:12 when they hold OA[51:48] (64K granule, 52-bit OA), else 0.
+    /// Bits 15:12 when they hold OA\[51:48\] (64K granule, 52-bit OA), else 0.
     hi: u64,
     /// Bits 49:12 that are neither OA nor anything else: RES0.
     res0: u64,
@@ -319,7 +319,7 @@ fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
 }
 
 /// `raw` with the Access flag set; on a write to a writable-clean page
-/// (DBM = 1) also AP[2] cleared, which is how the hardware records dirty
+/// (DBM = 1) also AP\[2\] cleared, which is how the hardware records dirty
 /// state (§D8.5). A write to a page without DBM changes nothing more: the
 /// walker faults on it before it gets here, or the page is already dirty.
 #[inline]
@@ -339,7 +339,7 @@ pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
 /// The table test of the levels above the leaf level (see
 /// `entry::table_test`): valid with the table bit, no RES0 address bit, and
 /// no output-address bit at or above the limit (the field bits stop below
-/// it; of the high bits 15:12, which hold OA[51:48], those past it).
+/// it; of the high bits 15:12, which hold OA\[51:48\], those past it).
 pub(crate) fn table_test(geom: &Geometry) -> (u64, u64) {
     let l = layout(geom);
     let in_range = (1u64 << l.limit) - 1;

@@ -18,7 +18,7 @@
 //!   that need the address of one page of a run use [`leaf_output`].
 //! - `Attrs.perms.write` means "writes are allowed by this entry"; `dirty`
 //!   means "the hardware would treat the page as written" (ARM expresses
-//!   both through AP[2] and DBM; see `arm64`).
+//!   both through AP\[2\] and DBM; see `arm64`).
 
 pub mod arm64;
 pub mod riscv;
@@ -162,7 +162,7 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
 
 /// `raw` with the Accessed flag set, and Dirty too when `write` (what the
 /// hardware walker does on an access; ARM's DBM makes a clean-writable page
-/// dirty by clearing AP[2]). `raw` must be a valid leaf word.
+/// dirty by clearing AP\[2\]). `raw` must be a valid leaf word.
 #[inline]
 pub fn mark_accessed(geom: &Geometry, level: usize, raw: u64, write: bool) -> u64 {
     match geom.arch() {

@@ -76,7 +76,7 @@ pub const A: u64 = 1 << 6;
 pub const D: u64 = 1 << 7;
 /// The PPN field, bits 53:10.
 pub const PPN_MASK: u64 = ((1 << 44) - 1) << PPN_SHIFT;
-/// Bit position of PPN[0].
+/// Bit position of PPN\[0\].
 pub const PPN_SHIFT: u32 = 10;
 /// Bits 60:54, reserved: must be zero.
 pub const RESERVED: u64 = 0x7f << 54;
@@ -265,7 +265,7 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
 /// bit at or above `oa_bits` and none below the hardware superpage's
 /// alignment at `level`; N clear, except at the leaf level of a
 /// software-page geometry, whose every leaf word is a 64 KiB NAPOT word
-/// (N set, PPN[3:0] = 1000).
+/// (N set, PPN\[3:0\] = 1000).
 pub(crate) fn leaf_fields(geom: &Geometry, level: usize) -> super::LeafFields {
     let in_range = ((1u64 << geom.oa_bits()) - 1) >> (PAGE_SHIFT - PPN_SHIFT);
     let beyond_oa = PPN_MASK & !in_range;
