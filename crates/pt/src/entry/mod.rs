@@ -252,12 +252,18 @@ pub struct TableFields {
     pub align: u64,
     pub hi: u64,
     pub hi_shift: u32,
+    /// The formula reduces to `raw & lo` (x86; ARM without 52-bit
+    /// addresses): one operation on the walk's critical path instead of six.
+    pub plain: bool,
 }
 
 impl TableFields {
     /// The next table's address in a word that passed the test.
     #[inline(always)]
     pub fn next_table(&self, raw: u64) -> u64 {
+        if self.plain {
+            return raw & self.lo;
+        }
         (((raw & self.lo) << self.lo_shift) & !self.align) | ((raw & self.hi) << self.hi_shift)
     }
 }
@@ -274,8 +280,9 @@ pub fn table_fields(geom: &Geometry, level: usize) -> TableFields {
         align: 0,
         hi: 0,
         hi_shift: 0,
+        plain: true,
     };
-    match geom.arch() {
+    let f = match geom.arch() {
         Arch::X86_64 => plain(x86::ADDR_MASK),
         Arch::RiscV => TableFields {
             lo_shift: 12 - riscv::PPN_SHIFT,
@@ -290,6 +297,10 @@ pub fn table_fields(geom: &Geometry, level: usize) -> TableFields {
                 ..plain(lo)
             }
         }
+    };
+    TableFields {
+        plain: f.lo_shift == 0 && f.align == 0 && f.hi == 0,
+        ..f
     }
 }
 
