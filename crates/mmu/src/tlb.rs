@@ -118,8 +118,8 @@ impl TlbArray {
             hints,
             presence: Presence::new(
                 if entries >= FILTER_MIN_ENTRIES {
-                    // About 1 in 32 (small arrays) to 1 in 10 (3072
-                    // entries) of the counters is non-zero when full.
+                    // When full, at most 1 counter in 32 is non-zero
+                    // (small arrays), about 1 in 10 at 3072 entries.
                     (entries * 32).next_power_of_two().min(1 << 15)
                 } else {
                     0
