@@ -22,9 +22,10 @@ pub(crate) struct Presence {
     /// without reading a counter (in a TLB that holds only 4 KiB entries,
     /// the 2 MiB and 1 GiB counters are never read).
     held: [u32; MAX_KINDS],
-    /// `len - 1`, and log2 `len`: a slot is `kind << shift | number & mask`.
+    /// `len - 1`: a slot is `base[kind] | number & mask`.
     mask: usize,
-    shift: u32,
+    /// `kind * len` for each kind.
+    base: [usize; MAX_KINDS],
 }
 
 /// Kinds a filter can count (TLB sizes per array, walk-cache levels).
@@ -40,7 +41,7 @@ impl Presence {
             counts: vec![0; len * kinds].into_boxed_slice(),
             held: [0; MAX_KINDS],
             mask: len.wrapping_sub(1),
-            shift: len.trailing_zeros(),
+            base: std::array::from_fn(|k| k * len),
         }
     }
 
@@ -52,7 +53,7 @@ impl Presence {
 
     #[inline(always)]
     fn slot(&self, kind: usize, number: u64) -> usize {
-        kind << self.shift | (number as usize & self.mask)
+        self.base[kind % MAX_KINDS] | (number as usize & self.mask)
     }
 
     /// Whether an entry of `kind` may have `number` (always, without a
