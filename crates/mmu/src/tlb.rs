@@ -431,21 +431,15 @@ impl TlbLevel {
         size_shift: u32,
         flags: u8,
     ) -> Option<u8> {
-        // Inline up to here: a level that holds no such size (or nothing,
-        // as under the `none` preset) costs a load and a branch.
+        // A level that holds no such size (or nothing, as under the `none`
+        // preset) costs a load and a branch.
         let (ai, fs) = self.fill_for[size_shift as usize & 63]?;
-        self.insert(va, asid, pa, flags, ai, fs);
-        Some(fs)
-    }
-
-    /// The work of [`TlbLevel::fill`]: an entry of size `2^fs` in array `ai`.
-    #[inline(always)]
-    fn insert(&mut self, va: u64, asid: u16, pa: u64, flags: u8, ai: u8, fs: u8) {
         let entry = TlbEntry::new(pa & !((1u64 << fs) - 1), flags, fs);
         let way = self.arrays[usize::from(ai)].insert(va, asid, entry);
         if let Some(m) = self.memo.get_mut(Self::memo_slot(va)) {
             *m = u32::from(ai) << 24 | way as u32;
         }
+        Some(fs)
     }
 
     /// Empties every entry of `asid` covering `va`; returns how many.
