@@ -10,6 +10,7 @@
 //!   measuring inside a workload.
 //! - [`MemInfo`], [`KernelConfig`], [`CpuInfo`]: the readers underneath.
 //! - [`advise_huge_pages`]: huge-page advice for the model's table arena.
+//! - [`thread_cpu_ns`]: the calling thread's CPU time, for benchmarks.
 //!
 //! Invariant: nothing here panics or fails on an unreadable file; what cannot
 //! be read is reported as unavailable (`None`, or an audit item with status
@@ -17,6 +18,7 @@
 
 pub mod advise;
 pub mod audit;
+pub mod clock;
 pub mod counters;
 pub mod cpu;
 pub mod fingerprint;
@@ -26,6 +28,7 @@ pub mod procfs;
 
 pub use advise::advise_huge_pages;
 pub use audit::{audit, audit_with, Audit, AuditOptions, Item, Status};
+pub use clock::thread_cpu_ns;
 pub use counters::{CounterReader, Sample};
 pub use cpu::CpuInfo;
 pub use fingerprint::{Fingerprint, Hypervisor, MthpSetting};

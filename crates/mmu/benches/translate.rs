@@ -23,15 +23,7 @@ const DATA: u64 = 1 << 40;
 struct ThreadTime;
 
 fn thread_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID
-    // is supported on every Linux this runs on.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    host::thread_cpu_ns().expect("CLOCK_THREAD_CPUTIME_ID")
 }
 
 struct NsFormatter;
