@@ -131,30 +131,12 @@ pub fn result_json(r: &ConfigResult) -> Value {
     })
 }
 
-/// The counters a table shows unless `--all`: those of the workload format,
-/// the model's main ones and the derived per-fault and per-access times.
-const MAIN_COUNTERS: &[&str] = &[
-    "minor_faults",
-    "major_faults",
-    "vmpte_kb",
-    "rss_anon_kb",
-    "rss_file_kb",
-    "rss_shmem_kb",
-    "anon_huge_kb",
-    "tlb_shootdowns",
-    "elapsed_ns",
-    "ns_per_fault",
-    "ns_per_access",
-    "accesses",
-    "walks",
-    "walk_refs",
-    "tlb_hits",
-    "tlb_misses",
-    "pwc_hits",
-    "ipis",
-    "lock_acquisitions",
-    "lock_contended",
-];
+/// Whether a table shows counter `k` unless `--all`: the counters of the
+/// workload format and the model's main ones (those the tables order), and the
+/// derived per-fault and per-access times.
+fn is_main_counter(k: &str) -> bool {
+    report::views::ORDER.contains(&k) || experiment::aggregate::DERIVED.contains(&k)
+}
 
 /// `runs` with only the main counters, for the terminal tables.
 fn main_counters(runs: &[Run], all: bool) -> Vec<Run> {
@@ -162,9 +144,7 @@ fn main_counters(runs: &[Run], all: bool) -> Vec<Run> {
     if !all {
         for r in &mut runs {
             for m in &mut r.marks {
-                m.counters
-                    .values
-                    .retain(|k, _| MAIN_COUNTERS.contains(&k.as_str()));
+                m.counters.values.retain(|k, _| is_main_counter(k));
             }
         }
     }

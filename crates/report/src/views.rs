@@ -11,8 +11,9 @@ use stats::{welch, Summary};
 use std::collections::{BTreeMap, BTreeSet};
 use workload::result::{Counters, Run};
 
-/// Counters in the order the workload format lists them (then the model's own).
-const ORDER: &[&str] = &[
+/// Counters in the order the workload format lists them (then the model's own):
+/// the order of every table, and the counters `run` shows unless `--all`.
+pub const ORDER: &[&str] = &[
     "minor_faults",
     "major_faults",
     "vmpte_kb",
