@@ -20,7 +20,9 @@
 //! - `fault`: zen4, every other page of 64 MiB mapped, the others accessed:
 //!   a miss, a walk to a not-present PTE, the fault's invalidation;
 //! - `fault_map`: zen4, 64 MiB written page by page from empty: the fault,
-//!   `pt` mapping the page, the retried access (as `ptlab run` does).
+//!   `pt` mapping the page, the retried access (as `ptlab run` does);
+//! - `prefetch`: `Cpu::prefetch` alone over `walk_zen4`'s pages (what a
+//!   replay adds to each access to overlap its walks' host cache misses).
 
 use std::hint::black_box;
 
@@ -63,6 +65,14 @@ fn run(cpu: &mut mmu::Cpu, pt: &PageTable, vas: &[u64], n: usize, write: bool) -
         }
     }
     sum
+}
+
+/// `Cpu::prefetch` of `vas` cycled `n` times over.
+#[inline(never)]
+fn measured_prefetch(cpu: &mmu::Cpu, pt: &PageTable, vas: &[u64], n: usize) {
+    for i in 0..n {
+        cpu.prefetch(pt, black_box(vas[i % vas.len()]));
+    }
 }
 
 /// First touch of `vas`: fault, map, retry.
@@ -137,6 +147,13 @@ fn main() {
                 (0..1 << 13).map(|p| BASE + (2 * p + 1) * PAGE).collect(),
                 true,
             )
+        }
+        "prefetch" => {
+            map(&pt, BASE, 1 << 18);
+            let vas = xorshift_pages(1 << 16, 1 << 18);
+            measured_prefetch(&cpu, &pt, &vas, n);
+            report(scenario, n, 0, &cpu);
+            return;
         }
         "fault_map" => {
             let vas: Vec<u64> = (0..n as u64).map(|p| BASE + p * PAGE).collect();

@@ -121,7 +121,7 @@ impl LeafKind {
 
 /// The numbers of one level that walks need, kept in a fixed array so that
 /// the hot paths do no vector indexing or recomputation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FastLevel {
     pub(crate) shift: u32,
     pub(crate) index_mask: u64,
@@ -131,17 +131,32 @@ pub(crate) struct FastLevel {
     pub(crate) leaf: bool,
     pub(crate) contig: u32,
     /// A word `raw` of this level is a valid table entry exactly when
-    /// `raw & table_mask == table_value` (set by the codec, see
+    /// `raw & table.mask == table.value` (set by the codec, see
     /// `entry::table_test`): the walk's per-level test in one AND and one
-    /// compare.
-    pub(crate) table_mask: u64,
-    pub(crate) table_value: u64,
+    /// compare; `table.next_table` then gives the next table's address
+    /// without the codec.
+    pub(crate) table: crate::entry::TableFields,
     /// A word `raw` of this level is a plain valid leaf (one the codec can
     /// decode without further checks) when `raw & leaf_mask == leaf_value`;
     /// words that fail it take the codec's full decode (see
     /// `entry::leaf_test`).
     pub(crate) leaf_mask: u64,
     pub(crate) leaf_value: u64,
+}
+
+impl FastLevel {
+    /// The constants of a level the geometry does not have.
+    const UNUSED: FastLevel = FastLevel {
+        shift: 0,
+        index_mask: 0,
+        hw_shift: 0,
+        hw_word_mask: 0,
+        leaf: false,
+        contig: 0,
+        table: crate::entry::TableFields::NONE,
+        leaf_mask: 0,
+        leaf_value: 0,
+    };
 }
 
 /// A checked page-table geometry.
@@ -279,7 +294,7 @@ impl Geometry {
             return bad(format!("oa_bits {oa_bits}: expected 32 to 56"));
         }
         let sub = page_shift - hw_page_shift;
-        let mut fast = [FastLevel::default(); MAX_LEVELS];
+        let mut fast = [FastLevel::UNUSED; MAX_LEVELS];
         for (f, l) in fast.iter_mut().zip(&levels) {
             *f = FastLevel {
                 shift: l.shift,
@@ -288,8 +303,7 @@ impl Geometry {
                 hw_word_mask: (1u64 << (l.bits + sub)) - 1,
                 leaf: l.leaf,
                 contig: l.contig,
-                table_mask: 0,
-                table_value: 0,
+                table: crate::entry::TableFields::NONE,
                 leaf_mask: 0,
                 leaf_value: 0,
             };
@@ -306,9 +320,7 @@ impl Geometry {
             description: String::new(),
         };
         for level in 0..g.levels.len() {
-            let (mask, value) = crate::entry::table_test(&g, level);
-            g.fast[level].table_mask = mask;
-            g.fast[level].table_value = value;
+            g.fast[level].table = crate::entry::table_fields(&g, level);
             let (mask, value) = crate::entry::leaf_test(&g, level);
             g.fast[level].leaf_mask = mask;
             g.fast[level].leaf_value = value;
@@ -383,7 +395,7 @@ impl Geometry {
     #[inline]
     pub(crate) fn table_test(&self, level: usize) -> (u64, u64) {
         let f = &self.fast[level];
-        (f.table_mask, f.table_value)
+        (f.table.mask, f.table.value)
     }
 
     /// `(mask, value)`: a word of `level` is a plain valid leaf when

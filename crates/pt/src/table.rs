@@ -697,29 +697,43 @@ impl PageTable {
     }
 
     /// Hints the host to bring into its caches the word a walk for `va`
-    /// reads at the lowest level it reaches: the levels above are read as a
-    /// walk reads them (their few tables are usually cached), the last one
-    /// is prefetched. A replay that knows its next addresses calls this a
-    /// few accesses ahead, so that the walks' misses in the host's caches
-    /// overlap instead of queueing. Changes nothing.
+    /// reads at the lowest level it reaches ([`PageTable::last_walk_word`]):
+    /// the levels above are read as a walk reads them (their few tables are
+    /// usually cached), the last one is prefetched. A replay that knows its
+    /// next addresses calls this a few accesses ahead, so that the walks'
+    /// misses in the host's caches overlap instead of queueing. Changes
+    /// nothing.
+    #[inline]
     pub fn prefetch_walk(&self, va: u64) {
+        if let Some(epa) = self.last_walk_word(va) {
+            self.mem.prefetch(epa);
+        }
+    }
+
+    /// The physical address of the last hardware word a walk for `va`
+    /// reads: the leaf, or the first entry that is not a table; `None` for a
+    /// non-canonical `va`. It reads the levels above with each level's table
+    /// test and address fields rather than the codec: a replay calls it
+    /// once per access.
+    pub fn last_walk_word(&self, va: u64) -> Option<u64> {
         let g = &*self.geom;
         if !g.is_canonical(va) {
-            return;
+            return None;
         }
         let mut table = self.root;
         for (level, f) in g.fast_levels().iter().enumerate().rev() {
             let epa = table + ((va >> f.hw_shift) & f.hw_word_mask) * ENTRY_BYTES;
             if level == 0 {
-                self.mem.prefetch(epa);
-                return;
+                return Some(epa);
             }
-            match entry::table_pa(g, level, self.mem.read_walk(epa)) {
-                Some(next) => table = next,
+            let raw = self.mem.read_walk(epa);
+            if raw & f.table.mask != f.table.value {
                 // A leaf or an empty entry: the walk's last read is this one.
-                None => return self.mem.prefetch(epa),
+                return Some(epa);
             }
+            table = f.table.next_table(raw);
         }
+        unreachable!("the loop returns at level 0")
     }
 
     // ---------------------------------------------------------------

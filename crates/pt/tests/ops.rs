@@ -137,6 +137,8 @@ fn run_sequence(name: &str, ops: &[Op]) {
             assert_eq!(t.pa, *pa + 8);
             assert_eq!(t.attrs.perms, *perms);
             assert_eq!(t.reads, pt.geometry().num_levels() - t.level);
+            // What a replay prefetches is the word the walk read last.
+            assert_eq!(pt.last_walk_word(*va + 8), t.entry_pas().last().copied());
         }
     }
     check_against(&pt, &reference, span);

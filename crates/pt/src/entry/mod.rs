@@ -258,6 +258,19 @@ pub struct TableFields {
 }
 
 impl TableFields {
+    /// Fields whose test no word passes (a level without tables, or one
+    /// not yet set up).
+    pub const NONE: TableFields = TableFields {
+        mask: NO_TABLES.0,
+        value: NO_TABLES.1,
+        lo: 0,
+        lo_shift: 0,
+        align: 0,
+        hi: 0,
+        hi_shift: 0,
+        plain: true,
+    };
+
     /// The next table's address in a word that passed the test.
     #[inline(always)]
     pub fn next_table(&self, raw: u64) -> u64 {
