@@ -15,6 +15,9 @@
 //! - Counters saturate: one that reached 255 stays there (it may then say
 //!   "maybe" for ever, never "absent" wrongly).
 //! - `len` is a power of two, or 0 for no filter (every query says maybe).
+//! - With the filter on, every slot (`base[kind] | number & mask`) is inside
+//!   `counts`, whatever the kind and number: the counters are read and
+//!   written without bounds checks.
 
 pub(crate) struct Presence {
     counts: Box<[u8]>,
@@ -24,7 +27,8 @@ pub(crate) struct Presence {
     held: [u32; MAX_KINDS],
     /// `len - 1`: a slot is `base[kind] | number & mask`.
     mask: usize,
-    /// `kind * len` for each kind.
+    /// `kind * len` for each kind the filter has, 0 for the others: every
+    /// slot of a filter that is on lies inside `counts`.
     base: [usize; MAX_KINDS],
 }
 
@@ -41,7 +45,7 @@ impl Presence {
             counts: vec![0; len * kinds].into_boxed_slice(),
             held: [0; MAX_KINDS],
             mask: len.wrapping_sub(1),
-            base: std::array::from_fn(|k| k * len),
+            base: std::array::from_fn(|k| if k < kinds { k * len } else { 0 }),
         }
     }
 
@@ -51,9 +55,15 @@ impl Presence {
         !self.counts.is_empty()
     }
 
+    /// The index in `counts` of the counter of `kind` and `number`; in
+    /// bounds whenever the filter is on: `counts` then holds `kinds * len`
+    /// counters, `base` is below that in steps of `len` (0 past `kinds`),
+    /// and `number & mask` is below `len`.
     #[inline(always)]
     fn slot(&self, kind: usize, number: u64) -> usize {
-        self.base[kind % MAX_KINDS] | (number as usize & self.mask)
+        let i = self.base[kind % MAX_KINDS] | (number as usize & self.mask);
+        debug_assert!(i < self.counts.len());
+        i
     }
 
     /// Whether an entry of `kind` may have `number` (always, without a
@@ -61,7 +71,9 @@ impl Presence {
     #[inline(always)]
     pub(crate) fn maybe(&self, kind: usize, number: u64) -> bool {
         !self.is_on()
-            || self.held[kind % MAX_KINDS] != 0 && self.counts[self.slot(kind, number)] != 0
+            || self.held[kind % MAX_KINDS] != 0
+            // SAFETY: the filter is on, so the slot is in bounds (`slot`).
+                && unsafe { *self.counts.get_unchecked(self.slot(kind, number)) } != 0
     }
 
     /// Counts an entry of `kind` and `number` in (`up`) or out.
@@ -72,7 +84,8 @@ impl Presence {
         }
         let i = self.slot(kind, number);
         let held = &mut self.held[kind % MAX_KINDS];
-        let c = &mut self.counts[i];
+        // SAFETY: the filter is on, so the slot is in bounds (`slot`).
+        let c = unsafe { self.counts.get_unchecked_mut(i) };
         // A saturated counter stays: it may since count fewer entries.
         let live = u8::from(*c != u8::MAX);
         if up {
