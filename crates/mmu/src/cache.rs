@@ -101,9 +101,15 @@ impl<V: Copy + Default> Cache<V> {
         self.set_mask == 0
     }
 
+    /// The ways of `set` (a value of [`Cache::set_of`]).
     #[inline(always)]
     fn set(&self, set: usize) -> &[Way<V>] {
-        &self.ways[set * self.assoc..(set + 1) * self.assoc]
+        debug_assert!(set as u64 <= self.set_mask);
+        // Masked, any `set` names one of the `sets` sets.
+        let base = (set & self.set_mask as usize) * self.assoc;
+        // SAFETY: `base` is at most `(sets - 1) * assoc`, and `ways` holds
+        // `sets * assoc` ways (module invariant).
+        unsafe { self.ways.get_unchecked(base..base + self.assoc) }
     }
 
     /// The way of `set` matching `key`, its replacement state updated.
