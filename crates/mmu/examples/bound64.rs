@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Each round replays 4 Mi accesses through each, both with the replay's
-//! walk prefetch 8 accesses ahead, and prints millions of accesses per
+//! walk prefetch 8 accesses ahead (through a `WalkMemo`, as `Cpu::prefetch`), and prints millions of accesses per
 //! second in the thread's CPU time, and their ratio. The two agree on every
 //! physical address (checked here too). Under callgrind,
 //! `--toggle-collect='*bound64*replay_*'` with `rounds` = 1 counts the
@@ -19,6 +19,7 @@
 mod zen4_reference;
 
 use mmu::{Mmu, MmuConfig};
+use pt::table::WalkMemo;
 use pt::{Attrs, PageTable, Perms};
 
 const BASE: u64 = 0x2000_0000_0000;
@@ -32,11 +33,16 @@ fn cpu_secs() -> f64 {
 /// `vas` through the reference, each with the walk prefetch `AHEAD`
 /// accesses ahead (out of line: callgrind counts it per call).
 #[inline(never)]
-fn replay_reference(r: &mut zen4_reference::Zen4, pt: &PageTable, vas: &[u64]) -> u64 {
+fn replay_reference(
+    r: &mut zen4_reference::Zen4,
+    memo: &WalkMemo,
+    pt: &PageTable,
+    vas: &[u64],
+) -> u64 {
     let (mem, root) = (pt.mem(), pt.root());
     let mut sum = 0u64;
     for (k, &va) in vas.iter().enumerate() {
-        pt.prefetch_walk(vas[(k + AHEAD) % vas.len()]);
+        pt.prefetch_walk_memo(memo, vas[(k + AHEAD) % vas.len()]);
         sum = sum.wrapping_add(r.access(mem, root, va));
     }
     sum
@@ -77,6 +83,8 @@ fn main() {
     let m = Mmu::new(MmuConfig::preset("zen4").unwrap(), pt.geometry(), 1).unwrap();
     let mut cpu = m.attach(0, 1);
     let mut reference = zen4_reference::Zen4::new();
+    // The prefetch memo `Cpu::prefetch` keeps, for the reference's replay.
+    let memo = WalkMemo::new();
     let (mem, root) = (pt.mem(), pt.root());
     // One pass sets every accessed and dirty bit (which the reference
     // leaves to the model) and fills both.
@@ -86,7 +94,7 @@ fn main() {
     }
     for _ in 0..rounds {
         let t = cpu_secs();
-        let sum = replay_reference(&mut reference, &pt, &vas);
+        let sum = replay_reference(&mut reference, &memo, &pt, &vas);
         let bound = vas.len() as f64 / (cpu_secs() - t) / 1e6;
         let t = cpu_secs();
         let sum2 = replay_model(&mut cpu, &pt, &vas);

@@ -55,7 +55,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use pt::table::{Flush, FreedTables};
+use pt::table::{Flush, FreedTables, WalkMemo};
 use pt::{Arch, Geometry, MemError, PageTable};
 
 use crate::config::{ConfigError, MmuConfig, MAX_CPUS};
@@ -279,6 +279,7 @@ impl Mmu {
             asid,
             st,
             hits,
+            memo: WalkMemo::new(),
             _not_sync: PhantomData,
         };
         c.enter(asid);
@@ -578,6 +579,9 @@ pub struct Cpu {
     st: Box<CpuState>,
     /// Recent first-level hits (see the `hits` module).
     hits: HitCache,
+    /// Where the lowest tables are, for [`Cpu::prefetch`] (host-side: no
+    /// part of the modeled CPU).
+    memo: WalkMemo,
     /// `Cpu` moves between threads but is never shared.
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -702,11 +706,12 @@ impl Cpu {
     }
 
     /// Hints the host to fetch the page-table word a walk for `va` would
-    /// read last (see [`PageTable::prefetch_walk`]): for replays that know
-    /// their addresses ahead. Changes no TLB, walk cache or statistic.
+    /// read last (see [`PageTable::prefetch_walk_memo`]; this CPU keeps the
+    /// memo): for replays that know their addresses ahead. Changes no TLB,
+    /// walk cache or statistic.
     #[inline]
     pub fn prefetch(&self, pt: &PageTable, va: u64) {
-        pt.prefetch_walk(va);
+        pt.prefetch_walk_memo(&self.memo, va);
     }
 
     /// Translates `va` for a read or write from user or supervisor mode, as

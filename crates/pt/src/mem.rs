@@ -317,6 +317,9 @@ pub struct PhysMem {
     large_heads: FrameBits,
     /// Allocations since the injection rule was installed.
     allocations: AtomicU64,
+    /// Table pages above the leaf level freed so far (see
+    /// [`PhysMem::upper_table_frees`]).
+    upper_frees: AtomicU64,
     /// Whether a rule is installed (read without the lock on every allocation).
     inject_on: AtomicBool,
     inject: Mutex<Option<FaultInjection>>,
@@ -381,6 +384,7 @@ impl PhysMem {
             heads: FrameBits::new(),
             large_heads: FrameBits::new(),
             allocations: AtomicU64::new(0),
+            upper_frees: AtomicU64::new(0),
             inject_on: AtomicBool::new(false),
             inject: Mutex::new(None),
         };
@@ -509,10 +513,21 @@ impl PhysMem {
         {
             return Err(MemError::DoubleFree(pa));
         }
+        if meta.level() > 0 {
+            self.upper_frees.fetch_add(1, Ordering::Relaxed);
+        }
         let mut t = lock(&self.tables);
         t.free.push(slot);
         t.live -= 1;
         Ok(())
+    }
+
+    /// How many table pages of levels above 0 have been freed: while it
+    /// stays the same, every such table a walk met is still a table of the
+    /// level it was found at (what [`crate::table::WalkMemo`] relies on).
+    #[inline]
+    pub fn upper_table_frees(&self) -> u64 {
+        self.upper_frees.load(Ordering::Relaxed)
     }
 
     fn slot_of(&self, pa: u64) -> Option<u64> {

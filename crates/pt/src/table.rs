@@ -40,6 +40,9 @@ use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::Arc;
 use thiserror::Error;
 
+mod memo;
+pub use memo::WalkMemo;
+
 /// Errors of the page-table operations.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum PtError {
@@ -716,24 +719,40 @@ impl PageTable {
     /// test and address fields rather than the codec: a replay calls it
     /// once per access.
     pub fn last_walk_word(&self, va: u64) -> Option<u64> {
-        let g = &*self.geom;
-        if !g.is_canonical(va) {
+        if !self.geom.is_canonical(va) {
             return None;
         }
-        let mut table = self.root;
-        for (level, f) in g.fast_levels().iter().enumerate().rev() {
-            let epa = table + ((va >> f.hw_shift) & f.hw_word_mask) * ENTRY_BYTES;
-            if level == 0 {
-                return Some(epa);
+        Some(match self.table_on_path(va, 0) {
+            Ok(table) => {
+                let f = &self.geom.fast_levels()[0];
+                table + ((va >> f.hw_shift) & f.hw_word_mask) * ENTRY_BYTES
             }
+            Err(last) => last,
+        })
+    }
+
+    /// The table of `level` a walk for (canonical) `va` reaches, or the
+    /// address of the word above it where the walk stops (a leaf or an
+    /// empty entry).
+    fn table_on_path(&self, va: u64, level: usize) -> Result<u64, u64> {
+        let mut table = self.root;
+        for (l, f) in self
+            .geom
+            .fast_levels()
+            .iter()
+            .enumerate()
+            .skip(level + 1)
+            .rev()
+        {
+            let epa = table + ((va >> f.hw_shift) & f.hw_word_mask) * ENTRY_BYTES;
             let raw = self.mem.read_walk(epa);
             if raw & f.table.mask != f.table.value {
-                // A leaf or an empty entry: the walk's last read is this one.
-                return Some(epa);
+                return Err(epa);
             }
+            debug_assert!(l > level);
             table = f.table.next_table(raw);
         }
-        unreachable!("the loop returns at level 0")
+        Ok(table)
     }
 
     // ---------------------------------------------------------------

@@ -1,0 +1,201 @@
+//! The replay's walk prefetch with a memory of where the lowest tables are.
+//!
+//! A replay that knows its next addresses prefetches, a few accesses ahead,
+//! the word the walk of each will read last, so that the host's cache misses
+//! of consecutive walks overlap ([`PageTable::prefetch_walk`]). Finding that
+//! word is itself a walk: on `x86-64-4l` three dependent reads above it and
+//! about 140 instructions, a tenth of what the MMU model spends on a whole
+//! TLB miss. A [`WalkMemo`] remembers, for each region that one level-2
+//! entry maps (1 GiB on `x86-64-4l`), the level-1 table found there: a
+//! prefetch in a remembered region reads one level-1 entry and prefetches
+//! the leaf word it points to.
+//!
+//! ## Invariants
+//!
+//! - A slot holds a region, the physical address of a level-1 table a walk
+//!   of that region reached, and [`PhysMem::upper_table_frees`] as it was
+//!   before that walk. It is used only while that count is unchanged and
+//!   for the root it was filled for: no table above the leaves has been
+//!   freed since, so the page it names is still a level-1 table.
+//! - A slot may still be out of date (its table unlinked and not yet freed,
+//!   or replaced): the prefetch then names a useless address. That costs
+//!   time, never a result: a prefetch changes nothing, and reading any
+//!   physical address is safe (`PhysMem::read_walk`).
+//!
+//! [`PhysMem::upper_table_frees`]: crate::mem::PhysMem::upper_table_frees
+
+use std::cell::Cell;
+
+use super::PageTable;
+use crate::geometry::ENTRY_BYTES;
+
+/// Slots of a memo (a power of two): 64 GiB of 1 GiB regions fit with room.
+const SLOTS: usize = 256;
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    region: u64,
+    table: u64,
+    generation: u64,
+}
+
+impl Slot {
+    /// No address shifted right by a level's shift is all ones.
+    const EMPTY: Slot = Slot {
+        region: u64::MAX,
+        table: 0,
+        generation: 0,
+    };
+}
+
+/// A replaying thread's memory of level-1 tables (see the module docs).
+/// Not shared between threads: each replay keeps its own.
+#[derive(Debug)]
+pub struct WalkMemo {
+    /// The root the slots were filled under.
+    root: Cell<u64>,
+    slots: Box<[Cell<Slot>]>,
+}
+
+impl Default for WalkMemo {
+    fn default() -> WalkMemo {
+        WalkMemo::new()
+    }
+}
+
+impl WalkMemo {
+    pub fn new() -> WalkMemo {
+        WalkMemo {
+            root: Cell::new(u64::MAX),
+            slots: (0..SLOTS).map(|_| Cell::new(Slot::EMPTY)).collect(),
+        }
+    }
+
+    /// Forgets every slot and starts over under `root`.
+    #[cold]
+    fn reset(&self, root: u64) {
+        for s in self.slots.iter() {
+            s.set(Slot::EMPTY);
+        }
+        self.root.set(root);
+    }
+}
+
+impl PageTable {
+    /// [`PageTable::prefetch_walk`], finding the word through `memo` when
+    /// it remembers the region of `va` (and teaching it the region when it
+    /// does not). Changes nothing in the table.
+    #[inline]
+    pub fn prefetch_walk_memo(&self, memo: &WalkMemo, va: u64) {
+        if let Some(epa) = self.last_walk_word_memo(memo, va) {
+            self.mem.prefetch(epa);
+        }
+    }
+
+    /// [`PageTable::last_walk_word`] through `memo`: the same address
+    /// whenever the memo is up to date (see the module docs).
+    #[inline]
+    pub fn last_walk_word_memo(&self, memo: &WalkMemo, va: u64) -> Option<u64> {
+        let g = &*self.geom;
+        let levels = g.fast_levels();
+        if levels.len() < 3 || !g.is_canonical(va) {
+            return self.last_walk_word(va);
+        }
+        if memo.root.get() != self.root {
+            memo.reset(self.root);
+        }
+        let region = va >> levels[2].hw_shift;
+        let slot = &memo.slots[region as usize % SLOTS];
+        let s = slot.get();
+        // Read before any walk: a free during it leaves the slot stale.
+        let generation = self.mem.upper_table_frees();
+        let table = if s.region == region && s.generation == generation {
+            s.table
+        } else {
+            match self.table_on_path(va, 1) {
+                Ok(table) => {
+                    slot.set(Slot {
+                        region,
+                        table,
+                        generation,
+                    });
+                    table
+                }
+                Err(last) => return Some(last),
+            }
+        };
+        let (f1, f0) = (&levels[1], &levels[0]);
+        let epa = table + ((va >> f1.hw_shift) & f1.hw_word_mask) * ENTRY_BYTES;
+        let raw = self.mem.read_walk(epa);
+        if raw & f1.table.mask != f1.table.value {
+            // A leaf or an empty entry: the walk's last read is this one.
+            return Some(epa);
+        }
+        Some(f1.table.next_table(raw) + ((va >> f0.hw_shift) & f0.hw_word_mask) * ENTRY_BYTES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Attrs, Perms};
+
+    /// Through a memo or not, the same word, on every preset, while the
+    /// tables change under it: mappings of every size, unmaps, and tables
+    /// freed and allocated again for other regions.
+    #[test]
+    fn the_memo_names_the_word_the_walk_reads_last() {
+        for g in crate::geometry::presets() {
+            let pt = PageTable::with_new_memory(g.clone()).unwrap();
+            let memo = WalkMemo::new();
+            let sizes = g.leaf_sizes();
+            let step = (*sizes.iter().max().unwrap()).max(1 << 30);
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let check = |va: u64| {
+                assert_eq!(
+                    pt.last_walk_word_memo(&memo, va),
+                    pt.last_walk_word(va),
+                    "{} {va:#x}",
+                    g.name()
+                );
+            };
+            for round in 0..6u64 {
+                // Map a few leaves of random sizes in a few regions.
+                let mut mapped = Vec::new();
+                for k in 0..12 {
+                    let r = next();
+                    let size = sizes[r as usize % sizes.len()].min(1 << 30);
+                    let va = (1 + (k + round * 3) % 8) * step + (r >> 20) % 64 * size;
+                    let va = va - va % size;
+                    if pt
+                        .map(va, va % (1 << 40), size, size, Attrs::new(Perms::USER_RW))
+                        .is_ok()
+                    {
+                        mapped.push((va, size));
+                    }
+                }
+                for &(va, size) in &mapped {
+                    for off in [0, size / 2, size - 8] {
+                        check(va + off);
+                    }
+                    // Unmapped neighbours and far addresses too.
+                    check(va + size + 4096 * (next() % 16));
+                    check(next() % (8 * step));
+                }
+                // Tear everything down and free the tables: the memo's
+                // tables are gone and may come back for other regions.
+                pt.unmap(step, 8 * step).unwrap().flush.done();
+                pt.free_empty(step, 8 * step).unwrap().release(&pt).unwrap();
+                for &(va, _) in &mapped {
+                    check(va);
+                }
+            }
+        }
+    }
+}
