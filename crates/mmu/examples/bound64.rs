@@ -18,17 +18,13 @@
 #[path = "../tests/zen4_reference/mod.rs"]
 mod zen4_reference;
 
+mod sixty_four;
+
 use mmu::{Mmu, MmuConfig};
 use pt::table::WalkMemo;
-use pt::{Attrs, PageTable, Perms};
+use pt::PageTable;
 
-const BASE: u64 = 0x2000_0000_0000;
-const PAGES: u64 = 16 << 20;
 const AHEAD: usize = 8;
-
-fn cpu_secs() -> f64 {
-    host::thread_cpu_ns().expect("CLOCK_THREAD_CPUTIME_ID") as f64 * 1e-9
-}
 
 /// `vas` through the reference, each with the walk prefetch `AHEAD`
 /// accesses ahead (out of line: callgrind counts it per call).
@@ -61,25 +57,8 @@ fn replay_model(cpu: &mut mmu::Cpu, pt: &PageTable, vas: &[u64]) -> u64 {
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).map_or(3, |s| s.parse().unwrap());
-    pt::mem::set_arena_advisor(host::advise_huge_pages);
-    let pt = PageTable::with_new_memory(pt::geometry::preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(
-        BASE,
-        1 << 40,
-        PAGES * 4096,
-        4096,
-        Attrs::new(Perms::USER_RW),
-    )
-    .unwrap();
-    let mut x = 11u64;
-    let vas: Vec<u64> = (0..1 << 22)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            BASE + (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % PAGES) * 4096
-        })
-        .collect();
+    let pt = sixty_four::table();
+    let vas = sixty_four::addresses();
     let m = Mmu::new(MmuConfig::preset("zen4").unwrap(), pt.geometry(), 1).unwrap();
     let mut cpu = m.attach(0, 1);
     let mut reference = zen4_reference::Zen4::new();
@@ -93,12 +72,12 @@ fn main() {
         assert_eq!(a, reference.access(mem, root, va), "{va:#x}");
     }
     for _ in 0..rounds {
-        let t = cpu_secs();
+        let t = sixty_four::cpu_secs();
         let sum = replay_reference(&mut reference, &memo, &pt, &vas);
-        let bound = vas.len() as f64 / (cpu_secs() - t) / 1e6;
-        let t = cpu_secs();
+        let bound = vas.len() as f64 / (sixty_four::cpu_secs() - t) / 1e6;
+        let t = sixty_four::cpu_secs();
         let sum2 = replay_model(&mut cpu, &pt, &vas);
-        let model = vas.len() as f64 / (cpu_secs() - t) / 1e6;
+        let model = vas.len() as f64 / (sixty_four::cpu_secs() - t) / 1e6;
         assert_eq!(sum, sum2);
         println!(
             "reference {bound:.2} M/s  zen4 {model:.2} M/s  ratio {:.2}",

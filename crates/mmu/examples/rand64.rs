@@ -14,16 +14,10 @@
 //! `Mmu` over the one table, with `Cpu::prefetch`, and prints the aggregate
 //! rate in wall time (the modeled machine's parallel replay).
 
+mod sixty_four;
+
 use mmu::{Mmu, MmuConfig};
-use pt::{Attrs, PageTable, Perms};
-
-const BASE: u64 = 0x2000_0000_0000;
-const PAGES: u64 = 16 << 20;
-
-/// The calling thread's CPU time in seconds (steal time excluded).
-fn cpu_secs() -> f64 {
-    host::thread_cpu_ns().expect("CLOCK_THREAD_CPUTIME_ID") as f64 * 1e-9
-}
+use pt::PageTable;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -31,25 +25,8 @@ fn main() {
     let rounds: usize = args.get(2).map_or(3, |s| s.parse().unwrap());
     let ahead: usize = args.get(3).map_or(8, |s| s.parse().unwrap());
     let threads: usize = args.get(4).map_or(1, |s| s.parse().unwrap());
-    pt::mem::set_arena_advisor(host::advise_huge_pages);
-    let pt = PageTable::with_new_memory(pt::geometry::preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(
-        BASE,
-        1 << 40,
-        PAGES * 4096,
-        4096,
-        Attrs::new(Perms::USER_RW),
-    )
-    .unwrap();
-    let mut x = 11u64;
-    let vas: Vec<u64> = (0..1 << 22)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            BASE + (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % PAGES) * 4096
-        })
-        .collect();
+    let pt = sixty_four::table();
+    let vas = sixty_four::addresses();
     let m = Mmu::new(
         MmuConfig::preset(preset).unwrap(),
         pt.geometry(),
@@ -64,7 +41,7 @@ fn main() {
     for _ in 0..rounds {
         let mut line = String::new();
         for mode in ["none", "walk", "all"] {
-            let t = cpu_secs();
+            let t = sixty_four::cpu_secs();
             let mut sum = 0u64;
             for (k, &va) in vas.iter().enumerate() {
                 let next = vas[(k + ahead) % vas.len()];
@@ -76,7 +53,7 @@ fn main() {
                 sum = sum.wrapping_add(cpu.access(&pt, va, true, true).unwrap().pa);
             }
             std::hint::black_box(sum);
-            let mps = vas.len() as f64 / (cpu_secs() - t) / 1e6;
+            let mps = vas.len() as f64 / (sixty_four::cpu_secs() - t) / 1e6;
             line += &format!("{mode} {mps:.2} M/s  ");
         }
         if threads > 1 {
