@@ -8,7 +8,7 @@
 //! - The map changes only through `insert`, `remove` and `get_mut`, and
 //!   each bumps `seq`: a VMA found while `seq` had a value is still at the
 //!   same address, unchanged, while `seq` keeps it (what the per-thread
-//!   lookup cache of [`Vmas::find_cached`] relies on).
+//!   lookup cache of `Vmas::find_cached` relies on).
 
 use crate::cache::{MemObject, ObjectKind};
 use std::cell::Cell;

@@ -3,23 +3,23 @@
 //!
 //! # How a run goes
 //!
-//! 1. **Parent, before fork** ([`run`]): the plan becomes a [`program`] of
+//! 1. **Parent, before fork** ([`run`]): the plan becomes a `program` of
 //!    resolved syscall arguments; the run is refused if it may make more than
 //!    half of MemAvailable resident ([`KernelError::TooMuchMemory`]) or record
 //!    too many marks; file regions get their files in a private temporary
-//!    directory ([`files`]).
-//! 2. **Fork** ([`parent`]): the parent starts no thread; it waits for the
+//!    directory (`files`).
+//! 2. **Fork** (`parent`): the parent starts no thread; it waits for the
 //!    child's report with a deadline, kills the child with SIGKILL past it,
 //!    and always reaps it.
-//! 3. **Child** ([`child`]): preallocates and writes every buffer it will
+//! 3. **Child** (`child`): preallocates and writes every buffer it will
 //!    use, spawns one real thread per workload thread (parked at a start
-//!    gate), makes its own memory fault-free ([`quiesce`]), takes the
+//!    gate), makes its own memory fault-free (`quiesce`), takes the
 //!    **baseline** just before the first op, opens the gate. Ops are real
 //!    system calls at the placement addresses (MAP_FIXED_NOREPLACE) and real
-//!    volatile loads and stores ([`exec`]). Marks read the counters with
+//!    volatile loads and stores (`exec`). Marks read the counters with
 //!    [`host::CounterReader`] (pread on open files into written buffers: no
 //!    faults of its own). After every thread is done, the implicit `end`
-//!    mark; then the report goes over a pipe ([`wire`]) and the child
+//!    mark; then the report goes over a pipe (`wire`) and the child
 //!    `_exit`s.
 //! 4. **Parent**: decodes the report into a [`Run`] (every counter minus the
 //!    baseline), or into the error the child reported; the temporary

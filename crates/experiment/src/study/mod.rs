@@ -1,7 +1,7 @@
 //! `ptlab study`: the experiments that answer the seeds' questions on this
 //! machine, on the model and on the kernel, with one finding per question.
 //!
-//! Each section ([`sections`]) states its question and method, runs its
+//! Each section (`sections`) states its question and method, runs its
 //! experiments through [`Lab`] (which counts them for the progress bar and
 //! keeps every result for `study.json`), and returns its findings as
 //! sentences with their numbers, a table and charts. [`render`] lays the
