@@ -774,7 +774,7 @@ impl Cpu {
         let st = &mut *self.st;
         if let Some((slot, e)) = st.l2.lookup(va, key) {
             if e.flags() & needed_flags(write, user) == needed_flags(write, user) {
-                st.stats.l2_hits_by_size[usize::from(e.shift())] += 1;
+                st.stats.l2_hits_by_size[usize::from(e.shift() & 63)] += 1;
                 let pa = e.pa_base() | (va & ((1u64 << e.shift()) - 1));
                 let fs = st.l1.fill(va, asid, pa, u32::from(e.shift()), e.flags());
                 let mut a = hit(e, va, HitLevel::L2, 0);
@@ -788,7 +788,7 @@ impl Cpu {
         st.stats.tlb_misses += 1;
         let (leaf, refs) = self.walk(pt, va, write, user, false)?;
         let st = &mut *self.st;
-        st.stats.misses_by_size[leaf.size_shift as usize] += 1;
+        st.stats.misses_by_size[leaf.size_shift as usize & 63] += 1;
         let f1 = st.l1.fill(va, asid, leaf.pa, leaf.size_shift, leaf.flags);
         let f2 = st.l2.fill(va, asid, leaf.pa, leaf.size_shift, leaf.flags);
         let shift = f1.or(f2).map_or(leaf.size_shift, u32::from);

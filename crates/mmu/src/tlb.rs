@@ -286,10 +286,10 @@ pub(crate) struct TlbLevel {
     /// for an address only after a lookup of the whole level missed it (see
     /// [`TlbLevel::fill`]), so at most one entry of a level covers an
     /// address: the memo answers with the entry the scan would find.
-    /// Empty for a level whose arrays all predict their ways (wide fully
+    /// None for a level whose arrays all predict their ways (wide fully
     /// associative ones, like Zen 4's L1): their hints already find an
     /// entry in one comparison, and a memo would only add work to misses.
-    memo: Box<[u32]>,
+    memo: Option<Box<[u32; MEMO]>>,
 }
 
 /// Where a lookup hit: array and way.
@@ -348,11 +348,7 @@ impl TlbLevel {
         let hinted = arrays.iter().all(|a| !a.hints.is_empty());
         TlbLevel {
             fill_for,
-            memo: if arrays.is_empty() || hinted {
-                Box::new([])
-            } else {
-                vec![MEMO_EMPTY; MEMO].into_boxed_slice()
-            },
+            memo: (!arrays.is_empty() && !hinted).then(|| Box::new([MEMO_EMPTY; MEMO])),
             arrays,
         }
     }
@@ -370,7 +366,7 @@ impl TlbLevel {
     #[inline(always)]
     pub(crate) fn lookup(&mut self, va: u64, key: u64) -> Option<(Slot, TlbEntry)> {
         let mi = Self::memo_slot(va);
-        let m = self.memo.get(mi).copied().unwrap_or(MEMO_EMPTY);
+        let m = self.memo.as_ref().map_or(MEMO_EMPTY, |m| m[mi]);
         let (ai, way) = ((m >> 24) as usize, (m & 0xff_ffff) as usize);
         let found = |a: &TlbArray, ai: usize, way: usize| {
             let slot = Slot {
@@ -387,8 +383,8 @@ impl TlbLevel {
         for ai in 0..self.arrays.len() {
             let a = &mut self.arrays[ai];
             if let Some(way) = a.lookup(va, key) {
-                if let Some(m) = self.memo.get_mut(mi) {
-                    *m = (ai as u32) << 24 | way as u32;
+                if let Some(m) = &mut self.memo {
+                    m[mi] = (ai as u32) << 24 | way as u32;
                 }
                 return found(a, ai, way);
             }
@@ -439,8 +435,8 @@ impl TlbLevel {
         let (ai, fs) = self.fill_for[size_shift as usize & 63]?;
         let entry = TlbEntry::new(pa & !((1u64 << fs) - 1), flags, fs);
         let way = self.arrays[usize::from(ai)].insert(va, asid, entry);
-        if let Some(m) = self.memo.get_mut(Self::memo_slot(va)) {
-            *m = u32::from(ai) << 24 | way as u32;
+        if let Some(m) = &mut self.memo {
+            m[Self::memo_slot(va)] = u32::from(ai) << 24 | way as u32;
         }
         Some(fs)
     }
