@@ -1,7 +1,7 @@
 //! The 64 GiB benchmark's bound: random accesses over 64 GiB of 4 KiB
 //! pages replayed through the `zen4` model and through the minimal second
 //! model of the same TLBs that the tests hold it to
-//! (`tests/zen4_reference`, which knows only this one case), alternately in
+//! (`tests/reference`, which knows only this one case), alternately in
 //! one process so that the host's moods hit both alike:
 //!
 //! ```text
@@ -15,8 +15,8 @@
 //! `--toggle-collect='*bound64*replay_*'` with `rounds` = 1 counts the
 //! instructions of both replays (4 Mi accesses each).
 
-#[path = "../tests/zen4_reference/mod.rs"]
-mod zen4_reference;
+#[path = "../tests/reference/mod.rs"]
+mod reference;
 
 mod sixty_four;
 
@@ -29,12 +29,7 @@ const AHEAD: usize = 8;
 /// `vas` through the reference, each with the walk prefetch `AHEAD`
 /// accesses ahead (out of line: callgrind counts it per call).
 #[inline(never)]
-fn replay_reference(
-    r: &mut zen4_reference::Zen4,
-    memo: &WalkMemo,
-    pt: &PageTable,
-    vas: &[u64],
-) -> u64 {
+fn replay_reference(r: &mut reference::Zen4, memo: &WalkMemo, pt: &PageTable, vas: &[u64]) -> u64 {
     let (mem, root) = (pt.mem(), pt.root());
     let mut sum = 0u64;
     for (k, &va) in vas.iter().enumerate() {
@@ -61,7 +56,7 @@ fn main() {
     let vas = sixty_four::addresses();
     let m = Mmu::new(MmuConfig::preset("zen4").unwrap(), pt.geometry(), 1).unwrap();
     let mut cpu = m.attach(0, 1);
-    let mut reference = zen4_reference::Zen4::new();
+    let mut reference = reference::Zen4::new();
     // The prefetch memo `Cpu::prefetch` keeps, for the reference's replay.
     let memo = WalkMemo::new();
     let (mem, root) = (pt.mem(), pt.root());
