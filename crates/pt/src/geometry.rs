@@ -145,6 +145,13 @@ pub(crate) struct FastLevel {
 }
 
 impl FastLevel {
+    /// The byte offset, inside a table page of this level, of the hardware
+    /// word a hardware walk reads for `va`.
+    #[inline(always)]
+    pub(crate) fn word_offset(&self, va: u64) -> u64 {
+        ((va >> self.hw_shift) & self.hw_word_mask) * ENTRY_BYTES
+    }
+
     /// The constants of a level the geometry does not have.
     const UNUSED: FastLevel = FastLevel {
         shift: 0,
@@ -430,8 +437,7 @@ impl Geometry {
     /// a hardware walk reads for `va`.
     #[inline]
     pub fn hw_word_offset(&self, level: usize, va: u64) -> u64 {
-        let l = &self.fast[level];
-        ((va >> l.hw_shift) & l.hw_word_mask) * ENTRY_BYTES
+        self.fast[level].word_offset(va)
     }
 
     /// Lowest VA bit a hardware table of `level` indexes.

@@ -663,7 +663,7 @@ impl PageTable {
         let mut entry_pas = [0u64; MAX_LEVELS];
         let mut table = self.root;
         for (i, (level, f)) in g.fast_levels().iter().enumerate().rev().enumerate() {
-            let epa = table + ((va >> f.hw_shift) & f.hw_word_mask) * ENTRY_BYTES;
+            let epa = table + f.word_offset(va);
             entry_pas[i] = epa;
             let reads = i + 1;
             let raw = self.mem.read_walk(epa);
@@ -723,10 +723,7 @@ impl PageTable {
             return None;
         }
         Some(match self.table_on_path(va, 0) {
-            Ok(table) => {
-                let f = &self.geom.fast_levels()[0];
-                table + ((va >> f.hw_shift) & f.hw_word_mask) * ENTRY_BYTES
-            }
+            Ok(table) => self.hw_entry_pa(table, 0, va),
             Err(last) => last,
         })
     }
@@ -736,20 +733,12 @@ impl PageTable {
     /// empty entry).
     fn table_on_path(&self, va: u64, level: usize) -> Result<u64, u64> {
         let mut table = self.root;
-        for (l, f) in self
-            .geom
-            .fast_levels()
-            .iter()
-            .enumerate()
-            .skip(level + 1)
-            .rev()
-        {
-            let epa = table + ((va >> f.hw_shift) & f.hw_word_mask) * ENTRY_BYTES;
+        for f in self.geom.fast_levels()[level + 1..].iter().rev() {
+            let epa = table + f.word_offset(va);
             let raw = self.mem.read_walk(epa);
             if raw & f.table.mask != f.table.value {
                 return Err(epa);
             }
-            debug_assert!(l > level);
             table = f.table.next_table(raw);
         }
         Ok(table)

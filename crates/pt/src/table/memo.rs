@@ -27,7 +27,6 @@
 use std::cell::Cell;
 
 use super::PageTable;
-use crate::geometry::ENTRY_BYTES;
 
 /// Slots of a memo (a power of two): 64 GiB of 1 GiB regions fit with room.
 const SLOTS: usize = 256;
@@ -125,13 +124,13 @@ impl PageTable {
             }
         };
         let (f1, f0) = (&levels[1], &levels[0]);
-        let epa = table + ((va >> f1.hw_shift) & f1.hw_word_mask) * ENTRY_BYTES;
+        let epa = table + f1.word_offset(va);
         let raw = self.mem.read_walk(epa);
         if raw & f1.table.mask != f1.table.value {
             // A leaf or an empty entry: the walk's last read is this one.
             return Some(epa);
         }
-        Some(f1.table.next_table(raw) + ((va >> f0.hw_shift) & f0.hw_word_mask) * ENTRY_BYTES)
+        Some(f1.table.next_table(raw) + f0.word_offset(va))
     }
 }
 
