@@ -775,9 +775,8 @@ impl Cpu {
         if let Some((slot, e)) = st.l2.lookup(va, key) {
             if e.flags() & needed_flags(write, user) == needed_flags(write, user) {
                 st.stats.l2_hits_by_size[usize::from(e.shift() & 63)] += 1;
-                let pa = e.pa_base() | (va & ((1u64 << e.shift()) - 1));
-                let fs = st.l1.fill(va, asid, pa, u32::from(e.shift()), e.flags());
                 let mut a = hit(e, va, HitLevel::L2, 0);
+                let fs = st.l1.fill(va, asid, a.pa, u32::from(e.shift()), e.flags());
                 if let Some(fs) = fs {
                     a.page_size = 1 << fs;
                 }
