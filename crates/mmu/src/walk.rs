@@ -153,7 +153,7 @@ impl GeomInfo {
             hw_mask,
             table_accessed: matches!(g.arch(), Arch::X86_64),
             leaf: [FastLeaf::NONE; MAX_LEVELS],
-            table: [entry::table_fields(g, 0); MAX_LEVELS],
+            table: [TableFields::NONE; MAX_LEVELS],
         };
         let accessed = if gi.table_accessed { entry::x86::A } else { 0 };
         for l in 0..g.num_levels() {
@@ -161,8 +161,6 @@ impl GeomInfo {
             t.mask |= accessed;
             t.value |= accessed;
             gi.table[l] = t;
-        }
-        for l in 0..g.num_levels() {
             if let Some(fields) = entry::leaf_fields(g, l) {
                 gi.leaf[l] = FastLeaf {
                     fields,
