@@ -209,8 +209,7 @@ impl TlbArray {
             .cache
             .insert_absent(set, key(va, asid) & mask, mask, entry);
         if let Some((old_tag, old)) = evicted {
-            let k = self.k_of(old.shift());
-            self.presence.count(k, old_tag >> old.shift(), false);
+            count_out(&mut self.presence, &self.size_index, old_tag, old);
         }
         self.presence.count(self.k_of(fs), va >> fs, true);
         if !self.hints.is_empty() {
@@ -219,23 +218,18 @@ impl TlbArray {
         i
     }
 
-    /// Empties the entries of `set` (or all sets) that `f` selects, keeping
-    /// the filter exact; returns how many.
-    fn invalidate_where(&mut self, set: Option<usize>, f: impl Fn(u64, u64) -> bool) -> u64 {
-        let size_index = self.size_index;
+    /// Empties the entries (all sets) whose `(tag, mask)` `f` selects,
+    /// keeping the filter exact; returns how many.
+    fn invalidate_where(&mut self, f: impl Fn(u64, u64) -> bool) -> u64 {
         let presence = &mut self.presence;
-        let mut pick = |t: u64, m: u64, v: &TlbEntry| {
+        let size_index = &self.size_index;
+        self.cache.invalidate_all(|t, m, v| {
             let hit = f(t, m);
             if hit {
-                let k = usize::from(size_index[usize::from(v.shift() & 63)]);
-                presence.count(k, t >> v.shift(), false);
+                count_out(presence, size_index, t, *v);
             }
             hit
-        };
-        match set {
-            Some(s) => self.cache.invalidate_in_set(s, &mut pick),
-            None => self.cache.invalidate_all(&mut pick),
-        }
+        })
     }
 
     /// Whether the presence filter proves that no entry of any size
@@ -255,18 +249,26 @@ impl TlbArray {
         let mut n = 0;
         for j in 0..self.nshifts {
             let set = self.set_for(va, self.shifts[j]);
-            let size_index = self.size_index;
             let presence = &mut self.presence;
-            n += self.cache.invalidate_key(set, k, |t, v| {
-                let ki = usize::from(size_index[usize::from(v.shift() & 63)]);
-                presence.count(ki, t >> v.shift(), false);
-            });
+            let size_index = &self.size_index;
+            n += self
+                .cache
+                .invalidate_key(set, k, |t, v| count_out(presence, size_index, t, *v));
             if self.cache.is_fully_associative() {
                 break; // one set holds every size
             }
         }
         n
     }
+}
+
+/// Counts entry `e`, tagged `tag`, out of its array's filter as it leaves
+/// the array (evicted or invalidated). Not a method: the callers hold the
+/// array's cache borrowed while they call it.
+#[inline(always)]
+fn count_out(presence: &mut Presence, size_index: &[u8; 64], tag: u64, e: TlbEntry) {
+    let k = usize::from(size_index[usize::from(e.shift() & 63)]);
+    presence.count(k, tag >> e.shift(), false);
 }
 
 /// Entries of a level's memo (a power of two).
@@ -454,7 +456,7 @@ impl TlbLevel {
         let a = u64::from(asid);
         self.arrays
             .iter_mut()
-            .map(|x| x.invalidate_where(None, |t, _| t & ASID_MASK == a))
+            .map(|x| x.invalidate_where(|t, _| t & ASID_MASK == a))
             .sum()
     }
 
@@ -462,7 +464,7 @@ impl TlbLevel {
     pub(crate) fn flush_all(&mut self) -> u64 {
         self.arrays
             .iter_mut()
-            .map(|x| x.invalidate_where(None, |_, _| true))
+            .map(|x| x.invalidate_where(|_, _| true))
             .sum()
     }
 
