@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mmu::{Mmu, MmuConfig};
-use pt::{Attrs, PageTable, Perms};
+use pt::PageTable;
 
-const BASE: u64 = 0x2000_0000_0000;
-const DATA: u64 = 1 << 40;
+#[path = "../examples/replay/mod.rs"]
+mod replay;
+use replay::{pages, BASE};
 
 /// The calling thread's CPU time.
 struct ThreadTime;
@@ -70,13 +71,10 @@ impl Measurement for ThreadTime {
     }
 }
 
+/// [`replay::table`], saying how long a large one took to map.
 fn table(pages: u64) -> PageTable {
-    // As the ptlab binary does: the table arena on huge pages.
-    pt::mem::set_arena_advisor(host::advise_huge_pages);
-    let pt = PageTable::with_new_memory(pt::geometry::preset("x86-64-4l").unwrap()).unwrap();
     let t = Instant::now();
-    pt.map(BASE, DATA, pages * 4096, 4096, Attrs::new(Perms::USER_RW))
-        .unwrap();
+    let pt = replay::table(pages);
     if pages > 1 << 20 {
         let s = t.elapsed().as_secs_f64();
         eprintln!(
@@ -85,18 +83,6 @@ fn table(pages: u64) -> PageTable {
         );
     }
     pt
-}
-
-/// xorshift: a cheap deterministic stream of page addresses in `range` pages.
-fn pages(n: usize, range: u64, mut x: u64) -> Vec<u64> {
-    (0..n)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            BASE + (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % range) * 4096
-        })
-        .collect()
 }
 
 fn mmu(preset: &str, pt: &PageTable) -> Arc<Mmu> {
@@ -214,7 +200,6 @@ fn miss_walk<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
 }
 
 fn random_64g<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
-    const PAGES: u64 = 16 << 20; // 64 GiB of 4 KiB pages
     const BATCH: usize = 1 << 16;
     /// How far ahead a replay prefetches (accesses).
     const AHEAD: usize = 8;
@@ -239,8 +224,8 @@ fn random_64g<M: Measurement>(c: &mut Criterion<M>, clock: &str) {
             preset.to_string()
         };
         g.bench_function(&name, |b| {
-            let pt = pt.get_or_init(|| table(PAGES));
-            let vas: &Vec<u64> = vas.get_or_init(|| pages(1 << 22, PAGES, 11));
+            let pt = pt.get_or_init(|| table(replay::PAGES));
+            let vas: &Vec<u64> = vas.get_or_init(replay::addresses);
             let cpu = state.get_or_insert_with(|| mmu(preset, pt).attach(0, 1));
             b.iter(|| {
                 let mut sum = 0u64;

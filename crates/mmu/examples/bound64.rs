@@ -18,7 +18,7 @@
 #[path = "../tests/reference/mod.rs"]
 mod reference;
 
-mod sixty_four;
+mod replay;
 
 use mmu::{Mmu, MmuConfig};
 use pt::table::WalkMemo;
@@ -52,8 +52,8 @@ fn replay_model(cpu: &mut mmu::Cpu, pt: &PageTable, vas: &[u64]) -> u64 {
 
 fn main() {
     let rounds: usize = std::env::args().nth(1).map_or(3, |s| s.parse().unwrap());
-    let pt = sixty_four::table();
-    let vas = sixty_four::addresses();
+    let pt = replay::table(replay::PAGES);
+    let vas = replay::addresses();
     let m = Mmu::new(MmuConfig::preset("zen4").unwrap(), pt.geometry(), 1).unwrap();
     let mut cpu = m.attach(0, 1);
     let mut reference = reference::Zen4::new();
@@ -67,12 +67,12 @@ fn main() {
         assert_eq!(a, reference.access(mem, root, va), "{va:#x}");
     }
     for _ in 0..rounds {
-        let t = sixty_four::cpu_secs();
+        let t = replay::cpu_secs();
         let sum = replay_reference(&mut reference, &memo, &pt, &vas);
-        let bound = vas.len() as f64 / (sixty_four::cpu_secs() - t) / 1e6;
-        let t = sixty_four::cpu_secs();
+        let bound = vas.len() as f64 / (replay::cpu_secs() - t) / 1e6;
+        let t = replay::cpu_secs();
         let sum2 = replay_model(&mut cpu, &pt, &vas);
-        let model = vas.len() as f64 / (sixty_four::cpu_secs() - t) / 1e6;
+        let model = vas.len() as f64 / (replay::cpu_secs() - t) / 1e6;
         assert_eq!(sum, sum2);
         println!(
             "reference {bound:.2} M/s  zen4 {model:.2} M/s  ratio {:.2}",

@@ -14,7 +14,7 @@
 //! `Mmu` over the one table, with `Cpu::prefetch`, and prints the aggregate
 //! rate in wall time (the modeled machine's parallel replay).
 
-mod sixty_four;
+mod replay;
 
 use mmu::{Mmu, MmuConfig};
 use pt::PageTable;
@@ -25,8 +25,8 @@ fn main() {
     let rounds: usize = args.get(2).map_or(3, |s| s.parse().unwrap());
     let ahead: usize = args.get(3).map_or(8, |s| s.parse().unwrap());
     let threads: usize = args.get(4).map_or(1, |s| s.parse().unwrap());
-    let pt = sixty_four::table();
-    let vas = sixty_four::addresses();
+    let pt = replay::table(replay::PAGES);
+    let vas = replay::addresses();
     let m = Mmu::new(
         MmuConfig::preset(preset).unwrap(),
         pt.geometry(),
@@ -41,7 +41,7 @@ fn main() {
     for _ in 0..rounds {
         let mut line = String::new();
         for mode in ["none", "walk", "all"] {
-            let t = sixty_four::cpu_secs();
+            let t = replay::cpu_secs();
             let mut sum = 0u64;
             for (k, &va) in vas.iter().enumerate() {
                 let next = vas[(k + ahead) % vas.len()];
@@ -53,7 +53,7 @@ fn main() {
                 sum = sum.wrapping_add(cpu.access(&pt, va, true, true).unwrap().pa);
             }
             std::hint::black_box(sum);
-            let mps = vas.len() as f64 / (sixty_four::cpu_secs() - t) / 1e6;
+            let mps = vas.len() as f64 / (replay::cpu_secs() - t) / 1e6;
             line += &format!("{mode} {mps:.2} M/s  ");
         }
         if threads > 1 {
