@@ -24,13 +24,15 @@
 //! - `prefetch`: `Cpu::prefetch` alone over `walk_zen4`'s pages (what a
 //!   replay adds to each access to overlap its walks' host cache misses).
 
+mod replay;
+
 use std::hint::black_box;
 
 use mmu::{Mmu, MmuConfig};
 use pt::{Attrs, PageTable, Perms};
 
-const BASE: u64 = 0x2000_0000_0000;
-const DATA: u64 = 1 << 40;
+use replay::{BASE, DATA};
+
 const PAGE: u64 = 4096;
 
 fn table() -> PageTable {
@@ -94,18 +96,6 @@ fn measured_fault_map(cpu: &mut mmu::Cpu, pt: &PageTable, vas: &[u64]) -> u64 {
     sum
 }
 
-fn xorshift_pages(n: usize, range: u64) -> Vec<u64> {
-    let mut x = 7u64;
-    (0..n)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            BASE + (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % range) * PAGE
-        })
-        .collect()
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let scenario = args.get(1).map_or("l1_hit", String::as_str);
@@ -137,7 +127,7 @@ fn main() {
         }
         "walk_zen4" => {
             map(&pt, BASE, 1 << 18);
-            (xorshift_pages(1 << 16, 1 << 18), false)
+            (replay::pages(1 << 16, 1 << 18, 7), false)
         }
         "fault" => {
             for p in (0..1 << 14).step_by(2) {
@@ -150,7 +140,7 @@ fn main() {
         }
         "prefetch" => {
             map(&pt, BASE, 1 << 18);
-            let vas = xorshift_pages(1 << 16, 1 << 18);
+            let vas = replay::pages(1 << 16, 1 << 18, 7);
             measured_prefetch(&cpu, &pt, &vas, n);
             report(scenario, n, 0, &cpu);
             return;
