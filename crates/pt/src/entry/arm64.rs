@@ -106,6 +106,9 @@ pub const UXN: u64 = 1 << 54;
 // Linux: arch/arm64/include/asm/pgtable-prot.h, PTE_DIRTY
 pub const SW_DIRTY: u64 = 1 << 55;
 
+/// How far OA\[51:48\] sits above its bits 15:12 in a descriptor.
+const HI_SHIFT: u32 = 36;
+
 /// Where the output address sits in a descriptor of one geometry.
 #[derive(Clone, Copy)]
 struct OaLayout {
@@ -139,14 +142,14 @@ fn layout(geom: &Geometry) -> OaLayout {
 #[inline]
 fn desc_pa(raw: u64, l: OaLayout) -> u64 {
     // Bits 15:12 -> OA[51:48].
-    (raw & l.field) | ((raw & l.hi) << 36)
+    (raw & l.field) | ((raw & l.hi) << HI_SHIFT)
 }
 
 /// The descriptor's address fields under `geom`: the output address is
 /// `raw & lo | (raw & hi) << hi_shift` (as `desc_pa` computes it).
 pub(crate) fn address_fields(geom: &Geometry) -> (u64, u64, u32) {
     let l = layout(geom);
-    (l.field, l.hi, 36)
+    (l.field, l.hi, HI_SHIFT)
 }
 
 /// The descriptor bits holding output address `pa` under `geom`.
@@ -159,7 +162,7 @@ pub(crate) fn address_bits(geom: &Geometry, pa: u64) -> u64 {
 #[inline]
 fn pa_desc(pa: u64, l: OaLayout) -> u64 {
     // OA[51:48] -> bits 15:12.
-    (pa & l.field) | ((pa >> 36) & l.hi)
+    (pa & l.field) | ((pa >> HI_SHIFT) & l.hi)
 }
 
 #[inline]
@@ -343,7 +346,7 @@ pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
 pub(crate) fn table_test(geom: &Geometry) -> (u64, u64) {
     let l = layout(geom);
     let in_range = (1u64 << l.limit) - 1;
-    let beyond = (l.field & !in_range) | (l.hi & !(in_range >> 36));
+    let beyond = (l.field & !in_range) | (l.hi & !(in_range >> HI_SHIFT));
     (
         VALID | TABLE_OR_PAGE | l.res0 | beyond,
         VALID | TABLE_OR_PAGE,
