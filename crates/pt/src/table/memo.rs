@@ -53,7 +53,7 @@ impl Slot {
 pub struct WalkMemo {
     /// The root the slots were filled under.
     root: Cell<u64>,
-    slots: Box<[Cell<Slot>]>,
+    slots: Box<[Cell<Slot>; SLOTS]>,
 }
 
 impl Default for WalkMemo {
@@ -66,7 +66,7 @@ impl WalkMemo {
     pub fn new() -> WalkMemo {
         WalkMemo {
             root: Cell::new(u64::MAX),
-            slots: (0..SLOTS).map(|_| Cell::new(Slot::EMPTY)).collect(),
+            slots: Box::new([const { Cell::new(Slot::EMPTY) }; SLOTS]),
         }
     }
 
@@ -95,32 +95,24 @@ impl PageTable {
     /// whenever the memo is up to date (see the module docs).
     #[inline]
     pub fn last_walk_word_memo(&self, memo: &WalkMemo, va: u64) -> Option<u64> {
-        let g = &*self.geom;
-        let levels = g.fast_levels();
-        if levels.len() < 3 || !g.is_canonical(va) {
+        let levels = self.geom.fast_levels();
+        if levels.len() < 3 {
             return self.last_walk_word(va);
         }
-        if memo.root.get() != self.root {
-            memo.reset(self.root);
-        }
         let region = va >> levels[2].hw_shift;
-        let slot = &memo.slots[region as usize % SLOTS];
-        let s = slot.get();
-        // Read before any walk: a free during it leaves the slot stale.
-        let generation = self.mem.upper_table_frees();
-        let table = if s.region == region && s.generation == generation {
+        let s = memo.slots[region as usize % SLOTS].get();
+        // Only a canonical address fills a slot, and an address with the
+        // slot's region has the same bits above the region's shift: it is
+        // canonical too, so the hit path need not test it.
+        let table = if s.region == region
+            && s.generation == self.mem.upper_table_frees()
+            && memo.root.get() == self.root
+        {
             s.table
         } else {
-            match self.table_on_path(va, 1) {
-                Ok(table) => {
-                    slot.set(Slot {
-                        region,
-                        table,
-                        generation,
-                    });
-                    table
-                }
-                Err(last) => return Some(last),
+            match self.learn_region(memo, va, region) {
+                Ok(table) => table,
+                Err(last) => return last,
             }
         };
         let (f1, f0) = (&levels[1], &levels[0]);
@@ -131,6 +123,30 @@ impl PageTable {
             return Some(epa);
         }
         Some(f1.table.next_table(raw) + f0.word_offset(va))
+    }
+
+    /// The level-1 table of `va`'s region, remembered in `memo`; or, where
+    /// the walk stops above it, the last word it reads (what
+    /// [`PageTable::last_walk_word`] says). Out of line: a replay comes
+    /// here once per region.
+    #[cold]
+    #[inline(never)]
+    fn learn_region(&self, memo: &WalkMemo, va: u64, region: u64) -> Result<u64, Option<u64>> {
+        if !self.geom.is_canonical(va) {
+            return Err(self.last_walk_word(va));
+        }
+        if memo.root.get() != self.root {
+            memo.reset(self.root);
+        }
+        // Read before the walk: a free during it leaves the slot stale.
+        let generation = self.mem.upper_table_frees();
+        let table = self.table_on_path(va, 1).map_err(Some)?;
+        memo.slots[region as usize % SLOTS].set(Slot {
+            region,
+            table,
+            generation,
+        });
+        Ok(table)
     }
 }
 
@@ -183,8 +199,11 @@ mod tests {
                     for off in [0, size / 2, size - 8] {
                         check(va + off);
                     }
-                    // Unmapped neighbours and far addresses too.
+                    // Unmapped neighbours and far addresses too, and a
+                    // non-canonical address in the same slot as a
+                    // remembered region (its top bit flipped).
                     check(va + size + 4096 * (next() % 16));
+                    check(va ^ (1 << 63));
                     check(next() % (8 * step));
                 }
                 // Tear everything down and free the tables: the memo's
