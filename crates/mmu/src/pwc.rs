@@ -35,6 +35,12 @@ fn key(prefix: u64, asid: u16) -> u64 {
     (prefix << 12) | u64::from(asid)
 }
 
+/// The prefix a [`key`] was built from.
+#[inline]
+fn prefix_of(tag: u64) -> u64 {
+    tag >> 12
+}
+
 impl Pwc {
     /// `hw_shifts[l]` is the lowest VA bit the hardware table of level `l`
     /// indexes.
@@ -108,7 +114,7 @@ impl Pwc {
             let set = c.set_of(prefix);
             let (_, evicted) = c.insert_absent(set, key(prefix, asid), !0, table);
             if let Some((tag, _)) = evicted {
-                self.presence.count(level, tag >> 12, false);
+                self.presence.count(level, prefix_of(tag), false);
             }
             self.presence.count(level, prefix, true);
         }
@@ -124,7 +130,7 @@ impl Pwc {
                 n += c.invalidate_all(|t, _, _| {
                     let hit = f(l, t);
                     if hit {
-                        presence.count(l, t >> 12, false);
+                        presence.count(l, prefix_of(t), false);
                     }
                     hit
                 });
