@@ -100,7 +100,8 @@ impl PageTable {
             return self.last_walk_word(va);
         }
         let region = va >> levels[2].hw_shift;
-        let s = memo.slots[region as usize % SLOTS].get();
+        let slot = &memo.slots[region as usize % SLOTS];
+        let s = slot.get();
         // Only a canonical address fills a slot, and an address with the
         // slot's region has the same bits above the region's shift: it is
         // canonical too, so the hit path need not test it.
@@ -110,7 +111,7 @@ impl PageTable {
         {
             s.table
         } else {
-            match self.learn_region(memo, va, region) {
+            match self.learn_region(memo, slot, va, region) {
                 Ok(table) => table,
                 Err(last) => return last,
             }
@@ -125,13 +126,19 @@ impl PageTable {
         Some(f1.table.next_table(raw) + f0.word_offset(va))
     }
 
-    /// The level-1 table of `va`'s region, remembered in `memo`; or, where
-    /// the walk stops above it, the last word it reads (what
+    /// The level-1 table of `va`'s region, remembered in `slot` of `memo`;
+    /// or, where the walk stops above it, the last word it reads (what
     /// [`PageTable::last_walk_word`] says). Out of line: a replay comes
     /// here once per region.
     #[cold]
     #[inline(never)]
-    fn learn_region(&self, memo: &WalkMemo, va: u64, region: u64) -> Result<u64, Option<u64>> {
+    fn learn_region(
+        &self,
+        memo: &WalkMemo,
+        slot: &Cell<Slot>,
+        va: u64,
+        region: u64,
+    ) -> Result<u64, Option<u64>> {
         if !self.geom.is_canonical(va) {
             return Err(self.last_walk_word(va));
         }
@@ -141,7 +148,7 @@ impl PageTable {
         // Read before the walk: a free during it leaves the slot stale.
         let generation = self.mem.upper_table_frees();
         let table = self.table_on_path(va, 1).map_err(Some)?;
-        memo.slots[region as usize % SLOTS].set(Slot {
+        slot.set(Slot {
             region,
             table,
             generation,
