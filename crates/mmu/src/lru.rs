@@ -204,7 +204,7 @@ mod tests {
                         v.insert(0, back);
                     }
                 }
-            for (s, v) in want.iter().enumerate() {
+                for (s, v) in want.iter().enumerate() {
                     proptest::prop_assert_eq!(&l.order(s), v);
                     proptest::prop_assert_eq!(l.victim(s), *v.last().unwrap());
                 }

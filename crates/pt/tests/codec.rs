@@ -15,6 +15,14 @@ fn geom(name: &str) -> Geometry {
     preset(name).unwrap()
 }
 
+/// The next of a xorshift64 sequence in `x` (the word-generation loops'
+/// cheap deterministic stream).
+fn xorshift(x: &mut u64) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+}
+
 fn perms(read: bool, write: bool, exec: bool, user: bool) -> Perms {
     Perms {
         read,
@@ -709,9 +717,7 @@ fn table_pa_agrees_with_decode() {
     for g in pt::geometry::presets() {
         for level in 0..g.num_levels() {
             for i in 0..20_000u64 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                xorshift(&mut x);
                 // Mix fully random words with table-like ones.
                 let raw = match i % 4 {
                     0 => x,
@@ -800,9 +806,7 @@ fn table_fields_agree_with_table_pa() {
             let f = table_fields(&g, level);
             let mut accepted = 0;
             for i in 0..20_000u64 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                xorshift(&mut x);
                 // Random words, and words that pass the test with random
                 // address and flag bits.
                 let raw = match i % 2 {
