@@ -1,22 +1,28 @@
-//! The model backend: runs a workload on the page-table engine, the MMU
-//! model and the OS model, in this process, with one real thread per
-//! workload thread sharing one address space.
+//! The model backend: runs a workload on the model's machine (the
+//! page-table engine, the MMU model and the OS model, see the `machine`
+//! crate), in this process, with one real thread per workload thread
+//! sharing one address space.
 //!
 //! Each workload thread runs on its own modeled CPU (the configured CPU
 //! count, raised to the thread count if smaller) and drives every memory
-//! access through that CPU: TLB, walk caches, hardware walk; a fault goes to
-//! the OS model, whose deferred work (shootdown, then freeing tables and
-//! frames) is completed through the MMU before the access is retried.
+//! access through that CPU's handle: TLB, walk caches, hardware walk; a
+//! fault goes to the OS model, and the machine completes its deferred work
+//! (shootdown, then freeing tables and frames) before the access is retried.
 //!
-//! Counters: each thread keeps its own (DESIGN.md: per thread, merged at
+//! Counters: each CPU keeps its own (DESIGN.md: per thread, merged at
 //! marks) and publishes a snapshot after every operation; a mark merges the
 //! published snapshots with the address space's own state. A mark taken
 //! while other threads are inside a long `touch` sees their counters as of
 //! their last finished operation: put a barrier before a mark when others
 //! must be quiet, as the workload format says.
+//!
+//! A run can be given a deadline and a progress callback ([`RunOptions`],
+//! [`run_with`]).
 
 mod config;
+mod options;
 mod run;
 
 pub use config::{host_tlb_preset, ModelConfig, OptionError};
-pub use run::{run, ModelError};
+pub use options::{planned_accesses, ProgressFn, RunOptions, CHECK_EVERY};
+pub use run::{run, run_with, ModelError};

@@ -1,20 +1,24 @@
-//! Executing a plan on the model.
+//! Executing a plan on the model: a thin interpreter over the machine.
+//!
+//! Each workload thread runs on a real thread driving its own modeled CPU
+//! through a [`CpuHandle`]; this module maps the plan's operations to the
+//! machine's calls, runs the breakable barrier, takes marks with the
+//! latency histogram, checks the time limit and reports progress. The order
+//! of shootdowns, table retirement and reclaim is the machine's
+//! (`machine::order`), not this module's.
 
+use super::options::{Hooks, RunOptions};
 use super::ModelConfig;
 use crate::latency::FineHist;
-use mm::{
-    AddressSpace, Advice as MmAdvice, Deferred, FaultAccess, FaultResult, MapKind as MmKind,
-    MmapArgs, Prot as MmProt, ThreadCounters, ThreadCtx,
+use machine::{
+    AccessError, AccessKind, CpuHandle, Machine, MachineConfig, MachineError, SpaceId, SyscallError,
 };
-use mmu::{Asid, Cpu, FlushKind, Mmu, MmuStats};
-use std::sync::{Arc, Condvar, Mutex};
+use machine::{Advice as MmAdvice, MapKind as MmKind, MmapArgs, Prot as MmProt};
+use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 use thiserror::Error;
 use workload::plan::{self, Op, Workload};
 use workload::result::{Counters, Mark, Run};
-
-/// The one address space a workload runs in.
-const ASID: Asid = 1;
 
 /// Why a model run stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -33,8 +37,20 @@ pub enum ModelError {
     Oom { tid: usize, va: u64 },
     #[error("thread {tid}: stopped because another thread failed")]
     Aborted { tid: usize },
+    /// The run's deadline ([`RunOptions::deadline`]) passed.
+    #[error("time limit reached after {done} of {planned} planned accesses")]
+    Timeout { done: u64, planned: u64 },
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<MachineError> for ModelError {
+    fn from(e: MachineError) -> ModelError {
+        match e {
+            MachineError::Config(s) => ModelError::Config(s),
+            e => ModelError::Internal(e.to_string()),
+        }
+    }
 }
 
 /// A barrier that a failing thread can break, so that the others stop
@@ -80,62 +96,71 @@ impl Gate {
     }
 }
 
-/// What a thread has published for marks.
-#[derive(Default, Clone)]
-struct Published {
-    mm: ThreadCounters,
-    mmu: MmuStats,
-}
-
 struct Shared<'a> {
     w: &'a Workload,
-    space: AddressSpace,
-    mmu: Arc<Mmu>,
+    machine: Machine,
+    space: SpaceId,
     barrier: Gate,
-    published: Vec<Mutex<Published>>,
+    hooks: Hooks<'a>,
     marks: Mutex<Vec<Mark>>,
     baseline: Counters,
     start: Instant,
 }
 
-/// Runs `w` on the model configured by `cfg`.
+/// Runs `w` on the model configured by `cfg`, with no time limit.
 ///
 /// # Errors
 /// [`ModelError`]: an operation the OS model refuses (with Linux's errno),
 /// an access that would raise SIGSEGV, or out of memory.
 pub fn run(w: &Workload, cfg: &ModelConfig) -> Result<Run, ModelError> {
-    let space = AddressSpace::new(cfg.geometry.clone(), cfg.mm.clone())
-        .map_err(|e| ModelError::Config(e.to_string()))?;
-    let cpus = cfg.cpus.max(w.threads.len()).max(1);
-    let mmu = Mmu::new(cfg.mmu.clone(), &cfg.geometry, cpus)
-        .map_err(|e| ModelError::Config(e.to_string()))?;
-    // Tables an operation unlinks are shot down before it releases the mmap
-    // lock, as Linux does; otherwise another thread could refill the span
-    // while its CPU's walk cache still points at the unlinked table.
-    let flusher_mmu = mmu.clone();
-    space.set_table_flusher(Box::new(move |cpu, flush| {
-        let _ = flusher_mmu.shootdown_from(cpu, ASID, flush, FlushKind::LeavesAndTables);
-    }));
+    run_with(w, cfg, &RunOptions::default())
+}
+
+/// Runs `w` on the model configured by `cfg`, stopped by `opts.deadline`
+/// and reporting progress to `opts.progress`.
+///
+/// # Errors
+/// As [`run`], and [`ModelError::Timeout`] once the deadline has passed.
+pub fn run_with(w: &Workload, cfg: &ModelConfig, opts: &RunOptions) -> Result<Run, ModelError> {
+    let machine = Machine::new(MachineConfig {
+        geometry: cfg.geometry.clone(),
+        mm: cfg.mm.clone(),
+        mmu: cfg.mmu.clone(),
+        cpus: cfg.cpus.max(w.threads.len()).max(1),
+    })?;
+    let space = machine.first_space();
     let mut shared = Shared {
         w,
         space,
-        mmu,
+        machine,
         barrier: Gate::new(w.threads.len().max(1)),
-        published: (0..w.threads.len())
-            .map(|_| Mutex::new(Published::default()))
-            .collect(),
+        hooks: Hooks::new(opts, w),
         marks: Mutex::new(Vec::new()),
         baseline: Counters::default(),
         start: Instant::now(),
     };
-    shared.baseline = shared.snapshot();
+    shared.baseline = shared.snapshot()?;
     shared.start = Instant::now();
     let sh = &shared;
     let results: Vec<Result<(), ModelError>> = std::thread::scope(|s| {
         let handles: Vec<_> = w
             .threads
             .iter()
-            .map(|t| s.spawn(move || Worker::new(sh, t.tid).run_ops(&t.ops)))
+            .map(|t| {
+                s.spawn(move || {
+                    // One CPU per thread: the machine has at least as many.
+                    let r = match sh.machine.cpu(t.tid, sh.space) {
+                        Ok(cpu) => Worker::new(sh, t.tid, cpu).run_list(&t.ops, ""),
+                        Err(e) => Err(e.into()),
+                    };
+                    if r.is_err() {
+                        // The others may wait at a barrier this thread will
+                        // never reach.
+                        sh.barrier.abort();
+                    }
+                    r
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -156,13 +181,9 @@ pub fn run(w: &Workload, cfg: &ModelConfig) -> Result<Run, ModelError> {
     for r in results {
         r?;
     }
-    shared.mark("end", None);
+    shared.mark("end", None)?;
     let marks = std::mem::take(&mut *lock(&shared.marks));
-    let mut ctx = ThreadCtx::new();
-    shared
-        .space
-        .exit(&mut ctx)
-        .map_err(|e| ModelError::Internal(e.to_string()))?;
+    shared.machine.exit_space(shared.space)?;
     Ok(Run { marks })
 }
 
@@ -172,96 +193,62 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Shared<'_> {
     /// The process-wide counters now (not yet relative to the baseline).
-    fn snapshot(&self) -> Counters {
-        let mut mm = ThreadCounters::default();
-        // Every thread publishes its CPU's statistics, so of the MMU's own
-        // totals only the shootdowns made without a CPU (the table flusher,
-        // see `run`) are added.
-        let mut mmu = self.mmu.unowned_stats();
-        for p in &self.published {
-            let p = lock(p);
-            mm.merge(&p.mm);
-            mmu += p.mmu.clone();
-        }
-        let ctx = ThreadCtx {
-            counters: mm,
-            cpu: None,
-        };
-        let c = self.space.counters(&[&ctx]);
+    fn snapshot(&self) -> Result<Counters, ModelError> {
+        let snap = self.machine.snapshot(self.space)?;
         let mut out = Counters::default();
-        for (k, v) in c.to_pairs() {
+        for (k, v) in snap.mm.to_pairs() {
             out.set(k, v);
         }
-        for (k, v) in mmu.to_counters() {
+        for (k, v) in snap.mmu.to_counters() {
             out.set(k, v);
         }
         // The model's tlb_shootdowns is what /proc/interrupts would count:
         // one per IPI received.
         out.set("tlb_shootdowns", out.get("ipis").unwrap_or(0));
-        out.pt_pages = c.pt_pages().into_iter().collect();
-        out
+        out.pt_pages = snap.mm.pt_pages().into_iter().collect();
+        Ok(out)
     }
 
-    fn mark(&self, name: &str, latency: Option<&FineHist>) {
-        let mut c = self.snapshot().since(&self.baseline);
+    fn mark(&self, name: &str, latency: Option<&FineHist>) -> Result<(), ModelError> {
+        let mut c = self.snapshot()?.since(&self.baseline);
         // The root table existed before the first op: keep the table pages
         // as absolute counts (they say what the tree holds).
-        c.pt_pages = self.snapshot().pt_pages;
+        c.pt_pages = self.snapshot()?.pt_pages;
         c.set("elapsed_ns", self.start.elapsed().as_nanos() as i64);
         lock(&self.marks).push(Mark {
             name: name.to_string(),
             counters: c,
             latency: latency.filter(|h| h.count > 0).map(|h| h.to_result()),
         });
+        Ok(())
     }
 }
 
 struct Worker<'a, 'w> {
     sh: &'a Shared<'w>,
     tid: usize,
-    cpu: Cpu,
-    ctx: ThreadCtx,
+    cpu: CpuHandle<'a>,
     latency: Option<Box<FineHist>>,
     op_label: String,
 }
 
 impl<'a, 'w> Worker<'a, 'w> {
-    fn new(sh: &'a Shared<'w>, tid: usize) -> Self {
-        let cpu = tid % sh.mmu.cpus();
-        let mut ctx = ThreadCtx::new();
-        ctx.cpu = Some(cpu);
+    fn new(sh: &'a Shared<'w>, tid: usize, cpu: CpuHandle<'a>) -> Self {
         Worker {
             sh,
             tid,
-            cpu: sh.mmu.attach(cpu, ASID),
-            ctx,
+            cpu,
             latency: None,
             op_label: String::new(),
         }
     }
 
-    fn publish(&mut self) {
-        let mut p = lock(&self.sh.published[self.tid]);
-        p.mm = self.ctx.counters.clone();
-        p.mmu = self.cpu.stats().clone();
-    }
-
-    fn run_ops(mut self, ops: &[Op]) -> Result<(), ModelError> {
-        let r = self.run_list(ops, "");
-        self.publish();
-        let _ = self.sh.mmu.reclaim_retired(self.sh.space.page_table());
-        if r.is_err() {
-            // The others may wait at a barrier this thread will never reach.
-            self.sh.barrier.abort();
-        }
-        r
-    }
-
     fn run_list(&mut self, ops: &[Op], prefix: &str) -> Result<(), ModelError> {
         for (i, op) in ops.iter().enumerate() {
+            self.sh.hooks.check_deadline()?;
             self.op_label = format!("op {prefix}{}", i + 1);
             self.run_op(op, &format!("{prefix}{}.", i + 1))?;
-            self.publish();
+            self.cpu.publish();
         }
         Ok(())
     }
@@ -270,55 +257,18 @@ impl<'a, 'w> Worker<'a, 'w> {
         &self.sh.w.regions[id]
     }
 
-    fn syscall(&mut self, r: Result<Deferred, mm::Errno>, what: &str) -> Result<(), ModelError> {
-        match r {
-            Ok(d) => self.complete(d),
-            Err(e) => {
-                let d = self.sh.space.take_pending();
-                self.complete(d)?;
-                Err(ModelError::Op {
-                    tid: self.tid,
-                    op: format!("{} ({what})", self.op_label),
-                    errno: e.to_string(),
-                })
-            }
-        }
-    }
-
-    /// Shoots down what `d` changed, retires its tables to the MMU (freed
-    /// once every CPU has caught up) and frees its frames.
-    fn complete(&mut self, mut d: Deferred) -> Result<(), ModelError> {
-        if d.is_empty() {
-            return Ok(());
-        }
-        let pt = self.sh.space.page_table();
-        let (flush, tables_too) = d.take_flush();
-        if !flush.is_empty() {
-            let kind = if tables_too {
-                FlushKind::LeavesAndTables
-            } else {
-                FlushKind::Leaves
-            };
-            let _ = self.sh.mmu.shootdown(&mut self.cpu, ASID, &flush, kind);
-        }
-        flush.done();
-        // The table flusher posted this CPU's own invalidation to its
-        // mailbox: apply it now, as the initiating CPU of a Linux flush
-        // invalidates its own TLB before returning.
-        self.cpu.poll();
-        let tables = std::mem::take(&mut d.tables);
-        self.sh.mmu.retire_tables(pt, tables);
-        d.complete(&self.sh.space)
-            .map_err(|e| ModelError::Internal(e.to_string()))?;
-        self.sh
-            .mmu
-            .reclaim_retired(pt)
-            .map_err(|e| ModelError::Internal(e.to_string()))?;
-        Ok(())
+    fn syscall(&self, r: Result<(), SyscallError>, what: &str) -> Result<(), ModelError> {
+        r.map_err(|e| match e {
+            SyscallError::Errno(e) => ModelError::Op {
+                tid: self.tid,
+                op: format!("{} ({what})", self.op_label),
+                errno: e.to_string(),
+            },
+            SyscallError::Internal(s) => ModelError::Internal(s),
+        })
     }
 
     fn run_op(&mut self, op: &Op, prefix: &str) -> Result<(), ModelError> {
-        let space = &self.sh.space;
         match op {
             Op::Mmap(m) => {
                 let r = self.region(m.region);
@@ -338,12 +288,12 @@ impl<'a, 'w> Worker<'a, 'w> {
                     locked: m.locked,
                     replace: false,
                 };
-                let res = space.mmap(&mut self.ctx, args);
+                let res = self.cpu.mmap(args);
                 self.syscall(res, "mmap")
             }
             Op::Munmap { region, range } => {
                 let a = self.region(*region).addr + range.offset;
-                let res = space.munmap(&mut self.ctx, a, range.len);
+                let res = self.cpu.munmap(a, range.len);
                 self.syscall(res, "munmap")
             }
             Op::Mprotect {
@@ -352,7 +302,7 @@ impl<'a, 'w> Worker<'a, 'w> {
                 prot: p,
             } => {
                 let a = self.region(*region).addr + range.offset;
-                let res = space.mprotect(&mut self.ctx, a, range.len, prot(*p));
+                let res = self.cpu.mprotect(a, range.len, prot(*p));
                 self.syscall(res, "mprotect")
             }
             Op::Madvise {
@@ -361,22 +311,22 @@ impl<'a, 'w> Worker<'a, 'w> {
                 advice,
             } => {
                 let a = self.region(*region).addr + range.offset;
-                let res = space.madvise(&mut self.ctx, a, range.len, advice_of(*advice));
+                let res = self.cpu.madvise(a, range.len, advice_of(*advice));
                 self.syscall(res, "madvise")
             }
             Op::Mlock { region, range } => {
                 let a = self.region(*region).addr + range.offset;
-                let res = space.mlock(&mut self.ctx, a, range.len);
+                let res = self.cpu.mlock(a, range.len);
                 self.syscall(res, "mlock")
             }
             Op::Munlock { region, range } => {
                 let a = self.region(*region).addr + range.offset;
-                let res = space.munlock(&mut self.ctx, a, range.len);
+                let res = self.cpu.munlock(a, range.len);
                 self.syscall(res, "munlock")
             }
             Op::Sync { region, range } => {
                 let a = self.region(*region).addr + range.offset;
-                let res = space.msync(&mut self.ctx, a, range.len);
+                let res = self.cpu.msync(a, range.len);
                 self.syscall(res, "msync")
             }
             Op::Touch(t) => self.touch(t),
@@ -385,7 +335,7 @@ impl<'a, 'w> Worker<'a, 'w> {
                 Ok(())
             }
             Op::Barrier => {
-                self.publish();
+                self.cpu.publish();
                 // A CPU waiting at a barrier runs nothing of this address
                 // space, but stays attached (the thread is alive), so it
                 // keeps receiving shootdowns, as an idle Linux thread would.
@@ -397,12 +347,9 @@ impl<'a, 'w> Worker<'a, 'w> {
             }
             Op::Mark(name) => {
                 // Tables every CPU has let go of are freed before counting.
-                self.cpu.poll();
-                let _ = self.sh.mmu.reclaim_retired(self.sh.space.page_table());
-                self.publish();
+                self.cpu.checkpoint()?;
                 let lat = self.latency.take();
-                self.sh.mark(name, lat.as_deref());
-                Ok(())
+                self.sh.mark(name, lat.as_deref())
             }
             Op::Repeat { times, ops } => {
                 for _ in 0..*times {
@@ -415,15 +362,16 @@ impl<'a, 'w> Worker<'a, 'w> {
 
     fn touch(&mut self, t: &plan::Touch) -> Result<(), ModelError> {
         let base = self.region(t.region).addr;
-        let write = t.access == plan::Access::Write;
-        let access = if write {
-            FaultAccess::WRITE
+        let kind = if t.access == plan::Access::Write {
+            AccessKind::Write
         } else {
-            FaultAccess::READ
+            AccessKind::Read
         };
         if t.latency && self.latency.is_none() {
             self.latency = Some(FineHist::new());
         }
+        let hooks = self.sh.hooks.active();
+        let mut unreported = 0;
         // A random touch replays addresses known in advance: the walk of
         // the access `PREFETCH_AHEAD` later is prefetched, so that its
         // misses in the host's caches overlap with this access's work
@@ -433,44 +381,47 @@ impl<'a, 'w> Worker<'a, 'w> {
         for off in crate::touch::touch_offsets(t) {
             let va = base + off;
             if let Some(next) = ahead.as_mut().and_then(Iterator::next) {
-                self.cpu.prefetch(self.sh.space.page_table(), base + next);
+                self.cpu.prefetch(base + next);
             }
             let started = t.latency.then(Instant::now);
-            self.access(va, write, access)?;
+            self.access(va, kind)?;
             if let (Some(s), Some(h)) = (started, self.latency.as_mut()) {
                 h.record(s.elapsed().as_nanos() as u64);
             }
+            if hooks {
+                unreported += 1;
+                if unreported == super::options::CHECK_EVERY {
+                    self.sh.hooks.advance(unreported)?;
+                    unreported = 0;
+                }
+            }
+        }
+        if hooks {
+            self.sh.hooks.advance(unreported)?;
         }
         Ok(())
     }
 
-    /// One access: through the MMU, into the fault handler on a fault, and
-    /// again, as the hardware retries the instruction.
+    /// One access through the machine, its errors named for this thread.
     #[inline]
-    fn access(&mut self, va: u64, write: bool, access: FaultAccess) -> Result<(), ModelError> {
-        let pt = self.sh.space.page_table();
-        // A fault is retried; a handler that keeps failing to make progress
-        // is a bug in the model, not an endless loop.
-        for _ in 0..64 {
-            match self.cpu.access(pt, va, write, true) {
-                Ok(_) => return Ok(()),
-                Err(_) => match self.sh.space.fault(&mut self.ctx, va, access) {
-                    FaultResult::Handled { deferred, .. } => self.complete(deferred)?,
-                    FaultResult::Segv(code) => {
-                        return Err(ModelError::Segv {
-                            tid: self.tid,
-                            va,
-                            place: format!("{:?} in {}", code, self.op_label),
-                        })
-                    }
-                    FaultResult::Oom => return Err(ModelError::Oom { tid: self.tid, va }),
-                    FaultResult::Internal(e) => return Err(ModelError::Internal(e.to_string())),
-                },
-            }
+    fn access(&mut self, va: u64, kind: AccessKind) -> Result<(), ModelError> {
+        match self.cpu.access(va, kind) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.access_error(e)),
         }
-        Err(ModelError::Internal(format!(
-            "the access to {va:#x} keeps faulting after the fault was handled"
-        )))
+    }
+
+    #[cold]
+    fn access_error(&self, e: AccessError) -> ModelError {
+        match e {
+            AccessError::Segv { va, code } => ModelError::Segv {
+                tid: self.tid,
+                va,
+                place: format!("{:?} in {}", code, self.op_label),
+            },
+            AccessError::Oom { va } => ModelError::Oom { tid: self.tid, va },
+            AccessError::Internal(s) => ModelError::Internal(s),
+        }
     }
 }
 

@@ -1,0 +1,323 @@
+//! [`CpuHandle`]: one driver thread running one modeled CPU in one address
+//! space. Every access and system call goes through it, and every one
+//! leaves the machine in the state the [`crate::order`] invariants require
+//! before it returns: no driver completes deferred work by itself.
+//!
+//! The handle owns the CPU's TLBs and walk caches ([`mmu::Cpu`]) and its
+//! thread counters; it is `Send` (a driver may hand it to another thread)
+//! but not `Sync`.
+
+use crate::error::{AccessError, MachineError, SyscallError};
+use crate::machine::{lock, Machine, Published, Space, SpaceId};
+use crate::order;
+use mm::{Advice, Deferred, Errno, FaultAccess, FaultResult, MmapArgs, Prot, ThreadCtx};
+use mmu::{Access, Cpu};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The kind of a memory access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessKind {
+    Read,
+    Write,
+}
+
+/// What an access did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccessOutcome {
+    /// The translation that finally completed the access (where it hit:
+    /// [`mmu::HitLevel`]).
+    pub translation: Access,
+    /// Faults the OS model handled before it did (0: no fault).
+    pub faults: u32,
+}
+
+/// How many faults one access may take before the model is declared stuck:
+/// a handler that keeps failing to make progress is a bug in the model, not
+/// an endless loop.
+const MAX_FAULTS: u32 = 64;
+
+/// Clears a CPU's attached mark when dropped: declared after the
+/// [`mmu::Cpu`] in [`CpuHandle`], so that it runs once the CPU is detached.
+struct Claim<'m>(&'m AtomicBool);
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// One modeled CPU running one address space, driven by one thread (see the
+/// module documentation).
+pub struct CpuHandle<'m> {
+    machine: &'m Machine,
+    space: Arc<Space>,
+    id: SpaceId,
+    ctx: ThreadCtx,
+    /// Dropped before `_claim` (fields drop in declaration order).
+    cpu: Cpu,
+    _claim: Claim<'m>,
+}
+
+impl std::fmt::Debug for CpuHandle<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuHandle")
+            .field("cpu", &self.cpu.id())
+            .field("space", &self.id)
+            .finish()
+    }
+}
+
+impl<'m> CpuHandle<'m> {
+    pub(crate) fn attach(
+        machine: &'m Machine,
+        cpu: usize,
+        id: SpaceId,
+    ) -> Result<CpuHandle<'m>, MachineError> {
+        let slot = machine.cpus.get(cpu).ok_or(MachineError::NoSuchCpu {
+            cpu,
+            cpus: machine.cpus(),
+        })?;
+        let space = machine.space_arc(id)?;
+        if slot.attached.swap(true, Ordering::AcqRel) {
+            return Err(MachineError::CpuBusy(cpu));
+        }
+        let claim = Claim(&slot.attached);
+        let mut ctx = ThreadCtx::new();
+        ctx.cpu = Some(cpu);
+        ctx.counters = lock(&slot.published).mm.clone();
+        Ok(CpuHandle {
+            machine,
+            cpu: machine.mmu.attach(cpu, space.asid),
+            space,
+            id,
+            ctx,
+            _claim: claim,
+        })
+    }
+
+    /// This CPU's number.
+    pub fn cpu_id(&self) -> usize {
+        self.cpu.id()
+    }
+
+    /// The address space this CPU runs.
+    pub fn space_id(&self) -> SpaceId {
+        self.id
+    }
+
+    /// The modeled CPU (TLB occupancy, statistics), for inspection.
+    pub fn mmu_cpu(&self) -> &Cpu {
+        &self.cpu
+    }
+
+    /// This CPU's OS-model counters so far (faults, locks).
+    pub fn thread_counters(&self) -> &mm::ThreadCounters {
+        &self.ctx.counters
+    }
+
+    /// Switches this CPU to address space `space` (Linux: `switch_mm`):
+    /// the old space is no longer active here, and the new one's stale
+    /// translations are flushed if it was shot down meanwhile.
+    ///
+    /// # Errors
+    /// [`MachineError::NoSuchSpace`].
+    pub fn switch_to(&mut self, space: SpaceId) -> Result<(), MachineError> {
+        let s = self.machine.space_arc(space)?;
+        self.cpu.switch_to(s.asid);
+        self.space = s;
+        self.id = space;
+        Ok(())
+    }
+
+    /// One access, as the hardware and Linux do it: through the TLBs, the
+    /// walk caches and the walk; on a fault into the OS model, whose
+    /// deferred work is completed, and again, as the hardware retries the
+    /// instruction.
+    ///
+    /// # Errors
+    /// [`AccessError::Segv`] and [`AccessError::Oom`] as Linux would raise
+    /// them; [`AccessError::Internal`] for an inconsistency in the model,
+    /// among them an access still faulting after 64 handled faults.
+    #[inline]
+    pub fn access(&mut self, va: u64, kind: AccessKind) -> Result<AccessOutcome, AccessError> {
+        let write = kind == AccessKind::Write;
+        match self.cpu.access(self.space.mm.page_table(), va, write, true) {
+            Ok(translation) => Ok(AccessOutcome {
+                translation,
+                faults: 0,
+            }),
+            Err(_) => self.fault_and_retry(va, write),
+        }
+    }
+
+    /// The fault path of [`CpuHandle::access`], out of line so that the
+    /// hit path stays small.
+    #[inline(never)]
+    fn fault_and_retry(&mut self, va: u64, write: bool) -> Result<AccessOutcome, AccessError> {
+        let access = if write {
+            FaultAccess::WRITE
+        } else {
+            FaultAccess::READ
+        };
+        let mut faults = 0;
+        loop {
+            match self.space.mm.fault(&mut self.ctx, va, access) {
+                FaultResult::Handled { deferred, .. } => {
+                    order::complete(&self.machine.mmu, &mut self.cpu, &self.space.mm, deferred)
+                        .map_err(AccessError::Internal)?;
+                }
+                FaultResult::Segv(code) => return Err(AccessError::Segv { va, code }),
+                FaultResult::Oom => return Err(AccessError::Oom { va }),
+                FaultResult::Internal(e) => return Err(AccessError::Internal(e.to_string())),
+            }
+            faults += 1;
+            if faults == MAX_FAULTS {
+                return Err(AccessError::Internal(format!(
+                    "the access to {va:#x} keeps faulting after the fault was handled"
+                )));
+            }
+            if let Ok(translation) = self.cpu.access(self.space.mm.page_table(), va, write, true) {
+                return Ok(AccessOutcome {
+                    translation,
+                    faults,
+                });
+            }
+        }
+    }
+
+    /// Hints the host to fetch what a walk of `va` would read (for drivers
+    /// that know their addresses ahead). Changes no model state.
+    #[inline]
+    pub fn prefetch(&self, va: u64) {
+        self.cpu.prefetch(self.space.mm.page_table(), va);
+    }
+
+    /// Applies this CPU's pending invalidations now: what a CPU that waits
+    /// (at a barrier, idle) does when it takes its IPIs. The CPU stays
+    /// attached, so it keeps receiving shootdowns while it waits.
+    pub fn poll(&mut self) {
+        self.cpu.poll();
+    }
+
+    /// Publishes this CPU's counters for [`Machine::snapshot`].
+    pub fn publish(&mut self) {
+        let mut p = lock(&self.machine.cpus[self.cpu.id()].published);
+        *p = Published {
+            mm: self.ctx.counters.clone(),
+            mmu: self.cpu.stats(),
+        };
+    }
+
+    /// Before counters are read: applies this CPU's pending invalidations,
+    /// frees the tables every CPU has let go of, and publishes this CPU's
+    /// counters.
+    ///
+    /// # Errors
+    /// [`MachineError::Internal`] if a retired table was already free (a bug).
+    pub fn checkpoint(&mut self) -> Result<(), MachineError> {
+        let r = order::checkpoint(&self.machine.mmu, &mut self.cpu, &self.space.mm)
+            .map_err(MachineError::Internal);
+        self.publish();
+        r
+    }
+
+    /// Frees the retired tables of this CPU's address space that no CPU
+    /// can reach any more; returns how many table pages were freed.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::checkpoint`].
+    pub fn reclaim_retired(&self) -> Result<usize, MachineError> {
+        self.machine
+            .mmu
+            .reclaim_retired(self.space.mm.page_table())
+            .map_err(|e| MachineError::Internal(e.to_string()))
+    }
+
+    /// Ends a system call: completes its work, or on error the work it
+    /// left pending, then returns the error.
+    fn syscall(&mut self, r: Result<Deferred, Errno>) -> Result<(), SyscallError> {
+        let (d, err) = match r {
+            Ok(d) => (d, None),
+            Err(e) => (self.space.mm.take_pending(), Some(e)),
+        };
+        order::complete(&self.machine.mmu, &mut self.cpu, &self.space.mm, d)
+            .map_err(SyscallError::Internal)?;
+        err.map_or(Ok(()), |e| Err(SyscallError::Errno(e)))
+    }
+
+    /// Linux `mmap` (see [`mm::AddressSpace::mmap`]).
+    ///
+    /// # Errors
+    /// [`SyscallError::Errno`] with Linux's errno; [`SyscallError::Internal`]
+    /// for an inconsistency found completing its work. The same holds for
+    /// every system call below.
+    pub fn mmap(&mut self, args: MmapArgs) -> Result<(), SyscallError> {
+        let r = self.space.mm.mmap(&mut self.ctx, args);
+        self.syscall(r)
+    }
+
+    /// Linux `munmap`.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn munmap(&mut self, addr: u64, len: u64) -> Result<(), SyscallError> {
+        let r = self.space.mm.munmap(&mut self.ctx, addr, len);
+        self.syscall(r)
+    }
+
+    /// Linux `mprotect`.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn mprotect(&mut self, addr: u64, len: u64, prot: Prot) -> Result<(), SyscallError> {
+        let r = self.space.mm.mprotect(&mut self.ctx, addr, len, prot);
+        self.syscall(r)
+    }
+
+    /// Linux `madvise`.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn madvise(&mut self, addr: u64, len: u64, advice: Advice) -> Result<(), SyscallError> {
+        let r = self.space.mm.madvise(&mut self.ctx, addr, len, advice);
+        self.syscall(r)
+    }
+
+    /// Linux `mlock`.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn mlock(&mut self, addr: u64, len: u64) -> Result<(), SyscallError> {
+        let r = self.space.mm.mlock(&mut self.ctx, addr, len);
+        self.syscall(r)
+    }
+
+    /// Linux `munlock`.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn munlock(&mut self, addr: u64, len: u64) -> Result<(), SyscallError> {
+        let r = self.space.mm.munlock(&mut self.ctx, addr, len);
+        self.syscall(r)
+    }
+
+    /// Linux `msync`.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn msync(&mut self, addr: u64, len: u64) -> Result<(), SyscallError> {
+        let r = self.space.mm.msync(&mut self.ctx, addr, len);
+        self.syscall(r)
+    }
+}
+
+impl Drop for CpuHandle<'_> {
+    /// Publishes the counters and frees what retired tables it can; then
+    /// the fields detach the CPU (which applies its last mail) and release
+    /// the claim on it.
+    fn drop(&mut self) {
+        self.publish();
+        let _ = self.reclaim_retired();
+    }
+}
