@@ -215,3 +215,32 @@ fn failed_syscall_is_an_errno_and_a_stuck_machine_is_a_config_error() {
     });
     assert!(matches!(r, Err(MachineError::Config(_))));
 }
+
+#[test]
+fn the_machine_is_shared_and_a_handle_moves_between_threads() {
+    fn shared<T: Send + Sync>() {}
+    fn sent<T: Send>() {}
+    shared::<Machine>();
+    sent::<machine::CpuHandle<'static>>();
+    // Two real threads run their CPUs at once on one machine.
+    let m = machine(2);
+    let s = m.first_space();
+    m.cpu(0, s)
+        .unwrap()
+        .mmap(MmapArgs::anon(A, 4 * MIB))
+        .unwrap();
+    std::thread::scope(|sc| {
+        for c in 0..2u64 {
+            let m = &m;
+            sc.spawn(move || {
+                let mut cpu = m.cpu(c as usize, s).unwrap();
+                for k in 0..256 {
+                    cpu.access(A + (2 * k + c) * PAGE, AccessKind::Write)
+                        .unwrap();
+                }
+                cpu.publish();
+            });
+        }
+    });
+    assert_eq!(m.snapshot(s).unwrap().mm.minor_faults, 512);
+}

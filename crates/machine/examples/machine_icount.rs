@@ -3,9 +3,9 @@
 //! machine existed), for instruction counts under callgrind:
 //!
 //! ```text
-//! cargo build --release -p machine --example icount
+//! cargo build --release -p machine --example machine_icount
 //! valgrind --tool=callgrind --toggle-collect='*icount*measured*' \
-//!     target/release/examples/icount <scenario> <path> <n>
+//!     target/release/examples/machine_icount <scenario> <path> <n>
 //! ```
 //!
 //! `<path>` is `machine` or `direct`; the collected count divided by the
