@@ -17,6 +17,7 @@
 pub mod account;
 pub mod entry;
 pub mod geometry;
+pub mod layout;
 pub mod mem;
 pub mod sync;
 pub mod table;
