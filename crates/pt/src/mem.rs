@@ -139,16 +139,21 @@ impl PhysMem {
     /// As [`PhysMem::new`] with room for at most `table_bytes` of tables (at
     /// least one chunk). Under loom every chunk is created up front.
     pub fn with_capacity(page_shift: u32, table_bytes: u64) -> PhysMem {
+        Self::with_flat_limit(page_shift, table_bytes, MAX_FLAT_BYTES)
+    }
+
+    /// As [`PhysMem::with_capacity`] with at most `flat_max` bytes of the
+    /// arena in its contiguous part (0: none, every chunk allocated apart,
+    /// the plain path the contiguous part shortcuts).
+    fn with_flat_limit(page_shift: u32, table_bytes: u64, flat_max: u64) -> PhysMem {
         assert!(
             (3..=CHUNK_SHIFT).contains(&page_shift),
             "a table page of 2^{page_shift} bytes does not fit an arena chunk"
         );
         let nchunks = table_bytes.div_ceil(CHUNK_BYTES).max(1) as usize;
         let pages_per_chunk = CHUNK_BYTES >> page_shift;
-        let flat = flat::FlatWords::reserve(
-            (nchunks as u64 * CHUNK_BYTES).min(MAX_FLAT_BYTES),
-            CHUNK_BYTES,
-        );
+        let flat =
+            flat::FlatWords::reserve((nchunks as u64 * CHUNK_BYTES).min(flat_max), CHUNK_BYTES);
         let m = PhysMem {
             flat_bytes: flat.as_ref().map_or(0, |f| f.bytes()),
             flat_biased: flat.as_ref().map_or(0, |f| {
@@ -215,6 +220,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::sync::Ordering;
 
     #[test]
     fn tables_are_zeroed_reused_and_double_frees_are_caught() {
@@ -350,5 +356,66 @@ mod tests {
         assert_eq!(m.read(0), 0);
         assert_eq!(m.read(TABLE_ZONE_BASE + (1 << 40)), 0);
         assert!(!m.is_live_table(TABLE_ZONE_BASE));
+    }
+
+    /// The contiguous part of the arena (an acceleration, see `pt::accel`)
+    /// against the plain path it shortcuts: two memories, one with every
+    /// chunk allocated apart, take the same allocations, writes,
+    /// compare-and-swaps and frees, spread over more than one chunk and
+    /// partly past the contiguous part of the first; every word then reads
+    /// the same through `read` and `read_walk`, and the tables' metadata
+    /// and the leak reports agree.
+    #[test]
+    fn the_contiguous_arena_reads_as_the_chunked_one() {
+        let chunk_pages = CHUNK_BYTES >> 12;
+        // Three chunks, one of them contiguous in `fast`; none in `plain`.
+        let fast = PhysMem::with_flat_limit(12, 3 * CHUNK_BYTES, CHUNK_BYTES);
+        let plain = PhysMem::with_flat_limit(12, 3 * CHUNK_BYTES, 0);
+        assert_eq!((fast.flat_bytes, plain.flat_bytes), (CHUNK_BYTES, 0));
+        let mems = [&fast, &plain];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut live = Vec::new();
+        for i in 0..(chunk_pages + chunk_pages / 2) {
+            let pas = mems.map(|m| m.alloc_table((i % 3) as usize).unwrap());
+            assert_eq!(pas[0], pas[1]);
+            live.push(pas[0]);
+            let r = next();
+            let pa = live[(r >> 32) as usize % live.len()] + (r & 0x1ff) * 8;
+            let v = next();
+            for m in mems {
+                m.write(pa, v);
+                m.meta(pa).present.fetch_add(1, Ordering::Relaxed);
+            }
+            let cas = mems.map(|m| m.compare_exchange(pa, v ^ (r & 1), v.rotate_left(7)));
+            assert_eq!(cas[0], cas[1]);
+            if r % 5 == 0 {
+                let pa = live.swap_remove((r >> 8) as usize % live.len());
+                assert_eq!(fast.free_table(pa), plain.free_table(pa));
+            }
+        }
+        assert!(fast.live_tables() > chunk_pages, "past the contiguous part");
+        for &t in &live {
+            for w in 0..512 {
+                let pa = t + w * 8;
+                let v = fast.read_walk(pa);
+                assert_eq!(v, plain.read_walk(pa), "{pa:#x}");
+                assert_eq!(v, fast.read(pa));
+                assert_eq!(v, plain.read(pa));
+            }
+            let present = mems.map(|m| m.meta(t).present.load(Ordering::Relaxed));
+            assert_eq!(present[0], present[1]);
+            assert_eq!(fast.meta(t).level(), plain.meta(t).level());
+        }
+        for pa in [0, TABLE_ZONE_BASE - 8, TABLE_ZONE_BASE + 3 * CHUNK_BYTES] {
+            assert_eq!(fast.read_walk(pa), 0);
+            assert_eq!(plain.read_walk(pa), 0);
+        }
+        assert_eq!(fast.leaks(), plain.leaks());
     }
 }
