@@ -131,6 +131,17 @@ pub trait Architecture: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Whether software may replace the word `old` with `new` in place
+    /// while `old` is live (valid, maybe cached by a TLB), rather than
+    /// first writing an invalid word and invalidating the TLBs
+    /// (break-before-make). Writing or replacing an invalid word is always
+    /// allowed; x86 and RISC-V allow any change (followed by the
+    /// invalidation), ARM64 only changes of write and privileged-execute
+    /// permission, nG (to non-global) and software bits.
+    fn may_change_live(&self, _old: u64, _new: u64) -> bool {
+        true
+    }
+
     /// Whether invalidating one page also drops every paging-structure
     /// cache entry of the address space (x86 INVLPG, SDM vol. 3A
     /// §4.10.4.1), rather than only those of the page's path.
@@ -237,5 +248,36 @@ mod tests {
             None
         );
         assert_eq!(x86.napot_leaf_shift(0, u64::MAX), None);
+    }
+
+    /// ARM64's break-before-make rule: write permission and software bits may
+    /// change on a live descriptor; its address, memory type, contiguous
+    /// bit and nG-to-global may not; an invalid word on either side makes
+    /// any change safe. x86 and RISC-V have no such rule.
+    #[test]
+    fn only_arm64_needs_break_before_make() {
+        use crate::entry::arm64::*;
+        let arm = Arch::Arm64.architecture();
+        let page = VALID | TABLE_OR_PAGE | AF | SH_INNER | NG | 0x4000_0000;
+        let live = |new: u64| arm.may_change_live(page, new);
+        assert!(live(page | AP_RDONLY));
+        assert!(live(page | DBM | PXN));
+        assert!(live(page | SW_DIRTY));
+        assert!(!live(page + 0x1000), "the output address");
+        assert!(!live(page | ATTR_DEVICE << 2), "the memory type");
+        assert!(!live(page | CONT), "the contiguous bit");
+        assert!(!live(page & !NG), "non-global to global");
+        assert!(
+            arm.may_change_live(page & !NG, page),
+            "global to non-global"
+        );
+        assert!(!live(page & !AF), "the access flag, as Linux treats it");
+        assert!(
+            arm.may_change_live(0, page) && live(0),
+            "through an invalid word"
+        );
+        for a in [Arch::X86_64, Arch::RiscV].map(Arch::architecture) {
+            assert!(a.may_change_live(page, page + 0x1000));
+        }
     }
 }

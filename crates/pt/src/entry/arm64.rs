@@ -423,7 +423,32 @@ impl super::Architecture for Arm64 {
         // Hardware AF in table descriptors needs FEAT_HAFT, not modeled.
         0
     }
+    fn may_change_live(&self, old: u64, new: u64) -> bool {
+        may_change_live(old, new)
+    }
     fn page_invalidation_flushes_walk_caches(&self) -> bool {
         false
     }
+}
+
+/// Software bits 58:55 (Linux's `PTE_SWBITS_MASK`).
+const SW_BITS: u64 = 0xf << 55;
+
+/// Whether the live descriptor `old` may become `new` without
+/// break-before-make (the Arm ARM's break-before-make rules, as Linux
+/// applies them): creating or taking down a mapping always may; a live one
+/// keeps its output address, its memory type and shareability, its access
+/// flag, its contiguous bit (a live contiguous run may not be touched at
+/// all) and its nG unless global becomes non-global; it may change AP\[2\]
+/// (read-only), DBM (Linux's `PTE_WRITE`), PXN and the software bits.
+// Linux: arch/arm64/mm/mmu.c, pgattr_change_is_safe
+fn may_change_live(old: u64, new: u64) -> bool {
+    let mutable = PXN | AP_RDONLY | DBM | NG | SW_BITS;
+    if old & VALID == 0 || new & VALID == 0 {
+        return true;
+    }
+    if (old | new) & CONT != 0 || old & !new & NG != 0 {
+        return false;
+    }
+    (old ^ new) & !mutable == 0
 }

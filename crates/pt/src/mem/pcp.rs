@@ -47,7 +47,7 @@ pub(super) struct PcpList {
 }
 
 /// Numbers threads for the choice of their per-thread list.
-pub(super) static NEXT_THREAD: StdAtomicUsize = StdAtomicUsize::new(0);
+static NEXT_THREAD: StdAtomicUsize = StdAtomicUsize::new(0);
 
 thread_local! {
     static THREAD_NUMBER: usize = NEXT_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
