@@ -13,7 +13,26 @@
 //!
 //! The MMU decides nothing about what is mapped (DESIGN.md): it reads the
 //! tables `pt` holds, writes only accessed and dirty bits, and tells the
-//! caller which faults the hardware would raise.
+//! caller which faults the hardware would raise. It never asks which
+//! architecture it walks: the walk reads the geometry's per-level word
+//! tests and the predicates of its [`pt::entry::Architecture`], resolved
+//! once into the walk's constants (`walk::GeomInfo`).
+//!
+//! ## Accelerations
+//!
+//! The host-side shortcuts of the MMU model, each beside the plain path it
+//! shortcuts, why it gives the same result, and the differential test that
+//! holds it there (the engine's own are listed in `pt::accel`):
+//!
+//! | acceleration | shortcuts | exact because | held by |
+//! | --- | --- | --- | --- |
+//! | first-level hit cache (`hits`): 16 direct-mapped slots of recent first-level hits | the first-level lookup and its LRU touch | a slot mirrors its entry and is cleared before any change to the arrays; deferred touches are replayed in last-hit order, which leaves the same LRU order | `tests/against_reference.rs` (zen4, icelake: every access against a minimal model without it) |
+//! | presence filters (`presence`): per-size counters of valid entries | a scan that would miss | a zero proves no entry of that kind matches; counters saturate, never undercount | `tests/against_reference.rs` (zen4 and icelake have filters, neoverse-n1 none); `presence` unit tests |
+//! | way prediction and the level memo (`tlb`): the entry that last answered for an address | the scan of a set or a wide array | a prediction is checked by a tag compare; a stale one costs the scan; at most one entry of a level covers an address | `tests/against_reference.rs`; `tests/tlb.rs`: `lru_tlbs_agree_with_a_reference_model`, `wide_lru_tlbs_agree_with_a_reference_model` |
+//! | constant-time LRU (`lru`, `cache`) | an ordered list per set | the same victim as an explicit recency order | `tests/tlb.rs` reference proptests; `cache` unit tests |
+//! | codec-free walk steps (`walk`): a table entry through its `TableFields`, a common leaf needing no A/D update through its `LeafFields` | the codec's decode at each level | the fields are the codec's own tests (see `pt::accel`); every other word takes the decode | `walk::tests::the_leaf_shortcut_changes_nothing` (the walk without the leaf shortcut, same words, results, references, A/D writes); `pt`'s codec tests for the table fields |
+//! | walk constants (`walk::GeomInfo::entry_pa`): the geometry's shifts and masks copied beside the walk | `PageTable::hw_entry_pa` | the same formula over the same numbers | `walk::tests::entry_addresses_match_the_engine_for_every_preset` |
+//! | walk prefetch with a memo (`Cpu::prefetch`, `pt::table::WalkMemo`) | nothing: a host-cache hint | changes no TLB, walk cache, word or statistic | `pt::table::memo` test against `PageTable::last_walk_word` |
 
 mod cache;
 pub mod config;

@@ -56,7 +56,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pt::table::{Flush, FreedTables, WalkMemo};
-use pt::{Arch, Geometry, MemError, PageTable};
+use pt::{Geometry, MemError, PageTable};
 
 use crate::config::{ConfigError, MmuConfig, MAX_CPUS};
 use crate::hits::HitCache;
@@ -560,9 +560,9 @@ fn apply(st: &mut CpuState, gi: &GeomInfo, asid: Asid, inval: &Invalidation) -> 
                 st.stats.pwc_flushed += st.pwc.invalidate_range(asid, va, len);
             }
         }
-        // SDM §4.10.4.1: INVLPG invalidates all paging-structure-cache
+        // x86, SDM §4.10.4.1: INVLPG invalidates all paging-structure-cache
         // entries of the current PCID, whatever their addresses.
-        if gi.arch == Arch::X86_64 {
+        if gi.page_invalidation_flushes_pwc {
             st.stats.pwc_flushed += st.pwc.flush_asid(asid);
         }
     }

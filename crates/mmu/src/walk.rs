@@ -40,7 +40,7 @@
 
 use pt::entry::{self, DecodeError, Entry, LeafFields, TableFields};
 use pt::geometry::MAX_LEVELS;
-use pt::{Arch, Geometry, PageTable};
+use pt::{Geometry, PageTable};
 use thiserror::Error;
 
 use crate::pwc::Pwc;
@@ -80,7 +80,6 @@ fn access_kind(write: bool, user: bool) -> &'static str {
 /// What the MMU needs from a geometry, computed once.
 #[derive(Debug, Clone)]
 pub(crate) struct GeomInfo {
-    pub arch: Arch,
     pub root: usize,
     pub va_bits: u32,
     pub hw_page_shift: u32,
@@ -93,13 +92,21 @@ pub(crate) struct GeomInfo {
     /// page: `entry_pa = table + ((va >> hw_shift) & hw_mask) * 8`, as
     /// [`PageTable::hw_entry_pa`] computes it.
     pub hw_mask: [u64; MAX_LEVELS],
-    /// Whether the hardware sets A in table entries it walks through.
-    pub table_accessed: bool,
+    /// The bit the hardware sets in table entries it walks through, 0 if
+    /// none ([`pt::entry::Architecture::table_accessed_bit`]).
+    pub table_accessed: u64,
+    /// Whether invalidating one page drops every walk-cache entry of the
+    /// address space ([`pt::entry::Architecture::page_invalidation_flushes_walk_caches`]).
+    pub page_invalidation_flushes_pwc: bool,
+    /// The geometry's architecture, for the rules asked off the hot path
+    /// (the NAPOT leaf of a software-page geometry).
+    architecture: &'static dyn pt::entry::Architecture,
     /// Per level, how to read a common leaf without decoding it.
     leaf: [FastLeaf; MAX_LEVELS],
-    /// Per level, the table-entry test and address fields; on x86 the test
-    /// also asks for A, so that a table entry whose A the walk must set
-    /// fails it and takes [`last_step`].
+    /// Per level, the table-entry test and address fields; where the
+    /// hardware sets A in table entries (x86) the test also asks for it, so
+    /// that a table entry whose A the walk must set fails it and takes
+    /// [`last_step`].
     table: [TableFields; MAX_LEVELS],
 }
 
@@ -143,19 +150,21 @@ impl GeomInfo {
             hw_shift[l] = g.hw_shift(l);
             hw_mask[l] = (1u64 << (g.level(l).bits + sub)) - 1;
         }
+        let architecture = g.architecture();
         let mut gi = GeomInfo {
-            arch: g.arch(),
             root: g.root_level(),
             va_bits: g.va_bits(),
             hw_page_shift: g.hw_page_shift(),
             sub,
             hw_shift,
             hw_mask,
-            table_accessed: matches!(g.arch(), Arch::X86_64),
+            table_accessed: architecture.table_accessed_bit(),
+            page_invalidation_flushes_pwc: architecture.page_invalidation_flushes_walk_caches(),
+            architecture,
             leaf: [FastLeaf::NONE; MAX_LEVELS],
             table: [TableFields::NONE; MAX_LEVELS],
         };
-        let accessed = if gi.table_accessed { entry::x86::A } else { 0 };
+        let accessed = gi.table_accessed;
         for l in 0..g.num_levels() {
             let mut t = entry::table_fields(g, l);
             t.mask |= accessed;
@@ -270,22 +279,18 @@ fn leaf_shift(g: &Geometry, gi: &GeomInfo, level: usize, raw: u64, contiguous: b
     if gi.sub == 0 {
         return l.shift;
     }
-    // Software page: the word is one hardware translation.
-    if gi.arch == Arch::RiscV && level == 0 && raw & entry::riscv::N != 0 {
-        return entry::riscv::NAPOT_64K_BYTES.trailing_zeros();
-    }
-    gi.hw_shift[level]
+    // Software page: the word is one hardware translation (a NAPOT word
+    // one of its run's size).
+    gi.architecture
+        .napot_leaf_shift(level, raw)
+        .unwrap_or(gi.hw_shift[level])
 }
 
 /// `raw` with A set if this architecture sets A in table entries and it is
 /// clear (x86 only: see the module docs).
 #[inline]
 fn table_accessed(gi: &GeomInfo, raw: u64) -> Option<u64> {
-    if gi.table_accessed && raw & entry::x86::A == 0 {
-        Some(entry::x86::mark_accessed(raw, false))
-    } else {
-        None
-    }
+    (raw & gi.table_accessed != gi.table_accessed).then_some(raw | gi.table_accessed)
 }
 
 /// Walks `pt` for `va` as the hardware does, starting below the walk cache's

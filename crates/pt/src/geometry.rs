@@ -7,6 +7,13 @@
 //! branches on a level count: adding a format is adding a preset here and, if
 //! its bits are new, a codec in [`crate::entry`].
 //!
+//! A [`Geometry`] is its numbers, a [`Layout`] (which it dereferences to),
+//! plus the names and level specifications people read. What depends on the
+//! architecture (which hardware pages exist, where contiguous runs may sit,
+//! the default output width, the codec's per-level word tests) is asked of
+//! the geometry's [`crate::entry::Architecture`]; this module names no
+//! architecture. Dependencies run `layout` <- `entry` <- `geometry`.
+//!
 //! Levels are indexed from the leaf: `levels[0]` is the PTE level (L3 on
 //! ARM64), the last one is the root.
 //!
@@ -16,10 +23,10 @@
 //! the OS manage memory in 64 KiB units. One *software* entry is then a group
 //! of `2^(page_shift - hw_page_shift)` = 16 consecutive hardware entries, a
 //! table page is 64 KiB (16 hardware tables), and a leaf at the PTE level is a
-//! NAPOT run of 16 hardware PTEs. [`Geometry::hw_words_per_entry`] is 1 for
+//! NAPOT run of 16 hardware PTEs. [`Layout::hw_words_per_entry`] is 1 for
 //! every other geometry. The software split (38-34, 33-25, 24-16, 15-0 for
-//! Sv39) is what [`Geometry::index`] computes; the hardware walk uses
-//! [`Geometry::hw_index`].
+//! Sv39) is what [`Layout::index`] computes; the hardware walk uses
+//! [`Layout::hw_index`].
 //!
 //! ## Invariants (checked by [`Geometry::new`])
 //!
@@ -31,47 +38,12 @@
 //! - `levels[0]` is always a leaf level.
 
 use serde::Deserialize;
-use std::fmt;
 use thiserror::Error;
 
-/// The most levels any geometry may have (5-level x86-64 uses 5).
-pub const MAX_LEVELS: usize = 6;
+use crate::entry::{self, Architecture};
+use crate::layout::LevelShape;
 
-/// Bytes in one hardware page-table entry, on every architecture ptlab models.
-pub const ENTRY_BYTES: u64 = 8;
-
-/// Which entry format (codec) a geometry's tables use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Arch {
-    X86_64,
-    RiscV,
-    Arm64,
-}
-
-impl Arch {
-    fn parse(s: &str) -> Option<Arch> {
-        match s {
-            "x86-64" | "x86_64" => Some(Arch::X86_64),
-            "riscv" | "riscv64" => Some(Arch::RiscV),
-            "arm64" | "aarch64" => Some(Arch::Arm64),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::X86_64 => "x86-64",
-            Arch::RiscV => "riscv",
-            Arch::Arm64 => "arm64",
-        }
-    }
-}
-
-impl fmt::Display for Arch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::layout::{Arch, Layout, ENTRY_BYTES, MAX_LEVELS};
 
 /// One level of a geometry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,65 +91,23 @@ impl LeafKind {
     }
 }
 
-/// The numbers of one level that walks need, kept in a fixed array so that
-/// the hot paths do no vector indexing or recomputation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FastLevel {
-    pub(crate) shift: u32,
-    pub(crate) index_mask: u64,
-    pub(crate) hw_shift: u32,
-    /// Mask of the index into a table page in hardware words.
-    pub(crate) hw_word_mask: u64,
-    pub(crate) leaf: bool,
-    pub(crate) contig: u32,
-    /// A word `raw` of this level is a valid table entry exactly when
-    /// `raw & table.mask == table.value` (set by the codec, see
-    /// `entry::table_test`): the walk's per-level test in one AND and one
-    /// compare; `table.next_table` then gives the next table's address
-    /// without the codec.
-    pub(crate) table: crate::entry::TableFields,
-    /// A word `raw` of this level is a plain valid leaf (one the codec can
-    /// decode without further checks) when `raw & leaf_mask == leaf_value`;
-    /// words that fail it take the codec's full decode (see
-    /// `entry::leaf_test`).
-    pub(crate) leaf_mask: u64,
-    pub(crate) leaf_value: u64,
-}
-
-impl FastLevel {
-    /// The byte offset, inside a table page of this level, of the hardware
-    /// word a hardware walk reads for `va`.
-    #[inline(always)]
-    pub(crate) fn word_offset(&self, va: u64) -> u64 {
-        ((va >> self.hw_shift) & self.hw_word_mask) * ENTRY_BYTES
-    }
-
-    /// The constants of a level the geometry does not have.
-    const UNUSED: FastLevel = FastLevel {
-        shift: 0,
-        index_mask: 0,
-        hw_shift: 0,
-        hw_word_mask: 0,
-        leaf: false,
-        contig: 0,
-        table: crate::entry::TableFields::NONE,
-        leaf_mask: 0,
-        leaf_value: 0,
-    };
-}
-
 /// A checked page-table geometry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Geometry {
-    fast: [FastLevel; MAX_LEVELS],
+    layout: Layout,
     name: String,
-    arch: Arch,
-    page_shift: u32,
-    hw_page_shift: u32,
-    va_bits: u32,
-    oa_bits: u32,
     levels: Vec<LevelSpec>,
     description: String,
+}
+
+/// A geometry reads as its numbers: `g.page_shift()`, `g.index(level, va)`,
+/// and a `&Geometry` is accepted where a codec asks for a `&Layout`.
+impl std::ops::Deref for Geometry {
+    type Target = Layout;
+    #[inline(always)]
+    fn deref(&self) -> &Layout {
+        &self.layout
+    }
 }
 
 /// Why a geometry is impossible.
@@ -228,21 +158,17 @@ impl Geometry {
                 "hw_page_shift {hw_page_shift}: must be at least 12 and at most page_shift {page_shift}"
             ));
         }
-        match arch {
-            Arch::X86_64 | Arch::RiscV if hw_page_shift != 12 => {
-                return bad(format!(
-                    "{arch} hardware pages are 4 KiB (hw_page_shift 12), not 2^{hw_page_shift}"
-                ))
-            }
-            Arch::Arm64 if ![12, 14, 16].contains(&hw_page_shift) => {
-                return bad(format!(
-                    "arm64 granules are 4K, 16K or 64K (shift 12, 14, 16), not 2^{hw_page_shift}"
-                ))
-            }
-            Arch::Arm64 if hw_page_shift != page_shift => {
-                return bad("arm64 has no software page larger than its granule".into())
-            }
-            _ => {}
+        let a = arch.architecture();
+        if !a.hw_page_shifts().contains(&hw_page_shift) {
+            return bad(format!(
+                "{arch} {}, not 2^{hw_page_shift}",
+                a.hw_page_rule()
+            ));
+        }
+        if hw_page_shift != page_shift && !a.software_pages() {
+            return bad(format!(
+                "{arch} has no software page larger than its hardware page"
+            ));
         }
         let group = 1u64 << (page_shift - hw_page_shift);
         let mut shift = page_shift;
@@ -278,15 +204,12 @@ impl Geometry {
                         l.name
                     ));
                 }
-                if arch == Arch::RiscV && (i != 0 || l.contig != 16 || group != 1) {
-                    // Svnapot defines only 64 KiB runs of 4 KiB PTEs, at the leaf level.
+                if !a.allows_contiguous_run(i, l.contig, group) {
                     return bad(format!(
-                        "level {i} (\"{}\"): RISC-V Svnapot runs are 16 entries of 4 KiB at the leaf level only",
-                        l.name
+                        "level {i} (\"{}\"): {}",
+                        l.name,
+                        a.contiguous_rule()
                     ));
-                }
-                if arch == Arch::X86_64 {
-                    return bad("x86-64 has no contiguous entries".into());
                 }
             }
             shift += l.bits;
@@ -300,38 +223,28 @@ impl Geometry {
         if !(32..=56).contains(&oa_bits) {
             return bad(format!("oa_bits {oa_bits}: expected 32 to 56"));
         }
-        let sub = page_shift - hw_page_shift;
-        let mut fast = [FastLevel::UNUSED; MAX_LEVELS];
-        for (f, l) in fast.iter_mut().zip(&levels) {
-            *f = FastLevel {
+        let shapes: Vec<LevelShape> = levels
+            .iter()
+            .map(|l| LevelShape {
                 shift: l.shift,
-                index_mask: (1u64 << l.bits) - 1,
-                hw_shift: l.shift - sub,
-                hw_word_mask: (1u64 << (l.bits + sub)) - 1,
+                bits: l.bits,
                 leaf: l.leaf,
                 contig: l.contig,
-                table: crate::entry::TableFields::NONE,
-                leaf_mask: 0,
-                leaf_value: 0,
-            };
+            })
+            .collect();
+        let mut layout = Layout::new(arch, page_shift, hw_page_shift, shift, oa_bits, &shapes);
+        // The codec's word tests, computed once (see `layout`'s invariants).
+        for level in 0..levels.len() {
+            let table = entry::table_fields(&layout, level);
+            let leaf = entry::leaf_test(&layout, level);
+            layout.set_word_tests(level, table, leaf);
         }
-        let mut g = Geometry {
-            fast,
+        let g = Geometry {
+            layout,
             name: name.to_string(),
-            arch,
-            page_shift,
-            hw_page_shift,
-            va_bits: shift,
-            oa_bits,
             levels,
             description: String::new(),
         };
-        for level in 0..g.levels.len() {
-            g.fast[level].table = crate::entry::table_fields(&g, level);
-            let (mask, value) = crate::entry::leaf_test(&g, level);
-            g.fast[level].leaf_mask = mask;
-            g.fast[level].leaf_value = value;
-        }
         Ok(g)
     }
 
@@ -346,126 +259,16 @@ impl Geometry {
     pub fn description(&self) -> &str {
         &self.description
     }
-    pub fn arch(&self) -> Arch {
-        self.arch
-    }
-    /// log2 of the base page, which is also the size of a table page.
-    pub fn page_shift(&self) -> u32 {
-        self.page_shift
-    }
-    pub fn page_size(&self) -> u64 {
-        1 << self.page_shift
-    }
-    /// log2 of the hardware page (smaller than [`Self::page_shift`] only for
-    /// software-page geometries such as `riscv-sv39-64k`).
-    pub fn hw_page_shift(&self) -> u32 {
-        self.hw_page_shift
-    }
-    /// Bytes of one table page.
-    pub fn table_bytes(&self) -> u64 {
-        1 << self.page_shift
-    }
-    /// Hardware words making one software entry (16 for the RISC-V 64 KiB page, else 1).
-    pub fn hw_words_per_entry(&self) -> u64 {
-        1 << (self.page_shift - self.hw_page_shift)
-    }
-    /// Virtual-address bits translated.
-    pub fn va_bits(&self) -> u32 {
-        self.va_bits
-    }
-    /// Physical (output) address bits the entry format can hold.
-    pub fn oa_bits(&self) -> u32 {
-        self.oa_bits
-    }
     pub fn levels(&self) -> &[LevelSpec] {
         &self.levels
     }
     pub fn level(&self, level: usize) -> &LevelSpec {
         &self.levels[level]
     }
-    pub fn num_levels(&self) -> usize {
-        self.levels.len()
-    }
-    pub fn root_level(&self) -> usize {
-        self.levels.len() - 1
-    }
 
-    /// The software index of `va` at `level`.
-    #[inline]
-    pub fn index(&self, level: usize, va: u64) -> u64 {
-        let l = &self.fast[level];
-        (va >> l.shift) & l.index_mask
-    }
-
-    /// `(mask, value)`: a word of `level` is a table entry exactly when
-    /// `word & mask == value`.
-    #[inline]
-    pub(crate) fn table_test(&self, level: usize) -> (u64, u64) {
-        let f = &self.fast[level];
-        (f.table.mask, f.table.value)
-    }
-
-    /// `(mask, value)`: a word of `level` is a plain valid leaf when
-    /// `word & mask == value` (words that fail may still be leaves; the
-    /// codec's full decode says).
-    #[inline]
-    pub(crate) fn leaf_test(&self, level: usize) -> (u64, u64) {
-        let f = &self.fast[level];
-        (f.leaf_mask, f.leaf_value)
-    }
-
-    /// The walk constants of every level, leaf first (no bounds checks in
-    /// a loop over them).
-    #[inline]
-    pub(crate) fn fast_levels(&self) -> &[FastLevel] {
-        &self.fast[..self.levels.len()]
-    }
-
-    /// Whether `level` may hold leaves.
-    #[inline]
-    pub fn is_leaf_level(&self, level: usize) -> bool {
-        self.fast[level].leaf
-    }
-
-    /// Entries in a contiguous / NAPOT run at `level` (0 if none).
-    #[inline]
-    pub fn contig(&self, level: usize) -> u32 {
-        self.fast[level].contig
-    }
-
-    /// The byte offset, inside a table page of `level`, of the hardware word
-    /// a hardware walk reads for `va`.
-    #[inline]
-    pub fn hw_word_offset(&self, level: usize, va: u64) -> u64 {
-        self.fast[level].word_offset(va)
-    }
-
-    /// Lowest VA bit a hardware table of `level` indexes.
-    #[inline]
-    pub fn hw_shift(&self, level: usize) -> u32 {
-        self.fast[level].hw_shift
-    }
-
-    /// Index bits of one hardware table of `level`: a hardware table is one
-    /// hardware page of 8-byte entries, or less at the root.
-    #[inline]
-    pub fn hw_bits(&self, level: usize) -> u32 {
-        let sub = self.page_shift - self.hw_page_shift;
-        (self.levels[level].bits + sub).min(self.hw_page_shift - 3)
-    }
-
-    /// The index of `va` inside the hardware table that the hardware walk
-    /// reads at `level` (equal to [`Self::index`] when software and hardware
-    /// pages are the same size).
-    #[inline]
-    pub fn hw_index(&self, level: usize, va: u64) -> u64 {
-        (va >> self.hw_shift(level)) & ((1u64 << self.hw_bits(level)) - 1)
-    }
-
-    /// Bytes mapped by one software entry of `level`.
-    #[inline]
-    pub fn entry_size(&self, level: usize) -> u64 {
-        1u64 << self.fast[level].shift
+    /// The architecture of the geometry's entries: its codec and its rules.
+    pub fn architecture(&self) -> &'static dyn Architecture {
+        self.arch().architecture()
     }
 
     /// Every leaf size the geometry allows, ascending, with how it is built.
@@ -501,20 +304,6 @@ impl Geometry {
         self.leaf_kinds().into_iter().find(|k| k.size == size)
     }
 
-    /// Whether `va` is canonical: the bits above `va_bits - 1` repeat it.
-    pub fn is_canonical(&self, va: u64) -> bool {
-        if self.va_bits >= 64 {
-            return true;
-        }
-        let top = (va as i64) >> (self.va_bits - 1);
-        top == 0 || top == -1
-    }
-
-    /// One past the highest user (lower-half) address.
-    pub fn user_limit(&self) -> u64 {
-        1u64 << (self.va_bits - 1)
-    }
-
     /// The size of one table page of this geometry, in bytes, as a human string.
     pub fn summary(&self) -> String {
         let names: Vec<&str> = self.levels.iter().rev().map(|l| l.name.as_str()).collect();
@@ -523,7 +312,7 @@ impl Geometry {
             self.name,
             self.levels.len(),
             names.join(" > "),
-            self.va_bits,
+            self.va_bits(),
             human_size(self.page_size())
         )
     }
@@ -833,19 +622,20 @@ pub fn from_toml(path: &str, text: &str) -> Result<Geometry, GeometryError> {
         .rev()
         .map(|l| lvl(&l.name, l.bits, l.leaf, l.contig))
         .collect();
-    let oa = fg.oa_bits.unwrap_or(match arch {
-        Arch::X86_64 => 52,
-        Arch::RiscV => 56,
-        Arch::Arm64 => 48,
-    });
+    let a = arch.architecture();
+    let oa = fg.oa_bits.unwrap_or(a.default_oa_bits());
+    // A software page only where the architecture has them, over its
+    // smallest hardware page.
+    let hw_default = if a.software_pages() {
+        fg.page_shift.min(a.hw_page_shifts()[0])
+    } else {
+        fg.page_shift
+    };
     let g = Geometry::new(
         &fg.name,
         arch,
         fg.page_shift,
-        fg.hw_page_shift.unwrap_or(fg.page_shift.min(match arch {
-            Arch::Arm64 => fg.page_shift,
-            _ => 12,
-        })),
+        fg.hw_page_shift.unwrap_or(hw_default),
         oa,
         levels,
     )

@@ -5,24 +5,37 @@
 //! built as real table pages in simulated physical memory, with bit-exact
 //! hardware entries.
 //!
-//! - [`geometry`]: a page-table format as data (levels, index bits, leaf sizes).
-//! - [`entry`]: the neutral view of an entry and the bit-exact codecs per architecture.
-//! - [`mem`]: simulated physical memory: the table-page arena and the frame allocator.
+//! - [`layout`]: a geometry's numbers (shifts, masks, the codec's word
+//!   tests per level): what codecs and walks read.
+//! - [`entry`]: the neutral view of an entry, and each architecture as one
+//!   [`entry::Architecture`] (its bit-exact codec and its hardware's rules),
+//!   dispatched in one place ([`entry::arch`]).
+//! - [`geometry`]: a page-table format as data (levels, index bits, leaf
+//!   sizes), checked against its architecture's rules; presets and files.
+//! - [`mem`]: simulated physical memory: the table-page arena, the metadata
+//!   beside each table page, the frame allocators.
 //! - [`table`]: operations on one tree: map, unmap, protect, translate, iterate, free.
 //! - [`account`]: table pages, bytes and occupancy per level.
 //! - [`text`]: positions in configuration text, for errors that say where.
+//! - [`accel`]: the list of host-side accelerations, what each shortcuts,
+//!   why it is exact and the test that holds it to the plain path.
+//!
+//! Modules depend one way: `layout` <- `entry` <- `geometry` <- `table`,
+//! and `mem` <- `table` (memory knows no geometry).
 //!
 //! This crate knows nothing of processes, VMAs or time (DESIGN.md).
 
+pub mod accel;
 pub mod account;
 pub mod entry;
 pub mod geometry;
+pub mod layout;
 pub mod mem;
 pub mod sync;
 pub mod table;
 pub mod text;
 
-pub use entry::{Attrs, Entry, MemType, Perms};
+pub use entry::{Architecture, Attrs, Entry, MemType, Perms};
 pub use geometry::{Arch, Geometry, GeometryError, LevelSpec};
 pub use mem::{MemError, PhysMem};
 pub use table::{PageTable, PtError, Translation};

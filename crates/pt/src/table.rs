@@ -32,7 +32,7 @@
 //!   the TLB shootdown (Linux: `mmu_gather` / `tlb_remove_table`).
 
 use crate::entry::{self, Attrs, Entry, Perms};
-use crate::geometry::{Arch, Geometry, LeafKind, ENTRY_BYTES, MAX_LEVELS};
+use crate::geometry::{Geometry, LeafKind, ENTRY_BYTES, MAX_LEVELS};
 use crate::mem::{MemError, PhysMem};
 use crate::sync::Ordering;
 use std::fmt::Write as _;
@@ -640,25 +640,15 @@ impl PageTable {
                 va_bits: g.va_bits(),
             });
         }
-        // One walk loop per architecture, so the table-entry test of each
-        // level is straight-line code rather than a dispatch on the
-        // architecture at every level.
-        match g.arch() {
-            Arch::X86_64 => self.walk_to_leaf(va, entry::x86::table_pa, entry::x86::decode),
-            Arch::RiscV => self.walk_to_leaf(va, entry::riscv::table_pa, entry::riscv::decode),
-            Arch::Arm64 => self.walk_to_leaf(va, entry::arm64::table_pa, entry::arm64::decode),
-        }
+        self.walk_to_leaf(va)
     }
 
-    /// The walk of [`PageTable::translate`] for a canonical `va`, with one
-    /// codec's table test `table_pa` (see [`entry::table_pa`]) and `decode`.
+    /// The walk of [`PageTable::translate`] for a canonical `va`. A table
+    /// entry is tested and followed through the level's word test (which
+    /// accepts exactly what [`entry::table_pa`] accepts, see
+    /// `layout::TableFields`); any other word goes to the codec's decode.
     #[inline(always)]
-    fn walk_to_leaf(
-        &self,
-        va: u64,
-        table_pa: impl Fn(&Geometry, usize, u64) -> Option<u64>,
-        decode: impl Fn(&Geometry, usize, u64) -> Result<Entry, entry::DecodeError>,
-    ) -> Result<Translation, PtError> {
+    fn walk_to_leaf(&self, va: u64) -> Result<Translation, PtError> {
         let g = &*self.geom;
         let mut entry_pas = [0u64; MAX_LEVELS];
         let mut table = self.root;
@@ -667,11 +657,11 @@ impl PageTable {
             entry_pas[i] = epa;
             let reads = i + 1;
             let raw = self.mem.read_walk(epa);
-            if let Some(next) = table_pa(g, level, raw) {
-                table = next;
+            if raw & f.table.mask == f.table.value {
+                table = f.table.next_table(raw);
                 continue;
             }
-            match decode(g, level, raw)? {
+            match entry::decode(g, level, raw)? {
                 Entry::Table { pa } => table = pa,
                 Entry::Invalid => return Err(PtError::NotMapped { va, level }),
                 Entry::Leaf {

@@ -64,7 +64,7 @@
 //!   entry of a run keeps its own output address).
 
 use super::{Attrs, DecodeError, Entry, MemType, Perms};
-use crate::geometry::Geometry;
+use crate::layout::Layout;
 
 /// bits\[1:0\] bit 0: valid.
 pub const VALID: u64 = 1 << 0;
@@ -123,7 +123,7 @@ struct OaLayout {
 }
 
 #[inline]
-fn layout(geom: &Geometry) -> OaLayout {
+fn layout(geom: &Layout) -> OaLayout {
     let g = geom.hw_page_shift();
     let lpa = g == 16 && geom.oa_bits() > 48;
     let top = geom.oa_bits().min(48);
@@ -147,14 +147,14 @@ fn desc_pa(raw: u64, l: OaLayout) -> u64 {
 
 /// The descriptor's address fields under `geom`: the output address is
 /// `raw & lo | (raw & hi) << hi_shift` (as `desc_pa` computes it).
-pub(crate) fn address_fields(geom: &Geometry) -> (u64, u64, u32) {
+pub(crate) fn address_fields(geom: &Layout) -> (u64, u64, u32) {
     let l = layout(geom);
     (l.field, l.hi, HI_SHIFT)
 }
 
 /// The descriptor bits holding output address `pa` under `geom`.
 #[inline]
-pub(crate) fn address_bits(geom: &Geometry, pa: u64) -> u64 {
+pub(crate) fn address_bits(geom: &Layout, pa: u64) -> u64 {
     pa_desc(pa, layout(geom))
 }
 
@@ -182,7 +182,7 @@ fn attr_indx(t: MemType) -> u64 {
 /// The descriptor for `entry` at `level`. ARM64 entries are single words, so
 /// `j` must be 0.
 #[inline]
-pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
+pub fn encode(geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
     debug_assert_eq!(j, 0, "ARM64 descriptors are single words");
     let l = layout(geom);
     match *entry {
@@ -207,7 +207,7 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
             );
             debug_assert!(representable(&attrs), "not expressible on ARM64: {p:?}");
             debug_assert!(
-                !contiguous || geom.level(level).contig != 0,
+                !contiguous || geom.contig(level) != 0,
                 "contiguous leaf at level {level}, which has no contiguous runs"
             );
             debug_assert!(
@@ -241,7 +241,7 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
 /// bits or an address beyond the output range; [`DecodeError::Misaligned`]
 /// for a block whose output address has bits below the block size set.
 #[inline]
-pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeError> {
+pub fn decode(geom: &Layout, level: usize, raw: u64) -> Result<Entry, DecodeError> {
     if raw & VALID == 0 {
         return Ok(Entry::Invalid);
     }
@@ -306,7 +306,7 @@ pub fn representable(attrs: &Attrs) -> bool {
 
 /// Names the first rule a leaf descriptor breaks (off the hot path).
 #[cold]
-fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
+fn leaf_error(geom: &Layout, level: usize, raw: u64) -> DecodeError {
     let why = if raw & TABLE_OR_PAGE == 0 && level == 0 {
         "bits[1:0] = 01 at L3 is reserved"
     } else if raw & TABLE_OR_PAGE == 0 && !geom.is_leaf_level(level) {
@@ -334,7 +334,7 @@ pub fn mark_accessed(_level: usize, raw: u64, write: bool) -> u64 {
 /// `level` (exactly when [`decode`] would return `Entry::Table`), else
 /// `None`: the walk's fast path.
 #[inline]
-pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
+pub fn table_pa(geom: &Layout, level: usize, raw: u64) -> Option<u64> {
     let (mask, value) = geom.table_test(level);
     (raw & mask == value).then(|| desc_pa(raw, layout(geom)))
 }
@@ -343,7 +343,7 @@ pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
 /// `entry::table_test`): valid with the table bit, no RES0 address bit, and
 /// no output-address bit at or above the limit (the field bits stop below
 /// it; of the high bits 15:12, which hold OA\[51:48\], those past it).
-pub(crate) fn table_test(geom: &Geometry) -> (u64, u64) {
+pub(crate) fn table_test(geom: &Layout) -> (u64, u64) {
     let l = layout(geom);
     let in_range = (1u64 << l.limit) - 1;
     let beyond = (l.field & !in_range) | (l.hi & !(in_range >> HI_SHIFT));
@@ -351,4 +351,104 @@ pub(crate) fn table_test(geom: &Geometry) -> (u64, u64) {
         VALID | TABLE_OR_PAGE | l.res0 | beyond,
         VALID | TABLE_OR_PAGE,
     )
+}
+
+/// ARM64 (VMSAv8-64) stage 1 as an [`Architecture`](super::Architecture).
+#[derive(Debug, Clone, Copy)]
+pub struct Arm64;
+
+impl super::Architecture for Arm64 {
+    fn arch(&self) -> crate::layout::Arch {
+        crate::layout::Arch::Arm64
+    }
+    fn names(&self) -> &'static [&'static str] {
+        &["arm64", "aarch64"]
+    }
+    #[inline(always)]
+    fn encode(&self, geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
+        encode(geom, level, entry, j)
+    }
+    #[inline(always)]
+    fn decode(&self, geom: &Layout, level: usize, raw: u64) -> Result<Entry, DecodeError> {
+        decode(geom, level, raw)
+    }
+    #[inline(always)]
+    fn mark_accessed(&self, level: usize, raw: u64, write: bool) -> u64 {
+        mark_accessed(level, raw, write)
+    }
+    #[inline(always)]
+    fn representable(&self, attrs: &Attrs) -> bool {
+        representable(attrs)
+    }
+    #[inline(always)]
+    fn table_pa(&self, geom: &Layout, level: usize, raw: u64) -> Option<u64> {
+        table_pa(geom, level, raw)
+    }
+    #[inline(always)]
+    fn leaf_address_bits(&self, geom: &Layout, pa: u64) -> u64 {
+        address_bits(geom, pa)
+    }
+    fn table_test(&self, geom: &Layout) -> (u64, u64) {
+        table_test(geom)
+    }
+    fn table_address(&self, geom: &Layout) -> crate::layout::TableFields {
+        let (lo, hi, hi_shift) = address_fields(geom);
+        crate::layout::TableFields {
+            lo,
+            hi,
+            hi_shift,
+            ..crate::layout::TableFields::NONE
+        }
+    }
+    fn hw_page_shifts(&self) -> &'static [u32] {
+        &[12, 14, 16]
+    }
+    fn hw_page_rule(&self) -> &'static str {
+        "granules are 4K, 16K or 64K (shift 12, 14, 16)"
+    }
+    fn software_pages(&self) -> bool {
+        false
+    }
+    fn default_oa_bits(&self) -> u32 {
+        48
+    }
+    fn allows_contiguous_run(&self, _level: usize, _entries: u32, _words: u64) -> bool {
+        // Any leaf level; the geometry checks the run is a power of two.
+        true
+    }
+    fn contiguous_rule(&self) -> &'static str {
+        "ARM64 contiguous runs need a leaf level"
+    }
+    fn table_accessed_bit(&self) -> u64 {
+        // Hardware AF in table descriptors needs FEAT_HAFT, not modeled.
+        0
+    }
+    fn may_change_live(&self, old: u64, new: u64) -> bool {
+        may_change_live(old, new)
+    }
+    fn page_invalidation_flushes_walk_caches(&self) -> bool {
+        false
+    }
+}
+
+/// Software bits 58:55 (Linux's `PTE_SWBITS_MASK`).
+const SW_BITS: u64 = 0xf << 55;
+
+/// Whether the live descriptor `old` may become `new` without
+/// break-before-make (the Arm ARM's break-before-make rules, as Linux
+/// applies them): creating or taking down a mapping always may; a live one
+/// keeps its output address, its memory type and shareability, its access
+/// flag, its contiguous bit (a live contiguous run may not be touched at
+/// all) and its nG unless global becomes non-global; it may change AP\[2\]
+/// (read-only), DBM (Linux's `PTE_WRITE`), PXN and the software bits.
+// Linux: arch/arm64/mm/mmu.c, pgattr_change_is_safe
+fn may_change_live(old: u64, new: u64) -> bool {
+    let mutable = PXN | AP_RDONLY | DBM | NG | SW_BITS;
+    if old & VALID == 0 || new & VALID == 0 {
+        return true;
+    }
+    if (old | new) & CONT != 0 || old & !new & NG != 0 {
+        return false;
+    }
+    (old ^ new) & !mutable == 0
 }

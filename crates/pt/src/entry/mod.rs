@@ -19,12 +19,22 @@
 //! - `Attrs.perms.write` means "writes are allowed by this entry"; `dirty`
 //!   means "the hardware would treat the page as written" (ARM expresses
 //!   both through AP\[2\] and DBM; see `arm64`).
+//!
+//! Each architecture is one [`Architecture`] (its codec and its hardware's
+//! rules); the functions below dispatch on the geometry's architecture in
+//! one place, [`arch`]. Codecs read the geometry's numbers, a
+//! [`crate::layout::Layout`] (a `&Geometry` coerces to it), and nothing else
+//! of it: `layout` <- `entry` <- `geometry`, no cycle.
 
+pub mod arch;
 pub mod arm64;
 pub mod riscv;
 pub mod x86;
 
-use crate::geometry::{Arch, Geometry};
+pub use crate::layout::TableFields;
+use crate::layout::{Layout, NO_WORD};
+use arch::with_architecture;
+pub use arch::Architecture;
 use thiserror::Error;
 
 /// Access permissions of a leaf.
@@ -128,7 +138,7 @@ pub enum DecodeError {
 /// non-leaf, misaligned addresses and addresses wider than `oa_bits` are the
 /// caller's bugs: the engine checks them before encoding (debug-asserted here).
 #[inline]
-pub fn encode(geom: &Geometry, level: usize, entry: &Entry) -> u64 {
+pub fn encode(geom: &Layout, level: usize, entry: &Entry) -> u64 {
     encode_group_word(geom, level, entry, 0)
 }
 
@@ -137,12 +147,8 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry) -> u64 {
 /// next table page; for a leaf, word `j` maps hardware page `j` of it (a
 /// NAPOT word at the leaf level of a software-page geometry).
 #[inline]
-pub fn encode_group_word(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
-    match geom.arch() {
-        Arch::X86_64 => x86::encode(geom, level, entry, j),
-        Arch::RiscV => riscv::encode(geom, level, entry, j),
-        Arch::Arm64 => arm64::encode(geom, level, entry, j),
-    }
+pub fn encode_group_word(geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
+    with_architecture!(geom.arch(), |a| a.encode(geom, level, entry, j))
 }
 
 /// Reads one hardware word at `level` back into the neutral view. For a word
@@ -152,24 +158,16 @@ pub fn encode_group_word(geom: &Geometry, level: usize, entry: &Entry, j: u64) -
 /// # Errors
 /// [`DecodeError`] for encodings the architecture reserves.
 #[inline]
-pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeError> {
-    match geom.arch() {
-        Arch::X86_64 => x86::decode(geom, level, raw),
-        Arch::RiscV => riscv::decode(geom, level, raw),
-        Arch::Arm64 => arm64::decode(geom, level, raw),
-    }
+pub fn decode(geom: &Layout, level: usize, raw: u64) -> Result<Entry, DecodeError> {
+    with_architecture!(geom.arch(), |a| a.decode(geom, level, raw))
 }
 
 /// `raw` with the Accessed flag set, and Dirty too when `write` (what the
 /// hardware walker does on an access; ARM's DBM makes a clean-writable page
 /// dirty by clearing AP\[2\]). `raw` must be a valid leaf word.
 #[inline]
-pub fn mark_accessed(geom: &Geometry, level: usize, raw: u64, write: bool) -> u64 {
-    match geom.arch() {
-        Arch::X86_64 => x86::mark_accessed(raw, write),
-        Arch::RiscV => riscv::mark_accessed(raw, write),
-        Arch::Arm64 => arm64::mark_accessed(level, raw, write),
-    }
+pub fn mark_accessed(geom: &Layout, level: usize, raw: u64, write: bool) -> u64 {
+    with_architecture!(geom.arch(), |a| a.mark_accessed(level, raw, write))
 }
 
 /// The physical address that `va` reaches through the leaf entry `pa`
@@ -185,12 +183,8 @@ pub fn leaf_output(leaf_pa: u64, leaf_size: u64, va: u64) -> u64 {
 /// read and a leaf needs one of R/W/X). PROT_NONE must be kept non-present
 /// above the codec, as Linux does.
 #[inline]
-pub fn representable(geom: &Geometry, attrs: &Attrs) -> bool {
-    match geom.arch() {
-        Arch::X86_64 => x86::representable(attrs),
-        Arch::RiscV => riscv::representable(attrs),
-        Arch::Arm64 => arm64::representable(attrs),
-    }
+pub fn representable(geom: &Layout, attrs: &Attrs) -> bool {
+    with_architecture!(geom.arch(), |a| a.representable(attrs))
 }
 
 /// The next table's physical address if `raw` is a valid table entry at
@@ -198,27 +192,19 @@ pub fn representable(geom: &Geometry, attrs: &Attrs) -> bool {
 /// matching `decode(..) == Ok(Entry::Table { pa })`, without building the
 /// neutral view: the walk's fast path.
 #[inline]
-pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
-    match geom.arch() {
-        Arch::X86_64 => x86::table_pa(geom, level, raw),
-        Arch::RiscV => riscv::table_pa(geom, level, raw),
-        Arch::Arm64 => arm64::table_pa(geom, level, raw),
-    }
+pub fn table_pa(geom: &Layout, level: usize, raw: u64) -> Option<u64> {
+    with_architecture!(geom.arch(), |a| a.table_pa(geom, level, raw))
 }
 
 /// `(mask, value)` such that a word `raw` of `level` is a valid table entry
 /// (what [`table_pa`] accepts) exactly when `raw & mask == value`. Computed
 /// once per geometry; a level that holds no tables gets a test nothing
 /// passes.
-pub(crate) fn table_test(geom: &Geometry, level: usize) -> (u64, u64) {
+pub(crate) fn table_test(geom: &Layout, level: usize) -> (u64, u64) {
     if level == 0 {
-        return NO_TABLES;
+        return NO_WORD;
     }
-    match geom.arch() {
-        Arch::X86_64 => x86::table_test(geom),
-        Arch::RiscV => riscv::table_test(geom),
-        Arch::Arm64 => arm64::table_test(geom),
-    }
+    geom.arch().architecture().table_test(geom)
 }
 
 /// `(mask, value)` such that a word `raw` of `level` with `raw & mask ==
@@ -227,91 +213,21 @@ pub(crate) fn table_test(geom: &Geometry, level: usize) -> (u64, u64) {
 /// take the codec's full decode, which accepts the rest and names what is
 /// wrong with the others. A codec without a short path gives a test nothing
 /// passes.
-pub(crate) fn leaf_test(geom: &Geometry, level: usize) -> (u64, u64) {
+pub(crate) fn leaf_test(geom: &Layout, level: usize) -> (u64, u64) {
     if !geom.is_leaf_level(level) {
-        return NO_TABLES;
+        return NO_WORD;
     }
-    match geom.arch() {
-        Arch::X86_64 => x86::leaf_test(geom, level),
-        Arch::RiscV | Arch::Arm64 => NO_TABLES,
-    }
-}
-
-/// How a hardware walk reads a table entry of one level without decoding
-/// it: `raw` is a valid table entry exactly when `raw & mask == value`
-/// (what [`table_pa`] accepts), and the next table is then at
-/// `((raw & lo) << lo_shift) & !align | (raw & hi) << hi_shift` (the one
-/// formula covers x86's plain field, RISC-V's shifted PPN and ARM's split
-/// 52-bit address).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TableFields {
-    pub mask: u64,
-    pub value: u64,
-    pub lo: u64,
-    pub lo_shift: u32,
-    pub align: u64,
-    pub hi: u64,
-    pub hi_shift: u32,
-    /// The formula reduces to `raw & lo` (x86; ARM without 52-bit
-    /// addresses): one operation on the walk's critical path instead of six.
-    pub plain: bool,
-}
-
-impl TableFields {
-    /// Fields whose test no word passes (a level without tables, or one
-    /// not yet set up).
-    pub const NONE: TableFields = TableFields {
-        mask: NO_TABLES.0,
-        value: NO_TABLES.1,
-        lo: 0,
-        lo_shift: 0,
-        align: 0,
-        hi: 0,
-        hi_shift: 0,
-        plain: true,
-    };
-
-    /// The next table's address in a word that passed the test.
-    #[inline(always)]
-    pub fn next_table(&self, raw: u64) -> u64 {
-        if self.plain {
-            return raw & self.lo;
-        }
-        (((raw & self.lo) << self.lo_shift) & !self.align) | ((raw & self.hi) << self.hi_shift)
-    }
+    geom.arch().architecture().leaf_test(geom, level)
 }
 
 /// The [`TableFields`] of `level` (a level that holds no tables gets a test
 /// no word passes).
-pub fn table_fields(geom: &Geometry, level: usize) -> TableFields {
+pub fn table_fields(geom: &Layout, level: usize) -> TableFields {
     let (mask, value) = table_test(geom, level);
-    let plain = |lo| TableFields {
+    let f = geom.arch().architecture().table_address(geom);
+    TableFields {
         mask,
         value,
-        lo,
-        lo_shift: 0,
-        align: 0,
-        hi: 0,
-        hi_shift: 0,
-        plain: true,
-    };
-    let f = match geom.arch() {
-        Arch::X86_64 => plain(x86::ADDR_MASK),
-        Arch::RiscV => TableFields {
-            lo_shift: 12 - riscv::PPN_SHIFT,
-            align: geom.table_bytes() - 1,
-            ..plain(riscv::PPN_MASK)
-        },
-        Arch::Arm64 => {
-            let (lo, hi, hi_shift) = arm64::address_fields(geom);
-            TableFields {
-                hi,
-                hi_shift,
-                ..plain(lo)
-            }
-        }
-    };
-    TableFields {
         plain: f.lo_shift == 0 && f.align == 0 && f.hi == 0,
         ..f
     }
@@ -342,21 +258,12 @@ pub struct LeafFields {
 /// The [`LeafFields`] of `level`, or `None` where the codec has none (a
 /// level without leaves; ARM64, whose write and dirty state share AP\[2\]
 /// and DBM and which always takes [`decode`]).
-pub fn leaf_fields(geom: &Geometry, level: usize) -> Option<LeafFields> {
+pub fn leaf_fields(geom: &Layout, level: usize) -> Option<LeafFields> {
     if !geom.is_leaf_level(level) {
         return None;
     }
-    match geom.arch() {
-        Arch::X86_64 => Some(x86::leaf_fields(geom, level)),
-        Arch::RiscV => Some(riscv::leaf_fields(geom, level)),
-        Arch::Arm64 => None,
-    }
+    geom.arch().architecture().leaf_fields(geom, level)
 }
-
-/// A test no word passes (no word has bit 0 both masked out and set): the
-/// table test of a level without tables, the leaf test of a level without
-/// leaves.
-const NO_TABLES: (u64, u64) = (0, 1);
 
 /// The word of a plain (not contiguous) leaf at `level` whose attributes
 /// encode to `bits` (the word [`encode`] gives for the leaf at address 0),
@@ -364,10 +271,6 @@ const NO_TABLES: (u64, u64) = (0, 1);
 /// `encode(leaf at pa) == address_bits(pa) | encode(leaf at 0)`. Lets a
 /// caller encode the attributes once for many leaves.
 #[inline]
-pub fn leaf_with_address(geom: &Geometry, bits: u64, pa: u64) -> u64 {
-    bits | match geom.arch() {
-        Arch::X86_64 => pa,
-        Arch::RiscV => riscv::ppn_field(pa),
-        Arch::Arm64 => arm64::address_bits(geom, pa),
-    }
+pub fn leaf_with_address(geom: &Layout, bits: u64, pa: u64) -> u64 {
+    bits | with_architecture!(geom.arch(), |a| a.leaf_address_bits(geom, pa))
 }

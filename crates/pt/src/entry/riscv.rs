@@ -56,7 +56,7 @@
 //! [`Entry`]); a software leaf is never `contiguous`.
 
 use super::{Attrs, DecodeError, Entry, MemType, Perms};
-use crate::geometry::Geometry;
+use crate::layout::Layout;
 
 /// Valid.
 pub const V: u64 = 1 << 0;
@@ -125,7 +125,7 @@ fn pbmt_bits(t: MemType) -> u64 {
 /// Word `j` of the group for `entry` at `level` (`j` = 0 unless the
 /// geometry has a software page; see the module docs).
 #[inline]
-pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
+pub fn encode(geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
     debug_assert!(j < geom.hw_words_per_entry(), "word {j} beyond the group");
     let oa_limit = 1u64 << geom.oa_bits();
     match *entry {
@@ -153,7 +153,7 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
                 "RISC-V leaves need R or X, and W only with R: {p:?}"
             );
             debug_assert!(
-                !contiguous || (level == 0 && geom.level(0).contig != 0),
+                !contiguous || (level == 0 && geom.contig(0) != 0),
                 "contiguous leaf at level {level}, which has no NAPOT runs"
             );
             debug_assert!(
@@ -200,7 +200,7 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
 /// beyond `oa_bits`); [`DecodeError::Misaligned`] for a superpage whose low
 /// PPN bits are not zero.
 #[inline]
-pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeError> {
+pub fn decode(geom: &Layout, level: usize, raw: u64) -> Result<Entry, DecodeError> {
     if raw & V == 0 {
         return Ok(Entry::Invalid);
     }
@@ -266,7 +266,7 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
 /// alignment at `level`; N clear, except at the leaf level of a
 /// software-page geometry, whose every leaf word is a 64 KiB NAPOT word
 /// (N set, PPN\[3:0\] = 1000).
-pub(crate) fn leaf_fields(geom: &Geometry, level: usize) -> super::LeafFields {
+pub(crate) fn leaf_fields(geom: &Layout, level: usize) -> super::LeafFields {
     let in_range = ((1u64 << geom.oa_bits()) - 1) >> (PAGE_SHIFT - PPN_SHIFT);
     let beyond_oa = PPN_MASK & !in_range;
     let misaligned = PPN_MASK & (((1u64 << geom.hw_shift(level)) - 1) >> (PAGE_SHIFT - PPN_SHIFT));
@@ -314,7 +314,7 @@ fn pointer_error(level: usize, raw: u64) -> DecodeError {
 
 /// Names the first rule a leaf word breaks (off the hot path).
 #[cold]
-fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
+fn leaf_error(geom: &Layout, level: usize, raw: u64) -> DecodeError {
     let why = if raw & RESERVED != 0 {
         "reserved bits 60:54 set"
     } else if raw & (R | W) == W {
@@ -344,7 +344,7 @@ pub fn mark_accessed(raw: u64, write: bool) -> u64 {
 /// (exactly when [`decode`] would return `Entry::Table`), else `None`: the
 /// walk's fast path.
 #[inline]
-pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
+pub fn table_pa(geom: &Layout, level: usize, raw: u64) -> Option<u64> {
     let (mask, value) = geom.table_test(level);
     (raw & mask == value).then(|| field_pa(raw) & !(geom.table_bytes() - 1))
 }
@@ -352,7 +352,7 @@ pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
 /// The table test of the levels above the leaf level (see
 /// `entry::table_test`): V alone among V/R/W/X, no reserved, D, A, U, N or
 /// PBMT bit, and no PPN bit that would put the table at or above `oa_bits`.
-pub(crate) fn table_test(geom: &Geometry) -> (u64, u64) {
+pub(crate) fn table_test(geom: &Layout) -> (u64, u64) {
     // PPN bit k holds physical address bit k + (PAGE_SHIFT - PPN_SHIFT).
     let in_range = ((1u64 << geom.oa_bits()) - 1) >> (PAGE_SHIFT - PPN_SHIFT);
     let beyond_oa = PPN_MASK & !in_range;
@@ -360,4 +360,85 @@ pub(crate) fn table_test(geom: &Geometry) -> (u64, u64) {
         V | R | W | X | RESERVED | D | A | U | N | PBMT_MASK | beyond_oa,
         V,
     )
+}
+
+/// RISC-V Sv39/48/57 with Svnapot and Svpbmt as an
+/// [`Architecture`](super::Architecture).
+#[derive(Debug, Clone, Copy)]
+pub struct RiscV;
+
+impl super::Architecture for RiscV {
+    fn arch(&self) -> crate::layout::Arch {
+        crate::layout::Arch::RiscV
+    }
+    fn names(&self) -> &'static [&'static str] {
+        &["riscv", "riscv64"]
+    }
+    #[inline(always)]
+    fn encode(&self, geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
+        encode(geom, level, entry, j)
+    }
+    #[inline(always)]
+    fn decode(&self, geom: &Layout, level: usize, raw: u64) -> Result<Entry, DecodeError> {
+        decode(geom, level, raw)
+    }
+    #[inline(always)]
+    fn mark_accessed(&self, _level: usize, raw: u64, write: bool) -> u64 {
+        mark_accessed(raw, write)
+    }
+    #[inline(always)]
+    fn representable(&self, attrs: &Attrs) -> bool {
+        representable(attrs)
+    }
+    #[inline(always)]
+    fn table_pa(&self, geom: &Layout, level: usize, raw: u64) -> Option<u64> {
+        table_pa(geom, level, raw)
+    }
+    #[inline(always)]
+    fn leaf_address_bits(&self, _geom: &Layout, pa: u64) -> u64 {
+        ppn_field(pa)
+    }
+    fn table_test(&self, geom: &Layout) -> (u64, u64) {
+        table_test(geom)
+    }
+    fn table_address(&self, geom: &Layout) -> crate::layout::TableFields {
+        crate::layout::TableFields {
+            lo: PPN_MASK,
+            lo_shift: PAGE_SHIFT - PPN_SHIFT,
+            align: geom.table_bytes() - 1,
+            ..crate::layout::TableFields::NONE
+        }
+    }
+    fn leaf_fields(&self, geom: &Layout, level: usize) -> Option<super::LeafFields> {
+        Some(leaf_fields(geom, level))
+    }
+    fn hw_page_shifts(&self) -> &'static [u32] {
+        &[12]
+    }
+    fn hw_page_rule(&self) -> &'static str {
+        "hardware pages are 4 KiB (hw_page_shift 12)"
+    }
+    fn software_pages(&self) -> bool {
+        true
+    }
+    fn default_oa_bits(&self) -> u32 {
+        56
+    }
+    fn allows_contiguous_run(&self, level: usize, entries: u32, words: u64) -> bool {
+        // Svnapot defines only 64 KiB runs of 4 KiB PTEs, at the leaf level.
+        level == 0 && entries == 16 && words == 1
+    }
+    fn contiguous_rule(&self) -> &'static str {
+        "RISC-V Svnapot runs are 16 entries of 4 KiB at the leaf level only"
+    }
+    fn table_accessed_bit(&self) -> u64 {
+        // A, D and U of a non-leaf PTE are reserved.
+        0
+    }
+    fn napot_leaf_shift(&self, level: usize, raw: u64) -> Option<u32> {
+        (level == 0 && raw & N != 0).then_some(NAPOT_64K_BYTES.trailing_zeros())
+    }
+    fn page_invalidation_flushes_walk_caches(&self) -> bool {
+        false
+    }
 }

@@ -46,7 +46,7 @@
 //! for a 2 MiB or 1 GiB page with reserved low address bits set.
 
 use super::{Attrs, DecodeError, Entry, MemType, Perms};
-use crate::geometry::Geometry;
+use crate::layout::Layout;
 
 /// Present.
 pub const P: u64 = 1 << 0;
@@ -80,7 +80,7 @@ pub const ADDR_MASK: u64 = 0x000f_ffff_ffff_f000;
 
 /// Address bits the geometry's MAXPHYADDR allows (bits `oa_bits-1`:12).
 #[inline]
-fn oa_mask(geom: &Geometry) -> u64 {
+fn oa_mask(geom: &Layout) -> u64 {
     ADDR_MASK & ((1u64 << geom.oa_bits()) - 1)
 }
 
@@ -101,7 +101,7 @@ fn mem_type_bits(t: MemType) -> u64 {
 /// The word for `entry` at `level`. x86-64 entries are single words, so `j`
 /// must be 0.
 #[inline]
-pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
+pub fn encode(geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
     debug_assert_eq!(j, 0, "x86-64 entries are single words");
     match *entry {
         Entry::Invalid => 0,
@@ -151,7 +151,7 @@ pub fn encode(geom: &Geometry, level: usize, entry: &Entry, j: u64) -> u64 {
 /// address bits beyond `oa_bits`, a set PAT bit or PWT without PCD;
 /// [`DecodeError::Misaligned`] for a huge page with low address bits set.
 #[inline]
-pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeError> {
+pub fn decode(geom: &Layout, level: usize, raw: u64) -> Result<Entry, DecodeError> {
     if raw & P == 0 {
         return Ok(Entry::Invalid);
     }
@@ -169,7 +169,7 @@ pub fn decode(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeEr
 
 /// [`decode`] with every check spelled out: for words that are neither a
 /// table entry nor a leaf passing the short path's test.
-fn decode_checked(geom: &Geometry, level: usize, raw: u64) -> Result<Entry, DecodeError> {
+fn decode_checked(geom: &Layout, level: usize, raw: u64) -> Result<Entry, DecodeError> {
     let oa = oa_mask(geom);
     let beyond_oa = raw & ADDR_MASK & !oa;
     if level != 0 && raw & PS == 0 {
@@ -224,7 +224,7 @@ fn leaf(raw: u64, pa: u64) -> Entry {
 /// `entry::leaf_test`): present, PS set above the PTE level, and clear: the
 /// PAT bit, address bits at or above MAXPHYADDR, and the address bits below
 /// the page size. PWT without PCD is checked beside the test.
-pub(crate) fn leaf_test(geom: &Geometry, level: usize) -> (u64, u64) {
+pub(crate) fn leaf_test(geom: &Layout, level: usize) -> (u64, u64) {
     let oa = oa_mask(geom);
     let misaligned = oa & (geom.entry_size(level) - 1);
     let (pat, ps) = if level == 0 {
@@ -238,7 +238,7 @@ pub(crate) fn leaf_test(geom: &Geometry, level: usize) -> (u64, u64) {
 /// The walk's view of a common leaf (see `entry::LeafFields`): the short
 /// path's test, with PWT and PCD clear (normal memory, which also rules out
 /// the reserved PWT-without-PCD).
-pub(crate) fn leaf_fields(geom: &Geometry, level: usize) -> super::LeafFields {
+pub(crate) fn leaf_fields(geom: &Layout, level: usize) -> super::LeafFields {
     let (mask, value) = leaf_test(geom, level);
     super::LeafFields {
         mask: mask | PWT | PCD,
@@ -265,7 +265,7 @@ fn reserved(raw: u64, level: usize, why: &'static str) -> DecodeError {
 
 /// Names the first rule a leaf word breaks (off the hot path).
 #[cold]
-fn leaf_error(geom: &Geometry, level: usize, raw: u64) -> DecodeError {
+fn leaf_error(geom: &Layout, level: usize, raw: u64) -> DecodeError {
     let why = if !geom.is_leaf_level(level) {
         "PS set at a level that holds no pages (reserved in a PML4E/PML5E)"
     } else if raw & ADDR_MASK & !oa_mask(geom) != 0 {
@@ -289,7 +289,7 @@ pub fn mark_accessed(raw: u64, write: bool) -> u64 {
 /// (exactly when [`decode`] would return `Entry::Table`), else `None`: the
 /// walk's fast path.
 #[inline]
-pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
+pub fn table_pa(geom: &Layout, level: usize, raw: u64) -> Option<u64> {
     let (mask, value) = geom.table_test(level);
     (raw & mask == value).then_some(raw & ADDR_MASK)
 }
@@ -297,8 +297,87 @@ pub fn table_pa(geom: &Geometry, level: usize, raw: u64) -> Option<u64> {
 /// The table test of the levels above the PTE level (see
 /// `entry::table_test`): present, PS clear, no address bit at or above
 /// MAXPHYADDR.
-pub(crate) fn table_test(geom: &Geometry) -> (u64, u64) {
+pub(crate) fn table_test(geom: &Layout) -> (u64, u64) {
     (P | PS | (ADDR_MASK & !oa_mask(geom)), P)
+}
+
+/// x86-64 paging as an [`Architecture`](super::Architecture).
+#[derive(Debug, Clone, Copy)]
+pub struct X86_64;
+
+impl super::Architecture for X86_64 {
+    fn arch(&self) -> crate::layout::Arch {
+        crate::layout::Arch::X86_64
+    }
+    fn names(&self) -> &'static [&'static str] {
+        &["x86-64", "x86_64"]
+    }
+    #[inline(always)]
+    fn encode(&self, geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
+        encode(geom, level, entry, j)
+    }
+    #[inline(always)]
+    fn decode(&self, geom: &Layout, level: usize, raw: u64) -> Result<Entry, DecodeError> {
+        decode(geom, level, raw)
+    }
+    #[inline(always)]
+    fn mark_accessed(&self, _level: usize, raw: u64, write: bool) -> u64 {
+        mark_accessed(raw, write)
+    }
+    #[inline(always)]
+    fn representable(&self, attrs: &Attrs) -> bool {
+        representable(attrs)
+    }
+    #[inline(always)]
+    fn table_pa(&self, geom: &Layout, level: usize, raw: u64) -> Option<u64> {
+        table_pa(geom, level, raw)
+    }
+    #[inline(always)]
+    fn leaf_address_bits(&self, _geom: &Layout, pa: u64) -> u64 {
+        pa
+    }
+    fn table_test(&self, geom: &Layout) -> (u64, u64) {
+        table_test(geom)
+    }
+    fn table_address(&self, _geom: &Layout) -> crate::layout::TableFields {
+        crate::layout::TableFields {
+            lo: ADDR_MASK,
+            ..crate::layout::TableFields::NONE
+        }
+    }
+    fn leaf_test(&self, geom: &Layout, level: usize) -> (u64, u64) {
+        leaf_test(geom, level)
+    }
+    fn leaf_fields(&self, geom: &Layout, level: usize) -> Option<super::LeafFields> {
+        Some(leaf_fields(geom, level))
+    }
+    fn hw_page_shifts(&self) -> &'static [u32] {
+        &[12]
+    }
+    fn hw_page_rule(&self) -> &'static str {
+        "hardware pages are 4 KiB (hw_page_shift 12)"
+    }
+    fn software_pages(&self) -> bool {
+        true
+    }
+    fn default_oa_bits(&self) -> u32 {
+        52
+    }
+    fn allows_contiguous_run(&self, _level: usize, _entries: u32, _words: u64) -> bool {
+        false
+    }
+    fn contiguous_rule(&self) -> &'static str {
+        "x86-64 has no contiguous entries"
+    }
+    fn table_accessed_bit(&self) -> u64 {
+        // SDM vol. 3A §4.8: A is set in every paging-structure entry used.
+        A
+    }
+    fn page_invalidation_flushes_walk_caches(&self) -> bool {
+        // SDM vol. 3A §4.10.4.1: INVLPG invalidates all paging-structure-cache
+        // entries of the current PCID, whatever their addresses.
+        true
+    }
 }
 
 #[cfg(test)]
