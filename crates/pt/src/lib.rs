@@ -25,4 +25,4 @@ pub mod text;
 pub use entry::{Attrs, Entry, MemType, Perms};
 pub use geometry::{Arch, Geometry, GeometryError, LevelSpec};
 pub use mem::{MemError, PhysMem};
-pub use table::{PageTable, PtError, Translation};
+pub use table::{Level, PageTable, PtError, TableAddr, Translation};

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use pt::geometry::{self, preset};
 use pt::table::PtError;
-use pt::{Attrs, Entry, PageTable, Perms};
+use pt::{Attrs, Entry, Level, PageTable, Perms, TableAddr};
 use std::collections::BTreeMap;
 
 /// Base of the window the property tests work in: 1 GiB-aligned, canonical
@@ -311,7 +311,7 @@ fn riscv_64k_pages_are_16_hardware_words_and_tables_are_64k() {
     assert_eq!(t.size, 64 << 10);
     assert_eq!(t.reads, 3);
     // The hardware word read for page 7 is the 8th word of the group.
-    let group = pt.entry_pa(t.entry_pas()[2] & !0xffff, 0, WINDOW);
+    let group = pt.entry_pa(TableAddr::new(t.entry_pas()[2] & !0xffff), Level::PTE, WINDOW);
     assert_eq!(t.entry_pas()[2], group + 7 * 8);
     assert_eq!(pt.mem().live_tables(), 3);
     let acc = pt::account::account(&pt).unwrap();
@@ -365,7 +365,7 @@ fn freeing_tables_waits_for_release() {
     assert_eq!(freed.tables.len(), 3, "PTE, PMD and PUD tables");
     assert_eq!(pt.mem().live_tables(), 4, "unlinked, not yet freed");
     assert!(matches!(
-        pt.read_entry(pt.root(), 3, WINDOW),
+        pt.read_entry(pt.root_table(), pt.root_level(), WINDOW),
         Ok(Entry::Invalid)
     ));
     freed.release(&pt).unwrap();
@@ -409,10 +409,11 @@ fn templated_leaves_are_the_words_write_entry_writes() {
         let a = PageTable::with_new_memory(g.clone()).unwrap();
         let b = PageTable::with_new_memory(g.clone()).unwrap();
         let (ta, tb) = (
-            a.mem().alloc_table(0).unwrap(),
-            b.mem().alloc_table(0).unwrap(),
+            a.alloc_table(Level::PTE).unwrap(),
+            b.alloc_table(Level::PTE).unwrap(),
         );
         for level in (0..g.num_levels()).filter(|&l| g.is_leaf_level(l)) {
+            let lv = Level::new(level);
             for i in 0..200u64 {
                 x ^= x << 13;
                 x ^= x >> 7;
@@ -427,29 +428,24 @@ fn templated_leaves_are_the_words_write_entry_writes() {
                 let size = g.entry_size(level);
                 let pa = ((x >> 12) << 12) & ((1u64 << g.oa_bits()) - 1) & !(size - 1);
                 let va = (i % 64) * size;
-                let Some(bits) = a.leaf_bits(level, &attrs) else {
+                let Some(bits) = a.leaf_bits(lv, &attrs) else {
                     continue;
                 };
-                a.write_leaf(ta, level, va, bits, pa);
+                a.set_leaf_bits(ta, lv, va, bits, pa);
                 let e = Entry::Leaf {
                     pa,
                     attrs,
                     contiguous: false,
                 };
-                b.write_entry(tb, level, va, &e);
+                b.set_entry(tb, lv, va, &e);
                 let (wa, wb) = (
-                    a.mem().read(a.entry_pa(ta, level, va)),
-                    b.mem().read(b.entry_pa(tb, level, va)),
+                    a.mem().read(a.entry_pa(ta, lv, va)),
+                    b.mem().read(b.entry_pa(tb, lv, va)),
                 );
                 assert_eq!(wa, wb, "{} level {level} {e:?}", g.name());
                 checked += 1;
             }
-            let count = |p: &PageTable, t| {
-                p.mem()
-                    .meta(t)
-                    .present
-                    .load(std::sync::atomic::Ordering::Relaxed)
-            };
+            let count = |p: &PageTable, t| p.present_entries(t);
             assert_eq!(count(&a, ta), count(&b, tb), "{}", g.name());
         }
     }
