@@ -8,8 +8,7 @@ use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{Backing, Prot, Vma, VmaFlags, Vmas};
 use pt::sync::{Mutex, MutexGuard, SpinLock};
-use pt::{Attrs, Entry, Geometry, PageTable, Perms, PhysMem};
-use std::cell::Cell;
+use pt::{Attrs, Entry, Geometry, Level, PageTable, Perms, PhysMem, TableAddr};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -130,7 +129,7 @@ pub struct AddressSpace {
     /// mTHP sizes with their policies, largest first.
     pub(crate) mthp: Vec<(u64, MthpPolicy)>,
     /// Deposited PTE tables per huge-PMD address (Linux `pgtable_trans_huge_deposit`).
-    pub(crate) deposits: Mutex<HashMap<u64, u64>>,
+    pub(crate) deposits: Mutex<HashMap<u64, TableAddr>>,
     /// Large anonymous folios by head address.
     pub(crate) folios: Mutex<HashMap<u64, Folio>>,
     pub(crate) nr_folios: AtomicUsize,
@@ -154,15 +153,6 @@ pub struct AddressSpace {
 
 /// Source of [`AddressSpace`] ids.
 static NEXT_SPACE_ID: AtomicU64 = AtomicU64::new(1);
-
-thread_local! {
-    /// The last upper-level walk of this thread's faults: (address space
-    /// id, its `upper_gen` then, the first VA of the PMD table's span, the
-    /// PMD table). Faults of one thread mostly stay inside one PMD table's
-    /// span (1 GiB on x86-64), so their walks from the root repeat the
-    /// same reads; the answer cannot change until `upper_gen` does.
-    static PMD_WALK_CACHE: Cell<(u64, u64, u64, u64)> = const { Cell::new((0, 0, 0, 0)) };
-}
 
 impl std::fmt::Debug for AddressSpace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -197,14 +187,14 @@ impl AddressSpace {
         mem: Arc<PhysMem>,
         cfg: MmConfig,
     ) -> Result<AddressSpace, Errno> {
-        if geometry.num_levels() < 2 {
+        if geometry.num_levels() <= Level::PMD.get() {
             return Err(Errno::Inval(
                 "the geometry needs a PMD level above the PTEs",
             ));
         }
         let page = geometry.page_size();
-        let pmd_size = geometry.entry_size(1);
-        let thp_capable = geometry.level(1).leaf;
+        let pmd_size = geometry.entry_size(Level::PMD.get());
+        let thp_capable = geometry.level(Level::PMD.get()).leaf;
         let zero_pa = mem.alloc_data(page)?;
         let huge_zero_pa = if thp_capable {
             match mem.alloc_data(pmd_size) {
@@ -236,8 +226,9 @@ impl AddressSpace {
                 return Err(e.into());
             }
         };
-        let anon_pte_bits =
-            std::array::from_fn(|i| pt.leaf_bits(0, &anon_leaf_attrs(Prot::from_index(i), true)));
+        let anon_pte_bits = std::array::from_fn(|i| {
+            pt.leaf_bits(Level::PTE, &anon_leaf_attrs(Prot::from_index(i), true))
+        });
         Ok(AddressSpace {
             table_flusher: std::sync::OnceLock::new(),
             cfg,
@@ -378,19 +369,18 @@ impl AddressSpace {
     }
 
     /// The PMD table for `va`, if the upper levels exist (a lockless walk:
-    /// locking invariant 2).
+    /// locking invariant 2; Linux `pgd_offset` ... `pmd_offset`).
     ///
     /// # Errors
-    /// `Err(level)`: the walk stopped at an empty entry of `level`.
+    /// `Err(level)`: the walk stopped at an entry of `level` that is not a
+    /// table.
     #[inline]
-    pub(crate) fn find_pmd_table(&self, va: u64) -> Result<u64, usize> {
-        let g = self.pt.geometry();
-        let mut table = self.pt.root();
-        for level in (2..g.num_levels()).rev() {
-            match self.pt.read_entry(table, level, va) {
-                Ok(Entry::Table { pa }) => table = pa,
-                _ => return Err(level),
-            }
+    pub(crate) fn find_pmd_table(&self, va: u64) -> Result<TableAddr, Level> {
+        let mut table = self.pt.root_table();
+        let mut level = self.pt.root_level();
+        while level > Level::PMD {
+            table = self.pt.next_table(table, level, va).ok_or(level)?;
+            level = level.down();
         }
         Ok(table)
     }
@@ -398,61 +388,46 @@ impl AddressSpace {
     /// The PMD table for `va`, allocating missing upper tables (Linux
     /// `__pud_alloc` / `__pmd_alloc`: allocate, then link under
     /// `page_table_lock` if still empty). A repeat of this thread's last
-    /// walk is answered from its cache (see `PMD_WALK_CACHE`); a hit
-    /// implies every upper table exists, so the walk would have read the
-    /// same entries and allocated, locked and counted nothing.
+    /// walk is answered by [`crate::accel::PmdWalkCache`].
     #[inline]
-    pub(crate) fn alloc_pmd_table(&self, ctx: &mut ThreadCtx, va: u64) -> Result<u64, Errno> {
-        let g = self.pt.geometry();
-        if g.num_levels() <= 2 {
-            return Ok(self.pt.root());
+    pub(crate) fn alloc_pmd_table(&self, ctx: &mut ThreadCtx, va: u64) -> Result<TableAddr, Errno> {
+        if self.pt.root_level() == Level::PMD {
+            return Ok(self.pt.root_table());
         }
-        let base = va & !(g.entry_size(2) - 1);
+        let span = va & !(self.pt.entry_size(Level::PUD) - 1);
         // The mmap lock is held (read or write): `upper_gen` cannot move
         // under this walk.
         let gen = self.upper_gen.load(Ordering::Acquire);
-        let (id, cgen, cbase, table) = PMD_WALK_CACHE.with(Cell::get);
-        if id == self.id && cgen == gen && cbase == base {
+        if let Some(table) = crate::accel::PmdWalkCache::get(self.id, gen, span) {
             return Ok(table);
         }
         let table = self.walk_alloc_pmd_table(ctx, va)?;
-        PMD_WALK_CACHE.with(|c| c.set((self.id, gen, base, table)));
+        crate::accel::PmdWalkCache::set(self.id, gen, span, table);
         Ok(table)
     }
 
-    fn walk_alloc_pmd_table(&self, ctx: &mut ThreadCtx, va: u64) -> Result<u64, Errno> {
-        let g = self.pt.geometry();
-        let mut table = self.pt.root();
-        for level in (2..g.num_levels()).rev() {
+    /// The walk [`AddressSpace::alloc_pmd_table`] caches.
+    pub(crate) fn walk_alloc_pmd_table(
+        &self,
+        ctx: &mut ThreadCtx,
+        va: u64,
+    ) -> Result<TableAddr, Errno> {
+        let mut table = self.pt.root_table();
+        let mut level = self.pt.root_level();
+        while level > Level::PMD {
+            if self.pt.is_none(table, level, va) {
+                let ptl = || self.lock_counted(ctx, &self.ptl, crate::LockClass::PageTableLock);
+                self.pt.alloc_install(table, level, va, ptl)?;
+            }
             table = match self.pt.read_entry(table, level, va)? {
-                Entry::Table { pa } => pa,
-                Entry::Invalid => {
-                    let child = self.pt.mem().alloc_table(level - 1)?;
-                    let guard = self.lock_counted(ctx, &self.ptl, crate::LockClass::PageTableLock);
-                    match self.pt.read_entry(table, level, va)? {
-                        Entry::Invalid => {
-                            self.pt.link_table(table, level, va, child);
-                            drop(guard);
-                            child
-                        }
-                        Entry::Table { pa } => {
-                            drop(guard);
-                            self.pt.mem().free_table(child)?;
-                            pa
-                        }
-                        Entry::Leaf { .. } => {
-                            return Err(Errno::Internal(format!(
-                                "a leaf at level {level} above the PMD for {va:#x}"
-                            )))
-                        }
-                    }
-                }
-                Entry::Leaf { .. } => {
+                Entry::Table { pa } => TableAddr::new(pa),
+                _ => {
                     return Err(Errno::Internal(format!(
-                        "a leaf at level {level} above the PMD for {va:#x}"
+                        "a leaf at {level} above the PMD for {va:#x}"
                     )))
                 }
             };
+            level = level.down();
         }
         Ok(table)
     }
@@ -1029,13 +1004,21 @@ impl AddressSpace {
         let kb = |pages: i64| pages * (self.page as i64) / 1024;
         // Linux mm_pgtables_bytes: nr_ptes + nr_pmds + nr_puds (the PGD and a
         // P4D are not counted): the lowest three levels below the root.
-        let vm_levels = g.root_level().min(3);
-        let vmpte_kb = (0..vm_levels)
+        let vmpte_kb = [Level::PTE, Level::PMD, Level::PUD]
+            .into_iter()
+            .filter(|l| *l < self.pt.root_level())
             .map(|l| self.pt.tables_at(l) as i64 * g.table_bytes() as i64 / 1024)
             .sum();
-        let pt_pages = (0..g.num_levels())
-            .rev()
-            .map(|l| (g.level(l).name.clone(), self.pt.tables_at(l) as i64))
+        let pt_pages = self
+            .pt
+            .root_level()
+            .down_to_pte()
+            .map(|l| {
+                (
+                    self.pt.level_name(l).to_string(),
+                    self.pt.tables_at(l) as i64,
+                )
+            })
             .collect();
         MmCounters {
             minor_faults: t.minor_faults as i64,
@@ -1210,6 +1193,6 @@ fn leaf_attrs_of(prot: Prot, writable: bool, dirty: bool) -> Attrs {
 }
 
 /// [`AddressSpace::leaf_attrs`] of an anonymous page under `prot`.
-fn anon_leaf_attrs(prot: Prot, dirty: bool) -> Attrs {
+pub(crate) fn anon_leaf_attrs(prot: Prot, dirty: bool) -> Attrs {
     leaf_attrs_of(prot, true, dirty)
 }

@@ -244,8 +244,14 @@ impl PageTable {
     }
 
     /// Table pages currently in the tree at `level`.
-    pub fn tables_at(&self, level: usize) -> u64 {
-        self.tables_per_level[level].load(std::sync::atomic::Ordering::Relaxed)
+    pub fn tables_at(&self, level: Level) -> u64 {
+        self.tables_per_level[level.get()].load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The architecture's name for `level` (PTE, PMD, ... on x86-64; L3 to
+    /// L0 on ARM64).
+    pub fn level_name(&self, level: Level) -> &str {
+        &self.geom.level(level.get()).name
     }
 
     // ---------------------------------------------------------------
@@ -385,7 +391,11 @@ impl PageTable {
         let g = &*self.geom;
         let leaf_level = Level::new(kind.level);
         let mut table = self.root_table();
-        for level in self.root_level().down_to_pte().take_while(|l| *l > leaf_level) {
+        for level in self
+            .root_level()
+            .down_to_pte()
+            .take_while(|l| *l > leaf_level)
+        {
             table = self.table_below(table, level, va)?;
         }
         let l = g.level(kind.level);
@@ -422,7 +432,7 @@ impl PageTable {
             return Ok(t);
         }
         if self.is_none(table, level, va) {
-            self.alloc_install(table, level, va, || self.mem.meta(table.pa()).lock())?;
+            self.alloc_install(table, level, va, || self.ptlock_ptr(table).lock())?;
         }
         match self.read_entry(table, level, va)? {
             Entry::Table { pa } => Ok(TableAddr::new(pa)),
@@ -748,7 +758,13 @@ impl PageTable {
         if let Some(end) = va.checked_add(len).filter(|e| self.geom.is_canonical(*e)) {
             self.split_at(end)?;
         }
-        self.edit_walk(self.root_table(), self.root_level(), va, va + (len - 1), edit)
+        self.edit_walk(
+            self.root_table(),
+            self.root_level(),
+            va,
+            va + (len - 1),
+            edit,
+        )
     }
 
     fn edit_walk(
@@ -797,7 +813,7 @@ impl PageTable {
                 Entry::Invalid => return Ok(()),
                 Entry::Table { pa } => table = TableAddr::new(pa),
                 Entry::Leaf { .. } => {
-                    let _lock = self.mem.meta(table.pa()).lock();
+                    let _lock = self.ptlock_ptr(table).lock();
                     self.contpte_try_unfold(table, level, boundary)?;
                     if boundary.is_multiple_of(self.entry_size(level)) {
                         return Ok(());

@@ -30,7 +30,7 @@ use super::types::{Level, TableAddr};
 use super::{PageTable, PtError};
 use crate::entry::{self, Attrs, Entry};
 use crate::geometry::ENTRY_BYTES;
-use crate::sync::Ordering;
+use crate::sync::{Ordering, SpinLock};
 
 impl PageTable {
     // ---------------------------------------------------------------
@@ -143,6 +143,14 @@ impl PageTable {
     #[inline]
     pub fn present_entries(&self, table: TableAddr) -> u32 {
         self.mem.meta(table.pa()).present.load(Ordering::Acquire)
+    }
+
+    /// The lock beside `table` (Linux `ptlock_ptr`: the split PTE / PMD
+    /// lock in the table's `ptdesc`). Whether it is the lock over the
+    /// table's entries is the OS model's locking scheme.
+    #[inline]
+    pub fn ptlock_ptr(&self, table: TableAddr) -> &SpinLock {
+        &self.mem.meta(table.pa()).lock
     }
 
     // ---------------------------------------------------------------
@@ -363,7 +371,12 @@ impl PageTable {
     ///
     /// # Errors
     /// [`PtError::Corrupt`] for a reserved encoding.
-    pub fn contpte_try_unfold(&self, table: TableAddr, level: Level, va: u64) -> Result<(), PtError> {
+    pub fn contpte_try_unfold(
+        &self,
+        table: TableAddr,
+        level: Level,
+        va: u64,
+    ) -> Result<(), PtError> {
         let n = self.contig_entries(level);
         let step = self.entry_size(level);
         let run = n * step;
@@ -422,7 +435,13 @@ impl PageTable {
     /// `child` is still the caller's. The caller holds the lock over
     /// `parent`'s entries.
     #[inline]
-    pub fn install_table(&self, parent: TableAddr, level: Level, va: u64, child: TableAddr) -> bool {
+    pub fn install_table(
+        &self,
+        parent: TableAddr,
+        level: Level,
+        va: u64,
+        child: TableAddr,
+    ) -> bool {
         if !self.is_none(parent, level, va) {
             return false;
         }
