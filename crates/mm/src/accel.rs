@@ -179,21 +179,19 @@ mod tests {
                 0 => {
                     vmas.remove(start);
                 }
-                1 => {
-                    if vmas.find(start).is_none() {
-                        let len = (1 + next(&mut x) % 16) * page;
-                        let end = vmas
-                            .next_start(start)
-                            .map_or(start + len, |n| n.min(start + len));
-                        vmas.insert(Vma {
-                            start,
-                            end,
-                            prot: Prot::RW,
-                            shared: false,
-                            backing: Backing::Anon,
-                            flags: VmaFlags::default(),
-                        });
-                    }
+                1 if vmas.find(start).is_none() => {
+                    let len = (1 + next(&mut x) % 16) * page;
+                    let end = vmas
+                        .next_start(start)
+                        .map_or(start + len, |n| n.min(start + len));
+                    vmas.insert(Vma {
+                        start,
+                        end,
+                        prot: Prot::RW,
+                        shared: false,
+                        backing: Backing::Anon,
+                        flags: VmaFlags::default(),
+                    });
                 }
                 2 => vmas.split_at(start + 4 * page, 12),
                 _ => {}

@@ -24,7 +24,8 @@
 //!    (`free_pgtables`), under the mmap lock held for writing: under the
 //!    read lock, a walk may read the upper levels without locks, and a
 //!    thread may reuse its last walk's PMD table while `upper_gen` (bumped
-//!    by `free_pgtables` before it unlinks anything) is unchanged.
+//!    by `free_pgtables` before it unlinks anything) is unchanged (the
+//!    `accel` module's PMD walk cache).
 //! 3. A PTE table is reached by reading its PMD entry without a lock, then
 //!    taking the table's lock and re-checking that the PMD entry still
 //!    points to it (Linux `pte_offset_map_lock`'s `pmd_same`); if not, the

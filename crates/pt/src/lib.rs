@@ -8,7 +8,10 @@
 //! - [`geometry`]: a page-table format as data (levels, index bits, leaf sizes).
 //! - [`entry`]: the neutral view of an entry and the bit-exact codecs per architecture.
 //! - [`mem`]: simulated physical memory: the table-page arena and the frame allocator.
-//! - [`table`]: operations on one tree: map, unmap, protect, translate, iterate, free.
+//! - [`table`]: one tree: the table layer's primitives (named as Linux's pgtable.h:
+//!   `set_ptes`, `ptep_get_and_clear`, `split_huge_leaf`, `contpte_try_unfold`,
+//!   `install_table`, ...) over [`Level`] and [`TableAddr`], translate, iterate,
+//!   and the tree-wide conveniences map, unmap, protect, free.
 //! - [`account`]: table pages, bytes and occupancy per level.
 //! - [`text`]: positions in configuration text, for errors that say where.
 //!

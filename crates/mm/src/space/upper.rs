@@ -32,7 +32,8 @@ impl AddressSpace {
     /// walk is answered by [`crate::accel::PmdWalkCache`].
     #[inline]
     pub(crate) fn alloc_pmd_table(&self, ctx: &mut ThreadCtx, va: u64) -> Result<TableAddr, Errno> {
-        if self.pt.root_level() == Level::PMD {
+        if !self.pt.has_level(Level::PUD) {
+            // The root is the PMD table.
             return Ok(self.pt.root_table());
         }
         let span = va & !(self.pt.entry_size(Level::PUD) - 1);
