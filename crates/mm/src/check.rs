@@ -12,7 +12,7 @@
 use crate::config::Reclaim;
 use crate::space::{lock_plain, AddressSpace, PageKind, Rss};
 use crate::vma::Vmas;
-use pt::Entry;
+use pt::{Entry, Level, TableAddr};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 
@@ -55,20 +55,22 @@ impl AddressSpace {
             anon_small: HashSet::new(),
             errors: Vec::new(),
         };
-        w.rc.tables_per_level[g.root_level()] = 1;
-        w.visit(self.pt.root(), g.root_level(), 0);
+        let root = self.pt.root_level();
+        w.rc.tables_per_level[root.get()] = 1;
+        w.visit(self.pt.root_table(), root, 0);
         let deposits = lock_plain(&self.deposits).clone();
         for (va, t) in &deposits {
-            if !self.pt.mem().is_live_table(*t) || !w.seen.insert(*t) {
+            if !self.pt.mem().is_live_table(t.pa()) || !w.seen.insert(t.pa()) {
                 w.errors
                     .push(format!("deposit for {va:#x} is freed or also linked"));
             }
-            w.rc.tables_per_level[0] += 1;
+            w.rc.tables_per_level[Level::PTE.get()] += 1;
         }
         for (l, n) in w.rc.tables_per_level.iter().enumerate() {
+            let l = Level::new(l);
             if *n != self.pt.tables_at(l) {
                 w.errors.push(format!(
-                    "level {l}: {} tables linked or deposited, counter says {}",
+                    "{l}: {} tables linked or deposited, counter says {}",
                     n,
                     self.pt.tables_at(l)
                 ));
@@ -136,19 +138,17 @@ impl AddressSpace {
 }
 
 impl Walk<'_> {
-    fn visit(&mut self, table: u64, level: usize, base: u64) {
+    fn visit(&mut self, table: TableAddr, level: Level, base: u64) {
         let s = self.s;
-        let g = s.pt.geometry();
-        let l = g.level(level);
-        let size = l.entry_size();
+        let size = s.pt.entry_size(level);
         let mut present = 0u32;
-        for i in 0..l.entries() {
+        for i in 0..s.pt.ptrs_per_table(level) {
             let va = base + i * size;
             let e = match s.pt.read_entry(table, level, va) {
                 Ok(e) => e,
                 Err(e) => {
                     self.errors
-                        .push(format!("corrupt entry at {va:#x} level {level}: {e}"));
+                        .push(format!("corrupt entry at {va:#x} {level}: {e}"));
                     continue;
                 }
             };
@@ -165,8 +165,8 @@ impl Walk<'_> {
                         self.errors.push(format!("table {pa:#x} is linked twice"));
                         continue;
                     }
-                    self.rc.tables_per_level[level - 1] += 1;
-                    self.visit(pa, level - 1, va);
+                    self.rc.tables_per_level[level.down().get()] += 1;
+                    self.visit(TableAddr::new(pa), level.down(), va);
                 }
                 Entry::Leaf { pa, .. } => {
                     present += 1;
@@ -174,31 +174,27 @@ impl Walk<'_> {
                 }
             }
         }
-        let counted =
-            s.pt.mem()
-                .meta(table)
-                .present
-                .load(pt::sync::Ordering::Acquire);
+        let counted = s.pt.present_entries(table);
         if counted != present {
             self.errors.push(format!(
-                "table {table:#x} (level {level}, {base:#x}): count {counted}, present {present}"
+                "{table} ({level}, {base:#x}): count {counted}, present {present}"
             ));
         }
-        if level == 0 && present == 0 && s.cfg.reclaim == Reclaim::Eager {
+        if level.is_pte() && present == 0 && s.cfg.reclaim == Reclaim::Eager {
             self.errors.push(format!(
                 "eager reclaim left the empty PTE table at {base:#x}"
             ));
         }
     }
 
-    fn leaf(&mut self, level: usize, va: u64, pa: u64, size: u64) {
+    fn leaf(&mut self, level: Level, va: u64, pa: u64, size: u64) {
         let s = self.s;
         let Some(vma) = self.vmas.find(va) else {
             self.errors
                 .push(format!("leaf at {va:#x} outside every VMA"));
             return;
         };
-        if level == 1 {
+        if level == Level::PMD {
             if !lock_plain(&s.deposits).contains_key(&va) {
                 self.errors
                     .push(format!("huge PMD at {va:#x} has no deposited table"));
@@ -211,9 +207,8 @@ impl Walk<'_> {
             }
             return;
         }
-        if level != 0 {
-            self.errors
-                .push(format!("leaf at level {level} for {va:#x}"));
+        if !level.is_pte() {
+            self.errors.push(format!("leaf at {level} for {va:#x}"));
             return;
         }
         match s.classify(vma, va, pa) {

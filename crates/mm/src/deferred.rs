@@ -5,6 +5,7 @@ use crate::cache::MemObject;
 use crate::error::Errno;
 use crate::space::AddressSpace;
 use pt::table::{Flush, FreedTables};
+use pt::{Level, TableAddr};
 use std::sync::Arc;
 
 /// Work an operation could not finish by itself: invalidate `flush` in every
@@ -82,8 +83,8 @@ impl Deferred {
         add_range(&mut self.flush, va, len);
     }
 
-    pub(crate) fn add_table(&mut self, level: usize, pa: u64, va: u64, span: u64) {
-        self.tables.tables.push((level, pa));
+    pub(crate) fn add_table(&mut self, level: Level, table: TableAddr, va: u64, span: u64) {
+        self.tables.tables.push((level, table));
         add_range(&mut self.tables.flush, va, span);
         self.flush_tables = true;
     }

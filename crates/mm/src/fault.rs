@@ -13,7 +13,7 @@ use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::space::{AddressSpace, PageKind, Rss};
 use crate::vma::Vma;
-use pt::{Attrs, Entry, Perms};
+use pt::{Attrs, Entry, Level, Perms, TableAddr};
 
 /// The access that faulted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl AddressSpace {
         let mut d = Deferred::none();
         loop {
             // The common case first: the PMD entry points to a PTE table.
-            if let Some(table) = self.pt.next_table(pmd_table, 1, va) {
+            if let Some(table) = self.pt.next_table(pmd_table, Level::PMD, va) {
                 if let Some(major) =
                     self.handle_pte_fault(ctx, vma, pmd_table, table, va, write, &mut d)?
                 {
@@ -135,12 +135,12 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         vma: &Vma,
-        pmd_table: u64,
+        pmd_table: TableAddr,
         va: u64,
         write: bool,
         d: &mut Deferred,
     ) -> Result<Option<bool>, Errno> {
-        match self.pt.read_entry(pmd_table, 1, va)? {
+        match self.pt.read_entry(pmd_table, Level::PMD, va)? {
             Entry::Invalid => {
                 if self.thp_allowed(vma, va) {
                     match self.do_huge_pmd_anonymous_page(ctx, vma, pmd_table, va, write)? {
@@ -161,7 +161,9 @@ impl AddressSpace {
                         Huge::Fallback => {}
                     }
                     let g = self.pmd_lock(ctx, pmd_table);
-                    if let Entry::Leaf { pa: p2, .. } = self.pt.read_entry(pmd_table, 1, va)? {
+                    if let Entry::Leaf { pa: p2, .. } =
+                        self.pt.read_entry(pmd_table, Level::PMD, va)?
+                    {
                         if p2 == pa {
                             self.split_huge_pmd_locked(vma, pmd_table, va, d)?;
                         }
@@ -172,24 +174,17 @@ impl AddressSpace {
                 // Linux: huge_pmd_set_accessed (a spurious fault).
                 Ok(Some(false))
             }
-            Entry::Table { pa: table } => {
+            Entry::Table { pa } => {
+                let table = TableAddr::new(pa);
                 self.handle_pte_fault(ctx, vma, pmd_table, table, va, write, d)
             }
         }
     }
 
     // Linux: mm/memory.c, __pte_alloc (pmd_install re-checks pmd_none under the PMD lock)
-    fn pte_alloc(&self, ctx: &mut ThreadCtx, pmd_table: u64, va: u64) -> Result<(), Errno> {
-        let table = self.pt.mem().alloc_table(0)?;
-        let g = self.pmd_lock(ctx, pmd_table);
-        if self.pt.read_entry(pmd_table, 1, va)? == Entry::Invalid {
-            self.pt.link_table(pmd_table, 1, va, table);
-            drop(g);
-        } else {
-            drop(g);
-            self.pt.mem().free_table(table)?;
-        }
-        Ok(())
+    fn pte_alloc(&self, ctx: &mut ThreadCtx, pmd_table: TableAddr, va: u64) -> Result<(), Errno> {
+        let pmd_lock = || self.pmd_lock(ctx, pmd_table);
+        Ok(self.pt.alloc_install(pmd_table, Level::PMD, va, pmd_lock)?)
     }
 
     // Linux: mm/huge_memory.c, do_huge_pmd_anonymous_page / __do_huge_pmd_anonymous_page
@@ -197,7 +192,7 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         vma: &Vma,
-        pmd_table: u64,
+        pmd_table: TableAddr,
         va: u64,
         write: bool,
     ) -> Result<Huge, Errno> {
@@ -206,15 +201,15 @@ impl AddressSpace {
         let huge_zero = self.huge_zero_pa.expect("thp_allowed checked it");
         if !write && self.cfg.thp_use_zero_page {
             // set_huge_zero_folio: deposit a table, mm_inc_nr_ptes.
-            let table = mem.alloc_table(0)?;
+            let table = self.pt.alloc_table(Level::PTE)?;
             let g = self.pmd_lock(ctx, pmd_table);
-            if self.pt.read_entry(pmd_table, 1, haddr)? == Entry::Invalid {
+            if self.pt.is_none(pmd_table, Level::PMD, haddr) {
                 let attrs = self.leaf_attrs(vma, PageKind::Zero, false);
                 self.set_huge_pmd(pmd_table, haddr, huge_zero, attrs, table);
                 drop(g);
             } else {
                 drop(g);
-                mem.free_table(table)?;
+                self.pt.free_table(table)?;
             }
             return Ok(Huge::Done);
         }
@@ -222,7 +217,7 @@ impl AddressSpace {
             ctx.counters.thp_fault_fallback += 1;
             return Ok(Huge::Fallback);
         };
-        let table = match mem.alloc_table(0) {
+        let table = match self.pt.alloc_table(Level::PTE) {
             Ok(t) => t,
             Err(e) => {
                 mem.free_data(folio, self.pmd_size)?;
@@ -230,7 +225,7 @@ impl AddressSpace {
             }
         };
         let g = self.pmd_lock(ctx, pmd_table);
-        if self.pt.read_entry(pmd_table, 1, haddr)? == Entry::Invalid {
+        if self.pt.is_none(pmd_table, Level::PMD, haddr) {
             let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
             self.add_folio(folio, self.pmd_size);
             self.set_huge_pmd(pmd_table, haddr, folio, attrs, table);
@@ -242,7 +237,7 @@ impl AddressSpace {
             ctx.counters.thp_fault_alloc += 1;
         } else {
             drop(g);
-            mem.free_table(table)?;
+            self.pt.free_table(table)?;
             mem.free_data(folio, self.pmd_size)?;
         }
         Ok(Huge::Done)
@@ -259,7 +254,7 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         vma: &Vma,
-        pmd_table: u64,
+        pmd_table: TableAddr,
         va: u64,
         orig: Entry,
         d: &mut Deferred,
@@ -271,20 +266,20 @@ impl AddressSpace {
             return Ok(Huge::Fallback);
         };
         let g = self.pmd_lock(ctx, pmd_table);
-        if self.pt.read_entry(pmd_table, 1, haddr)? != orig {
+        if self.pt.read_entry(pmd_table, Level::PMD, haddr)? != orig {
             // pmd_same failed: someone else changed it; the access retries.
             drop(g);
             mem.free_data(folio, self.pmd_size)?;
             return Ok(Huge::Done);
         }
         // pmdp_huge_clear_flush, then map_anon_folio_pmd_pf.
-        self.pt.write_entry(pmd_table, 1, haddr, &Entry::Invalid);
+        self.pt.pte_clear(pmd_table, Level::PMD, haddr);
         d.add_flush(haddr, self.pmd_size);
         let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
         self.add_folio(folio, self.pmd_size);
-        self.pt.write_entry(
+        self.pt.set_entry(
             pmd_table,
-            1,
+            Level::PMD,
             haddr,
             &Entry::Leaf {
                 pa: folio,
@@ -303,13 +298,20 @@ impl AddressSpace {
 
     /// Installs a huge PMD leaf with its deposited table (caller holds the
     /// PMD lock; the entry is empty).
-    fn set_huge_pmd(&self, pmd_table: u64, haddr: u64, pa: u64, attrs: Attrs, deposit: u64) {
+    fn set_huge_pmd(
+        &self,
+        pmd_table: TableAddr,
+        haddr: u64,
+        pa: u64,
+        attrs: Attrs,
+        deposit: TableAddr,
+    ) {
         crate::space::lock_plain(&self.deposits).insert(haddr, deposit);
         // The deposited table is page-table memory: Linux counts it in VmPTE.
-        self.pt.count_table(0);
-        self.pt.write_entry(
+        self.pt.count_table(Level::PTE);
+        self.pt.set_entry(
             pmd_table,
-            1,
+            Level::PMD,
             haddr,
             &Entry::Leaf {
                 pa,
@@ -325,13 +327,13 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         vma: &Vma,
-        pmd_table: u64,
-        table: u64,
+        pmd_table: TableAddr,
+        table: TableAddr,
         va: u64,
         write: bool,
         d: &mut Deferred,
     ) -> Result<Option<bool>, Errno> {
-        let orig = self.pt.read_entry(table, 0, va)?;
+        let orig = self.pt.read_entry(table, Level::PTE, va)?;
         match orig {
             Entry::Invalid => match vma.object() {
                 None => self.do_anonymous_page(ctx, vma, pmd_table, table, va, write),
@@ -350,33 +352,23 @@ impl AddressSpace {
     /// Whether every PTE of `[base, base + size)` in `table` is none
     /// (Linux `pte_range_none`).
     #[inline(always)]
-    fn range_none(&self, table: u64, base: u64, size: u64) -> bool {
+    fn range_none(&self, table: TableAddr, base: u64, size: u64) -> bool {
         if size == self.page {
-            return self.pt.is_none(table, 0, base);
+            return self.pt.is_none(table, Level::PTE, base);
         }
-        (0..size >> self.page_shift).all(|i| self.pt.is_none(table, 0, base + i * self.page))
+        (0..size >> self.page_shift)
+            .all(|i| self.pt.is_none(table, Level::PTE, base + i * self.page))
     }
 
-    /// Writes the PTEs of a folio of `size` at `base` (plain, or as
-    /// contiguous runs where the geometry has them: ARM contpte, Svnapot).
-    fn set_ptes(&self, table: u64, base: u64, pa: u64, size: u64, attrs: Attrs) {
-        let l0 = self.pt.geometry().level(0);
-        let run = u64::from(l0.contig) * self.page;
-        let contiguous = l0.contig > 1 && size >= run && size.is_multiple_of(run);
-        let mut off = 0;
-        while off < size {
-            self.pt.write_entry(
-                table,
-                0,
-                base + off,
-                &Entry::Leaf {
-                    pa: pa + off,
-                    attrs,
-                    contiguous,
-                },
-            );
-            off += self.page;
-        }
+    /// Writes the PTEs of a folio of `size` at `base` (Linux `set_ptes`;
+    /// as contiguous runs where the geometry has them and the folio covers
+    /// whole runs: ARM contpte, Svnapot).
+    #[inline]
+    fn set_ptes(&self, table: TableAddr, base: u64, pa: u64, size: u64, attrs: Attrs) {
+        let fold = self.pt.can_fold(Level::PTE, base, size);
+        let nr = size >> self.page_shift;
+        self.pt
+            .set_ptes(table, Level::PTE, base, pa, nr, attrs, fold);
     }
 
     // Linux: mm/memory.c, do_anonymous_page (+ alloc_anon_folio for mTHP)
@@ -384,8 +376,8 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         vma: &Vma,
-        pmd_table: u64,
-        table: u64,
+        pmd_table: TableAddr,
+        table: TableAddr,
         va: u64,
         write: bool,
     ) -> Result<Option<bool>, Errno> {
@@ -394,7 +386,7 @@ impl AddressSpace {
             let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
                 return Ok(None);
             };
-            if self.pt.read_entry(table, 0, va)? == Entry::Invalid {
+            if self.pt.read_entry(table, Level::PTE, va)? == Entry::Invalid {
                 let attrs = self.leaf_attrs(vma, PageKind::Zero, false);
                 self.set_ptes(table, va, self.zero_pa, self.page, attrs);
             }
@@ -429,7 +421,9 @@ impl AddressSpace {
         match self.anon_pte_bits[vma.prot.index()] {
             // One page: the PTE from this protection's template (the
             // attributes are encoded once per address space).
-            Some(bits) if size == self.page => self.pt.write_leaf(table, 0, base, bits, pa),
+            Some(bits) if size == self.page => {
+                self.pt.set_leaf_bits(table, Level::PTE, base, bits, pa)
+            }
             _ => {
                 let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
                 if size > self.page {
@@ -472,7 +466,7 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         vma: &Vma,
         obj: &MemObject,
-        (pmd_table, table): (u64, u64),
+        (pmd_table, table): (TableAddr, TableAddr),
         va: u64,
         (idx, lookup): (u64, Lookup),
         write: bool,
@@ -481,7 +475,7 @@ impl AddressSpace {
         let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
             return Ok(None);
         };
-        if self.pt.read_entry(table, 0, va)? == Entry::Invalid {
+        if self.pt.read_entry(table, Level::PTE, va)? == Entry::Invalid {
             let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), write);
             self.set_ptes(table, va, lookup.pa, self.page, attrs);
             self.rss_add(rss, 1);
@@ -499,8 +493,8 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         vma: &Vma,
         obj: &MemObject,
-        pmd_table: u64,
-        table: u64,
+        pmd_table: TableAddr,
+        table: TableAddr,
         va: u64,
     ) -> Result<Option<bool>, Errno> {
         let nr = self.cfg.fault_around_bytes / self.page;
@@ -509,8 +503,8 @@ impl AddressSpace {
             // Linux: do_fault_around: a window aligned to fault_around_bytes,
             // clipped to the VMA and the PTE table; filemap_map_pages maps
             // only pages already in the page cache.
-            let ptrs = self.pt.geometry().level(0).entries();
-            let pte_off = self.pt.geometry().index(0, va);
+            let ptrs = self.pt.ptrs_per_table(Level::PTE);
+            let pte_off = self.pt.index(Level::PTE, va);
             let vma_off = (va - vma.start) / self.page;
             let from = (pte_off & !(nr - 1)).max(pte_off - pte_off.min(vma_off));
             let to = (from + nr)
@@ -523,7 +517,7 @@ impl AddressSpace {
             let mut hit = false;
             for i in from..to {
                 let v = va - pte_off * self.page + i * self.page;
-                if self.pt.read_entry(table, 0, v)? != Entry::Invalid {
+                if self.pt.read_entry(table, Level::PTE, v)? != Entry::Invalid {
                     continue;
                 }
                 let idx = vma.pgoff_of(v, self.page_shift);
@@ -551,8 +545,8 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         vma: &Vma,
         obj: &MemObject,
-        pmd_table: u64,
-        table: u64,
+        pmd_table: TableAddr,
+        table: TableAddr,
         va: u64,
     ) -> Result<Option<bool>, Errno> {
         let mem = self.pt.mem();
@@ -569,7 +563,7 @@ impl AddressSpace {
             mem.free_data(copy, self.page)?;
             return Ok(None);
         };
-        if self.pt.read_entry(table, 0, va)? == Entry::Invalid {
+        if self.pt.read_entry(table, Level::PTE, va)? == Entry::Invalid {
             let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
             self.set_ptes(table, va, copy, self.page, attrs);
             self.rss_add(Rss::Anon, 1);
@@ -587,8 +581,8 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         vma: &Vma,
         obj: &MemObject,
-        pmd_table: u64,
-        table: u64,
+        pmd_table: TableAddr,
+        table: TableAddr,
         va: u64,
     ) -> Result<Option<bool>, Errno> {
         let idx = vma.pgoff_of(va, self.page_shift);
@@ -603,8 +597,8 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         vma: &Vma,
-        pmd_table: u64,
-        table: u64,
+        pmd_table: TableAddr,
+        table: TableAddr,
         va: u64,
         orig: Entry,
         pa: u64,
@@ -623,13 +617,13 @@ impl AddressSpace {
                 mem.free_data(new, self.page)?;
                 return Ok(None);
             };
-            if self.pt.read_entry(table, 0, va)? != orig {
+            if self.pt.read_entry(table, Level::PTE, va)? != orig {
                 drop(g);
                 mem.free_data(new, self.page)?;
                 return Ok(Some(false));
             }
             let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
-            self.pt.write_entry(table, 0, va, &Entry::Invalid);
+            self.pt.pte_clear(table, Level::PTE, va);
             self.set_ptes(table, va, new, self.page, attrs);
             if let PageKind::Cache(rss) = kind {
                 self.rss_add(rss, -1);
@@ -643,7 +637,7 @@ impl AddressSpace {
         let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
             return Ok(None);
         };
-        if self.pt.read_entry(table, 0, va)? == orig {
+        if self.pt.read_entry(table, Level::PTE, va)? == orig {
             let attrs = self.leaf_attrs(vma, kind, true);
             let attrs = Attrs {
                 perms: Perms {
@@ -652,9 +646,9 @@ impl AddressSpace {
                 },
                 ..attrs
             };
-            self.pt.write_entry(
+            self.pt.set_entry(
                 table,
-                0,
+                Level::PTE,
                 va,
                 &Entry::Leaf {
                     pa,

@@ -11,6 +11,8 @@
 //!   per-thread RSS counter slots in `percpu`).
 //! - [`check`]: the invariant checker used by tests.
 //! - [`deferred`]: the work left for after the TLB shootdown.
+//! - `accel`: the host-side accelerations (thread-local caches, the PTE
+//!   template), listed with why each is safe and tested against the plain path.
 //!
 //! ## Faithfulness
 //!
@@ -34,6 +36,7 @@
 //! shootdown (or with [`Deferred::complete_without_tlb`]). Counters are read
 //! after completing: table pages leave the per-level counts when released.
 
+mod accel;
 pub mod cache;
 pub mod check;
 pub mod config;

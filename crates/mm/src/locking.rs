@@ -24,7 +24,8 @@
 //!    (`free_pgtables`), under the mmap lock held for writing: under the
 //!    read lock, a walk may read the upper levels without locks, and a
 //!    thread may reuse its last walk's PMD table while `upper_gen` (bumped
-//!    by `free_pgtables` before it unlinks anything) is unchanged.
+//!    by `free_pgtables` before it unlinks anything) is unchanged (the
+//!    `accel` module's PMD walk cache).
 //! 3. A PTE table is reached by reading its PMD entry without a lock, then
 //!    taking the table's lock and re-checking that the PMD entry still
 //!    points to it (Linux `pte_offset_map_lock`'s `pmd_same`); if not, the
@@ -49,6 +50,7 @@ use crate::mmap_lock::{ReadGuard, WriteGuard};
 use crate::space::AddressSpace;
 use crate::vma::Vmas;
 use pt::sync::{SpinGuard, SpinLock};
+use pt::{Level, TableAddr};
 
 impl AddressSpace {
     /// Takes `m`, counting the acquisition (and a contention if a try-lock fails).
@@ -71,25 +73,25 @@ impl AddressSpace {
 
     /// The lock over the entries of the PMD table at `pmd_table`.
     #[inline]
-    pub(crate) fn pmd_lockptr(&self, pmd_table: u64) -> (&SpinLock, LockClass) {
+    pub(crate) fn pmd_lockptr(&self, pmd_table: TableAddr) -> (&SpinLock, LockClass) {
         match self.cfg.locking {
             Locking::Global | Locking::SplitPte => (&self.ptl, LockClass::PageTableLock),
-            Locking::SplitPmd => (&self.pt.mem().meta(pmd_table).lock, LockClass::Pmd),
+            Locking::SplitPmd => (self.pt.ptlock_ptr(pmd_table), LockClass::Pmd),
         }
     }
 
     /// The lock over the entries of the PTE table at `pte_table`.
     #[inline]
-    pub(crate) fn pte_lockptr(&self, pte_table: u64) -> (&SpinLock, LockClass) {
+    pub(crate) fn pte_lockptr(&self, pte_table: TableAddr) -> (&SpinLock, LockClass) {
         match self.cfg.locking {
             Locking::Global => (&self.ptl, LockClass::PageTableLock),
-            _ => (&self.pt.mem().meta(pte_table).lock, LockClass::Pte),
+            _ => (self.pt.ptlock_ptr(pte_table), LockClass::Pte),
         }
     }
 
     /// Linux `pmd_lock`.
     #[inline]
-    pub(crate) fn pmd_lock(&self, ctx: &mut ThreadCtx, pmd_table: u64) -> SpinGuard<'_> {
+    pub(crate) fn pmd_lock(&self, ctx: &mut ThreadCtx, pmd_table: TableAddr) -> SpinGuard<'_> {
         let (m, c) = self.pmd_lockptr(pmd_table);
         self.lock_counted(ctx, m, c)
     }
@@ -101,14 +103,14 @@ impl AddressSpace {
     pub(crate) fn pte_offset_map_lock(
         &self,
         ctx: &mut ThreadCtx,
-        pmd_table: u64,
+        pmd_table: TableAddr,
         va: u64,
-        table: u64,
+        table: TableAddr,
     ) -> Option<SpinGuard<'_>> {
         let (m, c) = self.pte_lockptr(table);
         let g = self.lock_counted(ctx, m, c);
         // pmd_same: the PMD entry still points to this table.
-        (self.pt.next_table(pmd_table, 1, va) == Some(table)).then_some(g)
+        (self.pt.next_table(pmd_table, Level::PMD, va) == Some(table)).then_some(g)
     }
 
     /// The mmap lock for reading.

@@ -8,20 +8,11 @@
 //! - The map changes only through `insert`, `remove` and `get_mut`, and
 //!   each bumps `seq`: a VMA found while `seq` had a value is still at the
 //!   same address, unchanged, while `seq` keeps it (what the per-thread
-//!   lookup cache of `Vmas::find_cached` relies on).
+//!   lookup cache of `Vmas::find_cached`, in [`crate::accel`], relies on).
 
 use crate::cache::{MemObject, ObjectKind};
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-thread_local! {
-    /// This thread's last VMA lookup: (owner, seq, start, end, address of
-    /// the VMA). Faults of one thread mostly land in the VMA of its last
-    /// fault (Linux kept such a per-thread `vmacache` until 6.1, validated
-    /// by a sequence number the same way).
-    static LAST_VMA: Cell<(u64, u64, u64, u64, usize)> = const { Cell::new((0, 0, 0, 0, 0)) };
-}
 
 /// Access rights of a mapping (PROT_READ/WRITE/EXEC).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -157,24 +148,6 @@ impl Vmas {
             .next_back()
             .map(|(_, v)| v)
             .filter(|v| va < v.end)
-    }
-    /// [`Vmas::find`], answered from this thread's last lookup when it was
-    /// in these VMAs (`owner` names the address space: every space has its
-    /// own `seq`) with the map unchanged since.
-    #[inline]
-    pub(crate) fn find_cached(&self, owner: u64, va: u64) -> Option<&Vma> {
-        let (o, seq, start, end, addr) = LAST_VMA.with(Cell::get);
-        if o == owner && seq == self.seq && start <= va && va < end {
-            // SAFETY: `addr` is the address of a VMA in this map (the owner
-            // names this map), taken when `seq` had its present value; the
-            // map has not changed since (module invariant: every change
-            // bumps `seq`), so the VMA is still there, and the `&self`
-            // borrow keeps the map from changing while the reference lives.
-            return Some(unsafe { &*(addr as *const Vma) });
-        }
-        let v = self.find(va)?;
-        LAST_VMA.with(|c| c.set((owner, self.seq, v.start, v.end, v as *const Vma as usize)));
-        Some(v)
     }
     /// Every VMA overlapping `[start, end)`, in order.
     pub fn overlapping(&self, start: u64, end: u64) -> impl Iterator<Item = &Vma> {

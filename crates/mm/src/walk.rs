@@ -10,7 +10,7 @@ use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::space::{lock_plain, AddressSpace, PageKind, Rss};
 use crate::vma::Vma;
-use pt::{Attrs, Entry};
+use pt::{Attrs, Entry, Level, TableAddr};
 use std::sync::atomic::Ordering;
 
 /// What to do with each present PTE of a range.
@@ -29,9 +29,8 @@ impl AddressSpace {
         &self,
         start: u64,
         end: u64,
-        f: &mut dyn FnMut(u64, u64, u64) -> Result<(), Errno>,
+        f: &mut dyn FnMut(TableAddr, u64, u64) -> Result<(), Errno>,
     ) -> Result<(), Errno> {
-        let g = self.pt.geometry();
         let mut a = start;
         while a < end {
             match self.find_pmd_table(a) {
@@ -41,7 +40,7 @@ impl AddressSpace {
                     a = next;
                 }
                 Err(level) => {
-                    let span = g.entry_size(level);
+                    let span = self.pt.entry_size(level);
                     a = (a | (span - 1)).saturating_add(1);
                 }
             }
@@ -54,44 +53,28 @@ impl AddressSpace {
     pub(crate) fn split_huge_pmd_locked(
         &self,
         vma: &Vma,
-        pmd_table: u64,
+        pmd_table: TableAddr,
         va: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
         let haddr = va & !(self.pmd_size - 1);
-        let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(pmd_table, 1, haddr)? else {
+        let Entry::Leaf { pa, .. } = self.pt.read_entry(pmd_table, Level::PMD, haddr)? else {
             return Ok(());
         };
         let dep = lock_plain(&self.deposits)
             .remove(&haddr)
             .ok_or_else(|| Errno::Internal(format!("no deposited table for {haddr:#x}")))?;
-        let n = self.pmd_size / self.page;
         let zero = Some(pa) == self.huge_zero_pa;
-        for i in 0..n {
-            let (p, a) = if zero {
-                // Linux: __split_huge_zero_page_pmd maps the small zero page.
-                (self.zero_pa, self.leaf_attrs(vma, PageKind::Zero, false))
-            } else {
-                (pa + i * self.page, attrs)
-            };
-            self.pt.write_entry(
-                dep,
-                0,
-                haddr + i * self.page,
-                &Entry::Leaf {
-                    pa: p,
-                    attrs: a,
-                    contiguous: false,
-                },
-            );
-        }
+        // Linux: __split_huge_zero_page_pmd maps the small zero page.
+        let each = zero.then(|| (self.zero_pa, self.leaf_attrs(vma, PageKind::Zero, false)));
         if !zero {
+            let n = self.pmd_size / self.page;
             self.anon_huge.fetch_sub(n as i64, Ordering::Relaxed);
         }
-        self.pt.write_entry(pmd_table, 1, haddr, &Entry::Invalid);
-        // The deposit was counted; link_table counts it again.
-        self.pt.uncount_table(0);
-        self.pt.link_table(pmd_table, 1, haddr, dep);
+        // The deposit was counted; installing it counts it again.
+        self.pt.uncount_table(Level::PTE);
+        self.pt
+            .split_huge_leaf(pmd_table, Level::PMD, haddr, dep, each)?;
         d.add_flush(haddr, self.pmd_size);
         Ok(())
     }
@@ -104,14 +87,14 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         vma: &Vma,
-        pmd_table: u64,
+        pmd_table: TableAddr,
         a: u64,
         next: u64,
         d: &mut Deferred,
         whole: &mut dyn FnMut(&mut Deferred, u64, Attrs) -> Result<(), Errno>,
     ) -> Result<(), Errno> {
         let g = self.pmd_lock(ctx, pmd_table);
-        if let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(pmd_table, 1, a)? {
+        if let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(pmd_table, Level::PMD, a)? {
             if next - a == self.pmd_size {
                 whole(d, pa, attrs)?;
             } else {
@@ -122,44 +105,9 @@ impl AddressSpace {
         Ok(())
     }
 
-    /// Rewrites a contiguous run containing `va` as plain entries (ARM's
-    /// break-before-make for the contiguous bit; Linux `contpte_try_unfold`).
-    fn unfold(&self, table: u64, va: u64) -> Result<(), Errno> {
-        let l0 = self.pt.geometry().level(0);
-        if l0.contig <= 1 {
-            return Ok(());
-        }
-        let run = u64::from(l0.contig) * self.page;
-        if va.is_multiple_of(run) {
-            return Ok(());
-        }
-        if let Entry::Leaf {
-            contiguous: true, ..
-        } = self.pt.read_entry(table, 0, va)?
-        {
-            let base = va & !(run - 1);
-            for i in 0..u64::from(l0.contig) {
-                let v = base + i * self.page;
-                if let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(table, 0, v)? {
-                    self.pt.write_entry(
-                        table,
-                        0,
-                        v,
-                        &Entry::Leaf {
-                            pa,
-                            attrs,
-                            contiguous: false,
-                        },
-                    );
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Clears one present PTE and accounts it (Linux `zap_present_ptes`).
-    fn zap_pte(&self, vma: &Vma, table: u64, va: u64, pa: u64, d: &mut Deferred) {
-        self.pt.write_entry(table, 0, va, &Entry::Invalid);
+    fn zap_pte(&self, vma: &Vma, table: TableAddr, va: u64, pa: u64, d: &mut Deferred) {
+        self.pt.pte_clear(table, Level::PTE, va);
         d.add_flush(va, self.page);
         match self.classify(vma, va, pa) {
             PageKind::Zero => {}
@@ -174,18 +122,18 @@ impl AddressSpace {
     /// Linux `zap_huge_pmd` (caller holds the PMD lock).
     fn zap_huge_pmd(
         &self,
-        pmd_table: u64,
+        pmd_table: TableAddr,
         haddr: u64,
         pa: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        self.pt.write_entry(pmd_table, 1, haddr, &Entry::Invalid);
+        self.pt.pte_clear(pmd_table, Level::PMD, haddr);
         d.add_flush(haddr, self.pmd_size);
         let dep = lock_plain(&self.deposits)
             .remove(&haddr)
             .ok_or_else(|| Errno::Internal(format!("no deposited table for {haddr:#x}")))?;
         // zap_deposited_table: freed with the gather, counted out of VmPTE.
-        d.tables.tables.push((0, dep));
+        d.tables.tables.push((Level::PTE, dep));
         if Some(pa) != self.huge_zero_pa {
             let n = (self.pmd_size / self.page) as i64;
             self.rss_add(Rss::Anon, -n);
@@ -212,7 +160,7 @@ impl AddressSpace {
         d: &mut Deferred,
     ) -> Result<(), Errno> {
         self.for_each_pmd(start, end, &mut |pmd_table, a, next| loop {
-            match self.pt.read_entry(pmd_table, 1, a)? {
+            match self.pt.read_entry(pmd_table, Level::PMD, a)? {
                 Entry::Invalid => return Ok(()),
                 Entry::Leaf { .. } => {
                     self.huge_pmd_range(ctx, vma, pmd_table, a, next, d, &mut |d, pa, _| {
@@ -221,12 +169,16 @@ impl AddressSpace {
                     // Covered whole: done, unless a racing fault split the
                     // huge zero page meanwhile (then walk the new table).
                     if next - a == self.pmd_size
-                        && !matches!(self.pt.read_entry(pmd_table, 1, a)?, Entry::Table { .. })
+                        && !matches!(
+                            self.pt.read_entry(pmd_table, Level::PMD, a)?,
+                            Entry::Table { .. }
+                        )
                     {
                         return Ok(());
                     }
                 }
-                Entry::Table { pa: table } => {
+                Entry::Table { pa } => {
+                    let table = TableAddr::new(pa);
                     if self.zap_pte_range(ctx, vma, pmd_table, table, a, next, reclaim_pt, d)? {
                         return Ok(());
                     }
@@ -242,8 +194,8 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         vma: &Vma,
-        pmd_table: u64,
-        table: u64,
+        pmd_table: TableAddr,
+        table: TableAddr,
         start: u64,
         end: u64,
         reclaim_pt: bool,
@@ -267,13 +219,13 @@ impl AddressSpace {
                 return Ok(!first);
             };
             first = false;
-            self.unfold(table, addr)?;
+            self.pt.contpte_try_unfold(table, Level::PTE, addr)?;
             if !end.is_multiple_of(self.pmd_size) {
-                self.unfold(table, end)?;
+                self.pt.contpte_try_unfold(table, Level::PTE, end)?;
             }
             let mut n = 0;
             while addr < end && n < batch {
-                if let Entry::Leaf { pa, .. } = self.pt.read_entry(table, 0, addr)? {
+                if let Entry::Leaf { pa, .. } = self.pt.read_entry(table, Level::PTE, addr)? {
                     self.zap_pte(vma, table, addr, pa, d);
                 }
                 addr += self.page;
@@ -290,14 +242,7 @@ impl AddressSpace {
             }
             if can_reclaim && direct {
                 let empty_known = !eager || end - start >= self.pmd_size;
-                let empty = empty_known
-                    || self
-                        .pt
-                        .mem()
-                        .meta(table)
-                        .present
-                        .load(pt::sync::Ordering::Acquire)
-                        == 0;
+                let empty = empty_known || self.pt.present_entries(table) == 0;
                 if empty {
                     // Linux: try_get_and_clear_pmd — try-lock the PMD lock
                     // while holding the PTE lock (never wait: lock order).
@@ -326,8 +271,8 @@ impl AddressSpace {
     fn try_clear_pmd_locked(
         &self,
         ctx: &mut ThreadCtx,
-        pmd_table: u64,
-        table: u64,
+        pmd_table: TableAddr,
+        table: TableAddr,
         va: u64,
         d: &mut Deferred,
     ) -> bool {
@@ -346,9 +291,9 @@ impl AddressSpace {
             }
         };
         let haddr = va & !(self.pmd_size - 1);
-        if let Some(t) = self.pt.unlink_table(pmd_table, 1, haddr) {
+        if let Some(t) = self.pt.unlink_table(pmd_table, Level::PMD, haddr) {
             debug_assert_eq!(t, table, "the PTE lock pins the PMD entry");
-            d.add_table(0, t, haddr, self.pmd_size);
+            d.add_table(Level::PTE, t, haddr, self.pmd_size);
         }
         drop(guard);
         true
@@ -359,14 +304,14 @@ impl AddressSpace {
     pub(crate) fn try_to_free_pte(
         &self,
         ctx: &mut ThreadCtx,
-        pmd_table: u64,
-        table: u64,
+        pmd_table: TableAddr,
+        table: TableAddr,
         va: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
         let haddr = va & !(self.pmd_size - 1);
         let pml = self.pmd_lock(ctx, pmd_table);
-        if self.pt.read_entry(pmd_table, 1, haddr)? != (Entry::Table { pa: table }) {
+        if self.pt.next_table(pmd_table, Level::PMD, haddr) != Some(table) {
             drop(pml);
             return Ok(());
         }
@@ -377,16 +322,9 @@ impl AddressSpace {
         } else {
             Some(self.lock_counted(ctx, tm, class))
         };
-        if self
-            .pt
-            .mem()
-            .meta(table)
-            .present
-            .load(pt::sync::Ordering::Acquire)
-            == 0
-        {
-            self.pt.unlink_table(pmd_table, 1, haddr);
-            d.add_table(0, table, haddr, self.pmd_size);
+        if self.pt.present_entries(table) == 0 {
+            self.pt.unlink_table(pmd_table, Level::PMD, haddr);
+            d.add_table(Level::PTE, table, haddr, self.pmd_size);
         }
         drop(ptl);
         drop(pml);
@@ -405,7 +343,7 @@ impl AddressSpace {
         d: &mut Deferred,
     ) -> Result<(), Errno> {
         self.for_each_pmd(start, end, &mut |pmd_table, a, next| loop {
-            match self.pt.read_entry(pmd_table, 1, a)? {
+            match self.pt.read_entry(pmd_table, Level::PMD, a)? {
                 Entry::Invalid => return Ok(()),
                 Entry::Leaf { .. } => {
                     if op == PteOp::PageOut {
@@ -432,9 +370,9 @@ impl AddressSpace {
                             _ => attrs,
                         };
                         if attrs != self.huge_attrs(pmd_table, a)? {
-                            self.pt.write_entry(
+                            self.pt.set_entry(
                                 pmd_table,
-                                1,
+                                Level::PMD,
                                 a,
                                 &Entry::Leaf {
                                     pa,
@@ -449,18 +387,22 @@ impl AddressSpace {
                     // Covered whole: done, unless a racing fault split the
                     // huge zero page meanwhile (then walk the new table).
                     if next - a == self.pmd_size
-                        && !matches!(self.pt.read_entry(pmd_table, 1, a)?, Entry::Table { .. })
+                        && !matches!(
+                            self.pt.read_entry(pmd_table, Level::PMD, a)?,
+                            Entry::Table { .. }
+                        )
                     {
                         return Ok(());
                     }
                 }
-                Entry::Table { pa: table } => {
+                Entry::Table { pa } => {
+                    let table = TableAddr::new(pa);
                     let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, a, table) else {
                         continue;
                     };
-                    self.unfold(table, a)?;
-                    if next % self.pmd_size != 0 {
-                        self.unfold(table, next)?;
+                    self.pt.contpte_try_unfold(table, Level::PTE, a)?;
+                    if !next.is_multiple_of(self.pmd_size) {
+                        self.pt.contpte_try_unfold(table, Level::PTE, next)?;
                     }
                     let mut va = a;
                     while va < next {
@@ -468,20 +410,14 @@ impl AddressSpace {
                             pa,
                             attrs,
                             contiguous,
-                        } = self.pt.read_entry(table, 0, va)?
+                        } = self.pt.read_entry(table, Level::PTE, va)?
                         {
                             self.pte_op(vma, table, va, pa, attrs, contiguous, op, d)?;
                         }
                         va += self.page;
                     }
-                    let eager_free = self.cfg.reclaim == Reclaim::Eager
-                        && self
-                            .pt
-                            .mem()
-                            .meta(table)
-                            .present
-                            .load(pt::sync::Ordering::Acquire)
-                            == 0;
+                    let eager_free =
+                        self.cfg.reclaim == Reclaim::Eager && self.pt.present_entries(table) == 0;
                     drop(g);
                     if eager_free {
                         self.try_to_free_pte(ctx, pmd_table, table, a, d)?;
@@ -492,8 +428,8 @@ impl AddressSpace {
         })
     }
 
-    fn huge_attrs(&self, pmd_table: u64, va: u64) -> Result<Attrs, Errno> {
-        match self.pt.read_entry(pmd_table, 1, va)? {
+    fn huge_attrs(&self, pmd_table: TableAddr, va: u64) -> Result<Attrs, Errno> {
+        match self.pt.read_entry(pmd_table, Level::PMD, va)? {
             Entry::Leaf { attrs, .. } => Ok(attrs),
             _ => Err(Errno::Internal("huge leaf vanished under its lock".into())),
         }
@@ -503,7 +439,7 @@ impl AddressSpace {
     fn pte_op(
         &self,
         vma: &Vma,
-        table: u64,
+        table: TableAddr,
         va: u64,
         pa: u64,
         attrs: Attrs,
@@ -540,7 +476,7 @@ impl AddressSpace {
                     let idx = vma.pgoff_of(va, self.page_shift);
                     let mut pages = obj.lock();
                     if !attrs.dirty && !MemObject::is_dirty(&pages, idx) && self.mapped_once(pa) {
-                        self.pt.write_entry(table, 0, va, &Entry::Invalid);
+                        self.pt.pte_clear(table, Level::PTE, va);
                         d.add_flush(va, self.page);
                         self.rss_add(Rss::File, -1);
                         if let Some(f) = MemObject::evict(&mut pages, idx) {
@@ -569,9 +505,9 @@ impl AddressSpace {
             }
         };
         if new != attrs {
-            self.pt.write_entry(
+            self.pt.set_entry(
                 table,
-                0,
+                Level::PTE,
                 va,
                 &Entry::Leaf {
                     pa,
@@ -654,35 +590,37 @@ impl AddressSpace {
     ) -> Result<(), Errno> {
         // Invalidates every thread's cached walk (upper tables may go).
         self.upper_gen.fetch_add(1, Ordering::Release);
-        let root_level = self.pt.geometry().root_level();
-        self.free_walk(self.pt.root(), root_level, start, end, floor, ceiling, d)
+        let (root, level) = (self.pt.root_table(), self.pt.root_level());
+        self.free_walk(root, level, start, end, floor, ceiling, d)
     }
 
+    // Linux: mm/memory.c, free_pgd_range (down through free_pte_range)
     #[allow(clippy::too_many_arguments)]
     fn free_walk(
         &self,
-        table: u64,
-        level: usize,
+        table: TableAddr,
+        level: Level,
         start: u64,
         end: u64,
         floor: u64,
         ceiling: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        if level == 0 || start >= end {
+        if level.is_pte() || start >= end {
             return Ok(());
         }
-        let size = self.pt.geometry().entry_size(level);
+        let size = self.pt.entry_size(level);
         let mut va = start & !(size - 1);
         while va < end {
-            if let Entry::Table { pa } = self.pt.read_entry(table, level, va)? {
+            if let Some(child) = self.pt.next_table(table, level, va) {
                 let hi = va.saturating_add(size);
                 if va >= floor && hi <= ceiling {
-                    self.free_subtree(pa, level - 1, va, d)?;
-                    self.pt.write_entry(table, level, va, &Entry::Invalid);
-                    d.add_table(level - 1, pa, va, size);
+                    self.free_subtree(child, level.down(), va, d)?;
+                    self.pt.unlink_table(table, level, va);
+                    d.add_table(level.down(), child, va, size);
                 } else {
-                    self.free_walk(pa, level - 1, start.max(va), end.min(hi), floor, ceiling, d)?;
+                    let (s, e) = (start.max(va), end.min(hi));
+                    self.free_walk(child, level.down(), s, e, floor, ceiling, d)?;
                 }
             }
             match va.checked_add(size) {
@@ -695,18 +633,13 @@ impl AddressSpace {
 
     fn free_subtree(
         &self,
-        table: u64,
-        level: usize,
+        table: TableAddr,
+        level: Level,
         base: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        let present = self
-            .pt
-            .mem()
-            .meta(table)
-            .present
-            .load(pt::sync::Ordering::Acquire);
-        if level == 0 {
+        if level.is_pte() {
+            let present = self.pt.present_entries(table);
             if present != 0 {
                 return Err(Errno::Internal(format!(
                     "free_pgtables: PTE table at {base:#x} still maps {present} pages"
@@ -714,14 +647,14 @@ impl AddressSpace {
             }
             return Ok(());
         }
-        let size = self.pt.geometry().entry_size(level);
-        let n = self.pt.geometry().level(level).entries();
-        for i in 0..n {
+        let size = self.pt.entry_size(level);
+        for i in 0..self.pt.ptrs_per_table(level) {
             let va = base + i * size;
             match self.pt.read_entry(table, level, va)? {
                 Entry::Table { pa } => {
-                    self.free_subtree(pa, level - 1, va, d)?;
-                    d.add_table(level - 1, pa, va, size);
+                    let child = TableAddr::new(pa);
+                    self.free_subtree(child, level.down(), va, d)?;
+                    d.add_table(level.down(), child, va, size);
                 }
                 Entry::Leaf { .. } => {
                     return Err(Errno::Internal(format!(

@@ -239,6 +239,38 @@ fn mthp_on_riscv_uses_napot_runs() {
     finish(s, &mut ctx);
 }
 
+#[test]
+fn a_napot_run_cut_by_munmap_or_mprotect_keeps_each_page_its_own_frame() {
+    // A NAPOT entry holds its run's address: unfolding must give each page
+    // of the run its own frame back, not the run's first.
+    let g = std::sync::Arc::new(pt::geometry::preset("riscv-sv39").unwrap());
+    let mut cfg = MmConfig::default();
+    cfg.mthp.insert(64 * K, MthpPolicy::Always);
+    let s = AddressSpace::new(g, cfg).unwrap();
+    let mut ctx = ThreadCtx::new();
+    let base = 1u64 << 36;
+    done(&s, s.mmap(&mut ctx, MmapArgs::anon(base, 128 * K)));
+    access(&s, &mut ctx, base, true);
+    access(&s, &mut ctx, base + 64 * K, true);
+    let first = s.page_table().translate(base).unwrap();
+    let second = s.page_table().translate(base + 64 * K).unwrap();
+    assert!(first.contiguous && second.contiguous);
+    done(&s, s.munmap(&mut ctx, base + 4096, 4096));
+    done(
+        &s,
+        s.mprotect(&mut ctx, base + 64 * K + 8192, 4096, Prot::R),
+    );
+    for i in (0..32u64).filter(|i| *i != 1) {
+        let va = base + i * 4096;
+        let t = s.page_table().translate(va).unwrap();
+        let run = if i < 16 { first.pa } else { second.pa - 64 * K };
+        assert_eq!(t.pa, run + i * 4096, "page {i}");
+        assert!(!t.contiguous, "page {i}: both runs were cut");
+    }
+    s.check_invariants().unwrap();
+    finish(s, &mut ctx);
+}
+
 fn file(addr: u64, len: u64, cached: bool, shared: bool) -> MmapArgs {
     MmapArgs {
         kind: MapKind::File { cached },

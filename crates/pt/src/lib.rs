@@ -14,7 +14,10 @@
 //!   sizes), checked against its architecture's rules; presets and files.
 //! - [`mem`]: simulated physical memory: the table-page arena, the metadata
 //!   beside each table page, the frame allocators.
-//! - [`table`]: operations on one tree: map, unmap, protect, translate, iterate, free.
+//! - [`table`]: one tree: the table layer's primitives (named as Linux's pgtable.h:
+//!   `set_ptes`, `ptep_get_and_clear`, `split_huge_leaf`, `contpte_try_unfold`,
+//!   `install_table`, ...) over [`Level`] and [`TableAddr`], translate, iterate,
+//!   and the tree-wide conveniences map, unmap, protect, free.
 //! - [`account`]: table pages, bytes and occupancy per level.
 //! - [`text`]: positions in configuration text, for errors that say where.
 //! - [`accel`]: the list of host-side accelerations, what each shortcuts,
@@ -38,4 +41,4 @@ pub mod text;
 pub use entry::{Architecture, Attrs, Entry, MemType, Perms};
 pub use geometry::{Arch, Geometry, GeometryError, LevelSpec};
 pub use mem::{MemError, PhysMem};
-pub use table::{PageTable, PtError, Translation};
+pub use table::{Level, PageTable, PtError, TableAddr, Translation};

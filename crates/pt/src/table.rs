@@ -1,26 +1,30 @@
-//! One page-table tree and the operations on it: map, unmap, protect,
-//! translate, iterate, dump, free empty tables.
+//! One page-table tree: its root, its per-level totals, the hardware
+//! walk's view (translate, the walk's words), iteration and dump, and the
+//! tree-wide conveniences map, unmap, protect, free_empty and teardown.
 //!
 //! The tree lives in [`PhysMem`]: every table is a real table page holding
 //! the architecture's words, and every step down reads the next table's
-//! physical address out of an entry.
+//! physical address out of an entry. Entries are read and written, and
+//! tables installed, only through the table layer's primitives (module
+//! `pgtable`, named as Linux's pgtable.h names them), which the OS model
+//! (`mm`) uses directly under its own locks; the conveniences here are the
+//! same primitives driven over a range, for callers without an OS model
+//! (tests, benches, the MMU's experiments).
 //!
 //! ## Concurrency contract
 //!
 //! Every method takes `&self`. Readers (translate, iterate, the MMU model's
-//! hardware walk) may run at any time. Writers of *leaf* entries in the same
-//! table must be serialized by the caller (the OS model holds that table's
-//! lock, as Linux does); the present count of a leaf-level table relies on
-//! it (kept with a plain load and store, since no table is ever installed
-//! there). Installing a missing table is safe without a lock:
-//! the parent entry is set with a compare-and-swap and the loser frees its
-//! page (Linux: `__pte_alloc` re-checks `pmd_none` under the lock; a CAS
-//! gives the same outcome).
+//! hardware walk) may run at any time. Writers of entries in the same table
+//! must be serialized by the caller (the OS model holds that table's lock,
+//! as Linux does). The conveniences install a missing table under the
+//! parent table's own lock ([`crate::mem::TableMeta::lock`]) with the
+//! `pmd_none` re-check of Linux's `__pte_alloc`, so two of them may race to
+//! install the same table; they do not serialize their leaf writes.
 //!
 //! ## Invariants
 //!
 //! - `TableMeta::present` of a table equals the number of its present
-//!   software entries (kept by [`PageTable::write_entry`], the only writer).
+//!   software entries (kept by the primitives, the only writers).
 //! - A contiguous / NAPOT run is always whole: all its entries present, with
 //!   the contiguous flag, aligned to the run. Partial unmap or protect of a
 //!   run first rewrites it as plain entries (ARM's break-before-make for the
@@ -34,14 +38,16 @@
 use crate::entry::{self, Attrs, Entry, Perms};
 use crate::geometry::{Geometry, LeafKind, ENTRY_BYTES, MAX_LEVELS};
 use crate::mem::{MemError, PhysMem};
-use crate::sync::Ordering;
 use std::fmt::Write as _;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::Arc;
 use thiserror::Error;
 
 mod memo;
+mod pgtable;
+mod types;
 pub use memo::WalkMemo;
+pub use types::{Level, TableAddr};
 
 /// Errors of the page-table operations.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -149,8 +155,8 @@ pub struct Unmapped {
 #[must_use = "unlinked tables must be released after the TLB shootdown"]
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct FreedTables {
-    /// (level, physical address) of each unlinked table.
-    pub tables: Vec<(usize, u64)>,
+    /// The level and page of each unlinked table.
+    pub tables: Vec<(Level, TableAddr)>,
     /// Virtual ranges whose walks went through them (for the walk caches).
     pub flush: Flush,
 }
@@ -163,9 +169,9 @@ impl FreedTables {
     /// A [`MemError`] if a table was freed twice (a bug).
     pub fn release(self, pt: &PageTable) -> Result<usize, MemError> {
         let n = self.tables.len();
-        for (level, pa) in self.tables {
-            pt.mem.free_table(pa)?;
-            pt.tables_per_level[level].fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        for (level, table) in self.tables {
+            pt.mem.free_table(table.pa())?;
+            pt.tables_per_level[level.get()].fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(n)
     }
@@ -231,21 +237,25 @@ impl PageTable {
     pub fn root(&self) -> u64 {
         self.root
     }
+    /// The root table, for the table layer's primitives.
+    #[inline]
+    pub fn root_table(&self) -> TableAddr {
+        TableAddr::new(self.root)
+    }
 
     /// Table pages currently in the tree at `level`.
-    pub fn tables_at(&self, level: usize) -> u64 {
-        self.tables_per_level[level].load(std::sync::atomic::Ordering::Relaxed)
+    pub fn tables_at(&self, level: Level) -> u64 {
+        self.tables_per_level[level.get()].load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The architecture's name for `level` (PTE, PMD, ... on x86-64; L3 to
+    /// L0 on ARM64).
+    pub fn level_name(&self, level: Level) -> &str {
+        &self.geom.level(level.get()).name
     }
 
     // ---------------------------------------------------------------
-    // Primitives: one software entry of one table.
-
-    /// Physical address of the first hardware word of the software entry
-    /// that indexes `va` in the table at `table` (of `level`).
-    #[inline]
-    pub fn entry_pa(&self, table: u64, level: usize, va: u64) -> u64 {
-        table + (self.geom.index(level, va) << self.entry_shift)
-    }
+    // The hardware walk's view.
 
     /// Physical address of the hardware word a hardware walk reads for `va`
     /// in the table at `table`: inside the software entry, the word of the
@@ -253,212 +263,6 @@ impl PageTable {
     #[inline]
     pub fn hw_entry_pa(&self, table: u64, level: usize, va: u64) -> u64 {
         table + self.geom.hw_word_offset(level, va)
-    }
-
-    /// Decodes the software entry for `va` in `table`.
-    ///
-    /// # Errors
-    /// [`PtError::Corrupt`] for a reserved encoding.
-    // Always inlined: the fault handler reads five entries per fault, and a
-    // call per read was a tenth of its cost.
-    #[inline(always)]
-    pub fn read_entry(&self, table: u64, level: usize, va: u64) -> Result<Entry, PtError> {
-        let raw = self.mem.read(self.entry_pa(table, level, va));
-        if raw == 0 {
-            // Every supported format encodes an empty entry as zero (x86 P,
-            // RISC-V V and ARM's valid bit clear): skip the decoder.
-            return Ok(Entry::Invalid);
-        }
-        Ok(entry::decode(&self.geom, level, raw)?)
-    }
-
-    /// The table the entry for `va` in `table` (of `level`) points to, if it
-    /// is a table entry; `None` for anything else (then [`read_entry`]
-    /// says what it is). The fault path's step down, without building the
-    /// neutral view.
-    ///
-    /// [`read_entry`]: PageTable::read_entry
-    #[inline(always)]
-    pub fn next_table(&self, table: u64, level: usize, va: u64) -> Option<u64> {
-        let raw = self.mem.read_walk(self.entry_pa(table, level, va));
-        entry::table_pa(&self.geom, level, raw)
-    }
-
-    /// Whether the entry for `va` in `table` is empty (Linux `pte_none`):
-    /// every supported format encodes an empty entry as zero, and the
-    /// engine writes nothing else into a non-present entry.
-    #[inline(always)]
-    pub fn is_none(&self, table: u64, level: usize, va: u64) -> bool {
-        self.mem.read(self.entry_pa(table, level, va)) == 0
-    }
-
-    /// Writes the software entry for `va` in `table` (every hardware word of
-    /// it) and keeps the table's present count. The caller serializes
-    /// writers of this table.
-    #[inline]
-    pub fn write_entry(&self, table: u64, level: usize, va: u64, e: &Entry) {
-        if self.entry_shift != ENTRY_BYTES.trailing_zeros() {
-            return self.write_group(table, level, va, e);
-        }
-        // The common case (no software page): one word.
-        let w = match e {
-            Entry::Invalid => 0,
-            _ => entry::encode(&self.geom, level, e),
-        };
-        self.write_word(table, level, va, w);
-    }
-
-    /// The word of a plain (not contiguous) leaf at `level` with `attrs` at
-    /// address 0: the template [`PageTable::write_leaf`] fills with an
-    /// address. `None` if a software entry is a group of words here, or the
-    /// architecture cannot express `attrs`.
-    pub fn leaf_bits(&self, level: usize, attrs: &Attrs) -> Option<u64> {
-        let single = self.entry_shift == ENTRY_BYTES.trailing_zeros();
-        (single && self.geom.is_leaf_level(level) && entry::representable(&self.geom, attrs)).then(
-            || {
-                let leaf = Entry::Leaf {
-                    pa: 0,
-                    attrs: *attrs,
-                    contiguous: false,
-                };
-                entry::encode(&self.geom, level, &leaf)
-            },
-        )
-    }
-
-    /// Writes the plain leaf `bits` (from [`PageTable::leaf_bits`]) mapping
-    /// `pa` as the entry for `va`: what [`PageTable::write_entry`] writes for
-    /// that leaf, without encoding the attributes again. Same contract.
-    #[inline]
-    pub fn write_leaf(&self, table: u64, level: usize, va: u64, bits: u64, pa: u64) {
-        debug_assert_eq!(self.entry_shift, ENTRY_BYTES.trailing_zeros());
-        let w = entry::leaf_with_address(&self.geom, bits, pa);
-        self.write_word(table, level, va, w);
-    }
-
-    /// Writes `w` as the one-word entry for `va` in `table` and keeps the
-    /// present count (a word is present exactly when it is not 0: every
-    /// codec encodes the empty entry, and only it, as 0).
-    #[inline(always)]
-    fn write_word(&self, table: u64, level: usize, va: u64, w: u64) {
-        let word = self.mem.word_at(self.entry_pa(table, level, va));
-        let was = word.load(Ordering::Acquire) != 0;
-        word.store(w, Ordering::Release);
-        self.count_present(table, level, was, w != 0);
-    }
-
-    /// [`PageTable::write_entry`] for a geometry whose software entry is a
-    /// group of hardware words.
-    #[inline(never)]
-    fn write_group(&self, table: u64, level: usize, va: u64, e: &Entry) {
-        let pa = self.entry_pa(table, level, va);
-        let was = self.mem.read(pa) != 0;
-        // Linux's set_pte order: for a group, the first word last, so that a
-        // walker that sees it present sees the whole group.
-        for j in (0..self.geom.hw_words_per_entry()).rev() {
-            let w = match e {
-                Entry::Invalid => 0,
-                _ => entry::encode_group_word(&self.geom, level, e, j),
-            };
-            self.mem.write(pa + j * ENTRY_BYTES, w);
-        }
-        self.count_present(table, level, was, e.is_present());
-    }
-
-    /// Keeps `table`'s present count after one of its entries went from
-    /// present (`was`) to present (`now`) or not.
-    #[inline(always)]
-    fn count_present(&self, table: u64, level: usize, was: bool, now: bool) {
-        if was == now {
-            return;
-        }
-        let meta = self.mem.meta(table);
-        if level == 0 {
-            // No table is ever installed in a leaf-level table, so every
-            // writer of this count writes a leaf entry here and holds the
-            // table's lock (the concurrency contract): a plain load and
-            // store cannot lose an update.
-            let n = meta.present.load(Ordering::Relaxed);
-            let n = if now { n + 1 } else { n - 1 };
-            meta.present.store(n, Ordering::Release);
-        } else if now {
-            meta.present.fetch_add(1, Ordering::AcqRel);
-        } else {
-            meta.present.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
-    /// The table below the entry for `va` at `level` (> 0), allocating and
-    /// linking an empty one if the entry is empty.
-    ///
-    /// # Errors
-    /// [`PtError::AlreadyMapped`] if the entry is a leaf; [`PtError::Mem`]
-    /// if no table page can be had.
-    pub fn get_or_alloc_table(&self, table: u64, level: usize, va: u64) -> Result<u64, PtError> {
-        debug_assert!(level > 0);
-        match self.read_entry(table, level, va)? {
-            Entry::Table { pa } => Ok(pa),
-            Entry::Leaf { .. } => Err(PtError::AlreadyMapped { va }),
-            Entry::Invalid => {
-                let child = self.mem.alloc_table(level - 1)?;
-                let e = Entry::Table { pa: child };
-                let epa = self.entry_pa(table, level, va);
-                let words = self.geom.hw_words_per_entry();
-                for j in 1..words {
-                    let w = entry::encode_group_word(&self.geom, level, &e, j);
-                    self.mem.write(epa + j * ENTRY_BYTES, w);
-                }
-                let w0 = entry::encode_group_word(&self.geom, level, &e, 0);
-                match self.mem.compare_exchange(epa, 0, w0) {
-                    Ok(_) => {
-                        self.mem.meta(table).present.fetch_add(1, Ordering::AcqRel);
-                        self.tables_per_level[level - 1]
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        Ok(child)
-                    }
-                    Err(_) => {
-                        // Someone else linked a table first: use theirs.
-                        self.mem.free_table(child)?;
-                        match self.read_entry(table, level, va)? {
-                            Entry::Table { pa } => Ok(pa),
-                            _ => Err(PtError::AlreadyMapped { va }),
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Links an already-allocated table page `child` (of `level - 1`) into
-    /// the empty entry for `va` (used for deposited tables, Linux's
-    /// `pgtable_trans_huge_withdraw`). Counts it in the per-level totals.
-    pub fn link_table(&self, table: u64, level: usize, va: u64, child: u64) {
-        self.write_entry(table, level, va, &Entry::Table { pa: child });
-        self.tables_per_level[level - 1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Clears the table entry for `va` at `level` and returns the unlinked
-    /// table (not yet freed). The caller guarantees the child is empty.
-    pub fn unlink_table(&self, table: u64, level: usize, va: u64) -> Option<u64> {
-        match self.read_entry(table, level, va) {
-            Ok(Entry::Table { pa }) => {
-                self.write_entry(table, level, va, &Entry::Invalid);
-                Some(pa)
-            }
-            _ => None,
-        }
-    }
-
-    /// Forgets a table from the per-level totals without freeing it (used
-    /// by the OS model when it takes over an unlinked table, e.g. to deposit it).
-    pub fn uncount_table(&self, level: usize) {
-        self.tables_per_level[level].fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Counts a table that the OS model holds outside the tree (a deposited
-    /// table is still page-table memory: Linux counts it in VmPTE).
-    pub fn count_table(&self, level: usize) {
-        self.tables_per_level[level].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     // ---------------------------------------------------------------
@@ -585,9 +389,14 @@ impl PageTable {
         attrs: Attrs,
     ) -> Result<u64, PtError> {
         let g = &*self.geom;
-        let mut table = self.root;
-        for level in (kind.level + 1..g.num_levels()).rev() {
-            table = self.get_or_alloc_table(table, level, va)?;
+        let leaf_level = Level::new(kind.level);
+        let mut table = self.root_table();
+        for level in self
+            .root_level()
+            .down_to_pte()
+            .take_while(|l| *l > leaf_level)
+        {
+            table = self.table_below(table, level, va)?;
         }
         let l = g.level(kind.level);
         let step = l.entry_size();
@@ -598,7 +407,7 @@ impl PageTable {
         while off < n {
             // An empty table below a would-be huge leaf must be freed first
             // (Linux maps a THP only on a pmd_none entry).
-            if let Entry::Table { .. } = self.read_entry(table, kind.level, va + off)? {
+            if let Entry::Table { .. } = self.read_entry(table, leaf_level, va + off)? {
                 return Err(PtError::TableInTheWay {
                     va: va + off,
                     level: kind.level,
@@ -606,17 +415,29 @@ impl PageTable {
             }
             off += step;
         }
-        let mut off = 0;
-        while off < n {
-            let e = Entry::Leaf {
-                pa: pa + off,
-                attrs,
-                contiguous,
-            };
-            self.write_entry(table, kind.level, va + off, &e);
-            off += step;
-        }
+        self.set_ptes(table, leaf_level, va, pa, n / step, attrs, contiguous);
         Ok(n)
+    }
+
+    /// The table below the entry for `va` of `table` (of `level`),
+    /// installing an empty one if the entry is empty (under the parent
+    /// table's own lock: the tree-wide operations have no OS model to say
+    /// which lock covers an entry).
+    ///
+    /// # Errors
+    /// [`PtError::AlreadyMapped`] if the entry is a leaf; [`PtError::Mem`]
+    /// if no table page can be had.
+    fn table_below(&self, table: TableAddr, level: Level, va: u64) -> Result<TableAddr, PtError> {
+        if let Some(t) = self.next_table(table, level, va) {
+            return Ok(t);
+        }
+        if self.is_none(table, level, va) {
+            self.alloc_install(table, level, va, || self.ptlock_ptr(table).lock())?;
+        }
+        match self.read_entry(table, level, va)? {
+            Entry::Table { pa } => Ok(TableAddr::new(pa)),
+            _ => Err(PtError::AlreadyMapped { va }),
+        }
     }
 
     // ---------------------------------------------------------------
@@ -713,7 +534,7 @@ impl PageTable {
             return None;
         }
         Some(match self.table_on_path(va, 0) {
-            Ok(table) => self.hw_entry_pa(table, 0, va),
+            Ok(table) => self.hw_entry_pa(table, Level::PTE.get(), va),
             Err(last) => last,
         })
     }
@@ -752,8 +573,8 @@ impl PageTable {
             return Ok(());
         }
         self.walk_range(
-            self.root,
-            self.geom.root_level(),
+            self.root_table(),
+            self.root_level(),
             va,
             va.saturating_add(len - 1),
             f,
@@ -766,14 +587,14 @@ impl PageTable {
     /// whole contiguous run's). The one loop every range walk shares.
     fn visit_entries(
         &self,
-        table: u64,
-        level: usize,
+        table: TableAddr,
+        level: Level,
         first: u64,
         last: u64,
         f: &mut dyn FnMut(u64, Entry) -> Result<u64, PtError>,
     ) -> Result<(), PtError> {
         let g = &*self.geom;
-        let l = g.level(level);
+        let l = g.level(level.get());
         let size = l.entry_size();
         let stop = last.min(table_end(first, l.shift + l.bits));
         let mut va = first & !(size - 1);
@@ -791,16 +612,15 @@ impl PageTable {
     /// first entry.
     fn leaf_mapping(
         &self,
-        level: usize,
+        level: Level,
         va: u64,
         pa: u64,
         attrs: Attrs,
         contiguous: bool,
     ) -> Mapping {
-        let g = &*self.geom;
-        let size = g.entry_size(level);
+        let size = self.entry_size(level);
         let run = if contiguous {
-            size * u64::from(g.contig(level))
+            size * self.contig_entries(level)
         } else {
             size
         };
@@ -808,7 +628,7 @@ impl PageTable {
             va: va & !(run - 1),
             pa: pa & !(run - 1),
             size: run,
-            level,
+            level: level.get(),
             attrs,
             contiguous,
         }
@@ -816,17 +636,18 @@ impl PageTable {
 
     fn walk_range(
         &self,
-        table: u64,
-        level: usize,
+        table: TableAddr,
+        level: Level,
         first: u64,
         last: u64,
         f: &mut dyn FnMut(Mapping),
     ) -> Result<(), PtError> {
-        let size = self.geom.entry_size(level);
+        let size = self.entry_size(level);
         self.visit_entries(table, level, first, last, &mut |va, e| match e {
             Entry::Invalid => Ok(size),
             Entry::Table { pa } => {
-                self.walk_range(pa, level - 1, va.max(first), (va + size - 1).min(last), f)?;
+                let (first, last) = (va.max(first), (va + size - 1).min(last));
+                self.walk_range(TableAddr::new(pa), level.down(), first, last, f)?;
                 Ok(size)
             }
             Entry::Leaf {
@@ -880,9 +701,9 @@ impl PageTable {
         self.check_va(va, len)?;
         let mut out = Unmapped::default();
         self.edit_range(va, len, &mut |pt, table, level, m| {
-            for i in 0..m.size / pt.geom.entry_size(level) {
-                let eva = m.va + i * pt.geom.entry_size(level);
-                pt.write_entry(table, level, eva, &Entry::Invalid);
+            let step = pt.entry_size(level);
+            for i in 0..m.size / step {
+                pt.pte_clear(table, level, m.va + i * step);
             }
             out.pieces.push((m.va, m.pa, m.size));
             out.flush.add(m.va, m.size);
@@ -904,16 +725,9 @@ impl PageTable {
         self.check_va(va, len)?;
         let mut flush = Flush::default();
         self.edit_range(va, len, &mut |pt, table, level, m| {
-            let step = pt.geom.entry_size(level);
+            let step = pt.entry_size(level);
             let attrs = Attrs { perms, ..m.attrs };
-            for i in 0..m.size / step {
-                let e = Entry::Leaf {
-                    pa: m.pa + i * step,
-                    attrs,
-                    contiguous: m.contiguous,
-                };
-                pt.write_entry(table, level, m.va + i * step, &e);
-            }
+            pt.set_ptes(table, level, m.va, m.pa, m.size / step, attrs, m.contiguous);
             flush.add(m.va, m.size);
         })?;
         Ok(flush)
@@ -927,31 +741,37 @@ impl PageTable {
         &self,
         va: u64,
         len: u64,
-        edit: &mut dyn FnMut(&PageTable, u64, usize, Mapping),
+        edit: &mut dyn FnMut(&PageTable, TableAddr, Level, Mapping),
     ) -> Result<(), PtError> {
         self.split_at(va)?;
         // The end needs a split only if something can lie beyond it.
         if let Some(end) = va.checked_add(len).filter(|e| self.geom.is_canonical(*e)) {
             self.split_at(end)?;
         }
-        self.edit_walk(self.root, self.geom.root_level(), va, va + (len - 1), edit)
+        self.edit_walk(
+            self.root_table(),
+            self.root_level(),
+            va,
+            va + (len - 1),
+            edit,
+        )
     }
 
     fn edit_walk(
         &self,
-        table: u64,
-        level: usize,
+        table: TableAddr,
+        level: Level,
         first: u64,
         last: u64,
-        edit: &mut dyn FnMut(&PageTable, u64, usize, Mapping),
+        edit: &mut dyn FnMut(&PageTable, TableAddr, Level, Mapping),
     ) -> Result<(), PtError> {
-        let size = self.geom.entry_size(level);
+        let size = self.entry_size(level);
         self.visit_entries(table, level, first, last, &mut |va, e| match e {
             Entry::Invalid => Ok(size),
             Entry::Table { pa } => {
                 self.edit_walk(
-                    pa,
-                    level - 1,
+                    TableAddr::new(pa),
+                    level.down(),
                     va.max(first),
                     (va + size - 1).min(last),
                     edit,
@@ -973,84 +793,34 @@ impl PageTable {
     }
 
     /// Makes `boundary` (a base-page-aligned address) a boundary between
-    /// leaves: splits the huge leaf or contiguous run that straddles it.
+    /// leaves: unfolds the contiguous run and splits the huge leaf that
+    /// straddle it, through the table layer's primitives (under each
+    /// table's own lock, as [`PageTable::table_below`] installs).
     fn split_at(&self, boundary: u64) -> Result<(), PtError> {
-        let g = &*self.geom;
-        let mut table = self.root;
-        for level in (0..g.num_levels()).rev() {
-            let l = g.level(level);
+        let mut table = self.root_table();
+        for level in self.root_level().down_to_pte() {
             match self.read_entry(table, level, boundary)? {
                 Entry::Invalid => return Ok(()),
-                Entry::Table { pa } => table = pa,
-                Entry::Leaf {
-                    pa,
-                    attrs,
-                    contiguous,
-                } => {
-                    let size = l.entry_size();
-                    if contiguous {
-                        let run = size * u64::from(l.contig);
-                        if !boundary.is_multiple_of(run) {
-                            // Break the run into plain entries (ARM: clear the
-                            // contiguous bit on all of them before reuse).
-                            let base_va = boundary & !(run - 1);
-                            let base_pa = pa & !(run - 1);
-                            for i in 0..u64::from(l.contig) {
-                                let e = Entry::Leaf {
-                                    pa: base_pa + i * size,
-                                    attrs,
-                                    contiguous: false,
-                                };
-                                self.write_entry(table, level, base_va + i * size, &e);
-                            }
-                        }
-                    }
-                    if boundary.is_multiple_of(size) {
+                Entry::Table { pa } => table = TableAddr::new(pa),
+                Entry::Leaf { .. } => {
+                    let _lock = self.ptlock_ptr(table).lock();
+                    self.contpte_try_unfold(table, level, boundary)?;
+                    if boundary.is_multiple_of(self.entry_size(level)) {
                         return Ok(());
                     }
                     // A huge leaf straddles the boundary: split it one level down.
-                    self.split_leaf(table, level, boundary, pa, attrs)?;
-                    table = match self.read_entry(table, level, boundary)? {
-                        Entry::Table { pa } => pa,
-                        _ => unreachable!("split_leaf links a table"),
-                    };
+                    let child = self.alloc_table(level.down())?;
+                    match self.split_huge_leaf(table, level, boundary, child, None) {
+                        Ok(true) => {}
+                        other => {
+                            self.free_table(child)?;
+                            other?;
+                        }
+                    }
+                    table = child;
                 }
             }
         }
-        Ok(())
-    }
-
-    /// Replaces the huge leaf for `va` at `level` with a table of the next
-    /// level down mapping the same pages (Linux: `__split_huge_pmd`).
-    fn split_leaf(
-        &self,
-        table: u64,
-        level: usize,
-        va: u64,
-        pa: u64,
-        attrs: Attrs,
-    ) -> Result<(), PtError> {
-        let g = &*self.geom;
-        let below = level - 1;
-        let size = g.entry_size(level);
-        if !g.level(below).leaf {
-            return Err(PtError::CannotSplit { size, level: below });
-        }
-        let child = self.mem.alloc_table(below)?;
-        let step = g.entry_size(below);
-        let base_va = va & !(size - 1);
-        let base_pa = pa & !(size - 1);
-        for i in 0..size / step {
-            let e = Entry::Leaf {
-                pa: base_pa + i * step,
-                attrs,
-                contiguous: false,
-            };
-            self.write_entry(child, below, base_va + i * step, &e);
-        }
-        // Break before make: the huge entry goes invalid, then the table appears.
-        self.write_entry(table, level, va, &Entry::Invalid);
-        self.link_table(table, level, va, child);
         Ok(())
     }
 
@@ -1067,8 +837,8 @@ impl PageTable {
         let mut out = FreedTables::default();
         if len > 0 {
             self.free_walk(
-                self.root,
-                self.geom.root_level(),
+                self.root_table(),
+                self.root_level(),
                 va,
                 va.saturating_add(len - 1),
                 &mut out,
@@ -1079,22 +849,24 @@ impl PageTable {
 
     fn free_walk(
         &self,
-        table: u64,
-        level: usize,
+        table: TableAddr,
+        level: Level,
         first: u64,
         last: u64,
         out: &mut FreedTables,
     ) -> Result<(), PtError> {
-        if level == 0 {
+        if level.is_pte() {
             return Ok(());
         }
-        let size = self.geom.entry_size(level);
+        let size = self.entry_size(level);
         self.visit_entries(table, level, first, last, &mut |va, e| {
             if let Entry::Table { pa } = e {
-                self.free_walk(pa, level - 1, va.max(first), (va + size - 1).min(last), out)?;
-                if self.mem.meta(pa).present.load(Ordering::Acquire) == 0 {
-                    self.write_entry(table, level, va, &Entry::Invalid);
-                    out.tables.push((level - 1, pa));
+                let child = TableAddr::new(pa);
+                let (first, last) = (va.max(first), (va + size - 1).min(last));
+                self.free_walk(child, level.down(), first, last, out)?;
+                if self.present_entries(child) == 0 {
+                    self.unlink_table(table, level, va);
+                    out.tables.push((level.down(), child));
                     out.flush.add(va, size);
                 }
             }
@@ -1109,7 +881,7 @@ impl PageTable {
     /// # Errors
     /// A [`MemError`] if a table was already freed (a bug).
     pub fn teardown(&self) -> Result<(), PtError> {
-        self.teardown_walk(self.root, self.geom.root_level())?;
+        self.teardown_walk(self.root_table(), self.root_level())?;
         self.mem.free_table(self.root)?;
         for c in &self.tables_per_level {
             c.store(0, std::sync::atomic::Ordering::Relaxed);
@@ -1117,17 +889,16 @@ impl PageTable {
         Ok(())
     }
 
-    fn teardown_walk(&self, table: u64, level: usize) -> Result<(), PtError> {
-        if level == 0 {
+    fn teardown_walk(&self, table: TableAddr, level: Level) -> Result<(), PtError> {
+        if level.is_pte() {
             return Ok(());
         }
-        let n = self.geom.level(level).entries();
-        let size = self.geom.entry_size(level);
-        for i in 0..n {
+        let size = self.entry_size(level);
+        for i in 0..self.ptrs_per_table(level) {
             let va = i * size;
-            if let Entry::Table { pa } = self.read_entry(table, level, va)? {
-                self.teardown_walk(pa, level - 1)?;
-                self.mem.free_table(pa)?;
+            if let Some(child) = self.next_table(table, level, va) {
+                self.teardown_walk(child, level.down())?;
+                self.free_table(child)?;
             }
         }
         Ok(())
@@ -1153,8 +924,8 @@ impl PageTable {
         );
         if len > 0 {
             self.dump_walk(
-                self.root,
-                self.geom.root_level(),
+                self.root_table(),
+                self.root_level(),
                 va,
                 va.saturating_add(len - 1),
                 1,
@@ -1166,15 +937,16 @@ impl PageTable {
 
     fn dump_walk(
         &self,
-        table: u64,
-        level: usize,
+        table: TableAddr,
+        level: Level,
         first: u64,
         last: u64,
         depth: usize,
         s: &mut String,
     ) -> Result<(), PtError> {
         let g = &*self.geom;
-        let l = g.level(level);
+        let l = g.level(level.get());
+        let below = g.level(level.get().saturating_sub(1));
         let size = l.entry_size();
         let mut group: Option<Mapping> = None;
         let indent = "  ".repeat(depth);
@@ -1199,20 +971,20 @@ impl PageTable {
             }
             Entry::Table { pa } => {
                 flush_group(&mut group, s);
-                let present = self.mem.meta(pa).present.load(Ordering::Relaxed);
+                let present = self.present_entries(TableAddr::new(pa));
                 let _ = writeln!(
                     s,
                     "{indent}{:#014x} {} -> {} table {:#x} ({} of {} present)",
                     va,
                     l.name,
-                    g.level(level - 1).name,
+                    below.name,
                     pa,
                     present,
-                    g.level(level - 1).entries()
+                    below.entries()
                 );
                 self.dump_walk(
-                    pa,
-                    level - 1,
+                    TableAddr::new(pa),
+                    level.down(),
                     va.max(first),
                     (va + size - 1).min(last),
                     depth + 1,

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use pt::geometry::{self, preset};
 use pt::table::PtError;
-use pt::{Attrs, Entry, PageTable, Perms};
+use pt::{Attrs, Entry, Level, PageTable, Perms, TableAddr};
 use std::collections::BTreeMap;
 
 /// Base of the window the property tests work in: 1 GiB-aligned, canonical
@@ -153,7 +153,7 @@ fn run_sequence(name: &str, ops: &[Op]) {
         pt.dump(0, u64::MAX).unwrap()
     );
     for l in 0..pt.geometry().root_level() {
-        assert_eq!(pt.tables_at(l), 0);
+        assert_eq!(pt.tables_at(Level::new(l)), 0);
     }
     pt.teardown().unwrap();
     assert!(pt.mem().leaks().is_empty());
@@ -190,10 +190,10 @@ fn one_gib_of_4k_pages_needs_exactly_what_the_hardware_needs() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
     pt.map(1 << 40, PBASE, 1 << 30, 4096, Attrs::new(Perms::USER_RW))
         .unwrap();
-    assert_eq!(pt.tables_at(0), 512, "PTE tables");
-    assert_eq!(pt.tables_at(1), 1, "PMD tables");
-    assert_eq!(pt.tables_at(2), 1, "PUD tables");
-    assert_eq!(pt.tables_at(3), 1, "the root");
+    assert_eq!(pt.tables_at(Level::PTE), 512, "PTE tables");
+    assert_eq!(pt.tables_at(Level::PMD), 1, "PMD tables");
+    assert_eq!(pt.tables_at(Level::PUD), 1, "PUD tables");
+    assert_eq!(pt.tables_at(Level::PUD.up()), 1, "the root");
     assert_eq!(pt.mem().live_tables(), 515);
     let acc = pt::account::account(&pt).unwrap();
     assert_eq!(acc[3].name, "PTE");
@@ -208,7 +208,7 @@ fn the_same_gib_in_2m_leaves_needs_no_pte_tables() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
     pt.map(1 << 40, PBASE, 1 << 30, 2 << 20, Attrs::new(Perms::USER_RW))
         .unwrap();
-    assert_eq!(pt.tables_at(0), 0);
+    assert_eq!(pt.tables_at(Level::PTE), 0);
     let t = pt.translate((1 << 40) + (3 << 20) + 5).unwrap();
     assert_eq!(
         (t.pa, t.size, t.level, t.reads),
@@ -311,7 +311,11 @@ fn riscv_64k_pages_are_16_hardware_words_and_tables_are_64k() {
     assert_eq!(t.size, 64 << 10);
     assert_eq!(t.reads, 3);
     // The hardware word read for page 7 is the 8th word of the group.
-    let group = pt.entry_pa(t.entry_pas()[2] & !0xffff, 0, WINDOW);
+    let group = pt.entry_pa(
+        TableAddr::new(t.entry_pas()[2] & !0xffff),
+        Level::PTE,
+        WINDOW,
+    );
     assert_eq!(t.entry_pas()[2], group + 7 * 8);
     assert_eq!(pt.mem().live_tables(), 3);
     let acc = pt::account::account(&pt).unwrap();
@@ -332,8 +336,8 @@ fn partial_unmap_of_a_huge_leaf_splits_it() {
         vec![(WINDOW + (2 << 20) + 4096, PBASE + (2 << 20) + 4096, 4096)]
     );
     // 1G -> 512 x 2M, then the second 2M -> 512 x 4K.
-    assert_eq!(pt.tables_at(1), 1);
-    assert_eq!(pt.tables_at(0), 1);
+    assert_eq!(pt.tables_at(Level::PMD), 1);
+    assert_eq!(pt.tables_at(Level::PTE), 1);
     assert_eq!(pt.translate(WINDOW + (2 << 20)).unwrap().size, 4096);
     assert_eq!(pt.translate(WINDOW + (4 << 20)).unwrap().size, 2 << 20);
     assert!(matches!(
@@ -365,7 +369,7 @@ fn freeing_tables_waits_for_release() {
     assert_eq!(freed.tables.len(), 3, "PTE, PMD and PUD tables");
     assert_eq!(pt.mem().live_tables(), 4, "unlinked, not yet freed");
     assert!(matches!(
-        pt.read_entry(pt.root(), 3, WINDOW),
+        pt.read_entry(pt.root_table(), pt.root_level(), WINDOW),
         Ok(Entry::Invalid)
     ));
     freed.release(&pt).unwrap();
@@ -409,10 +413,11 @@ fn templated_leaves_are_the_words_write_entry_writes() {
         let a = PageTable::with_new_memory(g.clone()).unwrap();
         let b = PageTable::with_new_memory(g.clone()).unwrap();
         let (ta, tb) = (
-            a.mem().alloc_table(0).unwrap(),
-            b.mem().alloc_table(0).unwrap(),
+            a.alloc_table(Level::PTE).unwrap(),
+            b.alloc_table(Level::PTE).unwrap(),
         );
         for level in (0..g.num_levels()).filter(|&l| g.is_leaf_level(l)) {
+            let lv = Level::new(level);
             for i in 0..200u64 {
                 x ^= x << 13;
                 x ^= x >> 7;
@@ -427,29 +432,24 @@ fn templated_leaves_are_the_words_write_entry_writes() {
                 let size = g.entry_size(level);
                 let pa = ((x >> 12) << 12) & ((1u64 << g.oa_bits()) - 1) & !(size - 1);
                 let va = (i % 64) * size;
-                let Some(bits) = a.leaf_bits(level, &attrs) else {
+                let Some(bits) = a.leaf_bits(lv, &attrs) else {
                     continue;
                 };
-                a.write_leaf(ta, level, va, bits, pa);
+                a.set_leaf_bits(ta, lv, va, bits, pa);
                 let e = Entry::Leaf {
                     pa,
                     attrs,
                     contiguous: false,
                 };
-                b.write_entry(tb, level, va, &e);
+                b.set_entry(tb, lv, va, &e);
                 let (wa, wb) = (
-                    a.mem().read(a.entry_pa(ta, level, va)),
-                    b.mem().read(b.entry_pa(tb, level, va)),
+                    a.mem().read(a.entry_pa(ta, lv, va)),
+                    b.mem().read(b.entry_pa(tb, lv, va)),
                 );
                 assert_eq!(wa, wb, "{} level {level} {e:?}", g.name());
                 checked += 1;
             }
-            let count = |p: &PageTable, t| {
-                p.mem()
-                    .meta(t)
-                    .present
-                    .load(std::sync::atomic::Ordering::Relaxed)
-            };
+            let count = |p: &PageTable, t| p.present_entries(t);
             assert_eq!(count(&a, ta), count(&b, tb), "{}", g.name());
         }
     }

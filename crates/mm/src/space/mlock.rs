@@ -1,0 +1,83 @@
+//! mlock and munlock (Linux mm/mlock.c).
+
+use super::populate::PopulateMode;
+use super::AddressSpace;
+use crate::counters::ThreadCtx;
+use crate::deferred::Deferred;
+use crate::error::Errno;
+
+impl AddressSpace {
+    /// Linux `mlock`: marks the VMAs VM_LOCKED (splitting them) and faults
+    /// the range in. The start is rounded down to a page, as Linux does.
+    ///
+    /// # Errors
+    /// [`Errno::NoMem`] if part of the range is not mapped.
+    pub fn mlock(&self, ctx: &mut ThreadCtx, addr: u64, len: u64) -> Result<Deferred, Errno> {
+        self.set_locked(ctx, addr, len, true)
+    }
+
+    /// Linux `munlock`.
+    ///
+    /// # Errors
+    /// [`Errno::NoMem`] if part of the range is not mapped.
+    pub fn munlock(&self, ctx: &mut ThreadCtx, addr: u64, len: u64) -> Result<Deferred, Errno> {
+        self.set_locked(ctx, addr, len, false)
+    }
+
+    // Linux: mm/mlock.c, do_mlock / apply_vma_lock_flags, then __mm_populate
+    fn set_locked(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        len: u64,
+        on: bool,
+    ) -> Result<Deferred, Errno> {
+        let mut d = Deferred::none();
+        let r = self.set_locked_inner(ctx, addr, len, on, &mut d);
+        self.finish_op(r, d)
+    }
+
+    fn set_locked_inner(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        len: u64,
+        on: bool,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let start = addr & !(self.page - 1);
+        let len = self
+            .page_align(len + (addr - start))
+            .ok_or(Errno::Inval("length overflows"))?;
+        if len == 0 {
+            return Ok(());
+        }
+        let end = start
+            .checked_add(len)
+            .ok_or(Errno::Inval("range wraps around"))?;
+        {
+            let mut vmas = self.mmap_write(ctx);
+            if vmas.find(start).is_none() {
+                return Err(Errno::NoMem("mlock of an unmapped address"));
+            }
+            let starts = vmas.isolate(start, end, self.page_shift);
+            let mut cur = start;
+            for s in starts {
+                if s > cur {
+                    return Err(Errno::NoMem("mlock range has a hole"));
+                }
+                let v = vmas.get_mut(s).expect("isolated");
+                v.flags.locked = on;
+                cur = v.end;
+            }
+            if cur < end {
+                return Err(Errno::NoMem("mlock range has a hole"));
+            }
+        }
+        if on {
+            let vmas = self.mmap_read(ctx);
+            let _ = self.populate(ctx, &vmas, start, end, PopulateMode::PerVma, false, d);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,52 @@
+//! msync (Linux mm/msync.c).
+
+use super::AddressSpace;
+use crate::counters::ThreadCtx;
+use crate::deferred::Deferred;
+use crate::error::Errno;
+
+impl AddressSpace {
+    /// Linux `msync(MS_SYNC)`: writes back the dirty pages of shared file
+    /// mappings, write-protecting their PTEs (`folio_mkclean`).
+    ///
+    /// # Errors
+    /// [`Errno::Inval`] for a misaligned address; [`Errno::NoMem`] if part
+    /// of the range is not mapped.
+    pub fn msync(&self, ctx: &mut ThreadCtx, addr: u64, len: u64) -> Result<Deferred, Errno> {
+        let mut d = Deferred::none();
+        let r = self.msync_inner(ctx, addr, len, &mut d);
+        self.finish_op(r, d)
+    }
+
+    fn msync_inner(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        len: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        if !addr.is_multiple_of(self.page) {
+            return Err(Errno::Inval("msync address not page-aligned"));
+        }
+        let len = self
+            .page_align(len)
+            .ok_or(Errno::NoMem("length overflows"))?;
+        let end = addr
+            .checked_add(len)
+            .ok_or(Errno::NoMem("range wraps around"))?;
+        let vmas = self.mmap_read(ctx);
+        let mut covered = 0;
+        for v in vmas.overlapping(addr, end) {
+            let s = v.start.max(addr);
+            let e = v.end.min(end);
+            covered += e - s;
+            if v.writenotify() {
+                self.writeback(ctx, v, s, e, d)?;
+            }
+        }
+        if covered < end - addr {
+            return Err(Errno::NoMem("msync range has a hole"));
+        }
+        Ok(())
+    }
+}

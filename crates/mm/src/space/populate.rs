@@ -1,0 +1,87 @@
+//! Faulting a range in ahead of access (MAP_POPULATE, mlock,
+//! MADV_POPULATE_*), as GUP does.
+
+use super::AddressSpace;
+use crate::counters::ThreadCtx;
+use crate::deferred::Deferred;
+use crate::error::Errno;
+use crate::vma::{Vma, Vmas};
+
+/// How [`AddressSpace::populate`] faults pages in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PopulateMode {
+    /// Linux `populate_vma_page_range`: write faults for private writable
+    /// mappings, read faults otherwise.
+    PerVma,
+    Read,
+    Write,
+}
+
+impl AddressSpace {
+    /// Faults in `[start, end)` as GUP would (Linux `faultin_page_range` /
+    /// `populate_vma_page_range`): one fault per unsatisfied page, counted
+    /// like any fault. `strict`: errors are returned (MADV_POPULATE_*),
+    /// else skipped (MAP_POPULATE, mlock).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn populate(
+        &self,
+        ctx: &mut ThreadCtx,
+        vmas: &Vmas,
+        start: u64,
+        end: u64,
+        mode: PopulateMode,
+        strict: bool,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let list: Vec<&Vma> = vmas.overlapping(start, end).collect();
+        for v in list {
+            if !v.prot.accessible() {
+                if strict {
+                    return Err(Errno::Fault("populate of a PROT_NONE mapping"));
+                }
+                continue;
+            }
+            let write = match mode {
+                PopulateMode::PerVma => v.prot.write && !v.shared,
+                PopulateMode::Read => false,
+                PopulateMode::Write => true,
+            };
+            if write && !v.prot.write {
+                if strict {
+                    return Err(Errno::Fault("MADV_POPULATE_WRITE of a read-only mapping"));
+                }
+                continue;
+            }
+            let mut va = v.start.max(start);
+            let e = v.end.min(end);
+            let mut tries = 0;
+            while va < e {
+                if let Ok(t) = self.pt.translate(va) {
+                    if !write || t.attrs.perms.write || tries >= 3 {
+                        va = (va & !(t.size - 1)) + t.size;
+                        tries = 0;
+                        continue;
+                    }
+                }
+                tries += 1;
+                match self.handle_mm_fault(ctx, v, va, write) {
+                    Ok((dd, major)) => {
+                        if major {
+                            ctx.counters.major_faults += 1;
+                        } else {
+                            ctx.counters.minor_faults += 1;
+                        }
+                        d.merge(dd);
+                    }
+                    Err(e) => {
+                        if strict {
+                            return Err(e);
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
