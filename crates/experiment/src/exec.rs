@@ -150,6 +150,14 @@ fn run_kernel(_w: &Workload, _opts: &ExecOptions) -> Result<Run, ExecError> {
     Err(ExecError::NoKernel)
 }
 
+/// Warm-up runs per configuration [`run_plans`] makes: `opts.warmup`, or by
+/// default 1 when repeating with the kernel among the configurations (the
+/// model has no caches to settle).
+pub fn warmup_runs(any_kernel: bool, opts: &ExecOptions) -> usize {
+    opts.warmup
+        .unwrap_or(usize::from(any_kernel && opts.repeat > 1))
+}
+
 /// All runs of one configuration.
 #[derive(Debug, Clone, Serialize)]
 pub struct ConfigResult {
@@ -196,9 +204,7 @@ pub fn run_plans(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<ConfigResult>, ExecError> {
     let any_kernel = plans.iter().any(|(c, _)| c.backend == BackendKind::Kernel);
-    let warmup = opts
-        .warmup
-        .unwrap_or(usize::from(any_kernel && opts.repeat > 1));
+    let warmup = warmup_runs(any_kernel, opts);
     let total = (warmup + opts.repeat) * plans.len();
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); plans.len()];
     let mut done = 0;
