@@ -89,7 +89,9 @@ pub fn va_bits_of(cfg: &RunConfig) -> u32 {
     match cfg.backend {
         BackendKind::Kernel => u32::from(host::Fingerprint::read().va_bits.unwrap_or(48)),
         BackendKind::Model => cfg
-            .get("geometry")
+            .model
+            .geometry
+            .as_deref()
             .and_then(|g| pt::geometry::load(g).ok())
             .map_or(48, |g| g.va_bits()),
     }
@@ -122,7 +124,7 @@ pub fn run_once(w: &Workload, cfg: &RunConfig, opts: &ExecOptions) -> Result<Run
 /// # Errors
 /// [`ExecError::Config`] for an option the model cannot use.
 pub fn model_config(cfg: &RunConfig) -> Result<backend::model::ModelConfig, ExecError> {
-    backend::model::ModelConfig::from_options(&cfg.options).map_err(|e| {
+    backend::model::ModelConfig::from_options(&cfg.model.to_options()).map_err(|e| {
         ExecError::from(crate::config::ConfigError::BadValue {
             origin: String::new(),
             key: e.key,
