@@ -279,7 +279,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let levels = if fp.la57 == Some(true) { 5 } else { 4 };
     sec.figure("host_la57", fp.la57);
     if let Some(k) = r.kernel(EBIZZY + ebizzy_threads(o).len()) {
-        if let Some(s) = summary(&k, "touched", counters::NS_PER_FAULT.name) {
+        if let Some(s) = summary(k, "touched", counters::NS_PER_FAULT.name) {
             sec.findings.push(format!(
                 "This machine walks {levels} levels (la57 {}; kernel {}): a minor fault on fresh anonymous \
                  memory costs {}. The seed measured 105.64 ns (4-level) and 105.88 ns (5-level) with \

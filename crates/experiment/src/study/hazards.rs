@@ -197,7 +197,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let model_sd = r.model(SHOOTDOWN_MODEL);
     let ipis_model = mean(&model_sd[0], "churned", counters::IPIS.name);
     if let Some(k) = r.kernel(SHOOTDOWN_KERNEL) {
-        if let Some(s) = summary(&k, "churned", counters::TLB_SHOOTDOWNS.name) {
+        if let Some(s) = summary(k, "churned", counters::TLB_SHOOTDOWNS.name) {
             sec.findings.push(format!(
                 "{churn} munmaps while a second thread of the process reads its own memory raised {} TLB-shootdown \
                  interrupts on this machine ({:.2} per munmap; the model, with each thread on its own \
