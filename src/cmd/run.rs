@@ -131,11 +131,11 @@ pub fn result_json(r: &ConfigResult) -> Value {
     })
 }
 
-/// Whether a table shows counter `k` unless `--all`: the counters of the
-/// workload format and the model's main ones (those the tables order), and the
-/// derived per-fault and per-access times.
+/// Whether a table shows counter `k` unless `--all`: the registry's main
+/// counters (those the tables order) and the derived per-fault and per-access
+/// times.
 fn is_main_counter(k: &str) -> bool {
-    report::views::ORDER.contains(&k) || experiment::aggregate::DERIVED.contains(&k)
+    counters::is_default_column(k)
 }
 
 /// `runs` with only the main counters, for the terminal tables.

@@ -9,7 +9,7 @@ use workload::result::Run;
 
 /// Derived per-segment figures: the segment of a mark is the time since the
 /// previous mark (or the start).
-pub const DERIVED: &[&str] = &["ns_per_fault", "ns_per_access"];
+pub const DERIVED: &[&str] = &[counters::NS_PER_FAULT.name, counters::NS_PER_ACCESS.name];
 
 /// One counter at one mark over the repeats.
 #[derive(Debug, Clone, Serialize)]
@@ -53,17 +53,19 @@ pub fn derive(run: &mut Run) {
     let mut prev_faults = 0;
     let mut prev_accesses = 0;
     for m in &mut run.marks {
-        let elapsed = m.counters.get("elapsed_ns").unwrap_or(0);
-        let faults = m.counters.get("minor_faults").unwrap_or(0)
-            + m.counters.get("major_faults").unwrap_or(0);
-        let accesses = m.counters.get("accesses");
+        let elapsed = m.counters.get(counters::ELAPSED_NS.name).unwrap_or(0);
+        let faults = m.counters.get(counters::MINOR_FAULTS.name).unwrap_or(0)
+            + m.counters.get(counters::MAJOR_FAULTS.name).unwrap_or(0);
+        let accesses = m.counters.get(counters::ACCESSES.name);
         let dt = elapsed - prev_elapsed;
         if faults > prev_faults {
-            m.counters.set("ns_per_fault", dt / (faults - prev_faults));
+            m.counters
+                .set(counters::NS_PER_FAULT.name, dt / (faults - prev_faults));
         }
         if let Some(a) = accesses {
             if a > prev_accesses {
-                m.counters.set("ns_per_access", dt / (a - prev_accesses));
+                m.counters
+                    .set(counters::NS_PER_ACCESS.name, dt / (a - prev_accesses));
             }
             prev_accesses = a;
         }
@@ -114,7 +116,7 @@ pub fn aggregate(runs: &[Run]) -> Aggregate {
     let mut warnings = Vec::new();
     if runs.len() >= 3 {
         if let Some(end) = marks.last() {
-            if let Some(e) = end.counters.get("elapsed_ns") {
+            if let Some(e) = end.counters.get(counters::ELAPSED_NS.name) {
                 let mean = e.mean();
                 for w in stats::diagnose(&e.samples, Some(mean)) {
                     warnings.push(describe(&w));

@@ -89,7 +89,9 @@ pub fn va_bits_of(cfg: &RunConfig) -> u32 {
     match cfg.backend {
         BackendKind::Kernel => u32::from(host::Fingerprint::read().va_bits.unwrap_or(48)),
         BackendKind::Model => cfg
-            .get("geometry")
+            .model
+            .geometry
+            .as_deref()
             .and_then(|g| pt::geometry::load(g).ok())
             .map_or(48, |g| g.va_bits()),
     }
@@ -122,7 +124,7 @@ pub fn run_once(w: &Workload, cfg: &RunConfig, opts: &ExecOptions) -> Result<Run
 /// # Errors
 /// [`ExecError::Config`] for an option the model cannot use.
 pub fn model_config(cfg: &RunConfig) -> Result<backend::model::ModelConfig, ExecError> {
-    backend::model::ModelConfig::from_options(&cfg.options).map_err(|e| {
+    backend::model::ModelConfig::from_options(&cfg.model.to_options()).map_err(|e| {
         ExecError::from(crate::config::ConfigError::BadValue {
             origin: String::new(),
             key: e.key,
@@ -148,6 +150,14 @@ fn run_kernel(w: &Workload, opts: &ExecOptions) -> Result<Run, ExecError> {
 #[cfg(not(target_os = "linux"))]
 fn run_kernel(_w: &Workload, _opts: &ExecOptions) -> Result<Run, ExecError> {
     Err(ExecError::NoKernel)
+}
+
+/// Warm-up runs per configuration [`run_plans`] makes: `opts.warmup`, or by
+/// default 1 when repeating with the kernel among the configurations (the
+/// model has no caches to settle).
+pub fn warmup_runs(any_kernel: bool, opts: &ExecOptions) -> usize {
+    opts.warmup
+        .unwrap_or(usize::from(any_kernel && opts.repeat > 1))
 }
 
 /// All runs of one configuration.
@@ -196,9 +206,7 @@ pub fn run_plans(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<ConfigResult>, ExecError> {
     let any_kernel = plans.iter().any(|(c, _)| c.backend == BackendKind::Kernel);
-    let warmup = opts
-        .warmup
-        .unwrap_or(usize::from(any_kernel && opts.repeat > 1));
+    let warmup = warmup_runs(any_kernel, opts);
     let total = (warmup + opts.repeat) * plans.len();
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); plans.len()];
     let mut done = 0;

@@ -1,11 +1,12 @@
 //! `validate`: each workload on this machine's kernel and on the model
-//! configured like this host, every counter the workload format marks
-//! "compared" at every mark, and the differences.
+//! configured like this host, every counter the `counters` registry marks
+//! compared at every mark, and the differences.
 
 use crate::config::{BackendKind, RunConfig};
 use crate::exec::{self, ExecError, ExecOptions};
+use counters::COMPARED;
 use serde::Serialize;
-use workload::result::{Run, COMPARED};
+use workload::result::Run;
 
 /// One counter that differs at one mark.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

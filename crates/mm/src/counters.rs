@@ -111,39 +111,32 @@ impl MmCounters {
     pub fn to_pairs(&self) -> Vec<(&'static str, i64)> {
         let t = &self.threads;
         let mut v = vec![
-            ("minor_faults", self.minor_faults),
-            ("major_faults", self.major_faults),
-            ("vmpte_kb", self.vmpte_kb),
-            ("rss_anon_kb", self.rss_anon_kb),
-            ("rss_file_kb", self.rss_file_kb),
-            ("rss_shmem_kb", self.rss_shmem_kb),
-            ("anon_huge_kb", self.anon_huge_kb),
+            (counters::MINOR_FAULTS.name, self.minor_faults),
+            (counters::MAJOR_FAULTS.name, self.major_faults),
+            (counters::VMPTE_KB.name, self.vmpte_kb),
+            (counters::RSS_ANON_KB.name, self.rss_anon_kb),
+            (counters::RSS_FILE_KB.name, self.rss_file_kb),
+            (counters::RSS_SHMEM_KB.name, self.rss_shmem_kb),
+            (counters::ANON_HUGE_KB.name, self.anon_huge_kb),
             (
-                "lock_acquisitions",
+                counters::LOCK_ACQUISITIONS.name,
                 t.lock_acquisitions.iter().sum::<u64>() as i64,
             ),
             (
-                "lock_contended",
+                counters::LOCK_CONTENDED.name,
                 t.lock_contended.iter().sum::<u64>() as i64,
             ),
-            ("thp_fault_alloc", t.thp_fault_alloc as i64),
-            ("thp_fault_fallback", t.thp_fault_fallback as i64),
-            ("mthp_fault_alloc", t.mthp_fault_alloc as i64),
-            ("oom_faults", t.oom_faults as i64),
-            ("segv_faults", t.segv_faults as i64),
+            (counters::THP_FAULT_ALLOC.name, t.thp_fault_alloc as i64),
+            (
+                counters::THP_FAULT_FALLBACK.name,
+                t.thp_fault_fallback as i64,
+            ),
+            (counters::MTHP_FAULT_ALLOC.name, t.mthp_fault_alloc as i64),
+            (counters::OOM_FAULTS.name, t.oom_faults as i64),
+            (counters::SEGV_FAULTS.name, t.segv_faults as i64),
         ];
-        const ACQ: [&str; 4] = [
-            "lock_acquisitions.mmap_lock",
-            "lock_acquisitions.page_table_lock",
-            "lock_acquisitions.pmd_lock",
-            "lock_acquisitions.pte_lock",
-        ];
-        const CON: [&str; 4] = [
-            "lock_contended.mmap_lock",
-            "lock_contended.page_table_lock",
-            "lock_contended.pmd_lock",
-            "lock_contended.pte_lock",
-        ];
+        const ACQ: [&str; 4] = counters::LOCK_ACQUISITIONS_BY_LOCK;
+        const CON: [&str; 4] = counters::LOCK_CONTENDED_BY_LOCK;
         for c in LockClass::ALL {
             v.push((ACQ[c as usize], t.lock_acquisitions[c as usize] as i64));
             v.push((CON[c as usize], t.lock_contended[c as usize] as i64));

@@ -23,76 +23,13 @@ pub const HIST_LEN: usize = 40;
 /// Page sizes with a named breakdown (log2, label); the rest count as "other".
 const SIZE_SHIFTS: [u32; 7] = [12, 14, 16, 21, 25, 29, 30];
 
-macro_rules! by_size {
-    ($p:literal) => {
-        [
-            concat!($p, "_4k"),
-            concat!($p, "_16k"),
-            concat!($p, "_64k"),
-            concat!($p, "_2m"),
-            concat!($p, "_32m"),
-            concat!($p, "_512m"),
-            concat!($p, "_1g"),
-            concat!($p, "_other"),
-        ]
-    };
-}
+const L1_HITS: [&str; 8] = counters::TLB_L1_HITS_BY_SIZE;
+const L2_HITS: [&str; 8] = counters::TLB_L2_HITS_BY_SIZE;
+const MISSES: [&str; 8] = counters::TLB_MISSES_BY_SIZE;
 
-const L1_HITS: [&str; 8] = by_size!("tlb_l1_hits");
-const L2_HITS: [&str; 8] = by_size!("tlb_l2_hits");
-const MISSES: [&str; 8] = by_size!("tlb_misses");
+const HIST_NAMES: [&str; HIST_LEN] = counters::WALKS_WITH_REFS;
 
-const HIST_NAMES: [&str; HIST_LEN] = [
-    "walks_with_0_refs",
-    "walks_with_1_refs",
-    "walks_with_2_refs",
-    "walks_with_3_refs",
-    "walks_with_4_refs",
-    "walks_with_5_refs",
-    "walks_with_6_refs",
-    "walks_with_7_refs",
-    "walks_with_8_refs",
-    "walks_with_9_refs",
-    "walks_with_10_refs",
-    "walks_with_11_refs",
-    "walks_with_12_refs",
-    "walks_with_13_refs",
-    "walks_with_14_refs",
-    "walks_with_15_refs",
-    "walks_with_16_refs",
-    "walks_with_17_refs",
-    "walks_with_18_refs",
-    "walks_with_19_refs",
-    "walks_with_20_refs",
-    "walks_with_21_refs",
-    "walks_with_22_refs",
-    "walks_with_23_refs",
-    "walks_with_24_refs",
-    "walks_with_25_refs",
-    "walks_with_26_refs",
-    "walks_with_27_refs",
-    "walks_with_28_refs",
-    "walks_with_29_refs",
-    "walks_with_30_refs",
-    "walks_with_31_refs",
-    "walks_with_32_refs",
-    "walks_with_33_refs",
-    "walks_with_34_refs",
-    "walks_with_35_refs",
-    "walks_with_36_refs",
-    "walks_with_37_refs",
-    "walks_with_38_refs",
-    "walks_with_39plus_refs",
-];
-
-const PWC_NAMES: [&str; MAX_LEVELS] = [
-    "pwc_hits_level0",
-    "pwc_hits_level1",
-    "pwc_hits_level2",
-    "pwc_hits_level3",
-    "pwc_hits_level4",
-    "pwc_hits_level5",
-];
+const PWC_NAMES: [&str; MAX_LEVELS] = counters::PWC_HITS_BY_LEVEL;
 
 /// The statistics of one CPU (or, merged, of a machine).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -274,30 +211,39 @@ impl MmuStats {
     /// `walks_with_N_refs` for its non-empty buckets only.
     pub fn to_counters(&self) -> Vec<(&'static str, i64)> {
         let mut v = vec![
-            ("accesses", c(self.accesses)),
-            ("walks", c(self.walks)),
-            ("walk_refs", c(self.walk_refs)),
-            ("tlb_hits", c(self.tlb_hits)),
-            ("tlb_misses", c(self.tlb_misses)),
-            ("pwc_hits", c(self.pwc_hits_total())),
-            ("ipis", c(self.ipis)),
-            ("shootdowns", c(self.shootdowns)),
-            ("flushed_entries", c(self.flushed_entries)),
-            ("tlb_l1_hits", c(self.l1_hits)),
-            ("tlb_l1_misses", c(self.l1_misses)),
-            ("tlb_l2_hits", c(self.l2_hits)),
-            ("tlb_l2_misses", c(self.l2_misses)),
-            ("pwc_misses", c(self.pwc_misses)),
-            ("dirty_assists", c(self.dirty_assists)),
-            ("ad_writes", c(self.ad_writes)),
-            ("faults_not_present", c(self.faults_not_present)),
-            ("faults_permission", c(self.faults_permission)),
-            ("faults_reserved", c(self.faults_reserved)),
-            ("faults_noncanonical", c(self.faults_noncanonical)),
-            ("ipis_received", c(self.ipis_received)),
-            ("full_flushes", c(self.full_flushes)),
-            ("page_invalidations", c(self.page_invalidations)),
-            ("pwc_flushed", c(self.pwc_flushed)),
+            (counters::ACCESSES.name, c(self.accesses)),
+            (counters::WALKS.name, c(self.walks)),
+            (counters::WALK_REFS.name, c(self.walk_refs)),
+            (counters::TLB_HITS.name, c(self.tlb_hits)),
+            (counters::TLB_MISSES.name, c(self.tlb_misses)),
+            (counters::PWC_HITS.name, c(self.pwc_hits_total())),
+            (counters::IPIS.name, c(self.ipis)),
+            (counters::SHOOTDOWNS.name, c(self.shootdowns)),
+            (counters::FLUSHED_ENTRIES.name, c(self.flushed_entries)),
+            (counters::TLB_L1_HITS.name, c(self.l1_hits)),
+            (counters::TLB_L1_MISSES.name, c(self.l1_misses)),
+            (counters::TLB_L2_HITS.name, c(self.l2_hits)),
+            (counters::TLB_L2_MISSES.name, c(self.l2_misses)),
+            (counters::PWC_MISSES.name, c(self.pwc_misses)),
+            (counters::DIRTY_ASSISTS.name, c(self.dirty_assists)),
+            (counters::AD_WRITES.name, c(self.ad_writes)),
+            (
+                counters::FAULTS_NOT_PRESENT.name,
+                c(self.faults_not_present),
+            ),
+            (counters::FAULTS_PERMISSION.name, c(self.faults_permission)),
+            (counters::FAULTS_RESERVED.name, c(self.faults_reserved)),
+            (
+                counters::FAULTS_NONCANONICAL.name,
+                c(self.faults_noncanonical),
+            ),
+            (counters::IPIS_RECEIVED.name, c(self.ipis_received)),
+            (counters::FULL_FLUSHES.name, c(self.full_flushes)),
+            (
+                counters::PAGE_INVALIDATIONS.name,
+                c(self.page_invalidations),
+            ),
+            (counters::PWC_FLUSHED.name, c(self.pwc_flushed)),
         ];
         for (names, arr) in [
             (&L1_HITS, &self.l1_hits_by_size),

@@ -2,38 +2,19 @@
 //! and `audit`. Figures come from `stats`; here they are only arranged.
 //!
 //! Counters are keyed by name; the model's table pages per level appear as
-//! `pt_pages.<LEVEL>` (e.g. `pt_pages.PTE`). Rows follow the order of the workload
-//! format's counter table, then other counters alphabetically, then `pt_pages.*`.
+//! `pt_pages.<LEVEL>` (e.g. `pt_pages.PTE`). Rows follow the order of the main
+//! counters of the `counters` registry, then other counters alphabetically, then
+//! `pt_pages.*`; units come from the registry.
 
-use crate::number::unit_of;
 use crate::table::{Cell, Column, Table};
+use counters::unit_of;
 use stats::{welch, Summary};
 use std::collections::{BTreeMap, BTreeSet};
 use workload::result::{Counters, Run};
 
-/// Counters in the order the workload format lists them (then the model's own):
-/// the order of every table, and the counters `run` shows unless `--all`.
-pub const ORDER: &[&str] = &[
-    "minor_faults",
-    "major_faults",
-    "vmpte_kb",
-    "rss_anon_kb",
-    "rss_file_kb",
-    "rss_shmem_kb",
-    "anon_huge_kb",
-    "tlb_shootdowns",
-    "elapsed_ns",
-    "accesses",
-    "walks",
-    "walk_refs",
-    "tlb_hits",
-    "tlb_misses",
-    "pwc_hits",
-    "pt_pages",
-    "lock_acquisitions",
-    "lock_contended",
-    "ipis",
-];
+/// The main counters in the registry's order: the order of every table, and
+/// (with the derived ones) the counters `run` shows unless `--all`.
+pub const ORDER: &[&str] = counters::MAIN;
 
 /// Every counter of `c` as `(key, value)`, `pt_pages` entries as `pt_pages.<LEVEL>`.
 pub fn flatten(c: &Counters) -> Vec<(String, i64)> {
@@ -43,7 +24,7 @@ pub fn flatten(c: &Counters) -> Vec<(String, i64)> {
         .chain(
             c.pt_pages
                 .iter()
-                .map(|(k, v)| (format!("pt_pages.{k}"), *v)),
+                .map(|(k, v)| (format!("{}.{k}", counters::PT_PAGES.name), *v)),
         )
         .collect()
 }
@@ -53,7 +34,7 @@ pub fn sort_counters(keys: impl IntoIterator<Item = String>) -> Vec<String> {
     let rank = |k: &str| -> (usize, String) {
         let base = k.split('.').next().unwrap_or(k);
         let pos = ORDER.iter().position(|o| *o == base).unwrap_or(ORDER.len());
-        let group = if k.starts_with("pt_pages.") {
+        let group = if counters::PT_PAGES.covers(k) {
             ORDER.len() + 1
         } else {
             pos

@@ -1,22 +1,14 @@
 //! What a run produces, whatever the backend: the counters at every mark.
 //!
-//! Counter names are those of `shared/spec/workload-format.md` ("Counters and
-//! marks"); every value is the difference from the moment just before the
+//! Counter names are those of the `counters` registry (which follows the
+//! workload format's "Counters and marks"); every value is the difference from the moment just before the
 //! first operation.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Counters compared by `ptlab validate` (the format marks them "compared").
-pub const COMPARED: &[&str] = &[
-    "minor_faults",
-    "major_faults",
-    "vmpte_kb",
-    "rss_anon_kb",
-    "rss_file_kb",
-    "rss_shmem_kb",
-    "anon_huge_kb",
-];
+/// Counters compared by `ptlab validate` (the registry's compared ones).
+pub const COMPARED: &[&str] = counters::COMPARED;
 
 /// Process-wide counters at one moment. Plain counters by name; `pt_pages`
 /// (the model's table pages per level name) serializes as a nested object.

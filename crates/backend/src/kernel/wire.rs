@@ -23,7 +23,7 @@ use crate::latency::{FineHist, HIST_WORDS};
 
 pub(crate) const MAGIC: u64 = u64::from_be_bytes(*b"ptlab_k1");
 pub(crate) const HEADER_WORDS: usize = 6;
-pub(crate) const SAMPLE_WORDS: usize = 8;
+pub(crate) const SAMPLE_WORDS: usize = counters::KERNEL_SAMPLED.len();
 pub(crate) const RECORD_WORDS: usize = 4 + SAMPLE_WORDS;
 pub(crate) const NONE: u64 = u64::MAX;
 
@@ -73,18 +73,11 @@ const SETUP_NAMES: &[&str] = &[
     "running the workload (a panic in the child; see its message above)",
 ];
 
-/// Counter names in sample-word order (the format's names).
-pub(crate) const COUNTER_NAMES: [&str; SAMPLE_WORDS] = [
-    "minor_faults",
-    "major_faults",
-    "vmpte_kb",
-    "rss_anon_kb",
-    "rss_file_kb",
-    "rss_shmem_kb",
-    "anon_huge_kb",
-    "tlb_shootdowns",
-];
+/// Counter names in sample-word order: the registry's kernel-sampled
+/// counters, in registry order ([`sample_words`] writes them in that order).
+pub(crate) const COUNTER_NAMES: &[&str] = counters::KERNEL_SAMPLED;
 
+/// A sample's words, in [`COUNTER_NAMES`] order.
 pub(crate) fn sample_words(s: &Sample) -> [u64; SAMPLE_WORDS] {
     let o = |v: Option<u64>| v.unwrap_or(NONE);
     [
@@ -155,7 +148,7 @@ pub(crate) fn decode(words: &[u64], prog: &Program) -> Result<Run, KernelError> 
                 counters.set(name, now as i64 - then as i64);
             }
         }
-        counters.set("elapsed_ns", r[2] as i64);
+        counters.set(counters::ELAPSED_NS.name, r[2] as i64);
         marks.push(Mark {
             name,
             counters,
@@ -210,6 +203,27 @@ fn fault(prog: &Program, signo: u64, addr: u64) -> KernelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sample_words_follow_the_registry_order() {
+        // Each field of a sample set to a distinct value lands in the word of
+        // the counter of its own name.
+        let s = Sample {
+            minor_faults: 1,
+            major_faults: 2,
+            vmpte_kb: Some(3),
+            rss_anon_kb: Some(4),
+            rss_file_kb: Some(5),
+            rss_shmem_kb: Some(6),
+            anon_huge_kb: Some(7),
+            tlb_shootdowns: Some(8),
+        };
+        let by_name = serde_json::to_value(s).unwrap();
+        let words = sample_words(&s);
+        for (k, name) in COUNTER_NAMES.iter().enumerate() {
+            assert_eq!(by_name[name].as_u64(), Some(words[k]), "{name}");
+        }
+    }
 
     #[test]
     fn call_names_cover_every_call() {

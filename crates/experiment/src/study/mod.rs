@@ -1,20 +1,36 @@
 //! `ptlab study`: the experiments that answer the seeds' questions on this
 //! machine, on the model and on the kernel, with one finding per question.
 //!
-//! Each section (`sections`) states its question and method, runs its
-//! experiments through [`Lab`] (which counts them for the progress bar and
-//! keeps every result for `study.json`), and returns its findings as
-//! sentences with their numbers, a table and charts. [`render`] lays the
-//! sections out as one self-contained HTML page and a terminal summary.
+//! One question per file: each declares its experiments (`experiments`),
+//! before anything runs, and turns their results into its section (the
+//! question and method, findings as sentences with their numbers, tables and
+//! charts). The runner here counts the declared runs for the progress bar,
+//! runs the experiments in order, and hands each question its results.
+//! [`render`] lays the sections out as one self-contained HTML page and a
+//! terminal summary.
+//!
+//! The questions: [`five_level`] (4-level vs 5-level), [`riscv_64k`] (a
+//! 64 KiB base page), [`split_pmd`] (split PMD locks), [`empty_tables`]
+//! (empty PTE tables), [`hazards`] (this host's latency hazards). Shared
+//! helpers: [`read`] (a counter at a mark) and [`text`] (numbers in
+//! sentences and tables).
 
+mod empty_tables;
+mod experiments;
+mod five_level;
+mod hazards;
+mod read;
 pub mod render;
-mod sections;
+mod riscv_64k;
+mod split_pmd;
+mod text;
 
 use crate::config::{self, RunConfig};
-use crate::exec::{self, ConfigResult, ExecError, ExecOptions};
+use crate::exec::{self, ExecError};
+use experiments::{Experiment, Results};
 use serde::Serialize;
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// How much to run.
 #[derive(Debug, Clone, Copy)]
@@ -114,41 +130,36 @@ pub struct Study {
     pub sections: Vec<Section>,
 }
 
-/// Runs experiments for the sections, counting them for progress.
-pub struct Lab<'a> {
-    pub(crate) opts: StudyOptions,
-    runs: usize,
-    progress: &'a mut dyn FnMut(&str, usize),
+/// One question of the study: its experiments, declared before anything
+/// runs, and its section, made from their results (in declaration order).
+struct Question {
+    experiments: fn(StudyOptions) -> Vec<Experiment>,
+    section: fn(StudyOptions, &Results) -> Section,
 }
 
-impl Lab<'_> {
-    /// Runs `toml` (a generated workload) under each configuration,
-    /// `repeat` times, interleaved.
-    pub(crate) fn measure(
-        &mut self,
-        what: &str,
-        toml: &str,
-        configs: &[RunConfig],
-        repeat: usize,
-    ) -> Result<Vec<ConfigResult>, ExecError> {
-        let plans = configs
-            .iter()
-            .map(|c| {
-                let w = workload::parse(toml, &format!("<study {what}>"), exec::va_bits_of(c))?;
-                Ok((c.clone(), w))
-            })
-            .collect::<Result<Vec<_>, ExecError>>()?;
-        let opts = ExecOptions {
-            timeout: Duration::from_secs(120),
-            repeat,
-            warmup: None,
-        };
-        let r = exec::run_plans(&plans, &opts, &mut |_| {})?;
-        self.runs += r.iter().map(|c| c.runs.len()).sum::<usize>();
-        (self.progress)(what, self.runs);
-        Ok(r)
-    }
-}
+/// The questions, in the order of the report.
+const QUESTIONS: [Question; 5] = [
+    Question {
+        experiments: five_level::experiments,
+        section: five_level::section,
+    },
+    Question {
+        experiments: riscv_64k::experiments,
+        section: riscv_64k::section,
+    },
+    Question {
+        experiments: split_pmd::experiments,
+        section: split_pmd::section,
+    },
+    Question {
+        experiments: empty_tables::experiments,
+        section: empty_tables::section,
+    },
+    Question {
+        experiments: hazards::experiments,
+        section: hazards::section,
+    },
+];
 
 /// A model configuration from an inline list (the study's own, known good).
 pub(crate) fn model(inline: &str) -> RunConfig {
@@ -159,37 +170,123 @@ pub(crate) fn model(inline: &str) -> RunConfig {
     c
 }
 
-/// Runs every section. `progress(what, runs_done)` is called after each
-/// experiment.
+/// Runs every question. `progress(what, runs_done)` is called after each
+/// run (warm-up runs included, as in [`expected_runs`]).
 ///
 /// # Errors
 /// Only for failures of the model (a bug); a kernel experiment that this
 /// machine refuses becomes a note in its section.
 pub fn run(opts: StudyOptions, progress: &mut dyn FnMut(&str, usize)) -> Result<Study, ExecError> {
     let start = Instant::now();
-    let mut lab = Lab {
-        opts,
-        runs: 0,
-        progress,
-    };
-    let sections = vec![
-        sections::five_level(&mut lab)?,
-        sections::riscv_64k(&mut lab)?,
-        sections::split_pmd(&mut lab)?,
-        sections::empty_tables(&mut lab)?,
-        sections::hazards(&mut lab)?,
-    ];
+    let (mut done, mut measured) = (0, 0);
+    let mut sections = Vec::with_capacity(QUESTIONS.len());
+    for q in &QUESTIONS {
+        let mut outcomes = Vec::new();
+        let mut refused = Vec::new();
+        for e in (q.experiments)(opts) {
+            let before = done;
+            match measure(&e, &mut |n| {
+                done = before + n;
+                progress(&e.what, done);
+            }) {
+                Ok(r) => {
+                    measured += r.iter().map(|c| c.runs.len()).sum::<usize>();
+                    outcomes.push(Ok(r));
+                }
+                Err(err @ ExecError::Model(_)) => return Err(err),
+                Err(err) if e.on_kernel() => {
+                    refused.push(format!(
+                        "the kernel part \"{}\" was not run here: {err}",
+                        e.what
+                    ));
+                    outcomes.push(Err(err.to_string()));
+                }
+                Err(err) => return Err(err),
+            }
+            // A refused experiment made none of its runs.
+            done = before + e.runs();
+            progress(&e.what, done);
+        }
+        let mut sec = (q.section)(opts, &Results { outcomes });
+        refused.append(&mut sec.notes);
+        sec.notes = refused;
+        sections.push(sec);
+    }
     Ok(Study {
         version: env!("CARGO_PKG_VERSION").into(),
         quick: opts.quick,
         host: host::Fingerprint::read(),
         elapsed_s: start.elapsed().as_secs_f64(),
-        runs: lab.runs,
+        runs: measured,
         sections,
     })
 }
 
-/// Runs expected by [`run`] (for a progress bar's length).
+/// Runs one experiment: its workload placed for each configuration, the
+/// configurations interleaved. `progress(n)` after each of its `n` runs.
+fn measure(
+    e: &Experiment,
+    progress: &mut dyn FnMut(usize),
+) -> Result<Vec<exec::ConfigResult>, ExecError> {
+    let plans = e
+        .configs
+        .iter()
+        .map(|c| {
+            let w = workload::parse(&e.toml, &format!("<study {}>", e.what), exec::va_bits_of(c))?;
+            Ok((c.clone(), w))
+        })
+        .collect::<Result<Vec<_>, ExecError>>()?;
+    exec::run_plans(&plans, &e.options(), &mut |p| progress(p.done))
+}
+
+/// Runs [`run`] makes, warm-up runs included (a progress bar's length):
+/// the sum over every question's declared experiments.
 pub fn expected_runs(opts: StudyOptions) -> usize {
-    sections::expected_runs(opts)
+    QUESTIONS
+        .iter()
+        .flat_map(|q| (q.experiments)(opts))
+        .map(|e| e.runs())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_declared_workload_is_valid_for_its_configurations() {
+        // A bad generated workload is found here, before a study runs for
+        // minutes and stops at it.
+        for quick in [true, false] {
+            let opts = StudyOptions { quick };
+            for q in &QUESTIONS {
+                for e in (q.experiments)(opts) {
+                    assert!(e.repeat >= 1, "{}", e.what);
+                    assert!(!e.configs.is_empty(), "{}", e.what);
+                    for c in e
+                        .configs
+                        .iter()
+                        .filter(|c| c.backend == config::BackendKind::Model)
+                    {
+                        workload::parse(&e.toml, &e.what, exec::va_bits_of(c))
+                            .unwrap_or_else(|err| panic!("{} under {}: {err}", e.what, c.label));
+                        exec::model_config(c)
+                            .unwrap_or_else(|err| panic!("{} under {}: {err}", e.what, c.label));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_run_total_counts_warmups_of_repeated_kernel_experiments() {
+        let opts = StudyOptions { quick: true };
+        let one_model = Experiment::model("m", String::new(), &[model(""), model("")], 3);
+        assert_eq!(one_model.runs(), 6);
+        let kernel = Experiment::kernel("k", String::new(), 3);
+        assert_eq!(kernel.runs(), 4, "one warm-up run first");
+        let once = Experiment::kernel("k", String::new(), 1);
+        assert_eq!(once.runs(), 1, "no warm-up for a single run");
+        assert!(expected_runs(StudyOptions { quick: false }) > expected_runs(opts));
+    }
 }

@@ -1,0 +1,611 @@
+//! The registry's table: one entry per counter or family, in the report's
+//! row order (main counters first, then derived, then the model's
+//! breakdowns). Add a counter here and every list follows.
+
+use crate::family::*;
+use crate::{Counter, Members, Source, Unit, View};
+
+/// Page faults handled without I/O (Linux min_flt).
+pub const MINOR_FAULTS: Counter = Counter {
+    name: "minor_faults",
+    unit: Unit::Count,
+    meaning: "Page faults handled without I/O (Linux min_flt).",
+    compared: true,
+    source: Source::Getrusage,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Page faults that read the page in (Linux maj_flt).
+pub const MAJOR_FAULTS: Counter = Counter {
+    name: "major_faults",
+    unit: Unit::Count,
+    meaning: "Page faults that read the page in (Linux maj_flt).",
+    compared: true,
+    source: Source::Getrusage,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Page-table pages of the address space (PTE, PMD and PUD tables).
+pub const VMPTE_KB: Counter = Counter {
+    name: "vmpte_kb",
+    unit: Unit::KiB,
+    meaning: "Page-table pages of the address space (PTE, PMD and PUD tables).",
+    compared: true,
+    source: Source::ProcStatus("VmPTE"),
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Resident anonymous memory.
+pub const RSS_ANON_KB: Counter = Counter {
+    name: "rss_anon_kb",
+    unit: Unit::KiB,
+    meaning: "Resident anonymous memory.",
+    compared: true,
+    source: Source::ProcStatus("RssAnon"),
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Resident file-backed memory.
+pub const RSS_FILE_KB: Counter = Counter {
+    name: "rss_file_kb",
+    unit: Unit::KiB,
+    meaning: "Resident file-backed memory.",
+    compared: true,
+    source: Source::ProcStatus("RssFile"),
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Resident shared memory (shmem, tmpfs).
+pub const RSS_SHMEM_KB: Counter = Counter {
+    name: "rss_shmem_kb",
+    unit: Unit::KiB,
+    meaning: "Resident shared memory (shmem, tmpfs).",
+    compared: true,
+    source: Source::ProcStatus("RssShmem"),
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Anonymous memory mapped by PMD-sized huge pages.
+pub const ANON_HUGE_KB: Counter = Counter {
+    name: "anon_huge_kb",
+    unit: Unit::KiB,
+    meaning: "Anonymous memory mapped by PMD-sized huge pages.",
+    compared: true,
+    source: Source::SmapsRollup("AnonHugePages"),
+    view: View::Main,
+    members: Members::One,
+};
+
+/// TLB-shootdown interrupts received (the kernel's: system-wide; the model's: one per IPI).
+pub const TLB_SHOOTDOWNS: Counter = Counter {
+    name: "tlb_shootdowns",
+    unit: Unit::Count,
+    meaning:
+        "TLB-shootdown interrupts received (the kernel's: system-wide; the model's: one per IPI).",
+    compared: false,
+    source: Source::Interrupts("TLB"),
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Wall time since the run's first operation (the model's: its own, not a machine's).
+pub const ELAPSED_NS: Counter = Counter {
+    name: "elapsed_ns",
+    unit: Unit::Ns,
+    meaning: "Wall time since the run's first operation (the model's: its own, not a machine's).",
+    compared: false,
+    source: Source::MonotonicClock,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Translations the MMU model was asked for.
+pub const ACCESSES: Counter = Counter {
+    name: "accesses",
+    unit: Unit::Count,
+    meaning: "Translations the MMU model was asked for.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Hardware page-table walks (TLB misses and dirty-bit assists).
+pub const WALKS: Counter = Counter {
+    name: "walks",
+    unit: Unit::Count,
+    meaning: "Hardware page-table walks (TLB misses and dirty-bit assists).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Memory references made by hardware walks.
+pub const WALK_REFS: Counter = Counter {
+    name: "walk_refs",
+    unit: Unit::Count,
+    meaning: "Memory references made by hardware walks.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Accesses that hit some TLB level.
+pub const TLB_HITS: Counter = Counter {
+    name: "tlb_hits",
+    unit: Unit::Count,
+    meaning: "Accesses that hit some TLB level.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Accesses that missed every TLB level.
+pub const TLB_MISSES: Counter = Counter {
+    name: "tlb_misses",
+    unit: Unit::Count,
+    meaning: "Accesses that missed every TLB level.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Walk-cache hits, all levels.
+pub const PWC_HITS: Counter = Counter {
+    name: "pwc_hits",
+    unit: Unit::Count,
+    meaning: "Walk-cache hits, all levels.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Table pages present, per level (an absolute count, not a difference).
+pub const PT_PAGES: Counter = Counter {
+    name: "pt_pages",
+    unit: Unit::Count,
+    meaning: "Table pages present, per level (an absolute count, not a difference).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::PerLevel,
+};
+
+/// Lock acquisitions, all lock classes.
+pub const LOCK_ACQUISITIONS: Counter = Counter {
+    name: "lock_acquisitions",
+    unit: Unit::Count,
+    meaning: "Lock acquisitions, all lock classes.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Lock acquisitions that found the lock held.
+pub const LOCK_CONTENDED: Counter = Counter {
+    name: "lock_contended",
+    unit: Unit::Count,
+    meaning: "Lock acquisitions that found the lock held.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Inter-processor interrupts sent for shootdowns.
+pub const IPIS: Counter = Counter {
+    name: "ipis",
+    unit: Unit::Count,
+    meaning: "Inter-processor interrupts sent for shootdowns.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// Elapsed time per page fault since the previous mark.
+pub const NS_PER_FAULT: Counter = Counter {
+    name: "ns_per_fault",
+    unit: Unit::Ns,
+    meaning: "Elapsed time per page fault since the previous mark.",
+    compared: false,
+    source: Source::Derived,
+    view: View::Derived,
+    members: Members::One,
+};
+
+/// Elapsed time per access since the previous mark.
+pub const NS_PER_ACCESS: Counter = Counter {
+    name: "ns_per_access",
+    unit: Unit::Ns,
+    meaning: "Elapsed time per access since the previous mark.",
+    compared: false,
+    source: Source::Derived,
+    view: View::Derived,
+    members: Members::One,
+};
+
+/// PMD-sized THP allocated on fault.
+pub const THP_FAULT_ALLOC: Counter = Counter {
+    name: "thp_fault_alloc",
+    unit: Unit::Count,
+    meaning: "PMD-sized THP allocated on fault.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// THP allocations on fault that failed and fell back to small pages.
+pub const THP_FAULT_FALLBACK: Counter = Counter {
+    name: "thp_fault_fallback",
+    unit: Unit::Count,
+    meaning: "THP allocations on fault that failed and fell back to small pages.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Multi-size THP folios allocated on fault.
+pub const MTHP_FAULT_ALLOC: Counter = Counter {
+    name: "mthp_fault_alloc",
+    unit: Unit::Count,
+    meaning: "Multi-size THP folios allocated on fault.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Faults that ended out of memory (not counted as faults, as in Linux).
+pub const OOM_FAULTS: Counter = Counter {
+    name: "oom_faults",
+    unit: Unit::Count,
+    meaning: "Faults that ended out of memory (not counted as faults, as in Linux).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Faults that ended in SIGSEGV.
+pub const SEGV_FAULTS: Counter = Counter {
+    name: "segv_faults",
+    unit: Unit::Count,
+    meaning: "Faults that ended in SIGSEGV.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Lock acquisitions by lock class.
+pub const LOCK_ACQUISITIONS_FAMILY: Counter = Counter {
+    name: "lock_acquisitions.<lock>",
+    unit: Unit::Count,
+    meaning: "Lock acquisitions by lock class.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::Listed(&LOCK_ACQUISITIONS_BY_LOCK),
+};
+
+/// Contended lock acquisitions by lock class.
+pub const LOCK_CONTENDED_FAMILY: Counter = Counter {
+    name: "lock_contended.<lock>",
+    unit: Unit::Count,
+    meaning: "Contended lock acquisitions by lock class.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::Listed(&LOCK_CONTENDED_BY_LOCK),
+};
+
+/// Shootdowns the modeled CPUs initiated.
+pub const SHOOTDOWNS: Counter = Counter {
+    name: "shootdowns",
+    unit: Unit::Count,
+    meaning: "Shootdowns the modeled CPUs initiated.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// TLB entries removed by invalidations.
+pub const FLUSHED_ENTRIES: Counter = Counter {
+    name: "flushed_entries",
+    unit: Unit::Count,
+    meaning: "TLB entries removed by invalidations.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// L1 TLB hits.
+pub const TLB_L1_HITS: Counter = Counter {
+    name: "tlb_l1_hits",
+    unit: Unit::Count,
+    meaning: "L1 TLB hits.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// L1 TLB misses.
+pub const TLB_L1_MISSES: Counter = Counter {
+    name: "tlb_l1_misses",
+    unit: Unit::Count,
+    meaning: "L1 TLB misses.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// L2 TLB hits.
+pub const TLB_L2_HITS: Counter = Counter {
+    name: "tlb_l2_hits",
+    unit: Unit::Count,
+    meaning: "L2 TLB hits.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// L2 TLB misses.
+pub const TLB_L2_MISSES: Counter = Counter {
+    name: "tlb_l2_misses",
+    unit: Unit::Count,
+    meaning: "L2 TLB misses.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Walks that found nothing in the walk caches.
+pub const PWC_MISSES: Counter = Counter {
+    name: "pwc_misses",
+    unit: Unit::Count,
+    meaning: "Walks that found nothing in the walk caches.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Write hits on a clean page that walked again to set the dirty bit.
+pub const DIRTY_ASSISTS: Counter = Counter {
+    name: "dirty_assists",
+    unit: Unit::Count,
+    meaning: "Write hits on a clean page that walked again to set the dirty bit.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Accessed and dirty bits written into entries by walks.
+pub const AD_WRITES: Counter = Counter {
+    name: "ad_writes",
+    unit: Unit::Count,
+    meaning: "Accessed and dirty bits written into entries by walks.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Walks that ended at a non-present entry.
+pub const FAULTS_NOT_PRESENT: Counter = Counter {
+    name: "faults_not_present",
+    unit: Unit::Count,
+    meaning: "Walks that ended at a non-present entry.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Walks that ended in a permission fault.
+pub const FAULTS_PERMISSION: Counter = Counter {
+    name: "faults_permission",
+    unit: Unit::Count,
+    meaning: "Walks that ended in a permission fault.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Walks that met a reserved-bit fault.
+pub const FAULTS_RESERVED: Counter = Counter {
+    name: "faults_reserved",
+    unit: Unit::Count,
+    meaning: "Walks that met a reserved-bit fault.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Accesses to non-canonical addresses.
+pub const FAULTS_NONCANONICAL: Counter = Counter {
+    name: "faults_noncanonical",
+    unit: Unit::Count,
+    meaning: "Accesses to non-canonical addresses.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// IPIs the modeled CPUs received and handled.
+pub const IPIS_RECEIVED: Counter = Counter {
+    name: "ipis_received",
+    unit: Unit::Count,
+    meaning: "IPIs the modeled CPUs received and handled.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Invalidations that flushed a whole address space.
+pub const FULL_FLUSHES: Counter = Counter {
+    name: "full_flushes",
+    unit: Unit::Count,
+    meaning: "Invalidations that flushed a whole address space.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Single-page invalidations (INVLPG, TLBI VA, SFENCE.VMA va).
+pub const PAGE_INVALIDATIONS: Counter = Counter {
+    name: "page_invalidations",
+    unit: Unit::Count,
+    meaning: "Single-page invalidations (INVLPG, TLBI VA, SFENCE.VMA va).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Walk-cache entries removed by invalidations.
+pub const PWC_FLUSHED: Counter = Counter {
+    name: "pwc_flushed",
+    unit: Unit::Count,
+    meaning: "Walk-cache entries removed by invalidations.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// L1 TLB hits by page size.
+pub const TLB_L1_HITS_FAMILY: Counter = Counter {
+    name: "tlb_l1_hits_<size>",
+    unit: Unit::Count,
+    meaning: "L1 TLB hits by page size.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::Listed(&TLB_L1_HITS_BY_SIZE),
+};
+
+/// L2 TLB hits by page size.
+pub const TLB_L2_HITS_FAMILY: Counter = Counter {
+    name: "tlb_l2_hits_<size>",
+    unit: Unit::Count,
+    meaning: "L2 TLB hits by page size.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::Listed(&TLB_L2_HITS_BY_SIZE),
+};
+
+/// TLB misses by the size of the translation found.
+pub const TLB_MISSES_FAMILY: Counter = Counter {
+    name: "tlb_misses_<size>",
+    unit: Unit::Count,
+    meaning: "TLB misses by the size of the translation found.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::Listed(&TLB_MISSES_BY_SIZE),
+};
+
+/// Walk-cache hits by level.
+pub const PWC_HITS_FAMILY: Counter = Counter {
+    name: "pwc_hits_level<n>",
+    unit: Unit::Count,
+    meaning: "Walk-cache hits by level.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::Listed(&PWC_HITS_BY_LEVEL),
+};
+
+/// Walks by their number of memory references (non-empty buckets only).
+pub const WALKS_WITH_REFS_FAMILY: Counter = Counter {
+    name: "walks_with_<n>_refs",
+    unit: Unit::Count,
+    meaning: "Walks by their number of memory references (non-empty buckets only).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::Listed(&WALKS_WITH_REFS),
+};
+
+/// Every counter and family, in the report's row order.
+pub const ALL: &[Counter] = &[
+    MINOR_FAULTS,
+    MAJOR_FAULTS,
+    VMPTE_KB,
+    RSS_ANON_KB,
+    RSS_FILE_KB,
+    RSS_SHMEM_KB,
+    ANON_HUGE_KB,
+    TLB_SHOOTDOWNS,
+    ELAPSED_NS,
+    ACCESSES,
+    WALKS,
+    WALK_REFS,
+    TLB_HITS,
+    TLB_MISSES,
+    PWC_HITS,
+    PT_PAGES,
+    LOCK_ACQUISITIONS,
+    LOCK_CONTENDED,
+    IPIS,
+    NS_PER_FAULT,
+    NS_PER_ACCESS,
+    THP_FAULT_ALLOC,
+    THP_FAULT_FALLBACK,
+    MTHP_FAULT_ALLOC,
+    OOM_FAULTS,
+    SEGV_FAULTS,
+    LOCK_ACQUISITIONS_FAMILY,
+    LOCK_CONTENDED_FAMILY,
+    SHOOTDOWNS,
+    FLUSHED_ENTRIES,
+    TLB_L1_HITS,
+    TLB_L1_MISSES,
+    TLB_L2_HITS,
+    TLB_L2_MISSES,
+    PWC_MISSES,
+    DIRTY_ASSISTS,
+    AD_WRITES,
+    FAULTS_NOT_PRESENT,
+    FAULTS_PERMISSION,
+    FAULTS_RESERVED,
+    FAULTS_NONCANONICAL,
+    IPIS_RECEIVED,
+    FULL_FLUSHES,
+    PAGE_INVALIDATIONS,
+    PWC_FLUSHED,
+    TLB_L1_HITS_FAMILY,
+    TLB_L2_HITS_FAMILY,
+    TLB_MISSES_FAMILY,
+    PWC_HITS_FAMILY,
+    WALKS_WITH_REFS_FAMILY,
+];

@@ -1,0 +1,409 @@
+//! Run configurations: which backend, and for the model every option of
+//! shared/spec/cli.md ("Model options"), as typed fields.
+//!
+//! A configuration comes from command-line options, from an inline list
+//! (`geometry=x86-64-5l,locking=global`) or from a TOML file holding the same
+//! keys ([`parse`]). Each source yields `(key, value)` pairs; [`Builder`]
+//! parses every value into its type once, before anything runs, and refuses
+//! an unknown key, a bad value, a key given twice, and model options on the
+//! kernel backend, naming the key and what was expected.
+//!
+//! Invariant: a [`RunConfig`] holds only checked values, and its `label`
+//! lists exactly the model options that were set, by key.
+
+mod parse;
+mod values;
+
+pub use parse::{from_pairs, parse_arg, parse_inline, parse_toml};
+pub use values::{BackendKind, Locking, MthpPolicy, Named, Reclaim, Thp, MTHP_SIZES};
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// The keys a configuration may set.
+pub const KEYS: &[&str] = &[
+    "backend", "geometry", "locking", "reclaim", "thp", "mthp", "tlb", "cpus",
+];
+
+/// The model options that were set; unset ones take the model's defaults
+/// (which mirror this host).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelOptions {
+    /// A geometry name `pt::geometry::load` accepts.
+    pub geometry: Option<String>,
+    pub locking: Option<Locking>,
+    pub reclaim: Option<Reclaim>,
+    pub thp: Option<Thp>,
+    /// Multi-size THP policies by size (one of [`MTHP_SIZES`]), in the order
+    /// given.
+    pub mthp: Option<Vec<(String, MthpPolicy)>>,
+    /// A TLB preset name or `none` (the MMU model checks the name when it
+    /// builds the TLBs).
+    pub tlb: Option<String>,
+    /// Modeled CPUs, 1 to 256.
+    pub cpus: Option<u32>,
+}
+
+impl ModelOptions {
+    /// The options as `key -> value` in the spelling users write: what the
+    /// model backend reads, what JSON shows, and what labels list.
+    pub fn to_options(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), v);
+            }
+        };
+        put("geometry", self.geometry.clone());
+        put("locking", self.locking.map(|v| v.to_string()));
+        put("reclaim", self.reclaim.map(|v| v.to_string()));
+        put("thp", self.thp.map(|v| v.to_string()));
+        put(
+            "mthp",
+            self.mthp.as_ref().map(|sizes| {
+                sizes
+                    .iter()
+                    .map(|(size, p)| format!("{size}={p}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+        );
+        put("tlb", self.tlb.clone());
+        put("cpus", self.cpus.map(|v| v.to_string()));
+        m
+    }
+}
+
+impl Serialize for ModelOptions {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_options().serialize(s)
+    }
+}
+
+/// A checked configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunConfig {
+    /// How tables and reports name this configuration (`geometry=x86-64-5l`).
+    pub label: String,
+    pub backend: BackendKind,
+    /// The model options that were set (JSON: `options`, a map of strings).
+    #[serde(rename = "options")]
+    pub model: ModelOptions,
+}
+
+impl RunConfig {
+    /// The model with every default.
+    pub fn model_default() -> RunConfig {
+        RunConfig {
+            label: "model".into(),
+            backend: BackendKind::Model,
+            model: ModelOptions::default(),
+        }
+    }
+
+    /// This machine's kernel.
+    pub fn kernel() -> RunConfig {
+        RunConfig {
+            label: "kernel".into(),
+            backend: BackendKind::Kernel,
+            model: ModelOptions::default(),
+        }
+    }
+
+    /// A copy with `key` set (checked like any other value), replacing the
+    /// value it had.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for an unknown key or a bad value.
+    pub fn with(&self, key: &str, value: &str) -> Result<RunConfig, ConfigError> {
+        let mut b = Builder {
+            origin: String::new(),
+            backend: self.backend,
+            model: self.model.clone(),
+            given: Vec::new(),
+        };
+        b.set(key, value)?;
+        b.finish()
+    }
+}
+
+/// What is wrong with a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    #[error("{origin}unknown configuration key \"{key}\"{hint}; known keys: {known}")]
+    UnknownKey {
+        origin: String,
+        key: String,
+        hint: String,
+        known: String,
+    },
+    #[error("{origin}key \"{key}\": {message}")]
+    BadValue {
+        origin: String,
+        key: String,
+        message: String,
+    },
+    #[error("{origin}key \"{key}\" is given twice (\"{first}\", then \"{second}\"); give it once")]
+    Duplicate {
+        origin: String,
+        key: String,
+        first: String,
+        second: String,
+    },
+    #[error("{origin}{message}")]
+    Syntax { origin: String, message: String },
+}
+
+/// Parses `(key, value)` pairs into a [`RunConfig`], each value once.
+pub(crate) struct Builder {
+    /// Where the pairs come from, as errors start (`--config "...": `).
+    origin: String,
+    backend: BackendKind,
+    model: ModelOptions,
+    /// Keys set so far with their text, to refuse a second value.
+    given: Vec<(String, String)>,
+}
+
+impl Builder {
+    /// Every pair in order, then the checks across keys.
+    pub(crate) fn from_pairs(
+        origin: &str,
+        pairs: Vec<(String, String)>,
+    ) -> Result<RunConfig, ConfigError> {
+        let mut b = Builder {
+            origin: origin.into(),
+            backend: BackendKind::Model,
+            model: ModelOptions::default(),
+            given: Vec::new(),
+        };
+        for (k, v) in pairs {
+            b.set(&k, &v)?;
+        }
+        b.finish()
+    }
+
+    fn bad(&self, key: &str, message: String) -> ConfigError {
+        ConfigError::BadValue {
+            origin: self.origin.clone(),
+            key: key.into(),
+            message,
+        }
+    }
+
+    /// An enumerated value, or an error listing the accepted ones.
+    fn named<T: Named>(&self, key: &str, value: &str) -> Result<T, ConfigError> {
+        T::parse(value)
+            .ok_or_else(|| self.bad(key, format!("\"{value}\" is not one of {}", T::expected())))
+    }
+
+    /// Parses `value` into the field of `key`.
+    fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        if !KEYS.contains(&key) {
+            return Err(parse::unknown_key(&self.origin, key));
+        }
+        if let Some((_, first)) = self.given.iter().find(|(k, _)| k == key) {
+            return Err(ConfigError::Duplicate {
+                origin: self.origin.clone(),
+                key: key.into(),
+                first: first.clone(),
+                second: value.into(),
+            });
+        }
+        self.given.push((key.into(), value.into()));
+        match key {
+            "backend" => self.backend = self.named(key, value)?,
+            "locking" => self.model.locking = Some(self.named(key, value)?),
+            "reclaim" => self.model.reclaim = Some(self.named(key, value)?),
+            "thp" => self.model.thp = Some(self.named(key, value)?),
+            "geometry" => {
+                pt::geometry::load(value).map_err(|e| self.bad(key, e.to_string()))?;
+                self.model.geometry = Some(value.into());
+            }
+            "cpus" => match value.parse::<u32>() {
+                Ok(n) if (1..=256).contains(&n) => self.model.cpus = Some(n),
+                _ => {
+                    return Err(self.bad(
+                        key,
+                        format!("\"{value}\" is not a number of CPUs from 1 to 256"),
+                    ))
+                }
+            },
+            "tlb" => {
+                if value.is_empty() {
+                    return Err(self.bad(key, "expected a TLB preset name or none".into()));
+                }
+                self.model.tlb = Some(value.into());
+            }
+            "mthp" => self.model.mthp = Some(self.mthp(value)?),
+            _ => unreachable!("every key of KEYS is handled"),
+        }
+        Ok(())
+    }
+
+    /// `SIZE=POLICY[,SIZE=POLICY...]`, each size once.
+    fn mthp(&self, value: &str) -> Result<Vec<(String, MthpPolicy)>, ConfigError> {
+        let key = "mthp";
+        let mut sizes: Vec<(String, MthpPolicy)> = Vec::new();
+        for part in value.split(',') {
+            let (size, policy) = part.split_once('=').ok_or_else(|| {
+                self.bad(
+                    key,
+                    format!("\"{part}\": expected SIZE=POLICY, e.g. 64k=always"),
+                )
+            })?;
+            if !MTHP_SIZES.contains(&size) {
+                return Err(self.bad(
+                    key,
+                    format!("size \"{size}\" is not one of {}", MTHP_SIZES.join(", ")),
+                ));
+            }
+            let p = MthpPolicy::parse(policy).ok_or_else(|| {
+                self.bad(
+                    key,
+                    format!(
+                        "policy \"{policy}\" for {size} is not always, madvise, never or inherit"
+                    ),
+                )
+            })?;
+            if sizes.iter().any(|(s, _)| s == size) {
+                return Err(self.bad(key, format!("size {size} is given twice")));
+            }
+            sizes.push((size.into(), p));
+        }
+        Ok(sizes)
+    }
+
+    /// The checks across keys, and the label.
+    fn finish(self) -> Result<RunConfig, ConfigError> {
+        let options = self.model.to_options();
+        if self.backend == BackendKind::Kernel {
+            if let Some(k) = options.keys().next() {
+                return Err(self.bad(k, "the kernel backend runs with this machine's own settings; model options do not apply to it".into()));
+            }
+        }
+        let mut label: Vec<String> = Vec::new();
+        if self.backend == BackendKind::Kernel {
+            label.push(BackendKind::Kernel.to_string());
+        }
+        label.extend(options.iter().map(|(k, v)| format!("{k}={v}")));
+        let label = if label.is_empty() {
+            BackendKind::Model.to_string()
+        } else {
+            label.join(",")
+        };
+        Ok(RunConfig {
+            label,
+            backend: self.backend,
+            model: self.model,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_lists_are_checked() {
+        let c = parse_inline("geometry=x86-64-5l,locking=global").unwrap();
+        assert_eq!(c.backend, BackendKind::Model);
+        assert_eq!(c.model.geometry.as_deref(), Some("x86-64-5l"));
+        assert_eq!(c.model.locking, Some(Locking::Global));
+        assert_eq!(c.label, "geometry=x86-64-5l,locking=global");
+        let c = parse_inline("mthp=64k=always,16k=madvise,thp=never").unwrap();
+        assert_eq!(c.model.to_options()["mthp"], "64k=always,16k=madvise");
+        assert_eq!(
+            c.model.mthp,
+            Some(vec![
+                ("64k".to_string(), MthpPolicy::Always),
+                ("16k".to_string(), MthpPolicy::Madvise)
+            ])
+        );
+        assert_eq!(c.model.thp, Some(Thp::Never));
+    }
+
+    #[test]
+    fn misspelt_keys_get_a_suggestion() {
+        let e = parse_inline("lockng=global").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown configuration key \"lockng\", did you mean \"locking\"?"),
+            "{e}"
+        );
+        let e = parse_inline("locking=fine").unwrap_err().to_string();
+        assert!(
+            e.contains("\"fine\" is not one of global, split-pte, split-pmd"),
+            "{e}"
+        );
+        let e = parse_inline("geometry=x86-64-6l").unwrap_err().to_string();
+        assert!(e.contains("unknown geometry"), "{e}");
+        let e = parse_inline("backend=kernel,geometry=x86-64-5l")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("model options do not apply"), "{e}");
+        let e = parse_inline("cpus=0").unwrap_err().to_string();
+        assert!(e.contains("from 1 to 256"), "{e}");
+    }
+
+    #[test]
+    fn toml_files_are_checked_with_positions() {
+        let c = parse_toml(
+            "c.toml",
+            "geometry = \"riscv-sv39-64k\"\ncpus = 4\n[mthp]\n64k = \"always\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.model.cpus, Some(4));
+        assert_eq!(c.model.to_options()["mthp"], "64k=always");
+        let e = parse_toml("c.toml", "geometry = \n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("c.toml:1:"), "{e}");
+        let e = parse_toml("c.toml", "thp = 3\n").unwrap_err().to_string();
+        assert!(e.contains("key \"thp\": expected a string"), "{e}");
+    }
+
+    #[test]
+    fn a_key_given_twice_is_an_error_naming_it() {
+        let e = parse_inline("thp=always,thp=never").unwrap_err();
+        assert_eq!(
+            e,
+            ConfigError::Duplicate {
+                origin: "--config \"thp=always,thp=never\": ".into(),
+                key: "thp".into(),
+                first: "always".into(),
+                second: "never".into(),
+            }
+        );
+        assert!(e.to_string().contains("key \"thp\" is given twice"), "{e}");
+        let e = parse_inline("geometry=x86-64-4l,locking=global,geometry=x86-64-4l")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key \"geometry\" is given twice"), "{e}");
+        let e = parse_inline("mthp=64k=always,64k=never")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key \"mthp\": size 64k is given twice"), "{e}");
+        // Replacing a value on purpose is not a duplicate.
+        let c = parse_inline("thp=always")
+            .unwrap()
+            .with("thp", "never")
+            .unwrap();
+        assert_eq!(c.model.thp, Some(Thp::Never));
+        assert_eq!(c.label, "thp=never");
+    }
+
+    #[test]
+    fn json_and_labels_keep_the_written_spelling() {
+        let c = parse_inline("reclaim=eager,cpus=4,locking=split-pmd").unwrap();
+        assert_eq!(c.label, "cpus=4,locking=split-pmd,reclaim=eager");
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["backend"], "model");
+        assert_eq!(v["options"]["locking"], "split-pmd");
+        assert_eq!(v["options"]["cpus"], "4");
+        let k = parse_inline("backend=kernel").unwrap();
+        assert_eq!(
+            (k.label.as_str(), k.backend),
+            ("kernel", BackendKind::Kernel)
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! Question 4: how much memory do empty PTE tables hold after MADV_DONTNEED,
+//! and what do Linux's PT_RECLAIM and the slides' eager design give back? The
+//! kernel and the model (reclaim off, on, eager) drop a sparse mapping whole
+//! and in halves of every 2 MiB.
+
+use super::experiments::{Experiment, Results};
+use super::read::mean;
+use super::text::{exact, num, table};
+use super::{model, Section, StudyOptions};
+use crate::exec::ConfigResult;
+use report::chart::{self, ChartSpec, Series};
+
+/// Experiment indices, in declaration order.
+const WHOLE_MODEL: usize = 0;
+const WHOLE_KERNEL: usize = 1;
+const HALVES_MODEL: usize = 2;
+const HALVES_KERNEL: usize = 3;
+
+fn reclaim_toml(size: &str) -> String {
+    format!(
+        r#"name = "study-dontneed-reclaim"
+[[thread]]
+op = [
+  {{ mmap = "big", size = "{size}", noreserve = true }},
+  {{ touch = "big", access = "write", stride = "2MiB" }},
+  {{ mark = "touched" }},
+  {{ madvise = "big", advice = "dontneed" }},
+  {{ mark = "dontneed" }},
+  {{ munmap = "big" }},
+]
+"#
+    )
+}
+
+/// DONTNEED in two halves of every 2 MiB: no single call covers a table.
+fn halves_toml(tables: u64) -> String {
+    let mut ops = String::new();
+    for t in 0..tables {
+        let base = t * 2;
+        ops.push_str(&format!(
+            "  {{ madvise = \"big\", advice = \"dontneed\", offset = \"{}KiB\", len = \"1MiB\" }},\n  \
+             {{ madvise = \"big\", advice = \"dontneed\", offset = \"{}KiB\", len = \"1MiB\" }},\n",
+            base * 1024,
+            base * 1024 + 1024
+        ));
+    }
+    format!(
+        r#"name = "study-dontneed-halves"
+[[thread]]
+op = [
+  {{ mmap = "big", size = "{}MiB" }},
+  {{ touch = "big", access = "write", stride = "2MiB" }},
+  {{ mark = "touched" }},
+{ops}  {{ mark = "dontneed" }},
+  {{ munmap = "big" }},
+]
+"#,
+        tables * 2
+    )
+}
+
+fn size(o: StudyOptions) -> &'static str {
+    o.pick("8GiB", "50GiB")
+}
+
+/// PTE tables of the halves workload (2 MiB each).
+fn tables(o: StudyOptions) -> u64 {
+    o.pick(256, 1024)
+}
+
+/// Each workload on the model (reclaim off, on, eager), then on the kernel.
+pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+    let models = [
+        model("reclaim=off"),
+        model("reclaim=on"),
+        model("reclaim=eager"),
+    ];
+    vec![
+        Experiment::model("dontneed-reclaim model", reclaim_toml(size(o)), &models, 1),
+        Experiment::kernel("dontneed-reclaim kernel", reclaim_toml(size(o)), 1),
+        Experiment::model("dontneed halves model", halves_toml(tables(o)), &models, 1),
+        Experiment::kernel("dontneed halves kernel", halves_toml(tables(o)), 1),
+    ]
+}
+
+/// The section from the results of [`experiments`].
+pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
+    let mut sec = Section::new(
+        "empty-tables",
+        "Empty PTE tables",
+        "How much memory do empty PTE tables hold after MADV_DONTNEED, and what do Linux's PT_RECLAIM \
+         and the full refcounting design of the slides give back?",
+        "One write per 2 MiB over a large sparse mapping, then MADV_DONTNEED over all of it (the \
+         slides' functional test), on this machine's kernel and on the model with reclaim off, on \
+         (Linux since 6.14) and eager (a PTE table freed the moment its last entry goes). A second \
+         workload drops each 2 MiB in two halves, so that no single call covers a whole table.",
+        "VIRT 50 GB, RES 3.1 MB: VmPTE 102,640 kB before, 248 kB after; about 1% fewer page faults \
+         per minute.",
+    );
+    let (size, tables) = (size(o), tables(o));
+    let labels = [
+        "kernel",
+        "model, reclaim off",
+        "model, reclaim on",
+        "model, eager",
+    ];
+    let (whole_m, whole_k) = (r.model(WHOLE_MODEL), r.kernel(WHOLE_KERNEL));
+    let (halves_m, halves_k) = (r.model(HALVES_MODEL), r.kernel(HALVES_KERNEL));
+    let all_whole: Vec<Option<&ConfigResult>> = std::iter::once(whole_k)
+        .chain(whole_m.iter().map(Some))
+        .collect();
+    let all_halves: Vec<Option<&ConfigResult>> = std::iter::once(halves_k)
+        .chain(halves_m.iter().map(Some))
+        .collect();
+    let at = |r: Option<&ConfigResult>, m: &str| {
+        r.map_or(f64::NAN, |r| mean(r, m, counters::VMPTE_KB.name))
+    };
+    let mut rows = Vec::new();
+    for (i, l) in labels.iter().enumerate() {
+        rows.push(vec![
+            l.to_string(),
+            num(at(all_whole[i], "touched")),
+            num(at(all_whole[i], "dontneed")),
+            num(at(all_halves[i], "touched")),
+            num(at(all_halves[i], "dontneed")),
+        ]);
+    }
+    sec.tables.push(table(
+        "VmPTE (kB) before and after MADV_DONTNEED",
+        &[
+            "",
+            &format!("{size}: touched"),
+            "after DONTNEED",
+            &format!("{} MiB in halves: touched", tables * 2),
+            "after DONTNEED",
+        ],
+        rows,
+    ));
+    let k = (at(all_whole[0], "touched"), at(all_whole[0], "dontneed"));
+    let on = (at(all_whole[2], "touched"), at(all_whole[2], "dontneed"));
+    let off = at(all_whole[1], "dontneed");
+    sec.findings.push(format!(
+        "After one write per 2 MiB over {size}, VmPTE is {} kB on this kernel and {} kB on the model; \
+         MADV_DONTNEED over all of it brings the kernel to {} kB and the model with reclaim on to {} kB \
+         (off: {} kB stay). The slides: 102,640 kB to 248 kB.",
+        num(k.0),
+        num(on.0),
+        num(k.1),
+        num(on.1),
+        num(off)
+    ));
+    let hk = at(all_halves[0], "dontneed");
+    let hon = at(all_halves[2], "dontneed");
+    let hea = at(all_halves[3], "dontneed");
+    sec.findings.push(format!(
+        "Dropping each 2 MiB in two halves defeats Linux's reclaim: {} kB of tables stay on the kernel \
+         and {} kB on the model with reclaim on, while the eager design keeps {} kB; it frees what \
+         Linux leaves behind, {} kB here.",
+        num(hk),
+        num(hon),
+        num(hea),
+        num(hon - hea)
+    ));
+    sec.figure("whole_vmpte_kb", [k.0, k.1, on.0, on.1, off]);
+    sec.figure("halves_vmpte_kb", [hk, hon, hea]);
+    let cats: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
+    sec.chart(
+        "VmPTE after MADV_DONTNEED",
+        chart::bar_chart(
+            &ChartSpec::new("Page tables left after DONTNEED", "", "VmPTE (kB)"),
+            &cats,
+            &[
+                Series::new(
+                    format!("whole {size}"),
+                    all_whole
+                        .iter()
+                        .map(|r| exact(at(*r, "dontneed")))
+                        .collect(),
+                ),
+                Series::new(
+                    "in halves",
+                    all_halves
+                        .iter()
+                        .map(|r| exact(at(*r, "dontneed")))
+                        .collect(),
+                ),
+            ],
+        ),
+    );
+    sec
+}
