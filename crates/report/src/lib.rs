@@ -23,5 +23,7 @@ pub mod table;
 pub mod views;
 
 pub use error::ReportError;
-pub use number::{format_float, group_thousands, unit_of};
+pub use number::{
+    format_float, format_summary, group_thousands, human, quantity_of, unit_of, Unit,
+};
 pub use table::{Align, Cell, Column, Table};

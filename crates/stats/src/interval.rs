@@ -2,7 +2,7 @@
 //! method named, or the reason there is none.
 //!
 //! Rules (invariants of [`mean_interval`]):
-//! - Every run equal: [`MeanInterval::NoSpread`] (exact counters of the model;
+//! - Two runs or more, all equal: [`MeanInterval::NoSpread`] (exact counters of the model;
 //!   a zero-width interval is the honest answer and is given as such).
 //! - Fewer than [`MIN_RUNS_FOR_INTERVAL`] runs that differ: [`MeanInterval::TooFewRuns`],
 //!   because a t-interval from 3 runs is not a finding (its t factor is 4.3).
@@ -128,7 +128,7 @@ impl fmt::Display for MeanInterval {
 pub fn mean_interval(samples: &[f64], quantity: Quantity) -> Result<MeanInterval, StatsError> {
     check_quantity(samples, quantity)?;
     let n = samples.len();
-    if samples.iter().all(|&v| v == samples[0]) {
+    if n >= 2 && samples.iter().all(|&v| v == samples[0]) {
         return Ok(MeanInterval::NoSpread {
             value: samples[0],
             n,

@@ -91,6 +91,7 @@ impl Summary {
             (None, None)
         };
         let interval = match ci95 {
+            None => MeanInterval::TooFewRuns { n, needed: 2 },
             _ if sorted[0] == sorted[n - 1] => MeanInterval::NoSpread {
                 value: sorted[0],
                 n,
@@ -99,7 +100,6 @@ impl Summary {
                 interval,
                 method: Method::StudentT,
             },
-            None => MeanInterval::TooFewRuns { n, needed: 2 },
         };
         Ok(Summary {
             n,
