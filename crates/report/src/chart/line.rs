@@ -19,6 +19,7 @@ pub fn line_chart(
     spec: &ChartSpec,
     series: &[Series<(f64, Estimate)>],
 ) -> Result<String, ReportError> {
+    spec.check("a line chart")?;
     check_names("a line chart", series)?;
     for s in series {
         if s.values.is_empty() {
