@@ -102,7 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &ChartSpec::new(
             "handle_mm_fault latency percentiles (seed)",
             "percentile",
-            "latency (log scale)",
+            "latency (ns, log scale)",
         ),
         &[("4-level", &h4), ("5-level", &h5)],
     )?;

@@ -147,7 +147,9 @@ pub fn human(v: f64, unit: Unit) -> String {
     match unit {
         Unit::Count => format_float(v.round(), 0),
         Unit::Plain => significant(v, ""),
-        Unit::Percent => format!("{}%", significant(v, "").trim_end()),
+        // A share too small for three decimals is said to be small, not 0.000001%.
+        Unit::Percent if v != 0.0 && v.abs() < 0.001 => "<0.001%".to_string(),
+        Unit::Percent => format!("{}%", significant(v, "")),
         Unit::Nanoseconds => scaled(v, &[(1.0, "ns"), (1e3, "us"), (1e6, "ms"), (1e9, "s")]),
         Unit::Kilobytes => human(v * 1024.0, Unit::Bytes),
         Unit::Bytes => scaled(

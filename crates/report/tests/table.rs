@@ -202,6 +202,8 @@ mod units {
         assert_eq!(human(524_802.4, Unit::Count), "524,802");
         assert_eq!(human(99.96, Unit::Percent), "100%");
         assert_eq!(human(12.34, Unit::Percent), "12.3%");
+        assert_eq!(human(1.2e-6, Unit::Percent), "<0.001%");
+        assert_eq!(human(0.0, Unit::Percent), "0%");
         assert_eq!(human(f64::NAN, Unit::Count), "n/a");
     }
 

@@ -80,7 +80,12 @@ impl ValueAxis {
             ValueAxis::Linear => axis_number(c, span),
             ValueAxis::Log { .. } if (c - c.round()).abs() < 1e-9 => {
                 let v = 10f64.powf(c.round());
-                axis_number(v, v)
+                if v < 0.01 {
+                    // "1e-6" reads better than "0.000001".
+                    format!("1e{}", c.round())
+                } else {
+                    axis_number(v, v)
+                }
             }
             ValueAxis::Log { .. } => String::new(),
         }

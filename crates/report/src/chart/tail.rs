@@ -56,7 +56,13 @@ pub fn percentile_chart(
                     format!("histogram \"{name}\" is empty"),
                 )
             })?;
-            let top = values.last().copied().unwrap_or(0.0);
+            // Without a recorded maximum, the top of the last non-empty bucket bounds it.
+            let top = h
+                .buckets
+                .iter()
+                .take(stats::LOG2_BUCKETS)
+                .rposition(|&c| c > 0)
+                .map_or(0.0, |i| stats::log2_bucket_bounds(i).1 as f64);
             values.push(if max > 0.0 { max } else { top });
             Ok(Series::new(*name, values))
         })
@@ -87,7 +93,8 @@ pub fn percentile_chart(
     });
     let (lo, hi) = (lo.min(axis.base()), hi);
     let (ylo, yhi) = pad_range(lo, hi, 0.08, false);
-    let yhi = yhi + (yhi - ylo) * 0.08 * points.len() as f64;
+    // Room for the legend above the lines.
+    let yhi = yhi + (yhi - ylo) * 0.15;
     let label_style =
         TextStyle::from(("sans-serif", 11).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
 
@@ -114,12 +121,22 @@ pub fn percentile_chart(
             chart
                 .draw_series(xy.iter().map(|&p| Circle::new(p, 4, color.filled())))
                 .map_err(chart_err)?;
-            // Labels of several series are staggered so that they do not overlap.
-            let lift = (yhi - ylo) * 0.045 * j as f64;
+            // The first series is labelled above its points, the second below, so
+            // that the labels of two close lines do not overlap.
+            let (style, dy) = if j % 2 == 0 {
+                (label_style.clone(), (yhi - ylo) * 0.015)
+            } else {
+                (
+                    label_style.pos(Pos::new(HPos::Center, VPos::Top)),
+                    -(yhi - ylo) * 0.015,
+                )
+            };
             chart
-                .draw_series(s.values.iter().zip(&xy).map(|(v, &(x, y))| {
-                    Text::new(spec.value_text(*v), (x, y + lift), label_style.clone())
-                }))
+                .draw_series(
+                    s.values.iter().zip(&xy).map(|(v, &(x, y))| {
+                        Text::new(spec.value_text(*v), (x, y + dy), style.clone())
+                    }),
+                )
                 .map_err(chart_err)?;
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
