@@ -484,3 +484,54 @@ fn a_chart_must_say_what_it_plots() {
         );
     }
 }
+
+#[test]
+fn single_runs_are_hollow_points_and_the_legend_gives_n() {
+    let one_run: Vec<(f64, Estimate)> = [1.0, 2.0, 4.0]
+        .iter()
+        .map(|&t| (t, Estimate::exact(1000.0 * t).runs(1)))
+        .collect();
+    let five: Vec<(f64, Estimate)> = [1.0, 2.0, 4.0]
+        .iter()
+        .map(|&t| (t, est(900.0 * t, 20.0).runs(5)))
+        .collect();
+    let svg = line_chart(
+        &ChartSpec::new("ebizzy records/s by threads", "threads", "records/s"),
+        &[
+            Series::new("4-level", one_run),
+            Series::new("5-level", five),
+        ],
+    )
+    .unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let t = texts(&doc);
+    assert!(t.iter().any(|x| x == "4-level (n = 1)"), "{t:?}");
+    assert!(t.iter().any(|x| x == "5-level (n = 5)"), "{t:?}");
+    // Points with an interval are filled; single runs are white with a coloured ring.
+    assert_eq!(circles_of(&doc, 0), 0);
+    assert_eq!(circles_of(&doc, 1), 3);
+    let c = series_color_hex(0);
+    let rings = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle") && n.attribute("stroke") == Some(c.as_str()))
+        .count();
+    assert_eq!(rings, 3);
+}
+
+#[test]
+fn a_line_spanning_orders_of_magnitude_gets_a_log_axis() {
+    let pts: Vec<(f64, Estimate)> = [1.0, 2.0, 3.0, 4.0]
+        .iter()
+        .map(|&x| (x, Estimate::exact(10f64.powf(2.0 * x))))
+        .collect();
+    let svg = line_chart(
+        &ChartSpec::new("Page-table pages by size", "size", "pages"),
+        &[Series::new("s", pts)],
+    )
+    .unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let t = texts(&doc);
+    for decade in ["100", "1,000", "10,000", "100,000", "1M"] {
+        assert!(t.iter().any(|x| x == decade), "{decade} not in {t:?}");
+    }
+}
