@@ -1,15 +1,15 @@
-//! Writes a demonstration report (every chart kind, a table, a funclatency histogram)
-//! to `DIR/index.html` and each chart to `DIR/*.svg`, with the seed's published
-//! figures as data. Run: `cargo run -p report --example demo_report -- DIR`.
+//! Writes a demonstration report (every chart kind, tables, an audit, a funclatency
+//! histogram) to `DIR/index.html` and each chart to `DIR/*.svg`, with the seed's
+//! published figures as data. Run: `cargo run -p report --example demo_report -- DIR`.
 
 use report::chart::{
-    bar_chart, line_chart, log2_histogram_chart, stacked_bar_chart, ChartSpec, Estimate, HistScale,
-    Series,
+    bar_chart, line_chart, log2_histogram_chart, percentile_chart, stacked_bar_chart, ChartSpec,
+    Estimate, HistScale, Series,
 };
 use report::html::Page;
 use report::latency::render_log2;
-use report::{Cell, Column, Table};
-use stats::Interval;
+use report::{Cell, Column, Table, Unit};
+use stats::{Interval, Quantity, Summary};
 use workload::result::LatencyHistogram;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -98,11 +98,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &[("4-level", &h4), ("5-level", &h5)],
         HistScale::Percent,
     )?;
+    let tail = percentile_chart(
+        &ChartSpec::new(
+            "handle_mm_fault latency percentiles (seed)",
+            "percentile",
+            "latency (ns, log scale)",
+        ),
+        &[("4-level", &h4), ("5-level", &h5)],
+    )?;
+    let thp = bar_chart(
+        &ChartSpec::new(
+            "Faults and TLB misses touching 2 MiB (illustrative)",
+            "page size",
+            "events (count, log scale)",
+        )
+        .unit(Unit::Count),
+        &["4 KiB pages".to_string(), "THP".to_string()],
+        &[
+            Series::new("faults", vec![Estimate::exact(512.0), Estimate::exact(1.0)]),
+            Series::new(
+                "TLB misses",
+                vec![Estimate::exact(262_144.0), Estimate::exact(0.0)],
+            ),
+        ],
+    )?;
+    let contended = [0.0, 0.0, 0.0, 0.0, 1610.0];
+    let locks = bar_chart(
+        &ChartSpec::new(
+            "Contended page-table lock acquisitions (illustrative)",
+            "lock scheme",
+            "contended acquisitions (count)",
+        )
+        .unit(Unit::Count),
+        &["split PTE".to_string(), "global".to_string()],
+        &[Series::new(
+            "contended",
+            vec![
+                Estimate::from_summary(&Summary::of_quantity(&contended, Quantity::Count)?),
+                Estimate::from_summary(&Summary::of_quantity(
+                    &[880.0, 910.0, 905.0, 890.0, 915.0],
+                    Quantity::Count,
+                )?),
+            ],
+        )],
+    )?;
     for (name, svg) in [
         ("bars", &bars),
         ("line", &line),
         ("stacked", &stacked),
         ("hist", &hist),
+        ("tail", &tail),
+        ("thp", &thp),
+        ("locks", &locks),
     ] {
         std::fs::write(format!("{dir}/{name}.svg"), svg)?;
     }
@@ -131,8 +178,60 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     page.section("Page-table memory").figure(&stacked, None);
     page.section("Latency distribution")
         .figure(&hist, None)
+        .figure(
+            &tail,
+            Some("The tail: p99.9 and the maximum as visible as the median."),
+        )
         .preformatted(render_log2(&h4, "nsecs"));
+    page.section("Counts beside zero")
+        .figure(&thp, Some("A log axis; every bar labelled, the zero too."))
+        .figure(
+            &locks,
+            Some("Means of 5 runs with bootstrap intervals, never below 0."),
+        );
+    page.section("Audit").table(&audit());
     std::fs::write(format!("{dir}/index.html"), page.render())?;
     println!("{}", t.render());
     Ok(())
+}
+
+/// An audit table as the study shows it: JSON values, long explanations.
+fn audit() -> Table {
+    let mut t = Table::with_columns(vec![
+        Column::new("id"),
+        Column::new("status"),
+        Column::new("value").wrap(24),
+        Column::new("why").wrap(44),
+        Column::new("fix").wrap(44),
+    ]);
+    let rows = [
+        (
+            "split_ptlocks",
+            "ok",
+            r#"{"pmd":null,"pte":true,"source":"inferred: 8 possible CPUs, so NR_CPUS >= 4, where Kconfig enables SPLIT_PTE_PTLOCKS"}"#,
+            "Split page-table locks let faults on different page tables proceed in parallel; \
+             a single mm-wide lock serialises them and shows up as lock contention.",
+            "Nothing to do; on a kernel without them, rebuild with CONFIG_SPLIT_PTE_PTLOCKS=y.",
+        ),
+        (
+            "ksm",
+            "warn",
+            r#"{"pages_sharing":131072,"run":1}"#,
+            "KSM merges identical pages behind the workload's back; merged pages fault again on \
+             write (copy-on-write), which adds faults the workload did not ask for.",
+            "echo 0 > /sys/kernel/mm/ksm/run, or exclude the process with prctl(PR_SET_MEMORY_MERGE, 0).",
+        ),
+        (
+            "tlb_shootdowns",
+            "warn",
+            r#"{"per_second":1843.5,"sampled_s":1.0,"total":98234521}"#,
+            "Other processes flush TLBs on this machine all the time; every shootdown interrupts \
+             the CPUs the benchmark runs on and lengthens its faults.",
+            "Run on a quiet machine, or pin the workload to CPUs isolated with isolcpus= and nohz_full=.",
+        ),
+    ];
+    for (id, status, value, why, fix) in rows {
+        t.push_row([id, status, value, why, fix].map(Cell::text));
+    }
+    t
 }

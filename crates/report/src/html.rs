@@ -7,8 +7,14 @@
 //!   attributes alike. Only SVG handed to [`Section::figure`] is inserted as markup,
 //!   so it must come from a trusted producer (this crate's [`crate::chart`]).
 //! - Output is deterministic: the same page gives the same bytes.
+//! - A table with wrapped columns ([`crate::Column::wrap`]) is laid out at the
+//!   page's width with fixed column widths in proportion to their wrap widths, and
+//!   its cells break anywhere a long word would overflow, so that every column
+//!   (an audit's "why" and "fix" too) stays on screen at 1,280 px.
+//! - A text cell holding a JSON object (an audit value) is shown as one
+//!   `key: value` line per member, not as one unbroken line of JSON.
 
-use crate::table::{Align, Table};
+use crate::table::{Align, Cell, Table};
 
 /// `text` with the five HTML-significant characters replaced by references.
 pub fn escape(text: &str) -> String {
@@ -115,7 +121,9 @@ th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;vertical-align:top}\
 th{text-align:left;background:#f4f4f4}.num{text-align:right;white-space:nowrap}\
 figure{margin:1rem 0}figure svg{max-width:100%;height:auto}figcaption{font-size:.9rem;color:#555}\
 pre{background:#f6f6f6;padding:.8rem;overflow-x:auto;font-size:.85rem}\
-.note{font-size:.9rem;color:#555}nav ol{columns:2}";
+.note{font-size:.9rem;color:#555}nav ol{columns:2}\
+table.wrap{width:100%;table-layout:fixed}table.wrap td,table.wrap th{overflow-wrap:anywhere}\
+.kv{display:block;font-family:ui-monospace,monospace;font-size:.85rem}";
 
 impl Page {
     /// An empty page.
@@ -216,9 +224,17 @@ fn render_block(o: &mut String, b: &Block) {
 /// A [`Table`] as an HTML table: numeric columns carry `class="num"` (right-aligned),
 /// the title is the caption, notes follow as paragraphs.
 pub fn table_html(t: &Table) -> String {
-    let mut o = String::from("<table>\n");
+    let wrapped = t.columns().iter().any(|c| c.max_width.is_some());
+    let mut o = String::from(if wrapped {
+        "<table class=\"wrap\">\n"
+    } else {
+        "<table>\n"
+    });
     if let Some(title) = t.title() {
         o.push_str(&format!("<caption>{}</caption>\n", escape(title)));
+    }
+    if wrapped {
+        o.push_str(&colgroup(t));
     }
     let class = |c: usize| match t.alignment(c) {
         Align::Right => " class=\"num\"",
@@ -232,7 +248,7 @@ pub fn table_html(t: &Table) -> String {
     for row in t.rows() {
         o.push_str("<tr>");
         for (c, cell) in row.iter().enumerate() {
-            o.push_str(&format!("<td{}>{}</td>", class(c), escape(&cell.display())));
+            o.push_str(&format!("<td{}>{}</td>", class(c), cell_html(cell)));
         }
         o.push_str("</tr>\n");
     }
@@ -241,4 +257,78 @@ pub fn table_html(t: &Table) -> String {
         o.push_str(&format!("<p class=\"note\">{}</p>\n", escape(n)));
     }
     o
+}
+
+/// Column widths: an unwrapped column as wide as its widest cell or its header's
+/// longest word (at most 24 characters) plus its padding, in `ch`; the wrapped
+/// columns share the rest of the table's width in proportion to their wrap widths.
+fn colgroup(t: &Table) -> String {
+    let fixed: Vec<Option<usize>> = t
+        .columns()
+        .iter()
+        .enumerate()
+        .map(|(c, col)| {
+            col.max_width.is_none().then(|| {
+                let widest = t
+                    .rows()
+                    .iter()
+                    .map(|r| r[c].display().chars().count())
+                    .max()
+                    .unwrap_or(0);
+                let word = col
+                    .title()
+                    .split_whitespace()
+                    .map(|w| w.chars().count())
+                    .max()
+                    .unwrap_or(0);
+                widest.max(word).clamp(3, 24) + 3
+            })
+        })
+        .collect();
+    let fixed_ch: usize = fixed.iter().flatten().sum();
+    let wrap_total: usize = t.columns().iter().filter_map(|c| c.max_width).sum();
+    let mut o = String::from("<colgroup>");
+    for (col, f) in t.columns().iter().zip(&fixed) {
+        match (f, col.max_width) {
+            (Some(ch), _) => o.push_str(&format!("<col style=\"width:{ch}ch\">")),
+            (None, Some(w)) => o.push_str(&format!(
+                "<col style=\"width:calc((100% - {fixed_ch}ch) * {:.3})\">",
+                w as f64 / wrap_total.max(1) as f64
+            )),
+            (None, None) => o.push_str("<col>"),
+        }
+    }
+    o.push_str("</colgroup>\n");
+    o
+}
+
+/// A cell's text escaped; a JSON object as `key: value` lines.
+fn cell_html(cell: &Cell) -> String {
+    let text = cell.display();
+    match json_lines(&text) {
+        Some(lines) => lines
+            .iter()
+            .map(|l| format!("<span class=\"kv\">{}</span>", escape(l)))
+            .collect(),
+        None => escape(&text),
+    }
+}
+
+/// The members of a JSON object as `key: value` lines (strings unquoted), `None`
+/// when `text` is not a JSON object.
+fn json_lines(text: &str) -> Option<Vec<String>> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let serde_json::Value::Object(map) = serde_json::from_str(text).ok()? else {
+        return None;
+    };
+    Some(
+        map.iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}: {s}"),
+                v => format!("{k}: {v}"),
+            })
+            .collect(),
+    )
 }

@@ -6,7 +6,11 @@
 //!   `audit` from runs.
 //! - [`latency::render_log2`]: a latency histogram drawn like bcc's funclatency.
 //! - [`chart`]: SVG charts (grouped bars with error bars, lines with CI bands, stacked
-//!   bars, log2 histograms), returned as text.
+//!   bars, log2 histograms, latency percentiles), returned as text; log axes where
+//!   values span orders of magnitude, every bar labelled.
+//! - [`human`], [`Unit`], [`format_summary`]: numbers for people in their unit
+//!   (`419 ms`, `2.00 MiB`, whole counts), the interval's method named; JSON and
+//!   CSV keep exact values.
 //! - [`html::Page`]: one self-contained HTML page (inline SVG, tables, no scripts,
 //!   fonts or other external resources).
 //!
@@ -23,5 +27,7 @@ pub mod table;
 pub mod views;
 
 pub use error::ReportError;
-pub use number::{format_float, group_thousands, unit_of};
+pub use number::{
+    format_float, format_summary, group_thousands, human, quantity_of, unit_of, Unit,
+};
 pub use table::{Align, Cell, Column, Table};

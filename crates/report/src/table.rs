@@ -3,10 +3,12 @@
 //!
 //! A table is data first ([`Cell`]s that know their kind), text second: the same table
 //! renders for the terminal ([`Table::render`]), as CSV ([`Table::to_csv`], raw numbers)
-//! and as HTML ([`crate::html`]).
+//! and as HTML ([`crate::html`]). A number with a [`Unit`] other than
+//! [`Unit::Plain`] is written human-scaled for people (`419 ms`, counts whole) and
+//! exported exact.
 
-use crate::number::{decimals_for, format_float, group_thousands};
-use stats::Summary;
+use crate::number::{decimals_for, format_float, group_thousands, human, Unit};
+use stats::{Interval, NotApplicable, Quantity, Ratio, Significance, Summary};
 use std::fmt;
 
 /// How a column's cells are aligned.
@@ -73,15 +75,23 @@ pub enum Cell {
     Empty,
     Text(String),
     Int(i64),
+    /// A number: with [`Unit::Plain`], `decimals` decimals; with another unit,
+    /// scaled for people by [`human`] (`decimals` is then unused).
     Float {
         value: f64,
         decimals: usize,
+        unit: Unit,
     },
-    /// A mean with the half-width of its 95% confidence interval, `105.637 ± 0.061`.
+    /// A mean with the half-width of its 95% confidence interval, `105.637 ± 0.061`;
+    /// with a unit other than [`Unit::Plain`] and the interval's bounds in `ci`, the
+    /// mean and its (possibly asymmetric) interval scaled for people,
+    /// `322 (0 to 966)`, `419 ms (401 ms to 436 ms)`.
     Estimate {
         mean: f64,
         half_width: Option<f64>,
         decimals: usize,
+        unit: Unit,
+        ci: Option<Interval>,
     },
     /// A ratio such as "ratio to first", three decimals.
     Ratio(f64),
@@ -102,7 +112,21 @@ impl Cell {
 
     /// A number with a fixed number of decimals.
     pub fn float(value: f64, decimals: usize) -> Cell {
-        Cell::Float { value, decimals }
+        Cell::Float {
+            value,
+            decimals,
+            unit: Unit::Plain,
+        }
+    }
+
+    /// A number in `unit`, written for people by [`human`] (`Unit::Count`: a whole
+    /// number; `Unit::Nanoseconds`: `419 ms`) and exported exact to CSV.
+    pub fn quantity(value: f64, unit: Unit) -> Cell {
+        Cell::Float {
+            value,
+            decimals: 0,
+            unit,
+        }
     }
 
     /// A mean and its CI half-width, with decimals chosen to show two significant
@@ -112,17 +136,74 @@ impl Cell {
             mean,
             half_width,
             decimals: decimals_for(mean, half_width),
+            unit: Unit::Plain,
+            ci: None,
         }
     }
 
     /// The mean of a summary with its CI half-width (no half-width for one run).
+    /// A summary of counts ([`stats::Summary::of_quantity`] with
+    /// [`Quantity::Count`]) shows whole numbers, one of times human-scaled
+    /// nanoseconds; others as [`Cell::estimate`].
     pub fn from_summary(s: &Summary) -> Cell {
-        Cell::estimate(s.mean, s.ci95.map(|ci| ci.half_width()))
+        match s.quantity {
+            Quantity::Count => Cell::from_summary_in(s, Unit::Count),
+            Quantity::Time => Cell::from_summary_in(s, Unit::Nanoseconds),
+            _ => Cell::estimate(s.mean, s.ci95.map(|ci| ci.half_width())),
+        }
+    }
+
+    /// The mean of a summary and its interval's bounds, written in `unit`
+    /// (`Unit::of_counter(name)` for a counter): `"322 (0 to 966)"`. The CSV export
+    /// keeps the exact mean and the half-width.
+    pub fn from_summary_in(s: &Summary, unit: Unit) -> Cell {
+        if unit == Unit::Plain {
+            return Cell::estimate(s.mean, s.ci95.map(|ci| ci.half_width()));
+        }
+        Cell::Estimate {
+            mean: s.mean,
+            half_width: s.ci95.map(|ci| ci.half_width()),
+            decimals: 0,
+            unit,
+            ci: s.ci95,
+        }
     }
 
     /// A ratio cell.
     pub fn ratio(v: f64) -> Cell {
         Cell::Ratio(v)
+    }
+
+    /// A ratio of means ([`stats::ratio_of_means`]): with an interval,
+    /// `1.050 ± 0.020`; exact or without an interval, the ratio; 0 / 0 the text
+    /// `undefined (0 / 0)` and x / 0 `infinite`, never a number.
+    pub fn from_ratio(r: &Ratio) -> Cell {
+        match (*r, r.interval()) {
+            (Ratio::Defined { ratio, .. }, Some(ci)) if ci.low < ci.high => Cell::Estimate {
+                mean: ratio,
+                half_width: Some(ci.half_width()),
+                decimals: decimals_for(ratio, Some(ci.half_width())).max(2),
+                unit: Unit::Plain,
+                ci: Some(ci),
+            },
+            (Ratio::Defined { ratio, .. }, _) => Cell::Ratio(ratio),
+            (Ratio::Undefined, _) => Cell::text("undefined (0 / 0)"),
+            (Ratio::Infinite { .. }, _) => Cell::text("infinite (x / 0)"),
+        }
+    }
+
+    /// The outcome of [`stats::compare_means`]: its p-value, or why there is none
+    /// (`n/a: exact`, `n/a: identical`, `n/a: too few runs`), never `0.000` for a
+    /// test that was not meaningful.
+    pub fn from_significance(s: &Significance) -> Cell {
+        match s {
+            Significance::Tested { test } => Cell::PValue(test.p),
+            Significance::NotApplicable { why } => Cell::text(match why {
+                NotApplicable::NoSpread { .. } => "n/a: exact",
+                NotApplicable::IdenticalSamples => "n/a: identical",
+                NotApplicable::TooFewRuns { .. } => "n/a: too few runs",
+            }),
+        }
     }
 
     /// A p-value cell.
@@ -141,7 +222,7 @@ impl Cell {
             Cell::Estimate { .. } => {
                 let (m, h) = self.estimate_parts().expect("an estimate");
                 match h {
-                    Some(h) => format!("{m} ± {h}"),
+                    Some(h) => format!("{m}{}{h}", self.estimate_separator()),
                     None => m,
                 }
             }
@@ -154,7 +235,12 @@ impl Cell {
             Cell::Empty => String::new(),
             Cell::Text(s) => s.clone(),
             Cell::Int(v) => group_thousands(*v),
-            Cell::Float { value, decimals } => format_float(*value, *decimals),
+            Cell::Float {
+                value,
+                decimals,
+                unit: Unit::Plain,
+            } => format_float(*value, *decimals),
+            Cell::Float { value, unit, .. } => human(*value, *unit),
             Cell::Ratio(r) => format_float(*r, if r.abs() >= 100.0 { 1 } else { 3 }),
             Cell::PValue(p) if *p > 0.0 && *p < 0.001 => format!("{p:.1e}"),
             Cell::PValue(p) => format_float(*p, 3),
@@ -162,18 +248,36 @@ impl Cell {
         }
     }
 
-    /// `(mean text, half-width text)` of an estimate, `None` for other cells.
+    /// `(mean text, spread text)` of an estimate, `None` for other cells: the
+    /// half-width, or with a unit the interval's bounds in parentheses.
     fn estimate_parts(&self) -> Option<(String, Option<String>)> {
         match *self {
             Cell::Estimate {
                 mean,
                 half_width,
                 decimals,
+                unit: Unit::Plain,
+                ..
             } => Some((
                 format_float(mean, decimals),
                 half_width.map(|h| format_float(h, decimals)),
             )),
+            Cell::Estimate { mean, unit, ci, .. } => Some((
+                human(mean, unit),
+                ci.map(|c| format!("({} to {})", human(c.low, unit), human(c.high, unit))),
+            )),
             _ => None,
+        }
+    }
+
+    /// What stands between an estimate's mean and its spread: `" ± "` before a
+    /// half-width, a space before bounds.
+    fn estimate_separator(&self) -> &'static str {
+        match self {
+            Cell::Estimate {
+                unit: Unit::Plain, ..
+            } => " ± ",
+            _ => " ",
         }
     }
 }
@@ -293,12 +397,13 @@ impl Table {
         for row in &self.rows {
             let mut out = Vec::with_capacity(ncol);
             for (c, cell) in row.iter().enumerate() {
+                let sep = cell.estimate_separator();
                 let text = match (cell.estimate_parts(), estimate_widths[c]) {
                     (Some((m, Some(h))), (mw, hw)) => {
-                        format!("{}{m} ± {}{h}", pad(mw, &m), pad(hw, &h))
+                        format!("{}{m}{sep}{}{h}", pad(mw, &m), pad(hw, &h))
                     }
                     (Some((m, None)), (mw, hw)) if hw > 0 => {
-                        format!("{}{m}{}", pad(mw, &m), " ".repeat(hw + 3))
+                        format!("{}{m}{}", pad(mw, &m), " ".repeat(hw + width(sep)))
                     }
                     _ => cell.display(),
                 };

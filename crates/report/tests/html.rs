@@ -70,3 +70,82 @@ fn rendering_is_deterministic() {
     };
     assert_eq!(build(), build());
 }
+
+/// An audit as `ptlab study` tabulates it: a long JSON value, long why and fix.
+fn audit() -> Table {
+    let mut t = Table::with_columns(vec![
+        report::Column::new("id"),
+        report::Column::new("status"),
+        report::Column::new("value").wrap(24),
+        report::Column::new("why it matters").wrap(44),
+        report::Column::new("how to change it").wrap(44),
+    ]);
+    t.push_row([
+        Cell::text("split_ptlocks"),
+        Cell::text("ok"),
+        Cell::text(r#"{"pmd":null,"pte":true,"source":"inferred: 8 possible CPUs, so NR_CPUS >= 4, where Kconfig enables SPLIT_PTE_PTLOCKS"}"#),
+        Cell::text("page-table locks split per table let faults in different tables proceed in parallel"),
+        Cell::text("rebuild the kernel with CONFIG_SPLIT_PTE_PTLOCKS"),
+    ]);
+    t
+}
+
+#[test]
+fn audit_values_are_key_value_lines_not_unbroken_json() {
+    let mut p = Page::new("audit");
+    p.section("Audit").table(&audit());
+    let html = p.render();
+    assert!(
+        !html.contains("{&quot;pmd&quot;"),
+        "raw JSON left in the page"
+    );
+    assert!(html.contains("<span class=\"kv\">pmd: null</span><span class=\"kv\">pte: true</span>"));
+    assert!(
+        html.contains("<span class=\"kv\">source: inferred: 8 possible CPUs, so NR_CPUS &gt;= 4")
+    );
+    // Text that merely starts with a brace stays text.
+    let mut t = Table::new(["v"]);
+    t.push_row([Cell::text("{not json")]);
+    assert!(report::html::table_html(&t).contains("<td>{not json</td>"));
+}
+
+#[test]
+fn wrapped_tables_fit_the_page_with_fixed_columns() {
+    let html = report::html::table_html(&audit());
+    assert!(html.starts_with("<table class=\"wrap\">"));
+    let cols: Vec<&str> = html
+        .split("<col style=\"width:")
+        .skip(1)
+        .map(|s| s.split("\">").next().unwrap())
+        .collect();
+    assert_eq!(cols.len(), 5, "{cols:?}");
+    // Unwrapped columns are as wide as their widest text and padding: "split_ptlocks"
+    // is 13 characters, "status" 6.
+    assert_eq!(&cols[..2], ["16ch", "9ch"]);
+    // Wrapped ones share the rest by their wrap widths, 24 : 44 : 44.
+    let shares: Vec<f64> = cols[2..]
+        .iter()
+        .map(|c| {
+            assert!(c.starts_with("calc((100% - 25ch) * "), "{c}");
+            c.trim_start_matches("calc((100% - 25ch) * ")
+                .trim_end_matches(')')
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        (shares.iter().sum::<f64>() - 1.0).abs() < 0.01,
+        "{shares:?}"
+    );
+    assert!(
+        shares[1] > shares[0] && shares[1] == shares[2],
+        "{shares:?}"
+    );
+    let mut p = Page::new("p");
+    p.section("s").table(&audit());
+    let page = p.render();
+    assert!(page.contains("table.wrap{width:100%;table-layout:fixed}"));
+    assert!(page.contains("overflow-wrap:anywhere"));
+    // A table without wrapped columns keeps its natural layout.
+    assert!(report::html::table_html(&Table::new(["a"])).starts_with("<table>\n"));
+}

@@ -163,3 +163,109 @@ proptest! {
         }
     }
 }
+
+mod units {
+    use report::{format_summary, human, quantity_of, Cell, Table, Unit};
+    use stats::{compare_means, ratio_of_means, Quantity, Summary};
+
+    #[test]
+    fn times_are_scaled_to_three_significant_digits() {
+        let ns = |v| human(v, Unit::Nanoseconds);
+        assert_eq!(ns(419_147_292.0), "419 ms");
+        assert_eq!(ns(830.0), "830 ns");
+        assert_eq!(ns(4_200.0), "4.20 us");
+        assert_eq!(ns(41_950.0), "42.0 us");
+        assert_eq!(ns(999.7), "1.00 us");
+        assert_eq!(ns(2.5e9), "2.50 s");
+        assert_eq!(ns(0.0), "0 ns");
+        assert_eq!(ns(12_345e9), "12,345 s");
+    }
+
+    #[test]
+    fn sizes_follow_the_counters_unit() {
+        assert_eq!(human(2048.0, Unit::Kilobytes), "2.00 MiB");
+        assert_eq!(human(110.0 * 1024.0 * 1024.0, Unit::Kilobytes), "110 GiB");
+        assert_eq!(human(512.0, Unit::Bytes), "512 B");
+        assert_eq!(human(4096.0, Unit::Bytes), "4.00 KiB");
+        assert_eq!(Unit::of_counter("vmpte_kb"), Unit::Kilobytes);
+        assert_eq!(Unit::of_counter("elapsed_ns"), Unit::Nanoseconds);
+        assert_eq!(Unit::of_counter("ipis"), Unit::Count);
+        assert_eq!(quantity_of("elapsed_ns"), Quantity::Time);
+        assert_eq!(quantity_of("minor_faults"), Quantity::Count);
+    }
+
+    #[test]
+    fn counts_are_whole_numbers() {
+        // "4.33 were contended", "0.00 IPIs" were the defects.
+        assert_eq!(human(4.333, Unit::Count), "4");
+        assert_eq!(human(0.0, Unit::Count), "0");
+        assert_eq!(human(524_802.4, Unit::Count), "524,802");
+        assert_eq!(human(99.96, Unit::Percent), "100%");
+        assert_eq!(human(12.34, Unit::Percent), "12.3%");
+        assert_eq!(human(1.2e-6, Unit::Percent), "<0.001%");
+        assert_eq!(human(0.0, Unit::Percent), "0%");
+        assert_eq!(human(f64::NAN, Unit::Count), "n/a");
+    }
+
+    #[test]
+    fn summaries_name_their_interval_and_unit() {
+        let s = Summary::of_quantity(&[0.0, 0.0, 0.0, 0.0, 1610.0], Quantity::Count).unwrap();
+        let text = format_summary(&s, Unit::Count);
+        assert!(text.starts_with("322 (95% CI 0 to "), "{text}");
+        assert!(
+            text.ends_with(", n = 5, bootstrap percentile, 10,000 resamples)"),
+            "{text}"
+        );
+        let s = Summary::of_quantity(&[524_802.0; 5], Quantity::Count).unwrap();
+        assert_eq!(
+            format_summary(&s, Unit::Count),
+            "524,802 (exact: all 5 runs equal)"
+        );
+        let s = Summary::of_quantity(&[4.0, 4.0, 5.0], Quantity::Count).unwrap();
+        assert_eq!(
+            format_summary(&s, Unit::Count),
+            "4 (n = 3, too few runs for an interval)"
+        );
+        let times = [419e6, 420e6, 418e6, 421e6, 419.5e6];
+        let s = Summary::of_quantity(&times, Quantity::Time).unwrap();
+        let text = format_summary(&s, Unit::Nanoseconds);
+        // Mean 419.5 ms, three significant digits.
+        assert!(text.starts_with("420 ms (95% CI 41"), "{text}");
+        assert!(!text.contains("419,"), "{text}");
+    }
+
+    #[test]
+    fn cells_with_units_are_human_for_people_and_exact_in_csv() {
+        let mut t = Table::new(["counter", "mean", "total"]);
+        let s = Summary::of_quantity(&[0.0, 0.0, 0.0, 0.0, 1610.0], Quantity::Count).unwrap();
+        t.push_row([
+            Cell::text("lock_contended"),
+            Cell::from_summary(&s),
+            Cell::quantity(419_147_292.0, Unit::Nanoseconds),
+        ]);
+        let out = t.render();
+        let row = out.lines().nth(2).unwrap();
+        let ci = s.ci95.unwrap();
+        assert!(
+            row.contains(&format!("322 (0 to {})", human(ci.high, Unit::Count))),
+            "{out}"
+        );
+        assert!(row.ends_with("419 ms"), "{out}");
+        let csv = t.to_csv().unwrap();
+        let line = csv.lines().nth(1).unwrap();
+        assert!(line.starts_with("lock_contended,322,"), "{csv}");
+        assert!(line.ends_with(",419147292"), "{csv}");
+    }
+
+    #[test]
+    fn ratios_and_p_values_say_when_they_mean_nothing() {
+        let zero = ratio_of_means(&[0.0; 5], &[0.0; 5]).unwrap();
+        assert_eq!(Cell::from_ratio(&zero).display(), "undefined (0 / 0)");
+        let b = [100.0, 102.0, 98.0, 101.0, 99.0];
+        let a: Vec<f64> = b.iter().map(|x| x * 1.05).collect();
+        let r = Cell::from_ratio(&ratio_of_means(&a, &b).unwrap()).display();
+        assert!(r.starts_with("1.05") && r.contains(" ± 0.0"), "{r}");
+        let exact = compare_means(&[524_802.0; 5], &[524_803.0; 5]).unwrap();
+        assert_eq!(Cell::from_significance(&exact).display(), "n/a: exact");
+    }
+}

@@ -10,6 +10,7 @@
 
 use crate::error::{check_finite, StatsError};
 use crate::summary::median_of_sorted;
+use serde::{Deserialize, Serialize};
 
 /// `|M| > OUTLIER_THRESHOLD` marks an outlier (Iglewicz and Hoaglin's recommendation).
 pub const OUTLIER_THRESHOLD: f64 = 3.5;
@@ -59,6 +60,35 @@ pub fn outlier_indices(samples: &[f64]) -> Result<Vec<usize>, StatsError> {
         .enumerate()
         .filter(|(_, z)| z.abs() > OUTLIER_THRESHOLD)
         .map(|(i, _)| i)
+        .collect())
+}
+
+/// One outlying value: where it is, what it is and how far out.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Outlier {
+    /// Its index in the sample (run `index + 1` for people).
+    pub index: usize,
+    pub value: f64,
+    /// Its modified Z-score (signed: negative for a value below the median).
+    pub z: f64,
+}
+
+/// The outliers of `samples` (as [`outlier_indices`]) with their values and
+/// scores, so that a caller can name the run and the counter
+/// ([`crate::Warning::OutlierRuns`]).
+///
+/// # Errors
+/// As [`modified_z_scores`].
+pub fn find_outliers(samples: &[f64]) -> Result<Vec<Outlier>, StatsError> {
+    Ok(modified_z_scores(samples)?
+        .into_iter()
+        .enumerate()
+        .filter(|(_, z)| z.abs() > OUTLIER_THRESHOLD)
+        .map(|(index, z)| Outlier {
+            index,
+            value: samples[index],
+            z,
+        })
         .collect())
 }
 

@@ -1,11 +1,15 @@
 //! One sample described: location, spread and the confidence interval of the mean.
 //!
-//! The interval is Student's t interval, `mean ± t(0.975, n-1) · s / √n`, the one R's
-//! `lsr::ciMean` gives and the 5-level seed reports. It assumes independent runs
-//! whose mean is close to normally distributed; with few runs and a skewed quantity
-//! (latencies) it is optimistic, which is why [`crate::diagnose`] also looks at outliers.
+//! [`Summary::of`] gives Student's t interval, `mean ± t(0.975, n-1) · s / √n`, the
+//! one R's `lsr::ciMean` gives and the 5-level seed reports. It assumes independent
+//! runs whose mean is close to normally distributed and a quantity that may take
+//! either sign; for a count or a time it can reach below zero.
+//! [`Summary::of_quantity`] knows the kind of quantity and picks an interval that
+//! respects it (see [`crate::mean_interval`]); prefer it for every measured counter.
 
 use crate::error::{check_finite, StatsError};
+use crate::interval::{check_quantity, mean_interval, MeanInterval, Method};
+use crate::quantity::Quantity;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
@@ -41,12 +45,20 @@ pub struct Summary {
     pub max: f64,
     /// Sample standard deviation (divisor n-1); `None` when n < 2.
     pub stddev: Option<f64>,
-    /// 95% confidence interval of the mean (Student's t); `None` when n < 2.
+    /// 95% confidence interval of the mean: Student's t from [`Summary::of`] (`None`
+    /// when n < 2), the interval of [`Summary::interval`] from
+    /// [`Summary::of_quantity`] (`None` with too few runs).
     pub ci95: Option<Interval>,
     /// CI half-width divided by |mean|; `None` when there is no CI, or when the mean
     /// is 0 and the half-width is not (the ratio is then unbounded). 0 when the
     /// half-width is 0.
     pub rel_ci_half_width: Option<f64>,
+    /// The kind of quantity summarised ([`Quantity::Signed`] from [`Summary::of`]).
+    #[serde(default)]
+    pub quantity: Quantity,
+    /// The interval with its method, or why there is none; `ci95` holds its bounds.
+    #[serde(default)]
+    pub interval: MeanInterval,
 }
 
 impl Summary {
@@ -78,16 +90,17 @@ impl Summary {
         } else {
             (None, None)
         };
-        let rel_ci_half_width = ci95.and_then(|ci| {
-            let hw = ci.half_width();
-            if hw == 0.0 {
-                Some(0.0)
-            } else if mean == 0.0 {
-                None
-            } else {
-                Some(hw / mean.abs())
-            }
-        });
+        let interval = match ci95 {
+            None => MeanInterval::TooFewRuns { n, needed: 2 },
+            _ if sorted[0] == sorted[n - 1] => MeanInterval::NoSpread {
+                value: sorted[0],
+                n,
+            },
+            Some(interval) => MeanInterval::Estimated {
+                interval,
+                method: Method::StudentT,
+            },
+        };
         Ok(Summary {
             n,
             mean,
@@ -96,8 +109,30 @@ impl Summary {
             max: sorted[n - 1],
             stddev,
             ci95,
-            rel_ci_half_width,
+            rel_ci_half_width: relative_half_width(ci95, mean),
+            quantity: Quantity::Signed,
+            interval,
         })
+    }
+
+    /// Describes `samples`, values of a quantity of kind `quantity`: as
+    /// [`Summary::of`], but the interval is the one [`crate::mean_interval`]
+    /// chooses (never below 0 for counts and times, whole numbers for counts, none
+    /// for fewer than [`crate::MIN_RUNS_FOR_INTERVAL`] differing runs), and `ci95`
+    /// holds its bounds. The drop-in replacement for [`Summary::of`] wherever the
+    /// kind is known (for a counter, from its name's unit).
+    ///
+    /// # Errors
+    /// As [`Summary::of`], and [`StatsError::OutOfRange`] for a negative value of a
+    /// non-negative kind.
+    pub fn of_quantity(samples: &[f64], quantity: Quantity) -> Result<Summary, StatsError> {
+        check_quantity(samples, quantity)?;
+        let mut s = Summary::of(samples)?;
+        s.quantity = quantity;
+        s.interval = mean_interval(samples, quantity)?;
+        s.ci95 = s.interval.interval();
+        s.rel_ci_half_width = relative_half_width(s.ci95, s.mean);
+        Ok(s)
     }
 
     /// Summarises integer counters (the form a `Run` holds them in).
@@ -108,6 +143,20 @@ impl Summary {
         let v: Vec<f64> = samples.iter().map(|&x| x as f64).collect();
         Summary::of(&v)
     }
+}
+
+/// CI half-width over |mean| (see [`Summary::rel_ci_half_width`]).
+fn relative_half_width(ci95: Option<Interval>, mean: f64) -> Option<f64> {
+    ci95.and_then(|ci| {
+        let hw = ci.half_width();
+        if hw == 0.0 {
+            Some(0.0)
+        } else if mean == 0.0 {
+            None
+        } else {
+            Some(hw / mean.abs())
+        }
+    })
 }
 
 /// The `p`-quantile of Student's t distribution with `df` degrees of freedom

@@ -1,7 +1,9 @@
 //! Warnings about figures that should not be trusted, each saying why and what to do
 //! (in the spirit of hyperfine's "statistical outliers were detected" warning).
 
-use crate::outliers::{outlier_indices, OUTLIER_THRESHOLD};
+use crate::interval::MeanInterval;
+use crate::outliers::{find_outliers, outlier_indices, Outlier, OUTLIER_THRESHOLD};
+use crate::quantity::Quantity;
 use crate::summary::Summary;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -27,6 +29,19 @@ pub enum Warning {
     WideCi { rel_half_width: f64 },
     /// Fewer than 2 runs: no spread can be estimated.
     FewRuns { runs: usize },
+    /// The runs of `counter` listed in `outliers` (indices from 0) stand out of
+    /// `runs` runs: [`diagnose_counter`]'s outlier warning, naming counter and runs.
+    OutlierRuns {
+        counter: String,
+        runs: usize,
+        outliers: Vec<Outlier>,
+    },
+    /// `counter` varies over `runs` runs, fewer than the `needed` an interval takes.
+    TooFewForInterval {
+        counter: String,
+        runs: usize,
+        needed: usize,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -34,9 +49,47 @@ impl fmt::Display for Warning {
         match *self {
             Warning::Outliers { outliers, runs } => write!(
                 f,
-                "{outliers} of {runs} runs {are} statistical outliers (modified Z-score > {OUTLIER_THRESHOLD}); \
+                "{outliers} of {runs} runs {are} (modified Z-score > {OUTLIER_THRESHOLD}); \
                  the machine may be busy: rerun with more --repeat or on a quiet machine",
-                are = if outliers == 1 { "is a" } else { "are" },
+                are = if outliers == 1 {
+                    "is a statistical outlier"
+                } else {
+                    "are statistical outliers"
+                },
+            ),
+            Warning::OutlierRuns {
+                ref counter,
+                runs,
+                ref outliers,
+            } => {
+                let numbers: Vec<String> =
+                    outliers.iter().map(|o| (o.index + 1).to_string()).collect();
+                let scores: Vec<String> = outliers.iter().map(|o| format!("{:.1}", o.z)).collect();
+                let (which, is) = match numbers.as_slice() {
+                    [one] => (format!("run {one}"), "is an outlier"),
+                    [init @ .., last] => (
+                        format!("runs {} and {last}", init.join(", ")),
+                        "are outliers",
+                    ),
+                    [] => (String::from("no run"), "is an outlier"),
+                };
+                write!(
+                    f,
+                    "{which} of {runs} of {counter} {is} (modified z = {}): rerun with \
+                     --repeat {} on a quiet machine, or look at what else ran at the time",
+                    scores.join(", "),
+                    (2 * runs).max(20),
+                )
+            }
+            Warning::TooFewForInterval {
+                ref counter,
+                runs,
+                needed,
+            } => write!(
+                f,
+                "{counter} varies over only {runs} run{s}: no confidence interval is given \
+                 ({needed} runs are needed); rerun with --repeat 10 or more",
+                s = if runs == 1 { "" } else { "s" },
             ),
             Warning::TooShort { mean_run_ns } => write!(
                 f,
@@ -102,6 +155,60 @@ pub fn diagnose(samples: &[f64], mean_run_ns: Option<f64>) -> Vec<Warning> {
             rel_half_width: f64::INFINITY,
         }),
         _ => {}
+    }
+    out
+}
+
+/// Everything doubtful about one counter's values over the runs, each warning
+/// naming the counter (and, for outliers, the runs): [`Warning::TooShort`] as in
+/// [`diagnose`], [`Warning::FewRuns`] with fewer than 2 runs,
+/// [`Warning::OutlierRuns`], [`Warning::TooFewForInterval`] when the runs differ
+/// but are too few for an interval, and [`Warning::WideCi`] measured on the
+/// interval that [`Summary::of_quantity`] gives for `quantity`. The replacement
+/// for [`diagnose`] wherever the counter's name is known.
+pub fn diagnose_counter(
+    counter: &str,
+    quantity: Quantity,
+    samples: &[f64],
+    mean_run_ns: Option<f64>,
+) -> Vec<Warning> {
+    let mut out = Vec::new();
+    if let Some(ns) = mean_run_ns {
+        if ns.is_finite() && ns < MIN_RUN_NS {
+            out.push(Warning::TooShort { mean_run_ns: ns });
+        }
+    }
+    let summary = match Summary::of_quantity(samples, quantity) {
+        Ok(s) if s.n >= 2 => s,
+        _ => {
+            let runs = samples.iter().filter(|v| v.is_finite()).count();
+            out.push(Warning::FewRuns { runs });
+            return out;
+        }
+    };
+    if let Ok(outliers) = find_outliers(samples) {
+        if !outliers.is_empty() {
+            out.push(Warning::OutlierRuns {
+                counter: counter.to_string(),
+                runs: samples.len(),
+                outliers,
+            });
+        }
+    }
+    match summary.interval {
+        MeanInterval::TooFewRuns { n, needed } => out.push(Warning::TooFewForInterval {
+            counter: counter.to_string(),
+            runs: n,
+            needed,
+        }),
+        MeanInterval::Estimated { .. } => match summary.rel_ci_half_width {
+            Some(r) if r > MAX_REL_CI_HALF_WIDTH => out.push(Warning::WideCi { rel_half_width: r }),
+            None => out.push(Warning::WideCi {
+                rel_half_width: f64::INFINITY,
+            }),
+            _ => {}
+        },
+        MeanInterval::NoSpread { .. } => {}
     }
     out
 }

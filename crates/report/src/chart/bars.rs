@@ -2,27 +2,43 @@
 
 use super::{
     category_chart, chart_err, check_names, clear_of_legend, draw_legend, pad_range, series_color,
-    ChartSpec, Estimate, Series,
+    ChartSpec, Estimate, Series, ValueAxis,
 };
 use crate::error::ReportError;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use stats::Interval;
 use workload::result::LatencyHistogram;
 
 /// Bars of one group fill this fraction of a category's width.
 const GROUP_WIDTH: f64 = 0.8;
 
 /// Grouped bars: for each category (x), one bar per series (e.g. configuration), with
-/// an error bar where the value has a CI. Bars start at 0.
+/// an error bar where the value has a CI and the value (and n) written above every
+/// bar. Bars start at 0, or at the floor of a log axis (see [`super::YScale`]). When
+/// every value is non-negative, error bars are cut at 0: a count or a time cannot
+/// be below it, whatever interval it was handed.
 ///
 /// # Errors
-/// [`ReportError::Input`] when there is no category or series, a series does not
-/// have one value per category, or a value is not finite; [`ReportError::Chart`] if
-/// plotters fails.
+/// [`ReportError::Input`] when the spec has no title or value-axis label, there is
+/// no category or series, a series does not have one value per category, or a value
+/// is not finite; [`ReportError::Chart`] if plotters fails.
 pub fn bar_chart(
     spec: &ChartSpec,
     categories: &[String],
     series: &[Series<Estimate>],
 ) -> Result<String, ReportError> {
+    draw_bars(spec, categories, series, None)
+}
+
+/// [`bar_chart`], its value axis ending at `cap` at most (100 for shares).
+fn draw_bars(
+    spec: &ChartSpec,
+    categories: &[String],
+    series: &[Series<Estimate>],
+    cap: Option<f64>,
+) -> Result<String, ReportError> {
+    spec.check("a bar chart")?;
     check_names("a bar chart", series)?;
     if categories.is_empty() {
         return Err(ReportError::input("a bar chart", "no categories"));
@@ -43,20 +59,52 @@ pub fn bar_chart(
             e.check("a bar chart")?;
         }
     }
-    let (lo, hi) = series
-        .iter()
-        .flat_map(|s| s.values.iter().map(Estimate::extent))
-        .fold((0.0f64, 0.0f64), |(a, b), (l, h)| (a.min(l), b.max(h)));
-    let (ylo, yhi) = pad_range(lo, hi, 0.04, lo < 0.0);
-    let yhi = clear_of_legend(ylo, yhi, series.len(), spec.height);
+    let all = || series.iter().flat_map(|s| s.values.iter());
+    let non_negative = all().all(|e| e.value >= 0.0);
+    // The interval as drawn: never below 0 for a quantity that cannot be.
+    let drawn = |e: &Estimate| {
+        e.ci.map(|ci| Interval {
+            low: if non_negative {
+                ci.low.max(0.0)
+            } else {
+                ci.low
+            },
+            high: ci.high,
+        })
+    };
+    let axis = ValueAxis::choose(
+        spec.y_scale,
+        all().flat_map(|e| {
+            let ci = drawn(e);
+            [Some(e.value), ci.map(|c| c.low), ci.map(|c| c.high)]
+                .into_iter()
+                .flatten()
+        }),
+    );
+    let base = axis.base();
+    let (lo, hi) = all().fold((base, base), |(a, b), e| {
+        let (l, h) = drawn(e).map_or((e.value, e.value), |c| {
+            (c.low.min(e.value), c.high.max(e.value))
+        });
+        (a.min(axis.coord(l)), b.max(axis.coord(h)))
+    });
+    let (ylo, yhi) = pad_range(lo, hi, 0.04, lo < base);
+    // Room above the tallest bar for its label.
+    let yhi = yhi + (yhi - ylo) * 0.06;
+    let mut yhi = clear_of_legend(ylo, yhi, series.len(), spec.height);
+    if let Some(cap) = cap {
+        yhi = yhi.min(axis.coord(cap)).max(hi);
+    }
     let k = series.len() as f64;
     let bar = GROUP_WIDTH / k;
+    let label_style =
+        TextStyle::from(("sans-serif", 11).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
 
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (spec.width, spec.height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_err)?;
-        let mut chart = category_chart(&root, spec, categories, ylo, yhi)?;
+        let mut chart = category_chart(&root, spec, categories, axis, ylo, yhi)?;
         for (j, s) in series.iter().enumerate() {
             let color = series_color(j);
             let left = |i: usize| i as f64 + (1.0 - GROUP_WIDTH) / 2.0 + j as f64 * bar;
@@ -65,7 +113,7 @@ pub fn bar_chart(
                     // A small gap between neighbouring bars of a group.
                     let x0 = left(i) + bar * 0.05;
                     let x1 = left(i) + bar * 0.95;
-                    Rectangle::new([(x0, 0.0), (x1, e.value)], color.filled())
+                    Rectangle::new([(x0, base), (x1, axis.coord(e.value))], color.filled())
                 }))
                 .map_err(chart_err)?
                 .label(&s.name)
@@ -74,7 +122,21 @@ pub fn bar_chart(
                 });
             chart
                 .draw_series(s.values.iter().enumerate().filter_map(|(i, e)| {
-                    e.ci.map(|ci| error_bar(left(i) + bar / 2.0, bar * 0.25, ci.low, ci.high))
+                    drawn(e).map(|ci| {
+                        error_bar(
+                            left(i) + bar / 2.0,
+                            bar * 0.25,
+                            axis.coord(ci.low),
+                            axis.coord(ci.high),
+                        )
+                    })
+                }))
+                .map_err(chart_err)?;
+            chart
+                .draw_series(s.values.iter().enumerate().map(|(i, e)| {
+                    let top = drawn(e).map_or(e.value, |c| c.high.max(e.value));
+                    let y = axis.coord(top.max(0.0)).min(yhi);
+                    Text::new(e.label(spec), (left(i) + bar / 2.0, y), label_style.clone())
                 }))
                 .map_err(chart_err)?;
         }
@@ -107,7 +169,8 @@ pub enum HistScale {
     /// The count of each bucket.
     Count,
     /// Each bucket's share of its histogram's count, in percent: histograms with
-    /// different counts (runs of different lengths) compare directly.
+    /// different counts (runs of different lengths) compare directly. The axis ends
+    /// at 100%.
     Percent,
 }
 
@@ -153,7 +216,16 @@ pub fn log2_histogram_chart(
             Series::new(*name, values)
         })
         .collect();
-    bar_chart(spec, &categories, &bars)
+    match scale {
+        HistScale::Count => bar_chart(spec, &categories, &bars),
+        HistScale::Percent => {
+            let spec = ChartSpec {
+                unit: crate::number::Unit::Percent,
+                ..spec.clone()
+            };
+            draw_bars(&spec, &categories, &bars, Some(100.0))
+        }
+    }
 }
 
 /// `0`, `2`, … `512`, `1Ki`, `2Ki`, … `1Mi`, … (bucket bounds are powers of two).

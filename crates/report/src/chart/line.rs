@@ -1,11 +1,16 @@
 //! Lines over a numeric x (threads, sizes): one series per configuration, each point
 //! a circle, its 95% CI a translucent band (or an error bar where a band cannot be
 //! drawn: a single point, or points of which only some have a CI).
+//!
+//! A point without an interval is drawn hollow, so that a single run is not read
+//! as a mean with no spread; the legend gives each series' number of runs per point
+//! when its estimates carry one (`4-level (n = 1)`). The value axis is logarithmic
+//! where the values span orders of magnitude (see [`super::YScale`]).
 
 use super::bars::error_bar;
 use super::{
     axis_number, chart_err, check_names, clear_of_legend, draw_legend, frame, pad_range,
-    series_color, ChartSpec, Estimate, Series,
+    series_color, ChartSpec, Estimate, Series, ValueAxis,
 };
 use crate::error::ReportError;
 use plotters::prelude::*;
@@ -19,6 +24,7 @@ pub fn line_chart(
     spec: &ChartSpec,
     series: &[Series<(f64, Estimate)>],
 ) -> Result<String, ReportError> {
+    spec.check("a line chart")?;
     check_names("a line chart", series)?;
     for s in series {
         if s.values.is_empty() {
@@ -41,12 +47,19 @@ pub fn line_chart(
     let (xlo, xhi) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (x, _)| {
         (a.min(*x), b.max(*x))
     });
+    let axis = ValueAxis::choose(
+        spec.y_scale,
+        points().flat_map(|(_, e)| {
+            let (l, h) = e.extent();
+            [e.value, l, h]
+        }),
+    );
     let (mut ylo, yhi) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (_, e)| {
         let (l, h) = e.extent();
-        (a.min(l), b.max(h))
+        (a.min(axis.coord(l)), b.max(axis.coord(h)))
     });
     if spec.y_from_zero {
-        ylo = ylo.min(0.0);
+        ylo = ylo.min(axis.base());
     }
     let (xlo, xhi) = pad_range(xlo, xhi, 0.03, true);
     let (ylo, yhi) = pad_range(ylo, yhi, 0.05, !(spec.y_from_zero && ylo >= 0.0));
@@ -61,7 +74,7 @@ pub fn line_chart(
             .build_cartesian_2d(xlo..xhi, ylo..yhi)
             .map_err(chart_err)?;
         let x_label = |x: &f64| axis_number(*x, xspan);
-        let y_label = |y: &f64| axis_number(*y, yspan);
+        let y_label = |y: &f64| axis.tick_label(*y, yspan);
         chart
             .configure_mesh()
             .x_desc(&spec.x_label)
@@ -78,11 +91,11 @@ pub fn line_chart(
             if band {
                 let upper = pts
                     .iter()
-                    .map(|(x, e)| (*x, e.ci.map_or(e.value, |c| c.high)));
+                    .map(|(x, e)| (*x, axis.coord(e.ci.map_or(e.value, |c| c.high))));
                 let lower = pts
                     .iter()
                     .rev()
-                    .map(|(x, e)| (*x, e.ci.map_or(e.value, |c| c.low)));
+                    .map(|(x, e)| (*x, axis.coord(e.ci.map_or(e.value, |c| c.low))));
                 chart
                     .draw_series(std::iter::once(Polygon::new(
                         upper.chain(lower).collect::<Vec<_>>(),
@@ -92,26 +105,37 @@ pub fn line_chart(
             } else {
                 let cap = xspan * 0.015;
                 chart
-                    .draw_series(
-                        pts.iter()
-                            .filter_map(|(x, e)| e.ci.map(|c| error_bar(*x, cap, c.low, c.high))),
-                    )
+                    .draw_series(pts.iter().filter_map(|(x, e)| {
+                        e.ci.map(|c| error_bar(*x, cap, axis.coord(c.low), axis.coord(c.high)))
+                    }))
                     .map_err(chart_err)?;
             }
             chart
                 .draw_series(LineSeries::new(
-                    pts.iter().map(|(x, e)| (*x, e.value)),
+                    pts.iter().map(|(x, e)| (*x, axis.coord(e.value))),
                     color.stroke_width(2),
                 ))
                 .map_err(chart_err)?
-                .label(&s.name)
+                .label(legend_name(s))
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
                 });
             chart
+                .draw_series(pts.iter().map(|(x, e)| {
+                    let style = if e.ci.is_some() {
+                        color.filled()
+                    } else {
+                        WHITE.filled()
+                    };
+                    Circle::new((*x, axis.coord(e.value)), 4, style)
+                }))
+                .map_err(chart_err)?;
+            // The outline of hollow points, in the series' colour.
+            chart
                 .draw_series(
-                    pts.iter()
-                        .map(|(x, e)| Circle::new((*x, e.value), 4, color.filled())),
+                    pts.iter().filter(|(_, e)| e.ci.is_none()).map(|(x, e)| {
+                        Circle::new((*x, axis.coord(e.value)), 4, color.stroke_width(2))
+                    }),
                 )
                 .map_err(chart_err)?;
         }
@@ -119,4 +143,15 @@ pub fn line_chart(
         root.present().map_err(chart_err)?;
     }
     Ok(svg)
+}
+
+/// A series' legend entry: its name, with the runs behind each point when the
+/// estimates say (`"4-level (n = 5)"`, `"4-level (n = 3 to 5)"`).
+fn legend_name(s: &Series<(f64, Estimate)>) -> String {
+    let ns: Option<Vec<usize>> = s.values.iter().map(|(_, e)| e.n).collect();
+    match ns.as_deref().map(|ns| (ns.iter().min(), ns.iter().max())) {
+        Some((Some(lo), Some(hi))) if lo == hi => format!("{} (n = {lo})", s.name),
+        Some((Some(lo), Some(hi))) => format!("{} (n = {lo} to {hi})", s.name),
+        _ => s.name.clone(),
+    }
 }

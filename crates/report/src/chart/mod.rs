@@ -12,18 +12,34 @@
 //!   value, plus one legend swatch per series;
 //! - points of a line chart are `<circle>`s, one per value, with the line a
 //!   `<polyline>` and the CI band a translucent `<polygon>`;
-//! - an error bar is one black `<polyline>` (the bar and its two caps).
+//! - an error bar is one black `<polyline>` (the bar and its two caps);
+//! - every bar has its value written above it in a `<text>` (with `n = …` when the
+//!   value is a mean of several runs), so a bar of 0 is still read.
+//!
+//! Invariants every chart keeps:
+//! - it has a title and a value-axis label (what is plotted, with its unit), or it
+//!   is refused;
+//! - the value axis is logarithmic where positive values span three orders of
+//!   magnitude or more (see [`YScale`]);
+//! - a bar chart of non-negative values draws no error bar below zero, and a share
+//!   axis ([`HistScale::Percent`]) ends at 100%.
 
 mod bars;
 mod line;
+mod scale;
 mod stacked;
+mod tail;
 
 pub use bars::{bar_chart, log2_histogram_chart, HistScale};
 pub use line::line_chart;
+pub use scale::{YScale, LOG_SPAN};
 pub use stacked::stacked_bar_chart;
+pub use tail::{percentile_chart, TAIL_PERCENTILES};
+
+pub(crate) use scale::ValueAxis;
 
 use crate::error::ReportError;
-use crate::number::format_float;
+use crate::number::{format_float, human, Unit};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::{CoordTranslate, Shift};
 use plotters::prelude::{
@@ -44,6 +60,11 @@ pub struct ChartSpec {
     pub height: u32,
     /// Line charts only: start the y axis at 0 (bars always do).
     pub y_from_zero: bool,
+    /// How the value axis is scaled (automatic by default).
+    pub y_scale: YScale,
+    /// The unit of the values, for the labels written on bars and points
+    /// ([`Unit::Plain`] by default: three significant digits).
+    pub unit: Unit,
 }
 
 impl ChartSpec {
@@ -60,7 +81,38 @@ impl ChartSpec {
             width: 800,
             height: 480,
             y_from_zero: false,
+            y_scale: YScale::Auto,
+            unit: Unit::Plain,
         }
+    }
+
+    /// Sets how the value axis is scaled.
+    pub fn y_scale(mut self, scale: YScale) -> ChartSpec {
+        self.y_scale = scale;
+        self
+    }
+
+    /// Sets the unit in which values are written on the chart (`Unit::Count`:
+    /// whole numbers; `Unit::Nanoseconds`: `419 ms`).
+    pub fn unit(mut self, unit: Unit) -> ChartSpec {
+        self.unit = unit;
+        self
+    }
+
+    /// A chart must say what it plots: a title and a value-axis label.
+    pub(crate) fn check(&self, what: &str) -> Result<(), ReportError> {
+        if self.title.trim().is_empty() || self.y_label.trim().is_empty() {
+            return Err(ReportError::input(
+                what,
+                "a chart needs a title and a value-axis label saying what is plotted and its unit",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `v` as written on the chart, in the spec's unit.
+    pub(crate) fn value_text(&self, v: f64) -> String {
+        human(v, self.unit)
     }
 
     /// Sets the size in pixels.
@@ -77,17 +129,23 @@ impl ChartSpec {
     }
 }
 
-/// A value with its 95% confidence interval when it has one.
+/// A value with its 95% confidence interval when it has one, and the number of
+/// runs behind it when known (written beside the value on the chart).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
     pub value: f64,
     pub ci: Option<Interval>,
+    pub n: Option<usize>,
 }
 
 impl Estimate {
     /// An exact value (no error bar).
     pub fn exact(value: f64) -> Estimate {
-        Estimate { value, ci: None }
+        Estimate {
+            value,
+            ci: None,
+            n: None,
+        }
     }
 
     /// A value with its interval.
@@ -95,14 +153,33 @@ impl Estimate {
         Estimate {
             value,
             ci: Some(ci),
+            n: None,
         }
     }
 
-    /// The mean of a summary with its 95% CI (none for one run).
+    /// Sets the number of runs the value is the mean of.
+    pub fn runs(mut self, n: usize) -> Estimate {
+        self.n = Some(n);
+        self
+    }
+
+    /// The mean of a summary with its 95% CI (none for one run) and its n. Use a
+    /// summary from [`stats::Summary::of_quantity`] so that the interval respects
+    /// the quantity.
     pub fn from_summary(s: &Summary) -> Estimate {
         Estimate {
             value: s.mean,
             ci: s.ci95,
+            n: Some(s.n),
+        }
+    }
+
+    /// The label written at the value: `"322"`, `"322, n = 5"`.
+    pub(crate) fn label(&self, spec: &ChartSpec) -> String {
+        let v = spec.value_text(self.value);
+        match self.n {
+            Some(n) if n > 1 => format!("{v}, n = {n}"),
+            _ => v,
         }
     }
 
@@ -275,6 +352,7 @@ pub(crate) fn category_chart<'a, 'b>(
     root: &'a DrawingArea<SVGBackend<'b>, Shift>,
     spec: &ChartSpec,
     categories: &[String],
+    axis: ValueAxis,
     ylo: f64,
     yhi: f64,
 ) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<CategoryAxis, RangedCoordf64>>, ReportError>
@@ -294,7 +372,7 @@ pub(crate) fn category_chart<'a, 'b>(
             .unwrap_or_default()
     };
     let span = yhi - ylo;
-    let y_label = |y: &f64| axis_number(*y, span);
+    let y_label = |y: &f64| axis.tick_label(*y, span);
     chart
         .configure_mesh()
         .disable_x_mesh()

@@ -3,7 +3,7 @@
 
 use super::{
     category_chart, chart_err, check_names, clear_of_legend, draw_legend, pad_range, series_color,
-    ChartSpec, Series,
+    ChartSpec, Series, ValueAxis,
 };
 use crate::error::ReportError;
 use crate::number::format_float;
@@ -22,6 +22,7 @@ pub fn stacked_bar_chart(
     categories: &[String],
     layers: &[Series<f64>],
 ) -> Result<String, ReportError> {
+    spec.check("a stacked bar chart")?;
     check_names("a stacked bar chart", layers)?;
     if categories.is_empty() {
         return Err(ReportError::input("a stacked bar chart", "no categories"));
@@ -58,7 +59,7 @@ pub fn stacked_bar_chart(
     {
         let root = SVGBackend::with_string(&mut svg, (spec.width, spec.height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_err)?;
-        let mut chart = category_chart(&root, spec, categories, ylo, yhi)?;
+        let mut chart = category_chart(&root, spec, categories, ValueAxis::Linear, ylo, yhi)?;
         let mut base = vec![0.0; n];
         for (j, l) in layers.iter().enumerate() {
             let color = series_color(j);
