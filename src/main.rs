@@ -4,6 +4,7 @@
 mod cli;
 mod cmd;
 mod fail;
+mod out;
 
 use clap::Parser;
 use std::process::ExitCode;

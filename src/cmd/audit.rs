@@ -1,5 +1,6 @@
 //! `ptlab audit`: this host's virtual-memory latency hazards.
 
+use crate::out::{out};
 use super::print_json;
 use crate::fail::CmdResult;
 use std::process::ExitCode;
@@ -41,7 +42,7 @@ pub fn run(json: bool, fast: bool) -> CmdResult {
             fix: &i.fix,
         })
         .collect();
-    print!("{}", report::views::audit_table(&rows).render());
+    out!("{}", report::views::audit_table(&rows).render())?;
     Ok(ExitCode::SUCCESS)
 }
 

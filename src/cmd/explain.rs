@@ -1,6 +1,7 @@
 //! `ptlab explain --geometry NAME ADDRESS`: the address split the way the
 //! seeds draw it.
 
+use crate::out::{outln};
 use super::print_json;
 use crate::cli::ExplainArgs;
 use crate::fail::{bad, CmdResult, Failure};
@@ -53,25 +54,25 @@ pub fn run(args: ExplainArgs) -> CmdResult {
             "offset": va & offset_mask,
         }));
     }
-    println!("{va:#x} in {}", g.summary());
-    println!("{:<6} {:>7} {:>8} {:>8}", "level", "bits", "index", "hex");
+    outln!("{va:#x} in {}", g.summary())?;
+    outln!("{:<6} {:>7} {:>8} {:>8}", "level", "bits", "index", "hex")?;
     for i in (0..g.num_levels()).rev() {
         let l = g.level(i);
         let idx = g.index(i, va);
-        println!(
+        outln!(
             "{:<6} {:>7} {:>8} {:>8}",
             l.name,
             format!("{}-{}", l.high_bit(), l.shift),
             idx,
             format!("{idx:#x}")
-        );
+        )?;
     }
-    println!(
+    outln!(
         "{:<6} {:>7} {:>8} {:>8}",
         "offset",
         format!("{}-0", g.page_shift() - 1),
         va & offset_mask,
         format!("{:#x}", va & offset_mask)
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

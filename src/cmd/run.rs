@@ -1,5 +1,6 @@
 //! `ptlab run` and `ptlab compare`.
 
+use crate::out::{out, outln};
 use super::print_json;
 use crate::cli::{CompareArgs, ModelOpts, RepeatOpts, RunArgs};
 use crate::fail::{bad, CmdResult, Failure};
@@ -155,15 +156,16 @@ fn host_json() -> Value {
     serde_json::to_value(host::Fingerprint::read()).unwrap_or(Value::Null)
 }
 
-fn print_latency(runs: &[Run]) {
+fn print_latency(runs: &[Run]) -> Result<(), Failure> {
     if let Some(run) = runs.first() {
         for m in &run.marks {
             if let Some(l) = &m.latency {
-                println!("\nlatency per access before mark \"{}\":", m.name);
-                print!("{}", report::latency::render_log2(l, "nsecs"));
+                outln!("\nlatency per access before mark \"{}\":", m.name)?;
+                out!("{}", report::latency::render_log2(l, "nsecs"))?;
             }
         }
     }
+    Ok(())
 }
 
 pub fn run(args: RunArgs) -> CmdResult {
@@ -181,18 +183,18 @@ pub fn run(args: RunArgs) -> CmdResult {
         report::views::run_table(&main_counters(&r.runs, args.repeat.all))
     };
     if args.repeat.csv {
-        print!("{}", table.to_csv().map_err(anyhow::Error::new)?);
+        out!("{}", table.to_csv().map_err(anyhow::Error::new)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{} on {} ({}), {} run(s)",
         r.workload,
         r.config.backend,
         r.config.label,
         r.runs.len()
-    );
-    print!("{}", table.render());
-    print_latency(&r.runs);
+    )?;
+    out!("{}", table.render())?;
+    print_latency(&r.runs)?;
     for w in &r.aggregate.warnings {
         eprintln!("warning: {w}");
     }
@@ -229,11 +231,11 @@ pub fn compare(args: CompareArgs) -> CmdResult {
         if args.repeat.csv {
             csv.push_str(&t.to_csv().map_err(anyhow::Error::new)?);
         } else {
-            println!("{}", t.render());
+            outln!("{}", t.render())?;
         }
     }
     if args.repeat.csv {
-        print!("{csv}");
+        out!("{csv}")?;
     }
     for r in &results {
         for w in &r.aggregate.warnings {

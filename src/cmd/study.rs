@@ -1,5 +1,6 @@
 //! `ptlab study`: the main job.
 
+use crate::out::{out, outln};
 use crate::cli::StudyArgs;
 use crate::fail::{CmdResult, Failure};
 use anyhow::Context;
@@ -35,16 +36,16 @@ pub fn run(args: StudyArgs) -> CmdResult {
     let sj = args.out.join("study.json");
     std::fs::write(&sj, &json).with_context(|| format!("writing {}", sj.display()))?;
     if args.json {
-        println!("{json}");
+        outln!("{json}")?;
     } else {
-        print!("{}", study::render::summary(&s));
-        println!(
+        out!("{}", study::render::summary(&s))?;
+        outln!(
             "\nReport: {} (and {}), {} runs in {:.0} s",
             index.display(),
             sj.display(),
             s.runs,
             s.elapsed_s
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! `ptlab validate`: the kernel as referee of the model.
 
+use crate::out::{out, outln};
 use super::print_json;
 use crate::cli::ValidateArgs;
 use crate::cmd::run::{config_from, progress_bar};
@@ -38,7 +39,7 @@ pub fn run(args: ValidateArgs) -> CmdResult {
             })
             .collect();
         for w in &outcome.workloads {
-            println!(
+            outln!(
                 "{:<28} {}",
                 w.workload,
                 if w.ok {
@@ -46,18 +47,18 @@ pub fn run(args: ValidateArgs) -> CmdResult {
                 } else {
                     format!("{} difference(s)", w.diffs.len())
                 }
-            );
+            )?;
         }
         if !rows.is_empty() {
-            println!();
-            print!("{}", report::views::validate_table(&rows).render());
+            outln!()?;
+            out!("{}", report::views::validate_table(&rows).render())?;
         }
-        println!(
+        outln!(
             "\n{} of {} workloads agree with the kernel ({})",
             outcome.workloads.iter().filter(|w| w.ok).count(),
             outcome.workloads.len(),
             model.label
-        );
+        )?;
     }
     Ok(if outcome.ok {
         ExitCode::SUCCESS

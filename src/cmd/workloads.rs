@@ -1,5 +1,6 @@
 //! `ptlab workloads list|show`.
 
+use crate::out::{out, outln};
 use super::print_json;
 use crate::cli::WorkloadsCmd;
 use crate::fail::{CmdResult, Failure};
@@ -35,7 +36,7 @@ pub fn run(what: WorkloadsCmd) -> CmdResult {
                 } else {
                     format!(" [seed: {s}]")
                 };
-                println!("{n:<width$}  {d}{seed}");
+                outln!("{n:<width$}  {d}{seed}")?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -47,7 +48,7 @@ pub fn run(what: WorkloadsCmd) -> CmdResult {
                         "no built-in workload \"{name}\"; `ptlab workloads list` shows them"
                     ))
                 })?;
-            print!("{text}");
+            out!("{text}")?;
             Ok(ExitCode::SUCCESS)
         }
     }

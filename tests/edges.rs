@@ -1,0 +1,66 @@
+//! Rough edges of the command line (issue 15): a closed stdout, progress on a
+//! non-terminal stderr, "did you mean", sizes in PiB and EiB, errors that name
+//! their workload, and kernel placement of huge sparse regions.
+
+use std::io::Read;
+use std::process::{Command, Output, Stdio};
+
+fn ptlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Exit status 2 and one line on stderr containing every needle.
+fn bad_input(args: &[&str], needles: &[&str]) -> String {
+    let out = ptlab(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: no {n:?} in {err}");
+    }
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    err
+}
+
+/// Runs ptlab with stdout a pipe whose reading end is closed before the
+/// program can write (it is closed right after the spawn returns, which is
+/// after exec, before `main` prints anything).
+fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut err)
+        .expect("stderr is text");
+    let status = child.wait().expect("the child ends");
+    (status.code(), err)
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    for args in [
+        &["workloads", "list"][..],
+        &["workloads", "list", "--json"],
+        &["workloads", "show", "pagefault"],
+        &["geometry", "list"],
+        &["geometry", "show", "x86-64-5l"],
+        &["explain", "0x7fdbef789000"],
+        &["run", "anon-write", "--json"],
+        &["run", "anon-write", "--csv"],
+        &["run", "anon-write"],
+    ] {
+        let (code, err) = with_closed_stdout(args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: nothing on stderr, got {err}");
+    }
+}
