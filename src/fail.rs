@@ -52,5 +52,4 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
-
 pub type CmdResult = Result<ExitCode, Failure>;

@@ -5,6 +5,7 @@ mod cli;
 mod cmd;
 mod fail;
 mod out;
+mod progress;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -64,3 +64,40 @@ fn a_closed_stdout_ends_quietly() {
         assert!(err.is_empty(), "{args:?}: nothing on stderr, got {err}");
     }
 }
+
+/// A workload file in a fresh temporary directory.
+fn workload_file(toml: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("w.toml");
+    std::fs::write(&path, toml).expect("written");
+    let p = path.to_string_lossy().into_owned();
+    (dir, p)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_long_run_logs_plain_progress_lines_to_a_non_terminal_stderr() {
+    // Two kernel runs that sleep 1.5 s each (no CPU spent): the first
+    // update (1.5 s) is too early for a line, the second (3 s) is due.
+    let (_dir, file) =
+        workload_file("name = \"sleepy\"\n[[thread]]\nop = [ { sleep = \"1500ms\" } ]\n");
+    let out = ptlab(&[
+        "run",
+        &file,
+        "--backend",
+        "kernel",
+        "--repeat",
+        "2",
+        "--warmup",
+        "0",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("run ")).collect();
+    assert_eq!(lines.len(), 1, "one line after 3 s: {err}");
+    assert!(
+        lines[0].starts_with(&format!("run 2/2 {file} (kernel): 100%, 3 s elapsed")),
+        "{err}"
+    );
+    assert!(!err.contains('\r'), "no bar redraws in a log: {err:?}");
+}

@@ -1,8 +1,8 @@
 //! `ptlab audit`: this host's virtual-memory latency hazards.
 
-use crate::out::{out};
 use super::print_json;
 use crate::fail::CmdResult;
+use crate::out::out;
 use std::process::ExitCode;
 
 pub fn run(json: bool, fast: bool) -> CmdResult {

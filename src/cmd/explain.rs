@@ -1,10 +1,10 @@
 //! `ptlab explain --geometry NAME ADDRESS`: the address split the way the
 //! seeds draw it.
 
-use crate::out::{outln};
 use super::print_json;
 use crate::cli::ExplainArgs;
 use crate::fail::{bad, CmdResult, Failure};
+use crate::out::outln;
 use pt::geometry;
 use serde_json::json;
 use std::process::ExitCode;

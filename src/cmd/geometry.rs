@@ -1,9 +1,9 @@
 //! `ptlab geometry list|show`.
 
-use crate::out::{outln};
 use super::print_json;
 use crate::cli::GeometryCmd;
 use crate::fail::{bad, CmdResult};
+use crate::out::outln;
 use pt::geometry::{self, human_size, Geometry};
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -53,7 +53,10 @@ pub fn run(what: GeometryCmd) -> CmdResult {
             }
             outln!(
                 "{:<16} {:>6} {:>7} {:>8}  leaf sizes",
-                "name", "levels", "va bits", "page"
+                "name",
+                "levels",
+                "va bits",
+                "page"
             )?;
             for g in &all {
                 let leaves: Vec<String> = g.leaf_sizes().iter().map(|s| human_size(*s)).collect();
@@ -83,7 +86,10 @@ pub fn run(what: GeometryCmd) -> CmdResult {
             )?;
             outln!(
                 "{:<6} {:>9} {:>8} {:>10}  leaves",
-                "level", "bits", "entries", "maps"
+                "level",
+                "bits",
+                "entries",
+                "maps"
             )?;
             for l in g.levels().iter().rev() {
                 let mut leaves = Vec::new();

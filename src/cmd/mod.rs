@@ -8,9 +8,9 @@ mod study;
 mod validate;
 mod workloads;
 
-use crate::out::{outln};
 use crate::cli::{Cli, Command};
 use crate::fail::CmdResult;
+use crate::out::outln;
 
 pub fn dispatch(cli: Cli) -> CmdResult {
     match cli.command {

@@ -1,12 +1,12 @@
 //! `ptlab run` and `ptlab compare`.
 
-use crate::out::{out, outln};
 use super::print_json;
 use crate::cli::{CompareArgs, ModelOpts, RepeatOpts, RunArgs};
 use crate::fail::{bad, CmdResult, Failure};
+use crate::out::{out, outln};
+use crate::progress::Progress;
 use experiment::config::{self, RunConfig};
-use experiment::exec::{self, ConfigResult, ExecError, ExecOptions, Progress};
-use indicatif::{ProgressBar, ProgressStyle};
+use experiment::exec::{self, ConfigResult, ExecError, ExecOptions};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -49,17 +49,10 @@ pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
     Ok(base)
 }
 
-/// A progress bar with ETA on stderr, drawn only when stderr is a terminal.
-pub fn progress_bar(total: usize, what: &str) -> ProgressBar {
-    let pb = ProgressBar::new(total as u64);
-    pb.set_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} runs, ETA {eta}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    pb.set_message(what.to_string());
-    pb.enable_steady_tick(Duration::from_millis(200));
-    pb
+/// Progress of `total` runs of `what` (a bar on a terminal, lines elsewhere).
+pub fn progress(total: usize, what: &str, unit: &'static str) -> Progress {
+    let template = format!("{{msg}} [{{bar:30}}] {{pos}}/{{len}} {unit}s, ETA {{eta}}");
+    Progress::new(total, what, unit, &template)
 }
 
 fn exec_options(r: &RepeatOpts) -> Result<ExecOptions, Failure> {
@@ -80,12 +73,16 @@ fn execute(
 ) -> Result<Vec<ConfigResult>, Failure> {
     let opts = exec_options(r)?;
     let total = (opts.repeat + opts.warmup.unwrap_or(0)) * configs.len();
-    let pb = progress_bar(total, workload);
-    let res = exec::run_all(workload, configs, &opts, &mut |p: Progress| {
-        pb.set_length(p.total as u64);
-        pb.set_position(p.done as u64);
+    let labels: Vec<&str> = configs.iter().map(|c| c.label.as_str()).collect();
+    let mut pb = progress(
+        total,
+        &format!("{workload} ({})", labels.join(" | ")),
+        "run",
+    );
+    let res = exec::run_all(workload, configs, &opts, &mut |p: exec::Progress| {
+        pb.set(p.done, p.total);
     });
-    pb.finish_and_clear();
+    pb.finish();
     Ok(res?)
 }
 

@@ -1,10 +1,10 @@
 //! `ptlab validate`: the kernel as referee of the model.
 
-use crate::out::{out, outln};
 use super::print_json;
 use crate::cli::ValidateArgs;
-use crate::cmd::run::{config_from, progress_bar};
+use crate::cmd::run::{config_from, progress};
 use crate::fail::{CmdResult, Failure};
+use crate::out::{out, outln};
 use experiment::validate;
 use std::process::ExitCode;
 
@@ -18,9 +18,9 @@ pub fn run(args: ValidateArgs) -> CmdResult {
     } else {
         args.workloads.clone()
     };
-    let pb = progress_bar(names.len(), "validate");
-    let outcome = validate::validate(&names, &model, &mut |done| pb.set_position(done as u64));
-    pb.finish_and_clear();
+    let mut pb = progress(names.len(), "validate", "workload");
+    let outcome = validate::validate(&names, &model, &mut |done| pb.set(done, names.len()));
+    pb.finish();
     let outcome = outcome.map_err(Failure::from)?;
     if args.json {
         print_json(&outcome)?;

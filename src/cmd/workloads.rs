@@ -1,9 +1,9 @@
 //! `ptlab workloads list|show`.
 
-use crate::out::{out, outln};
 use super::print_json;
 use crate::cli::WorkloadsCmd;
 use crate::fail::{CmdResult, Failure};
+use crate::out::{out, outln};
 use serde_json::json;
 use std::process::ExitCode;
 
