@@ -101,3 +101,51 @@ fn a_long_run_logs_plain_progress_lines_to_a_non_terminal_stderr() {
     );
     assert!(!err.contains('\r'), "no bar redraws in a log: {err:?}");
 }
+
+/// Exit status 1 (a failed run) and stderr containing every needle.
+fn run_error(args: &[&str], needles: &[&str]) {
+    let out = ptlab(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: no {n:?} in {err}");
+    }
+}
+
+#[test]
+fn errors_of_a_run_name_the_workload() {
+    // Under a 64 KiB base page the workload's 4 KiB-aligned madvise is
+    // refused by the model (EINVAL), an error that is about one workload.
+    let arm = ["--geometry", "arm64-64k-48"];
+    run_error(
+        &[&["run", "pt-reclaim-partial"][..], &arm].concat(),
+        &["workload \"pt-reclaim-partial\": ", "EINVAL"],
+    );
+    run_error(
+        &[
+            "compare",
+            "pt-reclaim-partial",
+            "--config",
+            "geometry=arm64-64k-48",
+        ],
+        &["workload \"pt-reclaim-partial\": "],
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn errors_of_validate_name_the_workload_under_way() {
+    // The first workload agrees or differs; the second fails on the model:
+    // the error must name the second, not the first or none.
+    let out = ptlab(&[
+        "validate",
+        "anon-write",
+        "pt-reclaim-partial",
+        "--geometry",
+        "arm64-64k-48",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("workload \"pt-reclaim-partial\": "), "{err}");
+    assert!(!err.contains("anon-write"), "{err}");
+}

@@ -22,6 +22,21 @@ impl From<ExecError> for Failure {
     }
 }
 
+/// `e` as a failure that says which workload it is about. Errors of the
+/// workload itself (its file, line and column, or "not found") name it
+/// already; every other one (a refused option, the backend) gets the name
+/// in front.
+pub fn about_workload(workload: &str, e: ExecError) -> Failure {
+    if matches!(e, ExecError::Workload(_)) {
+        return Failure::from(e);
+    }
+    match Failure::from(e) {
+        Failure::BadInput(m) => Failure::BadInput(format!("workload {workload:?}: {m}")),
+        Failure::Error(e) => Failure::Error(e.context(format!("workload {workload:?}"))),
+        Failure::Closed => Failure::Closed,
+    }
+}
+
 /// The configuration the model options (and `--backend`) describe.
 pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
     let mut base = match &m.config {
@@ -83,7 +98,7 @@ fn execute(
         pb.set(p.done, p.total);
     });
     pb.finish();
-    Ok(res?)
+    res.map_err(|e| about_workload(workload, e))
 }
 
 /// One configuration's result as JSON: the marks of its (first) run, with

@@ -2,8 +2,8 @@
 
 use super::print_json;
 use crate::cli::ValidateArgs;
-use crate::cmd::run::{config_from, progress};
-use crate::fail::{CmdResult, Failure};
+use crate::cmd::run::{about_workload, config_from, progress};
+use crate::fail::CmdResult;
 use crate::out::{out, outln};
 use experiment::validate;
 use std::process::ExitCode;
@@ -19,9 +19,15 @@ pub fn run(args: ValidateArgs) -> CmdResult {
         args.workloads.clone()
     };
     let mut pb = progress(names.len(), "validate", "workload");
-    let outcome = validate::validate(&names, &model, &mut |done| pb.set(done, names.len()));
+    // validate reports each workload when it is done, so on an error the one
+    // under way is the one after the last reported.
+    let mut done = 0;
+    let outcome = validate::validate(&names, &model, &mut |d| {
+        done = d;
+        pb.set(d, names.len());
+    });
     pb.finish();
-    let outcome = outcome.map_err(Failure::from)?;
+    let outcome = outcome.map_err(|e| about_workload(&names[done.min(names.len() - 1)], e))?;
     if args.json {
         print_json(&outcome)?;
     } else {
