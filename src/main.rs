@@ -6,6 +6,7 @@ mod cmd;
 mod fail;
 mod out;
 mod progress;
+mod suggest;
 
 use clap::Parser;
 use std::process::ExitCode;

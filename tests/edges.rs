@@ -149,3 +149,42 @@ fn errors_of_validate_name_the_workload_under_way() {
     assert!(err.contains("workload \"pt-reclaim-partial\": "), "{err}");
     assert!(!err.contains("anon-write"), "{err}");
 }
+
+#[test]
+fn misspelt_names_get_a_suggestion() {
+    bad_input(
+        &["run", "pagefalt"],
+        &["\"pagefalt\"", "did you mean \"pagefault\"?"],
+    );
+    bad_input(
+        &["workloads", "show", "ebizy"],
+        &["did you mean \"ebizzy\"?"],
+    );
+    bad_input(
+        &["run", "pagefault", "--geometry", "x86-64-4"],
+        &["did you mean \"x86-64-4l\"?"],
+    );
+    bad_input(
+        &["run", "pagefault", "--tlb", "zen44"],
+        &["did you mean \"zen4\"?"],
+    );
+    bad_input(
+        &["compare", "pagefault", "--config", "geometry=riscv-sv93"],
+        &[
+            "--config \"geometry=riscv-sv93\"",
+            "did you mean \"riscv-sv39\"?",
+        ],
+    );
+    bad_input(
+        &["explain", "--geometry", "x86-64-5", "0x1000"],
+        &["did you mean \"x86-64-5l\"?"],
+    );
+    bad_input(
+        &["geometry", "show", "arm64-4k48"],
+        &["did you mean \"arm64-4k-48\"?"],
+    );
+    bad_input(
+        &["validate", "anon-wrte"],
+        &["did you mean \"anon-write\"?"],
+    );
+}

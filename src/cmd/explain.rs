@@ -24,6 +24,7 @@ pub fn parse_address(s: &str) -> Result<u64, Failure> {
 }
 
 pub fn run(args: ExplainArgs) -> CmdResult {
+    crate::suggest::check_preset("", "geometry", &args.geometry)?;
     let g = geometry::load(&args.geometry).map_err(bad)?;
     let va = parse_address(&args.address)?;
     if !g.is_canonical(va) {

@@ -72,6 +72,7 @@ pub fn run(what: GeometryCmd) -> CmdResult {
             Ok(ExitCode::SUCCESS)
         }
         GeometryCmd::Show { name, json } => {
+            crate::suggest::check_preset("", "geometry", &name)?;
             let g = geometry::load(&name).map_err(bad)?;
             if json {
                 return print_json(&detail_json(&g));

@@ -40,7 +40,10 @@ pub fn about_workload(workload: &str, e: ExecError) -> Failure {
 /// The configuration the model options (and `--backend`) describe.
 pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
     let mut base = match &m.config {
-        Some(path) => config::parse_arg(path).map_err(bad)?,
+        Some(path) => {
+            crate::suggest::check_inline(path)?;
+            config::parse_arg(path).map_err(bad)?
+        }
         None => RunConfig::model_default(),
     };
     let cpus = m.cpus.map(|c| c.to_string());
@@ -55,6 +58,7 @@ pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
     ];
     for (k, v) in pairs {
         if let Some(v) = v {
+            crate::suggest::check_preset("", k, v)?;
             base = base.with(k, v).map_err(bad)?;
         }
     }
@@ -217,7 +221,10 @@ pub fn compare(args: CompareArgs) -> CmdResult {
     let configs = args
         .configs
         .iter()
-        .map(|c| config::parse_arg(c).map_err(bad))
+        .map(|c| {
+            crate::suggest::check_inline(c)?;
+            config::parse_arg(c).map_err(bad)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let results = execute(&args.workload, &configs, &args.repeat)?;
     if args.repeat.json {

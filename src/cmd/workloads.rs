@@ -45,7 +45,8 @@ pub fn run(what: WorkloadsCmd) -> CmdResult {
                 .or_else(|| workload::builtin::get_validate(&name))
                 .ok_or_else(|| {
                     Failure::BadInput(format!(
-                        "no built-in workload \"{name}\"; `ptlab workloads list` shows them"
+                        "no built-in workload \"{name}\"{}; `ptlab workloads list` shows them",
+                        workload::suggest::did_you_mean(&name, &workload::builtin::names())
                     ))
                 })?;
             out!("{text}")?;
