@@ -188,3 +188,29 @@ fn misspelt_names_get_a_suggestion() {
         &["did you mean \"anon-write\"?"],
     );
 }
+
+#[test]
+fn sizes_take_pib_and_eib() {
+    let w = |size: &str| {
+        format!(
+            "name = \"vast\"\n[[thread]]\nop = [\n  {{ mmap = \"vast\", size = \"{size}\", noreserve = true }},\n  {{ touch = \"vast\", access = \"write\", count = 1 }},\n]\n"
+        )
+    };
+    // 1 PiB fits the 56-bit user half of a 5-level space: one page touched.
+    let (_d1, pib) = workload_file(&w("1PiB"));
+    let out = ptlab(&["run", &pib, "--geometry", "x86-64-5l", "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let end = &v["marks"].as_array().expect("marks").last().expect("end")["counters"];
+    assert_eq!(end["minor_faults"], 1, "{v}");
+    // 1 EiB is a size, but no user space here is that large.
+    let (_d2, eib) = workload_file(&w("1EiB"));
+    bad_input(
+        &["run", &eib, "--geometry", "x86-64-5l"],
+        &["region \"vast\" does not fit"],
+    );
+    // 16 EiB is 2^64 bytes: not a size at all.
+    let (_d3, over) = workload_file(&w("16EiB"));
+    bad_input(&["run", &over], &["\"16EiB\"", "fits in 64 bits"]);
+}
