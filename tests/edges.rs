@@ -214,3 +214,56 @@ fn sizes_take_pib_and_eib() {
     let (_d3, over) = workload_file(&w("16EiB"));
     bad_input(&["run", &over], &["\"16EiB\"", "fits in 64 bits"]);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_kernel_runs_a_64_tib_noreserve_region_without_an_addr() {
+    // Placed by the rule alone, 64 TiB used to run through the child's
+    // executable at 85 TiB. Four pages are touched, 1 TiB apart.
+    let (_d, file) = workload_file(
+        "name = \"vast\"\n[[thread]]\nop = [\n  { mmap = \"vast\", size = \"64TiB\", noreserve = true },\n  { touch = \"vast\", access = \"write\", stride = \"1TiB\", count = 4 },\n  { mark = \"touched\" },\n]\n",
+    );
+    for backend in ["kernel", "model"] {
+        let out = ptlab(&["run", &file, "--backend", backend, "--json"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{backend}: {err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let touched = &v["marks"][0];
+        assert_eq!(touched["name"], "touched");
+        assert_eq!(touched["counters"]["minor_faults"], 4, "{backend}: {v}");
+        assert_eq!(touched["counters"]["rss_anon_kb"], 16, "{backend}: {v}");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_mapping_the_kernel_cannot_make_is_bad_input_naming_the_region() {
+    // 80 to 96 TiB holds the child's executable (Linux loads PIE programs
+    // at 2/3 of the 47-bit window, 85.3 TiB, plus up to 1 TiB of ASLR).
+    // The placement rule accepts an explicit `addr` there; the kernel
+    // backend must refuse it before running, as bad input.
+    let (_d1, on_exe) = workload_file(
+        "name = \"x\"\n[[thread]]\nop = [ { mmap = \"onexe\", size = \"16TiB\", noreserve = true, addr = 0x500000000000 } ]\n",
+    );
+    bad_input(
+        &["run", &on_exe, "--backend", "kernel"],
+        &["region \"onexe\"", "the program's own mapping"],
+    );
+    // Without noreserve, 64 TiB is more than heuristic overcommit grants:
+    // mmap fails with ENOMEM.
+    let heuristic =
+        std::fs::read_to_string("/proc/sys/vm/overcommit_memory").is_ok_and(|s| s.trim() == "0");
+    if heuristic {
+        let (_d2, committed) = workload_file(
+            "name = \"x\"\n[[thread]]\nop = [ { mmap = \"committed\", size = \"64TiB\" } ]\n",
+        );
+        bad_input(
+            &["run", &committed, "--backend", "kernel"],
+            &[
+                "region \"committed\"",
+                "Cannot allocate memory",
+                "noreserve",
+            ],
+        );
+    }
+}
