@@ -1,4 +1,4 @@
-//! Workloads: the format of `shared/spec/workload-format.md`, its checks, the
+//! Workloads: the format of `docs/format.md`, its checks, the
 //! placement rule shared by every backend, the built-in workloads, and the
 //! result types (counters at marks) that every backend produces.
 //!

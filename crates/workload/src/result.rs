@@ -1,6 +1,6 @@
 //! What a run produces, whatever the backend: the counters at every mark.
 //!
-//! Counter names are those of `shared/spec/workload-format.md` ("Counters and
+//! Counter names are those of `docs/format.md` ("Counters and
 //! marks"); every value is the difference from the moment just before the
 //! first operation.
 
