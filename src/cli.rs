@@ -1,4 +1,4 @@
-//! The command line of shared/spec/cli.md, as clap definitions.
+//! The command line of docs/cli.md, as clap definitions.
 
 use clap::{Args, Parser, Subcommand};
 
@@ -38,6 +38,7 @@ pub enum Command {
     Validate(ValidateArgs),
     /// This host's virtual-memory latency hazards
     Audit {
+        /// Print one JSON document on stdout
         #[arg(long)]
         json: bool,
         /// Skip the one-second TLB-shootdown sample and the reclaim experiment
@@ -50,6 +51,7 @@ pub enum Command {
 pub enum WorkloadsCmd {
     /// List the built-in workloads and the seed each reproduces
     List {
+        /// Print one JSON document on stdout
         #[arg(long)]
         json: bool,
         /// List the validation suite instead
@@ -57,10 +59,13 @@ pub enum WorkloadsCmd {
         validation: bool,
     },
     /// Print a built-in workload's TOML
-    Show { name: String },
+    Show {
+        /// A built-in or validation-suite workload name
+        name: String,
+    },
 }
 
-/// The model options of shared/spec/cli.md.
+/// The model options of docs/cli.md.
 #[derive(Args, Default, Clone)]
 pub struct ModelOpts {
     /// Page-table geometry (a preset name or a geometry file)
@@ -84,7 +89,7 @@ pub struct ModelOpts {
     /// Modeled CPUs
     #[arg(long)]
     pub cpus: Option<u32>,
-    /// A TOML file holding any of the above
+    /// A TOML file holding any of the above, or the same keys inline: KEY=VALUE,...
     #[arg(long = "config")]
     pub config: Option<String>,
 }
@@ -101,7 +106,7 @@ pub struct RepeatOpts {
     /// Kill a kernel run past this many seconds
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
-    /// Print one JSON document
+    /// Print one JSON document on stdout
     #[arg(long)]
     pub json: bool,
     /// Print CSV
@@ -143,6 +148,7 @@ pub struct ValidateArgs {
     /// Model options to use instead of this host's (to see validate fail)
     #[command(flatten)]
     pub model: ModelOpts,
+    /// Print one JSON document on stdout
     #[arg(long)]
     pub json: bool,
 }
@@ -151,12 +157,15 @@ pub struct ValidateArgs {
 pub enum GeometryCmd {
     /// List every preset geometry
     List {
+        /// Print one JSON document on stdout
         #[arg(long)]
         json: bool,
     },
     /// Show one geometry (a preset name or a geometry TOML file)
     Show {
+        /// A preset name or a geometry TOML file
         name: String,
+        /// Print one JSON document on stdout
         #[arg(long)]
         json: bool,
     },
@@ -169,6 +178,7 @@ pub struct ExplainArgs {
     pub geometry: String,
     /// Virtual address (hex with 0x, or decimal)
     pub address: String,
+    /// Print one JSON document on stdout
     #[arg(long)]
     pub json: bool,
 }

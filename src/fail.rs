@@ -1,7 +1,9 @@
 //! How a command fails: bad input (exit 2, one line saying what and where), a
-//! failed check (exit 1) or an internal error (exit 1 with the chain of causes).
+//! failed check (exit 1), an internal error (exit 1 with the chain of
+//! causes), or a reader of stdout that went away (exit 0, silently).
 
 use std::fmt::Display;
+use std::io;
 use std::process::ExitCode;
 
 pub enum Failure {
@@ -9,9 +11,21 @@ pub enum Failure {
     BadInput(String),
     /// Something went wrong while running: exit 1.
     Error(anyhow::Error),
+    /// Stdout was closed by its reader (`| head`): exit 0, no message.
+    Closed,
 }
 
 impl Failure {
+    /// An error writing to stdout (see `out`): a closed pipe is
+    /// [`Failure::Closed`], anything else an error.
+    pub fn from_stdout(e: io::Error) -> Failure {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            Failure::Closed
+        } else {
+            Failure::Error(anyhow::Error::new(e).context("cannot write to stdout"))
+        }
+    }
+
     pub fn report(self) -> ExitCode {
         match self {
             Failure::BadInput(m) => {
@@ -22,6 +36,7 @@ impl Failure {
                 eprintln!("error: {e:#}");
                 ExitCode::from(1)
             }
+            Failure::Closed => ExitCode::SUCCESS,
         }
     }
 }

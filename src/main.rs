@@ -4,6 +4,9 @@
 mod cli;
 mod cmd;
 mod fail;
+mod out;
+mod progress;
+mod suggest;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -2,6 +2,7 @@
 
 use super::print_json;
 use crate::fail::CmdResult;
+use crate::out::out;
 use std::process::ExitCode;
 
 pub fn run(json: bool, fast: bool) -> CmdResult {
@@ -41,7 +42,7 @@ pub fn run(json: bool, fast: bool) -> CmdResult {
             fix: &i.fix,
         })
         .collect();
-    print!("{}", report::views::audit_table(&rows).render());
+    out!("{}", report::views::audit_table(&rows).render())?;
     Ok(ExitCode::SUCCESS)
 }
 

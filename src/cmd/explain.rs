@@ -4,6 +4,7 @@
 use super::print_json;
 use crate::cli::ExplainArgs;
 use crate::fail::{bad, CmdResult, Failure};
+use crate::out::outln;
 use pt::geometry;
 use serde_json::json;
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ pub fn parse_address(s: &str) -> Result<u64, Failure> {
 }
 
 pub fn run(args: ExplainArgs) -> CmdResult {
+    crate::suggest::check_preset("", "geometry", &args.geometry)?;
     let g = geometry::load(&args.geometry).map_err(bad)?;
     let va = parse_address(&args.address)?;
     if !g.is_canonical(va) {
@@ -53,25 +55,25 @@ pub fn run(args: ExplainArgs) -> CmdResult {
             "offset": va & offset_mask,
         }));
     }
-    println!("{va:#x} in {}", g.summary());
-    println!("{:<6} {:>7} {:>8} {:>8}", "level", "bits", "index", "hex");
+    outln!("{va:#x} in {}", g.summary())?;
+    outln!("{:<6} {:>7} {:>8} {:>8}", "level", "bits", "index", "hex")?;
     for i in (0..g.num_levels()).rev() {
         let l = g.level(i);
         let idx = g.index(i, va);
-        println!(
+        outln!(
             "{:<6} {:>7} {:>8} {:>8}",
             l.name,
             format!("{}-{}", l.high_bit(), l.shift),
             idx,
             format!("{idx:#x}")
-        );
+        )?;
     }
-    println!(
+    outln!(
         "{:<6} {:>7} {:>8} {:>8}",
         "offset",
         format!("{}-0", g.page_shift() - 1),
         va & offset_mask,
         format!("{:#x}", va & offset_mask)
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 use super::print_json;
 use crate::cli::GeometryCmd;
 use crate::fail::{bad, CmdResult};
+use crate::out::outln;
 use pt::geometry::{self, human_size, Geometry};
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -50,40 +51,47 @@ pub fn run(what: GeometryCmd) -> CmdResult {
             if json {
                 return print_json(&all.iter().map(summary_json).collect::<Vec<_>>());
             }
-            println!(
+            outln!(
                 "{:<16} {:>6} {:>7} {:>8}  leaf sizes",
-                "name", "levels", "va bits", "page"
-            );
+                "name",
+                "levels",
+                "va bits",
+                "page"
+            )?;
             for g in &all {
                 let leaves: Vec<String> = g.leaf_sizes().iter().map(|s| human_size(*s)).collect();
-                println!(
+                outln!(
                     "{:<16} {:>6} {:>7} {:>8}  {}",
                     g.name(),
                     g.num_levels(),
                     g.va_bits(),
                     human_size(g.page_size()),
                     leaves.join(", ")
-                );
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }
         GeometryCmd::Show { name, json } => {
+            crate::suggest::check_preset("", "geometry", &name)?;
             let g = geometry::load(&name).map_err(bad)?;
             if json {
                 return print_json(&detail_json(&g));
             }
-            println!("{}", g.summary());
-            println!("{}", g.description());
-            println!(
+            outln!("{}", g.summary())?;
+            outln!("{}", g.description())?;
+            outln!(
                 "table page: {}, hardware page: {}, {} hardware word(s) per entry",
                 human_size(g.table_bytes()),
                 human_size(1 << g.hw_page_shift()),
                 g.hw_words_per_entry()
-            );
-            println!(
+            )?;
+            outln!(
                 "{:<6} {:>9} {:>8} {:>10}  leaves",
-                "level", "bits", "entries", "maps"
-            );
+                "level",
+                "bits",
+                "entries",
+                "maps"
+            )?;
             for l in g.levels().iter().rev() {
                 let mut leaves = Vec::new();
                 if l.leaf {
@@ -96,7 +104,7 @@ pub fn run(what: GeometryCmd) -> CmdResult {
                         l.contig
                     ));
                 }
-                println!(
+                outln!(
                     "{:<6} {:>9} {:>8} {:>10}  {}",
                     l.name,
                     format!("{}-{}", l.high_bit(), l.shift),
@@ -107,7 +115,7 @@ pub fn run(what: GeometryCmd) -> CmdResult {
                     } else {
                         leaves.join(", ")
                     }
-                );
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -10,6 +10,7 @@ mod workloads;
 
 use crate::cli::{Cli, Command};
 use crate::fail::CmdResult;
+use crate::out::outln;
 
 pub fn dispatch(cli: Cli) -> CmdResult {
     match cli.command {
@@ -27,6 +28,6 @@ pub fn dispatch(cli: Cli) -> CmdResult {
 /// Prints one JSON document on stdout.
 pub fn print_json<T: serde::Serialize>(v: &T) -> CmdResult {
     let s = serde_json::to_string_pretty(v).map_err(anyhow::Error::from)?;
-    println!("{s}");
+    outln!("{s}")?;
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -3,9 +3,10 @@
 use super::print_json;
 use crate::cli::{CompareArgs, ModelOpts, RepeatOpts, RunArgs};
 use crate::fail::{bad, CmdResult, Failure};
+use crate::out::{out, outln};
+use crate::progress::Progress;
 use experiment::config::{self, RunConfig};
-use experiment::exec::{self, ConfigResult, ExecError, ExecOptions, Progress};
-use indicatif::{ProgressBar, ProgressStyle};
+use experiment::exec::{self, ConfigResult, ExecError, ExecOptions};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -21,10 +22,28 @@ impl From<ExecError> for Failure {
     }
 }
 
+/// `e` as a failure that says which workload it is about. Errors of the
+/// workload itself (its file, line and column, or "not found") name it
+/// already; every other one (a refused option, the backend) gets the name
+/// in front.
+pub fn about_workload(workload: &str, e: ExecError) -> Failure {
+    if matches!(e, ExecError::Workload(_)) {
+        return Failure::from(e);
+    }
+    match Failure::from(e) {
+        Failure::BadInput(m) => Failure::BadInput(format!("workload {workload:?}: {m}")),
+        Failure::Error(e) => Failure::Error(e.context(format!("workload {workload:?}"))),
+        Failure::Closed => Failure::Closed,
+    }
+}
+
 /// The configuration the model options (and `--backend`) describe.
 pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
     let mut base = match &m.config {
-        Some(path) => config::parse_arg(path).map_err(bad)?,
+        Some(path) => {
+            crate::suggest::check_inline(path)?;
+            config::parse_arg(path).map_err(bad)?
+        }
         None => RunConfig::model_default(),
     };
     let cpus = m.cpus.map(|c| c.to_string());
@@ -39,6 +58,7 @@ pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
     ];
     for (k, v) in pairs {
         if let Some(v) = v {
+            crate::suggest::check_preset("", k, v)?;
             base = base.with(k, v).map_err(bad)?;
         }
     }
@@ -48,17 +68,10 @@ pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
     Ok(base)
 }
 
-/// A progress bar with ETA on stderr, drawn only when stderr is a terminal.
-pub fn progress_bar(total: usize, what: &str) -> ProgressBar {
-    let pb = ProgressBar::new(total as u64);
-    pb.set_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} runs, ETA {eta}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    pb.set_message(what.to_string());
-    pb.enable_steady_tick(Duration::from_millis(200));
-    pb
+/// Progress of `total` runs of `what` (a bar on a terminal, lines elsewhere).
+pub fn progress(total: usize, what: &str, unit: &'static str) -> Progress {
+    let template = format!("{{msg}} [{{bar:30}}] {{pos}}/{{len}} {unit}s, ETA {{eta}}");
+    Progress::new(total, what, unit, &template)
 }
 
 fn exec_options(r: &RepeatOpts) -> Result<ExecOptions, Failure> {
@@ -79,13 +92,17 @@ fn execute(
 ) -> Result<Vec<ConfigResult>, Failure> {
     let opts = exec_options(r)?;
     let total = (opts.repeat + opts.warmup.unwrap_or(0)) * configs.len();
-    let pb = progress_bar(total, workload);
-    let res = exec::run_all(workload, configs, &opts, &mut |p: Progress| {
-        pb.set_length(p.total as u64);
-        pb.set_position(p.done as u64);
+    let labels: Vec<&str> = configs.iter().map(|c| c.label.as_str()).collect();
+    let mut pb = progress(
+        total,
+        &format!("{workload} ({})", labels.join(" | ")),
+        "run",
+    );
+    let res = exec::run_all(workload, configs, &opts, &mut |p: exec::Progress| {
+        pb.set(p.done, p.total);
     });
-    pb.finish_and_clear();
-    Ok(res?)
+    pb.finish();
+    res.map_err(|e| about_workload(workload, e))
 }
 
 /// One configuration's result as JSON: the marks of its (first) run, with
@@ -155,15 +172,16 @@ fn host_json() -> Value {
     serde_json::to_value(host::Fingerprint::read()).unwrap_or(Value::Null)
 }
 
-fn print_latency(runs: &[Run]) {
+fn print_latency(runs: &[Run]) -> Result<(), Failure> {
     if let Some(run) = runs.first() {
         for m in &run.marks {
             if let Some(l) = &m.latency {
-                println!("\nlatency per access before mark \"{}\":", m.name);
-                print!("{}", report::latency::render_log2(l, "nsecs"));
+                outln!("\nlatency per access before mark \"{}\":", m.name)?;
+                out!("{}", report::latency::render_log2(l, "nsecs"))?;
             }
         }
     }
+    Ok(())
 }
 
 pub fn run(args: RunArgs) -> CmdResult {
@@ -181,18 +199,18 @@ pub fn run(args: RunArgs) -> CmdResult {
         report::views::run_table(&main_counters(&r.runs, args.repeat.all))
     };
     if args.repeat.csv {
-        print!("{}", table.to_csv().map_err(anyhow::Error::new)?);
+        out!("{}", table.to_csv().map_err(anyhow::Error::new)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{} on {} ({}), {} run(s)",
         r.workload,
         r.config.backend,
         r.config.label,
         r.runs.len()
-    );
-    print!("{}", table.render());
-    print_latency(&r.runs);
+    )?;
+    out!("{}", table.render())?;
+    print_latency(&r.runs)?;
     for w in &r.aggregate.warnings {
         eprintln!("warning: {w}");
     }
@@ -203,7 +221,10 @@ pub fn compare(args: CompareArgs) -> CmdResult {
     let configs = args
         .configs
         .iter()
-        .map(|c| config::parse_arg(c).map_err(bad))
+        .map(|c| {
+            crate::suggest::check_inline(c)?;
+            config::parse_arg(c).map_err(bad)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let results = execute(&args.workload, &configs, &args.repeat)?;
     if args.repeat.json {
@@ -229,11 +250,11 @@ pub fn compare(args: CompareArgs) -> CmdResult {
         if args.repeat.csv {
             csv.push_str(&t.to_csv().map_err(anyhow::Error::new)?);
         } else {
-            println!("{}", t.render());
+            outln!("{}", t.render())?;
         }
     }
     if args.repeat.csv {
-        print!("{csv}");
+        out!("{csv}")?;
     }
     for r in &results {
         for w in &r.aggregate.warnings {

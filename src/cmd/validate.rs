@@ -2,8 +2,9 @@
 
 use super::print_json;
 use crate::cli::ValidateArgs;
-use crate::cmd::run::{config_from, progress_bar};
-use crate::fail::{CmdResult, Failure};
+use crate::cmd::run::{about_workload, config_from, progress};
+use crate::fail::CmdResult;
+use crate::out::{out, outln};
 use experiment::validate;
 use std::process::ExitCode;
 
@@ -17,10 +18,16 @@ pub fn run(args: ValidateArgs) -> CmdResult {
     } else {
         args.workloads.clone()
     };
-    let pb = progress_bar(names.len(), "validate");
-    let outcome = validate::validate(&names, &model, &mut |done| pb.set_position(done as u64));
-    pb.finish_and_clear();
-    let outcome = outcome.map_err(Failure::from)?;
+    let mut pb = progress(names.len(), "validate", "workload");
+    // validate reports each workload when it is done, so on an error the one
+    // under way is the one after the last reported.
+    let mut done = 0;
+    let outcome = validate::validate(&names, &model, &mut |d| {
+        done = d;
+        pb.set(d, names.len());
+    });
+    pb.finish();
+    let outcome = outcome.map_err(|e| about_workload(&names[done.min(names.len() - 1)], e))?;
     if args.json {
         print_json(&outcome)?;
     } else {
@@ -38,7 +45,7 @@ pub fn run(args: ValidateArgs) -> CmdResult {
             })
             .collect();
         for w in &outcome.workloads {
-            println!(
+            outln!(
                 "{:<28} {}",
                 w.workload,
                 if w.ok {
@@ -46,18 +53,18 @@ pub fn run(args: ValidateArgs) -> CmdResult {
                 } else {
                     format!("{} difference(s)", w.diffs.len())
                 }
-            );
+            )?;
         }
         if !rows.is_empty() {
-            println!();
-            print!("{}", report::views::validate_table(&rows).render());
+            outln!()?;
+            out!("{}", report::views::validate_table(&rows).render())?;
         }
-        println!(
+        outln!(
             "\n{} of {} workloads agree with the kernel ({})",
             outcome.workloads.iter().filter(|w| w.ok).count(),
             outcome.workloads.len(),
             model.label
-        );
+        )?;
     }
     Ok(if outcome.ok {
         ExitCode::SUCCESS

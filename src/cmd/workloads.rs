@@ -3,6 +3,7 @@
 use super::print_json;
 use crate::cli::WorkloadsCmd;
 use crate::fail::{CmdResult, Failure};
+use crate::out::{out, outln};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -35,7 +36,7 @@ pub fn run(what: WorkloadsCmd) -> CmdResult {
                 } else {
                     format!(" [seed: {s}]")
                 };
-                println!("{n:<width$}  {d}{seed}");
+                outln!("{n:<width$}  {d}{seed}")?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -44,10 +45,11 @@ pub fn run(what: WorkloadsCmd) -> CmdResult {
                 .or_else(|| workload::builtin::get_validate(&name))
                 .ok_or_else(|| {
                     Failure::BadInput(format!(
-                        "no built-in workload \"{name}\"; `ptlab workloads list` shows them"
+                        "no built-in workload \"{name}\"{}; `ptlab workloads list` shows them",
+                        workload::suggest::did_you_mean(&name, &workload::builtin::names())
                     ))
                 })?;
-            print!("{text}");
+            out!("{text}")?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -78,6 +78,7 @@ fn taken_address_is_reported_with_the_region() {
             region,
             addr: a,
             len,
+            ..
         }) => {
             assert_eq!((region.as_str(), a, len), ("taken", addr, 4 * PAGE));
         }

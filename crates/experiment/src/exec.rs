@@ -52,11 +52,7 @@ impl ExecError {
         match self {
             ExecError::Workload(_) | ExecError::Config(_) => true,
             #[cfg(target_os = "linux")]
-            ExecError::Kernel(k) => matches!(
-                **k,
-                backend::kernel::KernelError::TooMuchMemory { .. }
-                    | backend::kernel::KernelError::TooManyMarks { .. }
-            ),
+            ExecError::Kernel(k) => k.is_bad_input(),
             _ => false,
         }
     }

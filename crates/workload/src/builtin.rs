@@ -161,6 +161,14 @@ pub fn get(name: &str) -> Option<&'static str> {
     BUILTINS.iter().find(|b| b.0 == name).map(|b| b.2)
 }
 
+/// Every name [`get`] or [`get_validate`] knows: the built-ins, then the
+/// validation suite's own (for "did you mean").
+pub fn names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = BUILTINS.iter().map(|b| b.0).collect();
+    names.extend(VALIDATE.iter().map(|v| v.0).filter(|n| get(n).is_none()));
+    names
+}
+
 /// The validation suite: `(name, TOML)`, small single-threaded deterministic
 /// workloads with marks everywhere, in the order to run them.
 pub fn validate_suite() -> Vec<(&'static str, &'static str)> {
@@ -219,6 +227,29 @@ mod tests {
                 "{name}: no seed {seed}"
             );
         }
+    }
+
+    #[test]
+    fn names_are_every_lookup_once() {
+        let names = names();
+        let unique: BTreeSet<&str> = names.iter().copied().collect();
+        assert_eq!(unique.len(), names.len(), "no name twice");
+        for n in &names {
+            assert!(get(n).or_else(|| get_validate(n)).is_some(), "{n}");
+        }
+        assert_eq!(names.len(), BUILTINS.len() + stems("validate").len());
+    }
+
+    #[test]
+    fn a_misspelt_name_gets_a_suggestion() {
+        let e = crate::load("pagefalt", 48).unwrap_err().to_string();
+        assert!(e.ends_with(", did you mean \"pagefault\"?"), "{e}");
+        let e = crate::load("anon-wrte", 48).unwrap_err().to_string();
+        assert!(e.ends_with(", did you mean \"anon-write\"?"), "{e}");
+        let e = crate::load("no-such-thing-at-all", 48)
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("nor a readable file"), "{e}");
     }
 
     #[test]

@@ -71,9 +71,14 @@ pub enum WorkloadError {
     /// The workload file could not be read.
     #[error("{path}: cannot read the workload: {message}")]
     Io { path: String, message: String },
-    /// Neither a built-in workload nor an existing file.
-    #[error("{name:?} is neither a built-in workload ({builtins}) nor a readable file")]
-    NotFound { name: String, builtins: String },
+    /// Neither a built-in workload nor an existing file; `hint` suggests
+    /// the nearest built-in or validation-suite name.
+    #[error("{name:?} is neither a built-in workload ({builtins}) nor a readable file{hint}")]
+    NotFound {
+        name: String,
+        builtins: String,
+        hint: String,
+    },
     /// The address-space width given to placement is outside what it handles.
     #[error("address spaces of {va_bits} bits are not supported (expected 32 to 64 bits)")]
     VaBits { va_bits: u32 },

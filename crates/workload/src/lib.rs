@@ -1,4 +1,4 @@
-//! Workloads: the format of `shared/spec/workload-format.md`, its checks, the
+//! Workloads: the format of `docs/format.md`, its checks, the
 //! placement rule shared by every backend, the built-in workloads, and the
 //! result types (counters at marks) that every backend produces.
 //!
@@ -20,7 +20,7 @@ mod pages;
 pub mod placement;
 pub mod plan;
 pub mod result;
-mod suggest;
+pub mod suggest;
 mod syntax;
 pub mod units;
 
@@ -80,6 +80,7 @@ pub fn load(name_or_path: &str, va_bits: u32) -> Result<plan::Workload, Workload
                 .map(|b| b.0)
                 .collect::<Vec<_>>()
                 .join(", "),
+            hint: suggest::did_you_mean(name_or_path, &builtin::names()),
         });
     }
     let text = std::fs::read_to_string(path).map_err(|e| WorkloadError::Io {

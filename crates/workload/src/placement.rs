@@ -20,7 +20,9 @@
 //!    order; each thread in program order; see `check`).
 //! 5. **First fit into freed space.** A region goes to the lowest aligned
 //!    address at or above the base where it overlaps no *conflicting*
-//!    region placed before it. Region A does not conflict with region B when
+//!    region placed before it and no room of the program (rule 7); if there
+//!    is no such address below `user_top`, the same search runs again from
+//!    `low(va_bits) = min(4 GiB, base)`. Region A does not conflict with region B when
 //!    A's lifetime ends before B's begins in every interleaving: A's final
 //!    `munmap` (after which it is never mapped again) happens before B's
 //!    first `mmap`, that is, both are in the same thread with the munmap
@@ -31,9 +33,25 @@
 //!    be 4 KiB aligned, at or above 64 KiB (Linux's default
 //!    `vm.mmap_min_addr`), end below `user_top`, and overlap no conflicting
 //!    region. Fixed regions are placed before the others, which avoid them.
+//!    (An `addr` may lie in the program's room: the kernel backend then
+//!    refuses the run if it collides with what is really there.)
+//! 7. **Room for the program.** The kernel backend's child is a process
+//!    with its own memory, where Linux puts it whatever the workload says:
+//!    the executable and its heap at two thirds of the default mmap window
+//!    `W = min(user_top, 2^47)` (`ELF_ET_DYN_BASE`, moved by up to 1 TiB by
+//!    address-space randomization), the stack, the libraries and the vDSO
+//!    just below `W`. So regions without `addr` avoid
+//!    `[2W/3, 2W/3 + W/32)` (rounded down to 2 MiB) and `[W - W/16, W)`:
+//!    85.3 to 89.3 TiB and 120 to 128 TiB on 48-bit and larger spaces. The
+//!    model keeps the same rule so both place every region alike. Above
+//!    `W` (5-level spaces) nothing is in the way.
 //!
 //! The kernel backend maps each region at its address with
-//! MAP_FIXED_NOREPLACE; the model maps it there too.
+//! MAP_FIXED_NOREPLACE; the model maps it there too. Before the first op
+//! the kernel backend checks every region against the child's own
+//! mappings (/proc/self/maps), which rule 7 keeps clear on Linux's default
+//! layout (not under `ulimit -s unlimited`, whose legacy layout puts the
+//! libraries at `W/3`).
 
 /// The base on 48-bit and larger address spaces: 32 TiB.
 pub const BASE_48: u64 = 0x2000_0000_0000;
@@ -43,6 +61,11 @@ pub const HUGE_ALIGN: u64 = 2 << 20;
 pub const MIN_ADDR: u64 = 0x1_0000;
 /// Address-space widths placement handles.
 pub const VA_BITS: std::ops::RangeInclusive<u32> = 32..=64;
+/// Where the second search of rule 5 starts (at most).
+pub const LOW: u64 = 4 << 30;
+/// Linux's default mmap window on 64-bit: addresses above it are used only
+/// when asked for (x86-64 5-level, arm64 52-bit).
+pub const MAP_WINDOW: u64 = 1 << 47;
 
 /// Where placement starts for a `va_bits`-bit address space.
 ///
@@ -62,6 +85,27 @@ pub fn base(va_bits: u32) -> u64 {
 pub fn user_top(va_bits: u32) -> u64 {
     assert!(VA_BITS.contains(&va_bits), "va_bits {va_bits} out of range");
     1u64 << (va_bits - 1)
+}
+
+/// Where the second search of rule 5 starts for a `va_bits`-bit space.
+///
+/// # Panics
+///
+/// If `va_bits` is outside [`VA_BITS`].
+pub fn low(va_bits: u32) -> u64 {
+    LOW.min(base(va_bits))
+}
+
+/// The ranges `[start, end)` rule 7 keeps for the program's own memory in a
+/// `va_bits`-bit space, lowest first.
+///
+/// # Panics
+///
+/// If `va_bits` is outside [`VA_BITS`].
+pub fn program_room(va_bits: u32) -> [(u64, u64); 2] {
+    let w = user_top(va_bits).min(MAP_WINDOW);
+    let exe = (w / 3 * 2) / HUGE_ALIGN * HUGE_ALIGN;
+    [(exe, exe + w / 32), (w - w / 16, w)]
 }
 
 /// The alignment the rule gives a region of `size` bytes.
@@ -122,6 +166,29 @@ fn overlaps(a: u64, a_size: u64, b: u64, b_size: u64) -> bool {
     a < b.saturating_add(b_size) && b < a.saturating_add(a_size)
 }
 
+/// The lowest `align`-aligned address at or above `from` where `size`
+/// bytes overlap none of `obstacles` (sorted by start) and end by `top`;
+/// `Err` with where the search ended when there is none.
+fn first_fit(
+    from: u64,
+    size: u64,
+    align: u64,
+    obstacles: &[(u64, u64)],
+    top: u64,
+) -> Result<u64, u64> {
+    let mut at = from;
+    for &(start, end) in obstacles {
+        let candidate = at.next_multiple_of(align);
+        if candidate.saturating_add(size) <= start {
+            break;
+        }
+        at = at.max(end);
+    }
+    at.checked_next_multiple_of(align)
+        .filter(|c| c.checked_add(size).is_some_and(|e| e <= top))
+        .ok_or(at)
+}
+
 /// Addresses for `requests`, by the rule of the module documentation.
 ///
 /// # Errors
@@ -176,24 +243,19 @@ pub fn place(requests: &[Request], va_bits: u32) -> Result<Vec<u64>, PlaceError>
             .filter_map(|j| addr[j].map(|a| (j, a)))
             .filter(|&(j, _)| r.conflicts(&requests[j]))
             .map(|(j, a)| (a, a.saturating_add(requests[j].size)))
+            .chain(program_room(va_bits))
             .collect();
         obstacles.sort_unstable();
-        let mut at = base;
-        for (start, end) in obstacles {
-            let candidate = at.next_multiple_of(align);
-            if candidate.saturating_add(r.size) <= start {
-                break;
-            }
-            at = at.max(end);
-        }
-        let candidate = at.checked_next_multiple_of(align);
-        match candidate.filter(|c| c.checked_add(r.size).is_some_and(|e| e <= top)) {
-            Some(c) => addr[i] = Some(c),
-            None => {
+        let found = first_fit(base, r.size, align, &obstacles, top)
+            .or_else(|_| first_fit(low(va_bits), r.size, align, &obstacles, top));
+        match found {
+            Ok(c) => addr[i] = Some(c),
+            Err(_) => {
                 return Err(err(
                     i,
                     format!(
-                        "does not fit: the regions that can be mapped with it end at {at:#x}, and the {va_bits}-bit user space ends at {top:#x}"
+                        "does not fit: no gap of {} between the regions that can be mapped with it and the program's own memory (rule 7) below {top:#x}, the top of the {va_bits}-bit user space",
+                        crate::units::format_size(r.size)
                     ),
                 ))
             }
@@ -344,6 +406,61 @@ mod tests {
             },
         ];
         assert_eq!(place(&clash, 48).unwrap_err().index, 1);
+    }
+
+    fn one(size: u64) -> Request {
+        Request {
+            name: String::new(),
+            size,
+            fixed: None,
+            start: m(1, 0, 0),
+            end: None,
+        }
+    }
+
+    #[test]
+    fn the_program_room_is_where_linux_puts_the_program() {
+        let tib = 1u64 << 40;
+        // x86-64: ELF_ET_DYN_BASE = 2/3 of the 47-bit window, 0x5555_5555_4aaa
+        // rounded; the stack and mmap base just below 128 TiB.
+        let [exe, top] = program_room(48);
+        assert_eq!(exe.0, 0x5555_5540_0000);
+        assert!(exe.0 <= 0x5555_5555_4000 && exe.1 >= 0x5555_5555_4000 + tib);
+        assert_eq!(top, (120 * tib, 128 * tib));
+        assert_eq!(
+            program_room(57),
+            program_room(48),
+            "same window on 5 levels"
+        );
+        assert_eq!(program_room(39)[1], (240 << 30, 256 << 30));
+    }
+
+    #[test]
+    fn a_huge_region_avoids_the_program() {
+        let tib = 1u64 << 40;
+        // 64 TiB from the base would run through the executable: it goes low.
+        assert_eq!(place(&[one(64 * tib)], 48).unwrap(), vec![LOW]);
+        // 48 TiB still fits between the base and the executable.
+        assert_eq!(place(&[one(48 * tib)], 48).unwrap(), vec![BASE_48]);
+        // On 57 bits it goes past the window, above the program altogether.
+        assert_eq!(place(&[one(64 * tib)], 57).unwrap(), vec![128 * tib]);
+        // The next one after a 50 TiB region skips the executable's room.
+        let a = place(&[one(50 * tib), one(10 * tib)], 48).unwrap();
+        assert_eq!(a[1], program_room(48)[0].1);
+        // Nothing placed overlaps the program's room.
+        for size in [tib, 20 * tib, 53 * tib] {
+            let a = place(&[one(size), one(size / 2), one(size / 4)], 48).unwrap();
+            for (start, len) in a.iter().zip([size, size / 2, size / 4]) {
+                for (lo, hi) in program_room(48) {
+                    assert!(
+                        !overlaps(*start, len, lo, hi - lo),
+                        "{size:#x} at {start:#x}"
+                    );
+                }
+            }
+        }
+        // More than the space below the executable's room holds: refused.
+        assert!(place(&[one(86 * tib)], 48).is_err());
     }
 
     #[test]

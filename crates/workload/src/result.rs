@@ -1,7 +1,8 @@
 //! What a run produces, whatever the backend: the counters at every mark.
 //!
-//! Counter names are those of the `counters` registry (which follows the
-//! workload format's "Counters and marks"); every value is the difference from the moment just before the
+//! Counter names are those of the `counters` registry (documented in
+//! `docs/format.md`, "Counters and marks"); every value is the difference
+//! from the moment just before the
 //! first operation.
 
 use serde::{Deserialize, Serialize};

@@ -1,10 +1,11 @@
-//! "Did you mean" suggestions for misspelt keys and values.
+//! "Did you mean" suggestions for misspelt keys, values and names (the
+//! command line uses them for preset names too).
 
 /// The candidate closest to `word` by Damerau-Levenshtein distance, if it is
 /// close enough to be a plausible typo: at most 2 edits, and fewer edits than
 /// the word has characters (so `"x"` suggests nothing). Ties go to the
 /// earlier candidate, which keeps suggestions deterministic.
-pub(crate) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let limit = 2.min(word.chars().count().saturating_sub(1));
     candidates
         .iter()
@@ -15,7 +16,7 @@ pub(crate) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str>
 }
 
 /// `, did you mean "x"?` or the empty string.
-pub(crate) fn did_you_mean(word: &str, candidates: &[&str]) -> String {
+pub fn did_you_mean(word: &str, candidates: &[&str]) -> String {
     closest(word, candidates)
         .map(|c| format!(", did you mean {c:?}?"))
         .unwrap_or_default()

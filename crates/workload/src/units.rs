@@ -2,7 +2,9 @@
 //!
 //! Sizes: an integer number of bytes (a TOML integer, handled by the caller),
 //! or a string of decimal digits followed by one binary unit: `KiB`, `MiB`,
-//! `GiB`, `TiB` (`"4KiB"`, `"50GiB"`). Nothing else: no decimal units (`KB`),
+//! `GiB`, `TiB`, `PiB`, `EiB` (`"4KiB"`, `"50GiB"`, `"1PiB"`). The bytes
+//! must fit in 64 bits: `"15EiB"` is the largest whole number of EiB,
+//! `"16EiB"` (2^64) is an overflow. Nothing else: no decimal units (`KB`),
 //! no single letters (`4k`), no fractions, no spaces, no bare digits in a
 //! string. Durations: decimal digits followed by `ns`, `us`, `ms` or `s`.
 //!
@@ -15,7 +17,7 @@ use std::time::Duration;
 /// What a size string may look like, for error messages.
 pub const SIZE_EXPECTED: &str =
     "a size: an integer number of bytes, or a string with a binary unit \
-     (KiB, MiB, GiB, TiB) such as \"4KiB\", \"2MiB\", \"1GiB\"";
+     (KiB, MiB, GiB, TiB, PiB, EiB) such as \"4KiB\", \"2MiB\", \"1GiB\"";
 
 /// What a duration string may look like, for error messages.
 pub const DURATION_EXPECTED: &str =
@@ -23,6 +25,8 @@ pub const DURATION_EXPECTED: &str =
 
 /// Binary units, largest first (so formatting picks the largest that fits).
 const SIZE_UNITS: &[(&str, u64)] = &[
+    ("EiB", 1 << 60),
+    ("PiB", 1 << 50),
     ("TiB", 1 << 40),
     ("GiB", 1 << 30),
     ("MiB", 1 << 20),
@@ -72,7 +76,7 @@ fn parse_with_units(s: &str, units: &[(&str, u64)]) -> Result<u64, UnitError> {
 /// # Errors
 ///
 /// [`UnitError::Syntax`] unless the text is digits followed by `KiB`, `MiB`,
-/// `GiB` or `TiB`; [`UnitError::Overflow`] if the bytes do not fit in `u64`.
+/// `GiB`, `TiB`, `PiB` or `EiB`; [`UnitError::Overflow`] if the bytes do not fit in `u64`.
 pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     parse_with_units(s, SIZE_UNITS)
 }
@@ -119,6 +123,11 @@ mod tests {
         assert_eq!(parse_size("1GiB"), Ok(1 << 30));
         assert_eq!(parse_size("50GiB"), Ok(50 << 30));
         assert_eq!(parse_size("1TiB"), Ok(1 << 40));
+        assert_eq!(parse_size("1PiB"), Ok(1 << 50));
+        assert_eq!(parse_size("64PiB"), Ok(64 << 50));
+        assert_eq!(parse_size("1EiB"), Ok(1 << 60));
+        assert_eq!(parse_size("15EiB"), Ok(15 << 60));
+        assert_eq!(parse_size("16383PiB"), Ok(16383 << 50));
         assert_eq!(parse_duration("10ms"), Ok(Duration::from_millis(10)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
@@ -136,6 +145,16 @@ mod tests {
             assert_eq!(parse_duration(bad), Err(UnitError::Syntax), "{bad:?}");
         }
         assert_eq!(parse_size("16777216TiB"), Err(UnitError::Overflow));
+        // 2^64 bytes, the first size past u64, in each large unit.
+        assert_eq!(parse_size("16EiB"), Err(UnitError::Overflow));
+        assert_eq!(parse_size("16384PiB"), Err(UnitError::Overflow));
+        assert_eq!(
+            parse_size("18446744073709551615EiB"),
+            Err(UnitError::Overflow)
+        );
+        for bad in ["1pib", "1PB", "1EB", "1eib", "1 PiB", "1ZiB"] {
+            assert_eq!(parse_size(bad), Err(UnitError::Syntax), "{bad:?}");
+        }
         assert_eq!(
             parse_size("99999999999999999999999KiB"),
             Err(UnitError::Overflow)
@@ -148,6 +167,9 @@ mod tests {
         assert_eq!(format_size(3 << 20), "3MiB");
         assert_eq!(format_size(1536 << 20), "1536MiB");
         assert_eq!(format_size(4097), "4097");
+        assert_eq!(format_size(1 << 50), "1PiB");
+        assert_eq!(format_size(3 << 60), "3EiB");
+        assert_eq!(format_size(1025 << 40), "1025TiB");
         assert_eq!(format_size(0), "0");
         assert_eq!(format_duration(Duration::from_micros(1500)), "1500us");
     }
@@ -157,12 +179,14 @@ mod tests {
         ("MiB", 1024 * 1024),
         ("GiB", 1024 * 1024 * 1024),
         ("TiB", 1024 * 1024 * 1024 * 1024),
+        ("PiB", 1024 * 1024 * 1024 * 1024 * 1024),
+        ("EiB", 1024 * 1024 * 1024 * 1024 * 1024 * 1024),
     ];
 
     proptest! {
         // Reference: the number times the unit's factor, computed in u128.
         #[test]
-        fn size_matches_reference(n in 0u64..(1 << 44), u in 0usize..4) {
+        fn size_matches_reference(n in 0u64..(1 << 44), u in 0usize..6) {
             let (unit, factor) = UNIT_FACTORS[u];
             let wide = u128::from(n) * u128::from(factor);
             let parsed = parse_size(&format!("{n}{unit}"));

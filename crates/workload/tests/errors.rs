@@ -94,7 +94,7 @@ fn unknown_verb_with_suggestion_and_verb_count() {
 
 #[test]
 fn bad_unit() {
-    let expected = "expected a size: an integer number of bytes, or a string with a binary unit (KiB, MiB, GiB, TiB) such as \"4KiB\", \"2MiB\", \"1GiB\"";
+    let expected = "expected a size: an integer number of bytes, or a string with a binary unit (KiB, MiB, GiB, TiB, PiB, EiB) such as \"4KiB\", \"2MiB\", \"1GiB\"";
     assert_eq!(
         err("[[thread]]\nop = [ { mmap = \"a\", size = \"4KB\" } ]\n"),
         format!("workloads/x.toml:2:29: bad value for \"size\" in op 1 of thread block 1: {expected}, found \"4KB\"")
@@ -121,7 +121,7 @@ fn bad_duration_and_choice() {
 fn wrong_types() {
     assert_eq!(
         err("[[thread]]\nop = [ { mmap = \"a\", size = true } ]\n"),
-        "workloads/x.toml:2:29: bad value for \"size\" in op 1 of thread block 1: expected a size: an integer number of bytes, or a string with a binary unit (KiB, MiB, GiB, TiB) such as \"4KiB\", \"2MiB\", \"1GiB\", found true"
+        "workloads/x.toml:2:29: bad value for \"size\" in op 1 of thread block 1: expected a size: an integer number of bytes, or a string with a binary unit (KiB, MiB, GiB, TiB, PiB, EiB) such as \"4KiB\", \"2MiB\", \"1GiB\", found true"
     );
     assert_eq!(
         err("[[thread]]\nop = [ { mmap = \"a\", size = \"4KiB\", populate = \"yes\" } ]\n"),

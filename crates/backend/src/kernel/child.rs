@@ -142,6 +142,13 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
         }
         sh.gate.wait_arrived(n);
 
+        // Everything the child maps of its own is mapped by now (workers are
+        // parked at the gate): no region may overlap any of it (see `room`).
+        if let Ok(maps) = std::fs::read_to_string("/proc/self/maps") {
+            if let Some((region, start, end)) = super::room::first_collision(&maps, &prog.regions) {
+                report_failure(&[MAGIC, wire::STATUS_COLLISION, region as u64, start, end, 0]);
+            }
+        }
         super::quiesce::quiesce();
         {
             let mut log = lock(&sh.log);

@@ -28,10 +28,28 @@ pub enum KernelError {
     /// The run exceeded its time limit; the child was killed.
     #[error("the workload ran longer than the time limit of {limit:?} and was killed; raise the limit or shorten the workload")]
     Timeout { limit: Duration },
-    /// The fixed address of a region is already taken in the child (by the
-    /// program's own mappings, or a workload `addr` that overlaps them).
-    #[error("cannot map region {region:?} at {addr:#x} (+{len:#x} bytes): the address range is already in use (MAP_FIXED_NOREPLACE); choose another `addr`")]
-    AddressTaken { region: String, addr: u64, len: u64 },
+    /// The range of a region is already taken in the child: by the
+    /// program's own memory (found before the first op) or by another
+    /// mapping (MAP_FIXED_NOREPLACE refused). Bad input: the workload's
+    /// `addr` or size has to change.
+    #[error("cannot map region {region:?} at {addr:#x} (+{len:#x} bytes): the range holds {by}; give the region an `addr` clear of it, or make it smaller")]
+    AddressTaken {
+        region: String,
+        addr: u64,
+        len: u64,
+        /// What holds the range, in words.
+        by: String,
+    },
+    /// The kernel refused to map a region (ENOMEM: more address space than
+    /// overcommit allows, EINVAL: arguments this kernel rejects). Bad input.
+    #[error("cannot map region {region:?} at {addr:#x} (+{len:#x} bytes): mmap failed: {source}{hint}", hint = map_hint(source))]
+    MapFailed {
+        region: String,
+        addr: u64,
+        len: u64,
+        #[source]
+        source: std::io::Error,
+    },
     /// A system call of an op failed.
     #[error("{op}: {call} failed: {source}")]
     Op {
@@ -60,4 +78,30 @@ pub enum KernelError {
     /// The child ended without a valid report.
     #[error("the workload process ended unexpectedly: {status}")]
     ChildFailed { status: String },
+}
+
+impl KernelError {
+    /// Whether the workload, not the run, is at fault (exit status 2): it
+    /// was refused before starting, or asks for a mapping this machine
+    /// cannot make.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            KernelError::TooMuchMemory { .. }
+                | KernelError::TooManyMarks { .. }
+                | KernelError::AddressTaken { .. }
+                | KernelError::MapFailed { .. }
+        )
+    }
+}
+
+/// What to do about a failed mmap, by its errno.
+fn map_hint(e: &std::io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::ENOMEM) => {
+            "; the kernel would not commit that much memory: add `noreserve = true` for a sparse region, or make it smaller"
+        }
+        Some(libc::EINVAL) => "; this kernel rejects the mapping's arguments",
+        _ => "",
+    }
 }

@@ -44,6 +44,7 @@ mod files;
 mod parent;
 mod program;
 mod quiesce;
+mod room;
 mod sync;
 mod wire;
 
@@ -91,8 +92,10 @@ impl Default for KernelOptions {
 ///   [`KernelError::MemAvailableUnknown`], [`KernelError::TooManyMarks`].
 /// - [`KernelError::Setup`]: the temporary files, the pipe, fork or the
 ///   threads could not be made.
-/// - From the run: [`KernelError::AddressTaken`] (a region's fixed address
-///   is in use), [`KernelError::Op`] (a system call failed, e.g. mlock over
+/// - From the run: [`KernelError::AddressTaken`] (a region's range holds
+///   the child's own memory or another mapping; checked before the first
+///   op), [`KernelError::MapFailed`] (the kernel refused a region's mmap,
+///   e.g. ENOMEM without `noreserve`), [`KernelError::Op`] (a system call failed, e.g. mlock over
 ///   RLIMIT_MEMLOCK), [`KernelError::Fault`] (an access the protection
 ///   forbids), [`KernelError::Timeout`], [`KernelError::ChildFailed`].
 pub fn run(w: &Workload, opts: &KernelOptions) -> Result<Run, KernelError> {

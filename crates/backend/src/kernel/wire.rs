@@ -10,6 +10,7 @@
 //! status OP_ERROR:  a = op id, b = call, c = errno
 //! status FAULT:     a = signal number, b = address
 //! status SETUP:     a = setup step, b = errno
+//! status COLLISION: a = region id, b..c = the child's mapping in its way
 //! ```
 //!
 //! A counter the child could not read is [`NONE`].
@@ -31,6 +32,7 @@ pub(crate) const STATUS_OK: u64 = 0;
 pub(crate) const STATUS_OP_ERROR: u64 = 1;
 pub(crate) const STATUS_FAULT: u64 = 2;
 pub(crate) const STATUS_SETUP: u64 = 3;
+pub(crate) const STATUS_COLLISION: u64 = 4;
 
 /// The system calls an op may fail in, by wire code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +113,7 @@ pub(crate) fn decode(words: &[u64], prog: &Program) -> Result<Run, KernelError> 
                 source: std::io::Error::from_raw_os_error(b as i32),
             })
         }
+        STATUS_COLLISION => return Err(collision(prog, a, b, c)),
         _ => return Err(bad("unknown status")),
     }
     let (n_records, n_hists) = (a as usize, b as usize);
@@ -169,15 +172,45 @@ fn op_error(prog: &Program, op: u64, call: u64, errno: u64) -> KernelError {
         .cloned()
         .unwrap_or_else(|| format!("op #{op}"));
     let errno = errno as i32;
-    if call == Call::Mmap as u64 && (errno == libc::EEXIST || errno == libc::ENOTSUP) {
+    if call == Call::Mmap as u64 {
         if let Some((region, addr, len)) = prog.mmap_target(op as u32) {
-            return KernelError::AddressTaken { region, addr, len };
+            if errno == libc::EEXIST || errno == libc::ENOTSUP {
+                return KernelError::AddressTaken {
+                    region,
+                    addr,
+                    len,
+                    by: "another mapping (MAP_FIXED_NOREPLACE refused it)".into(),
+                };
+            }
+            return KernelError::MapFailed {
+                region,
+                addr,
+                len,
+                source: std::io::Error::from_raw_os_error(errno),
+            };
         }
     }
     KernelError::Op {
         op: desc,
         call: call_name,
         source: std::io::Error::from_raw_os_error(errno),
+    }
+}
+
+/// A region that overlaps the child's own mapping `[start, end)`, named
+/// from this (the parent's) maps, which the child inherited.
+fn collision(prog: &Program, region: u64, start: u64, end: u64) -> KernelError {
+    let Some(r) = prog.regions.get(region as usize) else {
+        return KernelError::ChildFailed {
+            status: "malformed report (region)".into(),
+        };
+    };
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    KernelError::AddressTaken {
+        region: r.name.clone(),
+        addr: r.addr,
+        len: r.size,
+        by: super::room::describe(&maps, start, end),
     }
 }
 
