@@ -108,14 +108,14 @@ fn fault_cow_shootdown_and_reclaim_on_two_cpus() {
     assert_eq!(m.reclaim_retired().unwrap(), 1);
     assert_eq!(m.mmu().retired_tables(), 0);
     let space = m.space(s).unwrap();
-    let ptes = space.page_table().tables_at(0);
+    let ptes = space.page_table().tables_at(pt::Level::PTE);
     let live = m.mem().live_tables();
     cpu0.madvise(C, 2 * MIB, Advice::DontNeed).unwrap();
     assert_eq!(m.mmu().retired_tables(), 1, "the PTE table was unlinked");
     // Not freed: CPU 1 has not acknowledged, whoever asks.
     assert_eq!(m.reclaim_retired().unwrap(), 0);
     assert_eq!(cpu0.reclaim_retired().unwrap(), 0);
-    assert_eq!(space.page_table().tables_at(0), ptes);
+    assert_eq!(space.page_table().tables_at(pt::Level::PTE), ptes);
     assert_eq!(m.mem().live_tables(), live);
     let snap = m.snapshot(s).unwrap();
     assert_eq!(
@@ -125,14 +125,14 @@ fn fault_cow_shootdown_and_reclaim_on_two_cpus() {
     // CPU 1 takes its IPI: now the table goes.
     cpu1.poll();
     assert_eq!(m.reclaim_retired().unwrap(), 1);
-    assert_eq!(space.page_table().tables_at(0), ptes - 1);
+    assert_eq!(space.page_table().tables_at(pt::Level::PTE), ptes - 1);
     assert_eq!(m.mem().live_tables(), live - 1);
     assert_eq!(m.mmu().retired_tables(), 0);
     // The range is empty again: CPU 1 faults a zero page in, through a new
     // PTE table.
     let r = cpu1.access(C + 5 * PAGE, AccessKind::Read).unwrap();
     assert_eq!((r.faults, r.translation.pa), (1, zero));
-    assert_eq!(space.page_table().tables_at(0), ptes);
+    assert_eq!(space.page_table().tables_at(pt::Level::PTE), ptes);
 }
 
 #[test]
