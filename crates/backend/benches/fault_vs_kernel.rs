@@ -49,12 +49,12 @@ fn kernel_round(w: &workload::plan::Workload, pages: u64) -> f64 {
     let run = backend::kernel::run(w, &backend::kernel::KernelOptions::default())
         .expect("the kernel backend runs the workload");
     let get = |mark: usize, name: &str| run.marks[mark].counters.get(name).unwrap_or(0);
-    let faults = get(1, "minor_faults") - get(0, "minor_faults");
+    let faults = get(1, counters::MINOR_FAULTS.name) - get(0, counters::MINOR_FAULTS.name);
     assert!(
         faults as u64 >= pages,
         "expected at least {pages} faults, the kernel counted {faults}"
     );
-    (get(1, "elapsed_ns") - get(0, "elapsed_ns")) as f64 / faults as f64
+    (get(1, counters::ELAPSED_NS.name) - get(0, counters::ELAPSED_NS.name)) as f64 / faults as f64
 }
 
 /// Faults every page of the region once, then gives them back
