@@ -5,10 +5,11 @@
 
 use super::experiments::{Experiment, Results};
 use super::read::mean;
-use super::text::{exact, num, table};
+use super::text::{count_figure, exact, kb, table};
 use super::{model, Section, StudyOptions};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Series};
+use report::chart::{self, ChartSpec, Series, YScale};
+use report::Unit;
 
 /// Experiment indices, in declaration order.
 const WHOLE_MODEL: usize = 0;
@@ -119,14 +120,14 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     for (i, l) in labels.iter().enumerate() {
         rows.push(vec![
             l.to_string(),
-            num(at(all_whole[i], "touched")),
-            num(at(all_whole[i], "dontneed")),
-            num(at(all_halves[i], "touched")),
-            num(at(all_halves[i], "dontneed")),
+            kb(at(all_whole[i], "touched")),
+            kb(at(all_whole[i], "dontneed")),
+            kb(at(all_halves[i], "touched")),
+            kb(at(all_halves[i], "dontneed")),
         ]);
     }
     sec.tables.push(table(
-        "VmPTE (kB) before and after MADV_DONTNEED",
+        "VmPTE before and after MADV_DONTNEED",
         &[
             "",
             &format!("{size}: touched"),
@@ -140,34 +141,43 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let on = (at(all_whole[2], "touched"), at(all_whole[2], "dontneed"));
     let off = at(all_whole[1], "dontneed");
     sec.findings.push(format!(
-        "After one write per 2 MiB over {size}, VmPTE is {} kB on this kernel and {} kB on the model; \
-         MADV_DONTNEED over all of it brings the kernel to {} kB and the model with reclaim on to {} kB \
-         (off: {} kB stay). The slides: 102,640 kB to 248 kB.",
-        num(k.0),
-        num(on.0),
-        num(k.1),
-        num(on.1),
-        num(off)
+        "After one write per 2 MiB over {size}, VmPTE is {} on this kernel and {} on the model; \
+         MADV_DONTNEED over all of it brings the kernel to {} and the model with reclaim on to {} \
+         (off: {} stay). The slides: 102,640 kB to 248 kB.",
+        kb(k.0),
+        kb(on.0),
+        kb(k.1),
+        kb(on.1),
+        kb(off)
     ));
     let hk = at(all_halves[0], "dontneed");
     let hon = at(all_halves[2], "dontneed");
     let hea = at(all_halves[3], "dontneed");
     sec.findings.push(format!(
-        "Dropping each 2 MiB in two halves defeats Linux's reclaim: {} kB of tables stay on the kernel \
-         and {} kB on the model with reclaim on, while the eager design keeps {} kB; it frees what \
-         Linux leaves behind, {} kB here.",
-        num(hk),
-        num(hon),
-        num(hea),
-        num(hon - hea)
+        "Dropping each 2 MiB in two halves defeats Linux's reclaim: {} of tables stay on the kernel \
+         and {} on the model with reclaim on, while the eager design keeps {}; it frees what \
+         Linux leaves behind, {} here.",
+        kb(hk),
+        kb(hon),
+        kb(hea),
+        kb(hon - hea)
     ));
-    sec.figure("whole_vmpte_kb", [k.0, k.1, on.0, on.1, off]);
-    sec.figure("halves_vmpte_kb", [hk, hon, hea]);
+    sec.figure(
+        "whole_vmpte_kb",
+        [k.0, k.1, on.0, on.1, off].map(count_figure),
+    );
+    sec.figure("halves_vmpte_kb", [hk, hon, hea].map(count_figure));
     let cats: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
     sec.chart(
-        "VmPTE after MADV_DONTNEED",
+        "VmPTE left after MADV_DONTNEED, kernel and model (one run each; log scale, every bar labelled)",
         chart::bar_chart(
-            &ChartSpec::new("Page tables left after DONTNEED", "", "VmPTE (kB)"),
+            &ChartSpec::new(
+                "Page-table memory (VmPTE) left after MADV_DONTNEED",
+                "",
+                "VmPTE (kB, log scale)",
+            )
+            .unit(Unit::Kilobytes)
+            .y_scale(YScale::Log),
             &cats,
             &[
                 Series::new(

@@ -4,11 +4,13 @@
 //! and without walk caches); the kernel runs the page-fault loop.
 
 use super::experiments::{Experiment, Results};
-use super::read::{mean, per, summary};
-use super::text::{exact, num, table, with_ci};
+use super::read::{derived, mean, per, summary};
+use super::text::{count, count_figure, estimate, exact, kb, num, point, table, INTERVALS};
 use super::{model, Section, StudyOptions};
 use crate::exec::ConfigResult;
 use report::chart::{self, ChartSpec, Series};
+use report::Unit;
+use stats::Quantity;
 
 /// Experiment indices, in declaration order (ebizzy: one per thread count,
 /// then the kernel's page-fault loop).
@@ -78,6 +80,15 @@ fn ebizzy_threads(o: StudyOptions) -> Vec<usize> {
     o.pick(vec![1, 2, 4], vec![1, 2, 4, 8])
 }
 
+/// Runs of each ebizzy point: how the threads interleave moves its counts,
+/// so every point is a mean with its spread.
+const EBIZZY_RUNS: usize = 5;
+
+/// Runs of the kernel's page-fault loop: enough for an interval.
+fn kernel_runs(o: StudyOptions) -> usize {
+    o.pick(5, 10)
+}
+
 /// The model's page faults and GUPS under every geometry, ebizzy per thread
 /// count under the two with walk caches, the kernel's page-fault loop.
 pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
@@ -98,13 +109,13 @@ pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
             &format!("ebizzy {t} threads"),
             ebizzy_toml(t, iters),
             &geos[..2],
-            1,
+            EBIZZY_RUNS,
         ));
     }
     v.push(Experiment::kernel(
         "pagefault on the kernel",
         pagefault_toml(size),
-        o.pick(3, 10),
+        kernel_runs(o),
     ));
     v
 }
@@ -118,11 +129,13 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         "The model runs the same workloads with the x86-64 4-level and 5-level geometries: a page-fault \
          loop (lat_pagefault), ebizzy-like threads that map, fill, search and unmap chunks, and random \
          updates (GUPS). It counts the memory references of every hardware walk, with this host's \
-         walk caches and with none. The kernel of this machine runs the page-fault loop repeatedly \
-         to give its fault latency with a 95% confidence interval.",
+         walk caches and with none; these are counts of the model, not times. The kernel of this \
+         machine runs the page-fault loop repeatedly to give its fault latency, the only time in \
+         this section.",
         "lat_pagefault minor fault 105.64 ns (4-level) vs 105.88 ns (5-level), 30 runs, p = 1.5e-6; \
          ebizzy throughput diverges from 4 threads; handle_mm_fault mean 630 ns vs 640 ns.",
     );
+    sec.method = format!("{} {INTERVALS}", sec.method);
     let pf = r.model(PAGEFAULT);
     let gups = r.model(GUPS);
     let refs = |r: &ConfigResult, mark: &str| {
@@ -162,8 +175,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             num(refs(&pf[i], "touched")),
             num(gups_refs(&gups[i])),
             num(gups_miss(&gups[i])),
-            num(mean(&pf[i], "touched", counters::MINOR_FAULTS.name)),
-            num(mean(&pf[i], "touched", counters::VMPTE_KB.name)),
+            count(mean(&pf[i], "touched", counters::MINOR_FAULTS.name)),
+            kb(mean(&pf[i], "touched", counters::VMPTE_KB.name)),
         ]);
     }
     sec.tables.push(table(
@@ -173,8 +186,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             "refs/walk, page faults",
             "refs/walk, GUPS",
             "TLB misses per 1000 GUPS accesses",
-            "minor faults",
-            "VmPTE (kB)",
+            "minor faults (page-fault loop)",
+            "VmPTE (page-fault loop)",
         ],
         rows,
     ));
@@ -197,11 +210,17 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     sec.figure("refs_per_walk_no_cache", [c4, c5]);
     sec.figure("refs_per_walk_pagefault", [w4, w5]);
     sec.figure("refs_per_walk_gups", [g4, g5]);
+    sec.figure(
+        "pagefault_minor_faults",
+        (0..4)
+            .map(|i| count_figure(mean(&pf[i], "touched", counters::MINOR_FAULTS.name)))
+            .collect::<Vec<_>>(),
+    );
     sec.chart(
-        "Memory references per hardware walk (model)",
+        "Memory references per hardware walk (model, exact counts of one run each)",
         chart::bar_chart(
             &ChartSpec::new(
-                "References per walk, 4-level vs 5-level",
+                "Memory references per hardware walk, 4-level vs 5-level (model)",
                 "workload",
                 "memory references per walk",
             ),
@@ -217,52 +236,73 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         ),
     );
 
-    // ebizzy: references per 1000 accesses as threads grow.
+    // ebizzy: references per 1000 accesses as threads grow, EBIZZY_RUNS
+    // runs per point.
     let mut series4 = Vec::new();
     let mut series5 = Vec::new();
     let mut rows = Vec::new();
+    let mut last = None;
     for (i, &t) in ebizzy_threads(o).iter().enumerate() {
         let r = r.model(EBIZZY + i);
         let k = |r: &ConfigResult| {
-            1000.0
-                * per(
-                    mean(r, "end", counters::WALK_REFS.name),
-                    mean(r, "end", counters::ACCESSES.name),
-                )
+            derived(r, Quantity::NonNegative, |at| {
+                1000.0
+                    * per(
+                        at("end", counters::WALK_REFS.name),
+                        at("end", counters::ACCESSES.name),
+                    )
+            })
         };
         let (a, b) = (k(&r[0]), k(&r[1]));
+        let ipis = summary(&r[0], "end", counters::IPIS.name, Quantity::Count);
+        let rate = |s: &Option<stats::Summary>| s.as_ref().map_or(f64::NAN, |s| s.mean);
         rows.push(vec![
             t.to_string(),
-            num(a),
-            num(b),
-            num(mean(&r[0], "end", counters::IPIS.name)),
-            num(mean(&r[0], "end", counters::MINOR_FAULTS.name)),
+            a.as_ref()
+                .map_or("n/a".into(), |s| estimate(s, Unit::Plain)),
+            b.as_ref()
+                .map_or("n/a".into(), |s| estimate(s, Unit::Plain)),
+            ipis.as_ref()
+                .map_or("n/a".into(), |s| estimate(s, Unit::Count)),
+            count(mean(&r[0], "end", counters::MINOR_FAULTS.name)),
         ]);
-        series4.push((t as f64, exact(a)));
-        series5.push((t as f64, exact(b)));
+        series4.push((t as f64, point(a.as_ref(), rate(&a))));
+        series5.push((t as f64, point(b.as_ref(), rate(&b))));
+        last = Some((t, a, b));
     }
     sec.tables.push(table(
-        "Model: ebizzy-like threads, walk references per 1000 accesses",
-        &["threads", "4-level", "5-level", "IPIs (4-level)", "faults"],
+        &format!(
+            "Model: ebizzy-like threads, walk references per 1000 accesses ({EBIZZY_RUNS} runs each)"
+        ),
+        &["threads", "4-level", "5-level", "IPIs (4-level)", "faults (4-level)"],
         rows,
     ));
-    if let (Some(a), Some(b)) = (series4.last(), series5.last()) {
+    if let Some((t, Some(a), Some(b))) = last {
+        let overlap = match (a.ci95, b.ci95) {
+            (Some(x), Some(y)) => x.low <= y.high && y.low <= x.high,
+            _ => true,
+        };
         sec.findings.push(format!(
-            "ebizzy-like churn at {} threads costs {} walk references per 1000 accesses with 5 levels \
-             vs {} with 4 ({:+.1}%, one run each; how the threads interleave moves these counts from \
-             run to run, so only a difference larger than the table's spread across thread counts \
-             means something).",
-            a.0,
-            num(b.1.value),
-            num(a.1.value),
-            100.0 * (b.1.value / a.1.value - 1.0)
+            "ebizzy-like churn at {t} threads costs {} walk references per 1000 accesses with 5 levels \
+             vs {} with 4; {}",
+            estimate(&b, Unit::Plain),
+            estimate(&a, Unit::Plain),
+            if overlap {
+                "the intervals overlap, so the model shows no difference the runs' spread could not make."
+            } else {
+                "the intervals do not overlap."
+            }
         ));
+        sec.figure("ebizzy_refs_per_1000_accesses", [&a, &b]);
     }
     sec.chart(
-        "ebizzy-like threads: walk references per 1000 accesses (model)",
+        &format!(
+            "ebizzy-like threads: walk references per 1000 accesses (model; mean of {EBIZZY_RUNS} runs \
+             per point with its 95% interval; a hollow point has no interval)"
+        ),
         chart::line_chart(
             &ChartSpec::new(
-                "ebizzy: walk cost vs threads",
+                "Walk references per 1,000 accesses vs threads, ebizzy-like (model)",
                 "threads",
                 "walk references per 1000 accesses",
             )
@@ -279,7 +319,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let levels = if fp.la57 == Some(true) { 5 } else { 4 };
     sec.figure("host_la57", fp.la57);
     if let Some(k) = r.kernel(EBIZZY + ebizzy_threads(o).len()) {
-        if let Some(s) = summary(k, "touched", counters::NS_PER_FAULT.name) {
+        if let Some(s) = summary(k, "touched", counters::NS_PER_FAULT.name, Quantity::Time) {
             sec.findings.push(format!(
                 "This machine walks {levels} levels (la57 {}; kernel {}): a minor fault on fresh anonymous \
                  memory costs {}. The seed measured 105.64 ns (4-level) and 105.88 ns (5-level) with \
@@ -294,13 +334,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
                     Some(false) => "built for 4 levels",
                     None => "configuration unreadable",
                 },
-                with_ci(&s, "ns")
+                estimate(&s, Unit::Nanoseconds)
             ));
             sec.figure("kernel_ns_per_fault", &s);
-            let model_ns = summary(&pf[0], "touched", counters::NS_PER_FAULT.name);
-            if let Some(m) = model_ns {
-                sec.figure("model_ns_per_fault", &m);
-            }
         }
     }
     sec

@@ -6,10 +6,17 @@
 
 use super::experiments::{Experiment, Results};
 use super::read::{mean, summary};
-use super::text::{num, table, with_ci};
+use super::text::{count, count_figure, estimate, table, INTERVALS};
 use super::{model, Section, StudyOptions};
 use crate::exec::ConfigResult;
 use report::chart::{self, ChartSpec};
+use report::Unit;
+use stats::Quantity;
+
+/// A latency in ns for people ("11.3 us").
+fn ns(v: u64) -> String {
+    report::human(v as f64, Unit::Nanoseconds)
+}
 
 /// Experiment indices, in declaration order.
 const SHOOTDOWN_MODEL: usize = 0;
@@ -112,11 +119,7 @@ pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
             &[model("")],
             1,
         ),
-        Experiment::kernel(
-            "tlb-shootdown kernel",
-            shootdown_toml(churn(o)),
-            o.pick(2, 5),
-        ),
+        Experiment::kernel("tlb-shootdown kernel", shootdown_toml(churn(o)), 5),
         Experiment::kernel("writeback kernel", writeback_toml(rounds, true), 1),
         Experiment::kernel("no writeback kernel", writeback_toml(rounds, false), 1),
     ]
@@ -138,6 +141,11 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         "100,000 munmaps gave 100,016 tlb:tlb_flush events; writeback write-protects PTEs and causes \
          jitter of hundreds of microseconds; fixes: prefault, mlock, MAP_POPULATE, huge pages, no swap, \
          no writable file mappings.",
+    );
+    sec.method = format!(
+        "{} The writeback workloads run once each; their latencies are percentiles of every \
+         write of that run. {INTERVALS}",
+        sec.method
     );
     let audit = host::audit_with(&if o.quick {
         host::AuditOptions {
@@ -197,17 +205,19 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let model_sd = r.model(SHOOTDOWN_MODEL);
     let ipis_model = mean(&model_sd[0], "churned", counters::IPIS.name);
     if let Some(k) = r.kernel(SHOOTDOWN_KERNEL) {
-        if let Some(s) = summary(k, "churned", counters::TLB_SHOOTDOWNS.name) {
+        if let Some(s) = summary(k, "churned", counters::TLB_SHOOTDOWNS.name, Quantity::Count) {
             sec.findings.push(format!(
-                "{churn} munmaps while a second thread of the process reads its own memory raised {} TLB-shootdown \
+                "{} munmaps while a second thread of the process reads its own memory raised {} TLB-shootdown \
                  interrupts on this machine ({:.2} per munmap; the model, with each thread on its own \
                  CPU, sends {} IPIs, {:.2} per munmap). The seed: 100,000 munmaps, 100,016 flushes.",
-                with_ci(&s, ""),
+                count(churn as f64),
+                estimate(&s, Unit::Count),
                 s.mean / churn as f64,
-                num(ipis_model),
+                count(ipis_model),
                 ipis_model / churn as f64
             ));
             sec.figure("kernel_shootdowns", &s);
+            sec.figure("model_ipis", count_figure(ipis_model));
         }
     }
     let (with_sync, without) = (r.kernel(WRITEBACK), r.kernel(NO_WRITEBACK));
@@ -217,21 +227,28 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     };
     if let (Some(a), Some(b)) = (lat(with_sync), lat(without)) {
         sec.findings.push(format!(
-            "Writes to a shared file mapping take p99 {} ns and p99.9 {} ns (max {} ns) while another \
-             thread msyncs it, against p99 {} ns, p99.9 {} ns (max {} ns) without writeback: each \
-             msync write-protects the dirty PTEs and the next write faults.",
-            a.p99_ns, a.p999_ns, a.max_ns, b.p99_ns, b.p999_ns, b.max_ns
+            "Writes to a shared file mapping take p99 {}, p99.9 {} and at most {} while another \
+             thread msyncs it, against p99 {}, p99.9 {} and at most {} without writeback ({} writes \
+             each, one run): each msync write-protects the dirty PTEs and the next write faults.",
+            ns(a.p99_ns),
+            ns(a.p999_ns),
+            ns(a.max_ns),
+            ns(b.p99_ns),
+            ns(b.p999_ns),
+            ns(b.max_ns),
+            count(a.count as f64)
         ));
         sec.chart(
-            "Write latency to a shared file mapping, with and without msync (kernel)",
-            chart::log2_histogram_chart(
+            "Write latency to a shared file mapping by percentile, p50 to the maximum, with and \
+             without msync (kernel, one run each; log scale so that the tail shows)",
+            chart::percentile_chart(
                 &ChartSpec::new(
-                    "Writeback jitter",
-                    "latency (ns, log2 buckets)",
-                    "share of writes (%)",
-                ),
-                &[("with msync", &a), ("without", &b)],
-                chart::HistScale::Percent,
+                    "Write latency percentiles to a shared file mapping, with and without msync (kernel)",
+                    "percentile of writes",
+                    "write latency (ns, log scale)",
+                )
+                .unit(Unit::Nanoseconds),
+                &[("with msync", &a), ("without msync", &b)],
             ),
         );
         sec.figure("writeback_latency", [&a, &b]);

@@ -5,11 +5,12 @@
 
 use super::experiments::{Experiment, Results};
 use super::read::{mean, per};
-use super::text::{exact, num, table};
+use super::text::{count, count_figure, exact, kb, num, table};
 use super::{model, Section, StudyOptions};
 use crate::config::RunConfig;
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Series};
+use report::chart::{self, ChartSpec, Series, YScale};
+use report::Unit;
 
 /// Experiment indices, in declaration order.
 const DENSE: usize = 0;
@@ -113,11 +114,11 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     for (i, l) in labels.iter().enumerate() {
         rows.push(vec![
             l.to_string(),
-            num(mean(&dense[i], "touched", counters::MINOR_FAULTS.name)),
-            num(mean(&dense[i], "touched", counters::VMPTE_KB.name)),
+            count(mean(&dense[i], "touched", counters::MINOR_FAULTS.name)),
+            kb(mean(&dense[i], "touched", counters::VMPTE_KB.name)),
             num(miss(&dense[i])),
-            num(mean(&sparse[i], "touched", counters::VMPTE_KB.name)),
-            num(mean(&sparse[i], "touched", counters::RSS_ANON_KB.name)),
+            kb(mean(&sparse[i], "touched", counters::VMPTE_KB.name)),
+            kb(mean(&sparse[i], "touched", counters::RSS_ANON_KB.name)),
         ]);
     }
     sec.tables.push(table(
@@ -125,10 +126,10 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         &[
             "configuration",
             "faults (dense)",
-            "VmPTE kB (dense)",
+            "VmPTE (dense)",
             "TLB misses per 1000 random reads",
-            "VmPTE kB (sparse)",
-            "RssAnon kB (sparse)",
+            "VmPTE (sparse)",
+            "RssAnon (sparse)",
         ],
         rows,
     ));
@@ -137,10 +138,10 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         "Faulting {size} densely takes {} faults with 4 KiB pages, {} with 64 KiB mTHP, {} with 2 MiB THP \
          and {} with a 64 KiB base page: the 64 KiB page gives mTHP's fault count without needing \
          free 64 KiB blocks, and THP does 32 times better still where 2 MiB is available.",
-        num(f(0)),
-        num(f(1)),
-        num(f(2)),
-        num(f(3))
+        count(f(0)),
+        count(f(1)),
+        count(f(2)),
+        count(f(3))
     ));
     sec.findings.push(format!(
         "Random reads over the region miss the TLB {} times per 1000 accesses with 4 KiB pages, {} with \
@@ -157,34 +158,49 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         mean(&sparse[3], "touched", counters::VMPTE_KB.name),
     );
     sec.findings.push(format!(
-        "The cost the RFC's critics named: on a sparse {sparse_size} arena the 64 KiB tables take {} kB \
-         against {} kB with 4 KiB tables ({:.1} times), and each touched page makes 64 KiB resident \
-         ({} kB vs {} kB).",
-        num(s64),
-        num(s4),
+        "The cost the RFC's critics named: on a sparse {sparse_size} arena the 64 KiB tables take {} \
+         against {} with 4 KiB tables ({:.1} times), and each touched page makes 64 KiB resident \
+         ({} vs {}).",
+        kb(s64),
+        kb(s4),
         s64 / s4,
-        num(mean(&sparse[3], "touched", counters::RSS_ANON_KB.name)),
-        num(mean(&sparse[0], "touched", counters::RSS_ANON_KB.name))
+        kb(mean(&sparse[3], "touched", counters::RSS_ANON_KB.name)),
+        kb(mean(&sparse[0], "touched", counters::RSS_ANON_KB.name))
     ));
-    sec.figure("dense_faults", (0..4).map(f).collect::<Vec<_>>());
-    sec.figure("sparse_vmpte_kb", [s4, s64]);
+    sec.figure(
+        "dense_faults",
+        (0..4).map(|i| count_figure(f(i))).collect::<Vec<_>>(),
+    );
+    sec.figure("sparse_vmpte_kb", [count_figure(s4), count_figure(s64)]);
+    sec.figure(
+        "tlb_misses_per_1000_reads",
+        (0..4).map(|i| miss(&dense[i])).collect::<Vec<_>>(),
+    );
     let cats: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
     sec.chart(
-        "Page faults to fault the dense region in (model)",
+        &format!("Page faults to fault the dense {size} region in (model, exact counts of one run; log scale)"),
         chart::bar_chart(
-            &ChartSpec::new("Faults, dense region", "configuration", "page faults"),
+            &ChartSpec::new(
+                format!("Page faults to fault {size} in, by page size (model)"),
+                "configuration",
+                "page faults (log scale)",
+            )
+            .unit(Unit::Count)
+            .y_scale(YScale::Log),
             &cats,
             &[Series::new("faults", (0..4).map(|i| exact(f(i))).collect())],
         ),
     );
     sec.chart(
-        "Page-table memory of the sparse arena (model)",
+        &format!("Page-table memory of the sparse {sparse_size} arena (model, one run; log scale)"),
         chart::bar_chart(
             &ChartSpec::new(
-                "Page tables of a sparse arena",
+                format!("VmPTE of a sparse {sparse_size} arena, one write per 32 MiB (model)"),
                 "configuration",
-                "VmPTE (kB)",
-            ),
+                "VmPTE (kB, log scale)",
+            )
+            .unit(Unit::Kilobytes)
+            .y_scale(YScale::Log),
             &cats,
             &[Series::new(
                 "VmPTE",
@@ -195,9 +211,14 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         ),
     );
     sec.chart(
-        "TLB misses per 1000 random reads (model)",
+        "TLB misses per 1,000 random reads of the dense region (model, one run; every bar labelled, \
+         so THP's 0 shows)",
         chart::bar_chart(
-            &ChartSpec::new("TLB reach", "configuration", "TLB misses per 1000 accesses"),
+            &ChartSpec::new(
+                format!("TLB misses per 1,000 random reads over {size} (model)"),
+                "configuration",
+                "TLB misses per 1,000 reads",
+            ),
             &cats,
             &[Series::new(
                 "misses",
