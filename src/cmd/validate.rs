@@ -3,7 +3,7 @@
 use super::print_json;
 use crate::cli::ValidateArgs;
 use crate::cmd::run::{about_workload, config_from, progress};
-use crate::fail::CmdResult;
+use crate::fail::{CmdResult, Failure};
 use crate::out::{out, outln};
 use experiment::validate;
 use std::process::ExitCode;
@@ -44,6 +44,11 @@ pub fn run(args: ValidateArgs) -> CmdResult {
                 })
             })
             .collect();
+        outln!(
+            "Compared at every mark: {} ({} counters)",
+            outcome.compared.join(", "),
+            outcome.compared.len()
+        )?;
         for w in &outcome.workloads {
             outln!(
                 "{:<28} {}",
@@ -59,11 +64,13 @@ pub fn run(args: ValidateArgs) -> CmdResult {
             outln!()?;
             out!("{}", report::views::validate_table(&rows).render())?;
         }
+        print_observed(&outcome)?;
         outln!(
-            "\n{} of {} workloads agree with the kernel ({})",
+            "\n{} of {} workloads agree with the kernel on the compared counters ({}); {} warning(s)",
             outcome.workloads.iter().filter(|w| w.ok).count(),
             outcome.workloads.len(),
-            model.label
+            model.label,
+            outcome.warnings
         )?;
     }
     Ok(if outcome.ok {
@@ -71,4 +78,54 @@ pub fn run(args: ValidateArgs) -> CmdResult {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The observed counters side by side: a row per workload where either side
+/// is nonzero, then each warning with its reason.
+fn print_observed(outcome: &validate::Outcome) -> Result<(), Failure> {
+    use report::{Cell, Table};
+    let mut t = Table::new(["workload", "counter", "kernel", "runs", "model", ""]);
+    let mut quiet = 0;
+    for w in &outcome.workloads {
+        for o in &w.observed {
+            let (min, max) = o.kernel.range();
+            if max == 0 && o.model == 0 {
+                quiet += 1;
+                continue;
+            }
+            t.push_row([
+                Cell::text(&w.workload),
+                Cell::text(&o.counter),
+                Cell::text(if min == max {
+                    min.to_string()
+                } else {
+                    format!("{min} to {max}")
+                }),
+                Cell::int(o.kernel.samples.len() as i64),
+                Cell::int(o.model),
+                Cell::text(if o.warning.is_some() { "warning" } else { "" }),
+            ]);
+        }
+    }
+    outln!(
+        "\nObserved, not compared (the kernel's value is not the workload's alone), at the end mark: {}",
+        outcome.observed.join(", ")
+    )?;
+    if quiet > 0 {
+        outln!("0 on both sides in {quiet} workload(s)")?;
+    }
+    if !t.is_empty() {
+        out!("{}", t.render())?;
+    }
+    for w in &outcome.workloads {
+        for o in w.warnings() {
+            outln!(
+                "warning: {} {}: {}",
+                w.workload,
+                o.counter,
+                o.warning.as_deref().unwrap_or_default()
+            )?;
+        }
+    }
+    Ok(())
 }

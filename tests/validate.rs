@@ -1,0 +1,125 @@
+//! `ptlab validate` as a user meets it: it says which counters it compares,
+//! and shows the ones it does not compare (TLB shootdowns) beside the
+//! kernel's spread, warning without failing.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+/// One thread maps, writes and unmaps a page 500 times while a second one
+/// reads its own memory: every munmap must reach the second thread's CPU.
+const TWO_THREAD_MUNMAP: &str = r#"name = "two-thread-munmap"
+[[thread]]
+op = [
+  { barrier = true },
+  { repeat = 500, op = [
+    { mmap = "page", size = "4KiB" },
+    { touch = "page", access = "write" },
+    { munmap = "page" },
+  ] },
+  { barrier = true },
+]
+
+[[thread]]
+op = [
+  { mmap = "own", size = "1MiB" },
+  { touch = "own", access = "write" },
+  { barrier = true },
+  { repeat = 20, op = [
+    { touch = "own", access = "read", pattern = "random", count = 4096 },
+  ] },
+  { barrier = true },
+  { munmap = "own" },
+]
+"#;
+
+const MUNMAPS: i64 = 500;
+
+fn ptlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn shootdowns_are_shown_side_by_side_and_only_warn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two-thread-munmap.toml");
+    std::fs::write(&path, TWO_THREAD_MUNMAP).unwrap();
+    let out = ptlab(&["validate", path.to_str().unwrap(), "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+
+    // What was compared, from the registry, and at which marks.
+    let compared: Vec<&str> = v["compared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(compared, counters::COMPARED);
+    let shootdowns = counters::TLB_SHOOTDOWNS.name;
+    assert!(!compared.contains(&shootdowns));
+    assert!(v["observed"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from(shootdowns)));
+    let w = &v["workloads"][0];
+    assert_eq!(w["compared_marks"], serde_json::json!(["end"]), "{w}");
+
+    // The shootdowns side by side: the model sends one per munmap to the
+    // other thread's CPU, so the kernel was run several times for a spread.
+    let o = w["observed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["counter"] == shootdowns)
+        .unwrap_or_else(|| panic!("no {shootdowns} entry: {w}"));
+    assert_eq!(o["mark"], "end");
+    let model = o["model"].as_i64().unwrap();
+    assert!(model >= MUNMAPS, "{o}");
+    let samples: Vec<i64> = o["kernel"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_i64().unwrap())
+        .collect();
+    assert_eq!(samples.len(), experiment::validate::KERNEL_RUNS, "{o}");
+    assert_eq!(o["kernel"]["n"], samples.len());
+    let (min, max) = (
+        *samples.iter().min().unwrap(),
+        *samples.iter().max().unwrap(),
+    );
+    assert_eq!(o["kernel"]["min"].as_f64(), Some(min as f64));
+    assert_eq!(o["kernel"]["max"].as_f64(), Some(max as f64));
+    // A warning exactly when the model lies outside the kernel's runs.
+    let outside = model < min || model > max;
+    assert_eq!(o["warning"].is_string(), outside, "{o}");
+    assert_eq!(v["warnings"].as_u64(), Some(u64::from(outside)), "{v}");
+
+    // Warnings never decide the exit status: the compared counters do.
+    let ok = w["ok"].as_bool().unwrap();
+    assert_eq!(w["diffs"].as_array().unwrap().is_empty(), ok);
+    assert_eq!(out.status.code(), Some(if ok { 0 } else { 1 }), "{err}");
+}
+
+#[test]
+fn the_terminal_output_names_what_it_compares() {
+    let out = ptlab(&["validate", "anon-write"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Compared at every mark: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    for c in counters::COMPARED {
+        assert!(line.contains(c), "{line}");
+    }
+    assert!(text.contains("Observed, not compared"), "{text}");
+    assert!(text.contains(counters::TLB_SHOOTDOWNS.name), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("anon-write ") && l.contains(" ok (")),
+        "{text}"
+    );
+}
