@@ -335,10 +335,7 @@ impl PageTable {
         let below = level.down();
         let size = self.entry_size(level);
         if !self.holds_leaves(below) {
-            return Err(PtError::CannotSplit {
-                size,
-                level: below.get(),
-            });
+            return Err(PtError::CannotSplit { size, level: below });
         }
         let step = self.entry_size(below);
         let base_va = va & !(size - 1);
