@@ -417,7 +417,15 @@ impl PageTable {
             }
             off += step;
         }
-        self.set_ptes(table, leaf_level, va, pa, n / step, attrs, contiguous);
+        self.set_ptes(
+            table,
+            leaf_level,
+            VirtAddr::new(va),
+            PhysAddr::new(pa),
+            n / step,
+            attrs,
+            contiguous,
+        );
         Ok(n)
     }
 
@@ -736,7 +744,15 @@ impl PageTable {
         self.edit_range(va, len, &mut |pt, table, level, m| {
             let step = pt.entry_size(level);
             let attrs = Attrs { perms, ..m.attrs };
-            pt.set_ptes(table, level, m.va, m.pa, m.size / step, attrs, m.contiguous);
+            pt.set_ptes(
+                table,
+                level,
+                VirtAddr::new(m.va),
+                PhysAddr::new(m.pa),
+                m.size / step,
+                attrs,
+                m.contiguous,
+            );
             flush.add(m.va, m.size);
         })?;
         Ok(flush)
@@ -819,7 +835,7 @@ impl PageTable {
                     }
                     // A huge leaf straddles the boundary: split it one level down.
                     let child = self.alloc_table(level.down())?;
-                    match self.split_huge_leaf(table, level, boundary, child, None) {
+                    match self.split_huge_leaf(table, level, VirtAddr::new(boundary), child, None) {
                         Ok(true) => {}
                         other => {
                             self.free_table(child)?;

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use pt::geometry::{self, preset};
 use pt::table::PtError;
-use pt::{Attrs, Entry, Level, PageTable, Perms, TableAddr};
+use pt::{Attrs, Entry, Level, PageTable, Perms, PhysAddr, TableAddr, VirtAddr};
 use std::collections::BTreeMap;
 
 /// Base of the window the property tests work in: 1 GiB-aligned, canonical
@@ -441,7 +441,7 @@ fn templated_leaves_are_the_words_write_entry_writes() {
                 let Some(bits) = a.leaf_bits(lv, &attrs) else {
                     continue;
                 };
-                a.set_leaf_bits(ta, lv, va, bits, pa);
+                a.set_leaf_bits(ta, lv, VirtAddr::new(va), bits, PhysAddr::new(pa));
                 let e = Entry::Leaf {
                     pa,
                     attrs,
