@@ -2,17 +2,18 @@
 //! long touch with a typed error, and progress reports that count every
 //! thread's accesses against the plan.
 
-use backend::model::{self, ModelConfig, ModelError, RunOptions, CHECK_EVERY};
-use std::collections::BTreeMap;
+use backend::model::{self, ModelConfig, ModelError, ModelOptions, RunOptions, Thp, CHECK_EVERY};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn config() -> ModelConfig {
-    let opts: BTreeMap<String, String> = [("thp", "never"), ("tlb", "zen4"), ("cpus", "2")]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    ModelConfig::from_options(&opts).unwrap()
+    let opts = ModelOptions {
+        thp: Some(Thp::Never),
+        tlb: Some("zen4".into()),
+        cpus: Some(2),
+        ..ModelOptions::default()
+    };
+    ModelConfig::new(&opts).unwrap()
 }
 
 fn parse(text: &str) -> workload::plan::Workload {

@@ -120,7 +120,7 @@ pub fn run_once(w: &Workload, cfg: &RunConfig, opts: &ExecOptions) -> Result<Run
 /// # Errors
 /// [`ExecError::Config`] for an option the model cannot use.
 pub fn model_config(cfg: &RunConfig) -> Result<backend::model::ModelConfig, ExecError> {
-    backend::model::ModelConfig::from_options(&cfg.model.to_options()).map_err(|e| {
+    backend::model::ModelConfig::new(&cfg.model).map_err(|e| {
         ExecError::from(crate::config::ConfigError::BadValue {
             origin: String::new(),
             key: e.key,

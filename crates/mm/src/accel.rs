@@ -93,7 +93,7 @@ mod tests {
     use crate::space::{AddressSpace, MmapArgs};
     use crate::vma::{Backing, Prot, Vma, VmaFlags, Vmas};
     use crate::MmConfig;
-    use pt::{Entry, Level};
+    use pt::{Entry, Level, PhysAddr, VirtAddr};
     use std::sync::Arc;
 
     /// xorshift64: a repeatable stream of test choices.
@@ -221,7 +221,7 @@ mod tests {
             };
             let (a, b) = (2 * i as u64 * page, (2 * i as u64 + 1) * page);
             let pa = (0x1234_5000 + i as u64) << 12;
-            s.pt.set_leaf_bits(t, Level::PTE, a, bits, pa);
+            s.pt.set_leaf_bits(t, Level::PTE, VirtAddr::new(a), bits, PhysAddr::new(pa));
             let plain = Entry::Leaf {
                 pa,
                 attrs: crate::space::anon_leaf_attrs(Prot::from_index(i), true),

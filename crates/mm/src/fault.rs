@@ -13,7 +13,7 @@ use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::space::{AddressSpace, PageKind, Rss};
 use crate::vma::Vma;
-use pt::{Attrs, Entry, Level, Perms, TableAddr};
+use pt::{Attrs, Entry, Level, Perms, PhysAddr, TableAddr, VirtAddr};
 
 /// The access that faulted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -367,8 +367,15 @@ impl AddressSpace {
     fn set_ptes(&self, table: TableAddr, base: u64, pa: u64, size: u64, attrs: Attrs) {
         let fold = self.pt.can_fold(Level::PTE, base, size);
         let nr = size >> self.page_shift;
-        self.pt
-            .set_ptes(table, Level::PTE, base, pa, nr, attrs, fold);
+        self.pt.set_ptes(
+            table,
+            Level::PTE,
+            VirtAddr::new(base),
+            PhysAddr::new(pa),
+            nr,
+            attrs,
+            fold,
+        );
     }
 
     // Linux: mm/memory.c, do_anonymous_page (+ alloc_anon_folio for mTHP)
@@ -421,9 +428,13 @@ impl AddressSpace {
         match self.anon_pte_bits[vma.prot.index()] {
             // One page: the PTE from this protection's template (the
             // attributes are encoded once per address space).
-            Some(bits) if size == self.page => {
-                self.pt.set_leaf_bits(table, Level::PTE, base, bits, pa)
-            }
+            Some(bits) if size == self.page => self.pt.set_leaf_bits(
+                table,
+                Level::PTE,
+                VirtAddr::new(base),
+                bits,
+                PhysAddr::new(pa),
+            ),
             _ => {
                 let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
                 if size > self.page {

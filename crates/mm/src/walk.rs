@@ -10,7 +10,7 @@ use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::space::{lock_plain, AddressSpace, PageKind, Rss};
 use crate::vma::Vma;
-use pt::{Attrs, Entry, Level, TableAddr};
+use pt::{Attrs, Entry, Level, PhysAddr, TableAddr, VirtAddr};
 use std::sync::atomic::Ordering;
 
 /// What to do with each present PTE of a range.
@@ -66,7 +66,12 @@ impl AddressSpace {
             .ok_or_else(|| Errno::Internal(format!("no deposited table for {haddr:#x}")))?;
         let zero = Some(pa) == self.huge_zero_pa;
         // Linux: __split_huge_zero_page_pmd maps the small zero page.
-        let each = zero.then(|| (self.zero_pa, self.leaf_attrs(vma, PageKind::Zero, false)));
+        let each = zero.then(|| {
+            (
+                PhysAddr::new(self.zero_pa),
+                self.leaf_attrs(vma, PageKind::Zero, false),
+            )
+        });
         if !zero {
             let n = self.pmd_size / self.page;
             self.anon_huge.fetch_sub(n as i64, Ordering::Relaxed);
@@ -74,7 +79,7 @@ impl AddressSpace {
         // The deposit was counted; installing it counts it again.
         self.pt.uncount_table(Level::PTE);
         self.pt
-            .split_huge_leaf(pmd_table, Level::PMD, haddr, dep, each)?;
+            .split_huge_leaf(pmd_table, Level::PMD, VirtAddr::new(haddr), dep, each)?;
         d.add_flush(haddr, self.pmd_size);
         Ok(())
     }

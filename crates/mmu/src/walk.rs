@@ -40,7 +40,7 @@
 
 use pt::entry::{self, DecodeError, Entry, LeafFields, TableFields};
 use pt::geometry::MAX_LEVELS;
-use pt::{Geometry, PageTable};
+use pt::{Geometry, Level, PageTable, TableAddr, VirtAddr};
 use thiserror::Error;
 
 use crate::pwc::Pwc;
@@ -331,7 +331,11 @@ where
     let (mut refs, mut ad_writes) = (0, 0);
     let result = loop {
         let epa = gi.entry_pa(table, level, va);
-        debug_assert_eq!(epa, pt.hw_entry_pa(table, level, va));
+        debug_assert_eq!(
+            epa,
+            pt.hw_entry_pa(TableAddr::new(table), Level::new(level), VirtAddr::new(va))
+                .get()
+        );
         if let Err(f) = before_read(epa) {
             break Err(f);
         }
@@ -571,7 +575,8 @@ mod tests {
                     let t = 1u64 << 32;
                     assert_eq!(
                         gi.entry_pa(t, level, va),
-                        pt.hw_entry_pa(t, level, va),
+                        pt.hw_entry_pa(TableAddr::new(t), Level::new(level), VirtAddr::new(va))
+                            .get(),
                         "{} level {level} va {va:#x}",
                         g.name()
                     );

@@ -47,7 +47,7 @@ mod memo;
 mod pgtable;
 mod types;
 pub use memo::WalkMemo;
-pub use types::{Level, TableAddr};
+pub use types::{Level, PhysAddr, TableAddr, VirtAddr};
 
 /// Errors of the page-table operations.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -68,12 +68,12 @@ pub enum PtError {
     AlreadyMapped { va: u64 },
     #[error("{arch} cannot express the permissions {perms:?} in a present entry")]
     Unrepresentable { arch: &'static str, perms: Perms },
-    #[error("a table hangs below {va:#x} at level {level}: free empty tables before mapping a huge leaf there")]
-    TableInTheWay { va: u64, level: usize },
-    #[error("{va:#x} is not mapped (walk stopped at level {level})")]
-    NotMapped { va: u64, level: usize },
-    #[error("cannot split a {size:#x} leaf: level {level} holds no leaves")]
-    CannotSplit { size: u64, level: usize },
+    #[error("a table hangs below {va:#x} at {level}: free empty tables before mapping a huge leaf there")]
+    TableInTheWay { va: u64, level: Level },
+    #[error("{va:#x} is not mapped (walk stopped at {level})")]
+    NotMapped { va: u64, level: Level },
+    #[error("cannot split a {size:#x} leaf: {level} holds no leaves")]
+    CannotSplit { size: u64, level: Level },
     #[error("corrupt entry: {0}")]
     Corrupt(#[from] entry::DecodeError),
     #[error(transparent)]
@@ -86,8 +86,8 @@ pub struct Translation {
     pub pa: u64,
     /// Bytes mapped by the leaf (the run's size for a contiguous leaf).
     pub size: u64,
-    /// Level of the leaf (0 = PTE level).
-    pub level: usize,
+    /// Level of the leaf.
+    pub level: Level,
     pub attrs: Attrs,
     pub contiguous: bool,
     /// Physical addresses of the hardware words a walk reads, root first.
@@ -108,7 +108,7 @@ pub struct Mapping {
     pub va: u64,
     pub pa: u64,
     pub size: u64,
-    pub level: usize,
+    pub level: Level,
     pub attrs: Attrs,
     pub contiguous: bool,
 }
@@ -258,11 +258,13 @@ impl PageTable {
     // The hardware walk's view.
 
     /// Physical address of the hardware word a hardware walk reads for `va`
-    /// in the table at `table`: inside the software entry, the word of the
+    /// in `table` (of `level`): inside the software entry, the word of the
     /// hardware page that `va` falls in.
     #[inline]
-    pub fn hw_entry_pa(&self, table: u64, level: usize, va: u64) -> u64 {
-        table + self.geom.hw_word_offset(level, va)
+    pub fn hw_entry_pa(&self, table: TableAddr, level: Level, va: VirtAddr) -> PhysAddr {
+        table
+            .phys()
+            .add(self.geom.hw_word_offset(level.get(), va.get()))
     }
 
     // ---------------------------------------------------------------
@@ -410,12 +412,20 @@ impl PageTable {
             if let Entry::Table { .. } = self.read_entry(table, leaf_level, va + off)? {
                 return Err(PtError::TableInTheWay {
                     va: va + off,
-                    level: kind.level,
+                    level: leaf_level,
                 });
             }
             off += step;
         }
-        self.set_ptes(table, leaf_level, va, pa, n / step, attrs, contiguous);
+        self.set_ptes(
+            table,
+            leaf_level,
+            VirtAddr::new(va),
+            PhysAddr::new(pa),
+            n / step,
+            attrs,
+            contiguous,
+        );
         Ok(n)
     }
 
@@ -484,7 +494,12 @@ impl PageTable {
             }
             match entry::decode(g, level, raw)? {
                 Entry::Table { pa } => table = pa,
-                Entry::Invalid => return Err(PtError::NotMapped { va, level }),
+                Entry::Invalid => {
+                    return Err(PtError::NotMapped {
+                        va,
+                        level: Level::new(level),
+                    })
+                }
                 Entry::Leaf {
                     pa,
                     attrs,
@@ -498,7 +513,7 @@ impl PageTable {
                     return Ok(Translation {
                         pa: entry::leaf_output(pa, size, va),
                         size,
-                        level,
+                        level: Level::new(level),
                         attrs,
                         contiguous,
                         entry_pas,
@@ -534,7 +549,9 @@ impl PageTable {
             return None;
         }
         Some(match self.table_on_path(va, 0) {
-            Ok(table) => self.hw_entry_pa(table, Level::PTE.get(), va),
+            Ok(table) => self
+                .hw_entry_pa(TableAddr::new(table), Level::PTE, VirtAddr::new(va))
+                .get(),
             Err(last) => last,
         })
     }
@@ -628,7 +645,7 @@ impl PageTable {
             va: va & !(run - 1),
             pa: pa & !(run - 1),
             size: run,
-            level: level.get(),
+            level,
             attrs,
             contiguous,
         }
@@ -727,7 +744,15 @@ impl PageTable {
         self.edit_range(va, len, &mut |pt, table, level, m| {
             let step = pt.entry_size(level);
             let attrs = Attrs { perms, ..m.attrs };
-            pt.set_ptes(table, level, m.va, m.pa, m.size / step, attrs, m.contiguous);
+            pt.set_ptes(
+                table,
+                level,
+                VirtAddr::new(m.va),
+                PhysAddr::new(m.pa),
+                m.size / step,
+                attrs,
+                m.contiguous,
+            );
             flush.add(m.va, m.size);
         })?;
         Ok(flush)
@@ -810,7 +835,7 @@ impl PageTable {
                     }
                     // A huge leaf straddles the boundary: split it one level down.
                     let child = self.alloc_table(level.down())?;
-                    match self.split_huge_leaf(table, level, boundary, child, None) {
+                    match self.split_huge_leaf(table, level, VirtAddr::new(boundary), child, None) {
                         Ok(true) => {}
                         other => {
                             self.free_table(child)?;

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use pt::geometry::{self, preset};
 use pt::table::PtError;
-use pt::{Attrs, Entry, Level, PageTable, Perms, TableAddr};
+use pt::{Attrs, Entry, Level, PageTable, Perms, PhysAddr, TableAddr, VirtAddr};
 use std::collections::BTreeMap;
 
 /// Base of the window the property tests work in: 1 GiB-aligned, canonical
@@ -136,7 +136,7 @@ fn run_sequence(name: &str, ops: &[Op]) {
             let t = pt.translate(*va + 8).unwrap();
             assert_eq!(t.pa, *pa + 8);
             assert_eq!(t.attrs.perms, *perms);
-            assert_eq!(t.reads, pt.geometry().num_levels() - t.level);
+            assert_eq!(t.reads, pt.geometry().num_levels() - t.level.get());
             // What a replay prefetches is the word the walk read last.
             assert_eq!(pt.last_walk_word(*va + 8), t.entry_pas().last().copied());
         }
@@ -212,7 +212,7 @@ fn the_same_gib_in_2m_leaves_needs_no_pte_tables() {
     let t = pt.translate((1 << 40) + (3 << 20) + 5).unwrap();
     assert_eq!(
         (t.pa, t.size, t.level, t.reads),
-        (PBASE + (3 << 20) + 5, 2 << 20, 1, 3)
+        (PBASE + (3 << 20) + 5, 2 << 20, Level::PMD, 3)
     );
 }
 
@@ -267,7 +267,10 @@ fn misaligned_and_unknown_leaves_are_refused() {
     pt.unmap(WINDOW, 4096).unwrap().flush.done();
     assert!(matches!(
         pt.map(WINDOW, PBASE, 2 << 20, 2 << 20, a),
-        Err(PtError::TableInTheWay { level: 1, .. })
+        Err(PtError::TableInTheWay {
+            level: Level::PMD,
+            ..
+        })
     ));
     pt.free_empty(WINDOW, 2 << 20)
         .unwrap()
@@ -342,7 +345,10 @@ fn partial_unmap_of_a_huge_leaf_splits_it() {
     assert_eq!(pt.translate(WINDOW + (4 << 20)).unwrap().size, 2 << 20);
     assert!(matches!(
         pt.translate(WINDOW + (2 << 20) + 4096),
-        Err(PtError::NotMapped { level: 0, .. })
+        Err(PtError::NotMapped {
+            level: Level::PTE,
+            ..
+        })
     ));
 }
 
@@ -435,7 +441,7 @@ fn templated_leaves_are_the_words_write_entry_writes() {
                 let Some(bits) = a.leaf_bits(lv, &attrs) else {
                     continue;
                 };
-                a.set_leaf_bits(ta, lv, va, bits, pa);
+                a.set_leaf_bits(ta, lv, VirtAddr::new(va), bits, PhysAddr::new(pa));
                 let e = Entry::Leaf {
                     pa,
                     attrs,

@@ -2,7 +2,7 @@
 //! refuses, and the per-table and per-level counts it keeps.
 
 use pt::geometry::preset;
-use pt::{Attrs, Entry, Level, PageTable, Perms, TableAddr};
+use pt::{Attrs, Entry, Level, PageTable, Perms, PhysAddr, TableAddr, VirtAddr};
 use std::sync::Arc;
 
 const VA: u64 = 0x10_0000_0000;
@@ -35,7 +35,15 @@ fn pmd_table(pt: &PageTable) -> TableAddr {
 fn set_ptes_writes_a_run_of_leaves_and_counts_them() {
     let pt = tree("x86-64-4l");
     let t = pt.alloc_table(Level::PTE).unwrap();
-    pt.set_ptes(t, Level::PTE, VA, PA, 5, rw(), false);
+    pt.set_ptes(
+        t,
+        Level::PTE,
+        VirtAddr::new(VA),
+        PhysAddr::new(PA),
+        5,
+        rw(),
+        false,
+    );
     assert_eq!(pt.present_entries(t), 5);
     for i in 0..5 {
         let e = pt.read_entry(t, Level::PTE, VA + i * 4096).unwrap();
@@ -106,7 +114,10 @@ fn racing_alloc_install_leaves_one_table_and_frees_the_rest() {
 
 #[test]
 fn split_huge_leaf_maps_the_same_pages_below_or_one_page_everywhere() {
-    for each in [None, Some((PA + (64 << 20), Attrs::new(Perms::USER_R)))] {
+    for each in [
+        None,
+        Some((PhysAddr::new(PA + (64 << 20)), Attrs::new(Perms::USER_R))),
+    ] {
         let pt = tree("x86-64-4l");
         let huge = 2u64 << 20;
         let va = VA + (8 << 20);
@@ -115,7 +126,7 @@ fn split_huge_leaf_maps_the_same_pages_below_or_one_page_everywhere() {
         let before = pt.tables_at(Level::PTE);
         let child = pt.alloc_table(Level::PTE).unwrap();
         assert!(pt
-            .split_huge_leaf(pmd, Level::PMD, va + 0x5000, child, each)
+            .split_huge_leaf(pmd, Level::PMD, VirtAddr::new(va + 0x5000), child, each)
             .unwrap());
         assert_eq!(pt.next_table(pmd, Level::PMD, va), Some(child));
         assert_eq!(pt.tables_at(Level::PTE), before + 1);
@@ -129,7 +140,7 @@ fn split_huge_leaf_maps_the_same_pages_below_or_one_page_everywhere() {
                     assert_eq!(t.attrs, rw());
                 }
                 Some((one, a)) => {
-                    assert_eq!(t.pa, one + 8);
+                    assert_eq!(t.pa, one.get() + 8);
                     assert_eq!(t.attrs, a);
                 }
             }
@@ -137,7 +148,7 @@ fn split_huge_leaf_maps_the_same_pages_below_or_one_page_everywhere() {
         // Not a leaf any more: nothing to split.
         let spare = pt.alloc_table(Level::PTE).unwrap();
         assert!(!pt
-            .split_huge_leaf(pmd, Level::PMD, va, spare, each)
+            .split_huge_leaf(pmd, Level::PMD, VirtAddr::new(va), spare, each)
             .unwrap());
         pt.free_table(spare).unwrap();
     }

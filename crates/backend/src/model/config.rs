@@ -1,6 +1,8 @@
 //! The model's configuration: geometry, the OS model's knobs and the MMU,
-//! with defaults that mirror this host (shared/spec/cli.md, "Model options").
+//! with defaults that mirror this host (shared/spec/cli.md, "Model options"),
+//! built from the typed [`ModelOptions`] without parsing their text again.
 
+use super::settings::{self as opt, ModelOptions, Named};
 use mm::config::{Locking, MmConfig, MthpPolicy, Reclaim, ThpMode};
 use mmu::MmuConfig;
 use pt::Geometry;
@@ -45,20 +47,19 @@ fn host_thp() -> ThpMode {
     }
 }
 
-fn parse_policy(s: &str) -> Option<MthpPolicy> {
-    Some(match s {
-        "always" => MthpPolicy::Always,
-        "madvise" => MthpPolicy::Madvise,
-        "never" => MthpPolicy::Never,
-        "inherit" => MthpPolicy::Inherit,
-        _ => return None,
-    })
+/// The OS model's policy for an mTHP option.
+fn mthp_policy(p: opt::MthpPolicy) -> MthpPolicy {
+    match p {
+        opt::MthpPolicy::Always => MthpPolicy::Always,
+        opt::MthpPolicy::Madvise => MthpPolicy::Madvise,
+        opt::MthpPolicy::Never => MthpPolicy::Never,
+        opt::MthpPolicy::Inherit => MthpPolicy::Inherit,
+    }
 }
 
-/// Parses `16k` / `64K` / `2048kB` into bytes.
-fn parse_kib(s: &str) -> Option<u64> {
-    let t = s.trim().trim_end_matches("kB").trim_end_matches(['k', 'K']);
-    t.parse::<u64>().ok().map(|k| k << 10)
+/// The policy sysfs spells `s` (host settings are read as text).
+fn parse_policy(s: &str) -> Option<MthpPolicy> {
+    <opt::MthpPolicy as Named>::parse(s).map(mthp_policy)
 }
 
 /// This host's multi-size THP policies (sysfs hugepages-<size>kB).
@@ -86,62 +87,55 @@ pub fn host_tlb_preset() -> &'static str {
 }
 
 impl ModelConfig {
-    /// The model configured from checked options (see
+    /// The model configured from checked, typed options (parsed once by
     /// `experiment::config`); every option left out mirrors this host.
     ///
     /// # Errors
-    /// [`OptionError`] for a value the model cannot use.
-    pub fn from_options(opts: &BTreeMap<String, String>) -> Result<ModelConfig, OptionError> {
-        let get = |k: &str| opts.get(k).map(String::as_str);
-        let geometry = pt::geometry::load(get("geometry").unwrap_or("x86-64-4l"))
+    /// [`OptionError`] for a value the model cannot use with the others (a
+    /// geometry that does not load, an mTHP size outside this geometry's
+    /// range, a TLB that does not fit).
+    pub fn new(opts: &ModelOptions) -> Result<ModelConfig, OptionError> {
+        let geometry = pt::geometry::load(opts.geometry.as_deref().unwrap_or("x86-64-4l"))
             .map_err(|e| err("geometry", e.to_string()))?;
         let mut mm = MmConfig::default();
-        if let Some(l) = get("locking") {
+        if let Some(l) = opts.locking {
             mm.locking = match l {
-                "global" => Locking::Global,
-                "split-pte" => Locking::SplitPte,
-                "split-pmd" => Locking::SplitPmd,
-                o => return Err(err("locking", format!("unknown scheme \"{o}\""))),
+                opt::Locking::Global => Locking::Global,
+                opt::Locking::SplitPte => Locking::SplitPte,
+                opt::Locking::SplitPmd => Locking::SplitPmd,
             };
         }
-        if let Some(r) = get("reclaim") {
+        if let Some(r) = opts.reclaim {
             mm.reclaim = match r {
-                "off" => Reclaim::Off,
-                "on" => Reclaim::On,
-                "eager" => Reclaim::Eager,
-                o => return Err(err("reclaim", format!("unknown mode \"{o}\""))),
+                opt::Reclaim::Off => Reclaim::Off,
+                opt::Reclaim::On => Reclaim::On,
+                opt::Reclaim::Eager => Reclaim::Eager,
             };
         }
-        mm.thp = match get("thp") {
+        mm.thp = match opts.thp {
             None => host_thp(),
-            Some("always") => ThpMode::Always,
-            Some("madvise") => ThpMode::Madvise,
-            Some("never") => ThpMode::Never,
-            Some(o) => return Err(err("thp", format!("unknown mode \"{o}\""))),
+            Some(opt::Thp::Always) => ThpMode::Always,
+            Some(opt::Thp::Madvise) => ThpMode::Madvise,
+            Some(opt::Thp::Never) => ThpMode::Never,
         };
         host_mthp(&mut mm.mthp);
-        if let Some(m) = get("mthp") {
-            for part in m.split(',') {
-                let (size, policy) = part
-                    .split_once('=')
-                    .ok_or_else(|| err("mthp", format!("\"{part}\" is not SIZE=POLICY")))?;
-                let bytes = parse_kib(size)
-                    .ok_or_else(|| err("mthp", format!("\"{size}\" is not a size in KiB")))?;
-                let p = parse_policy(policy)
-                    .ok_or_else(|| err("mthp", format!("unknown policy \"{policy}\"")))?;
-                if bytes < 2 * geometry.page_size() || bytes >= 2 << 20 {
-                    return Err(err(
-                        "mthp",
-                        format!(
-                            "{size}: multi-size THP folios lie between two base pages ({} KiB) and 2 MiB",
-                            geometry.page_size() >> 9
-                        ),
-                    ));
-                }
-                mm.mthp.insert(bytes, p);
+        for &(size, policy) in opts.mthp.iter().flatten() {
+            let bytes = size.bytes();
+            if bytes < 2 * geometry.page_size() || bytes >= 2 << 20 {
+                return Err(err(
+                    "mthp",
+                    format!(
+                        "{size}: multi-size THP folios lie between two base pages ({} KiB) and 2 MiB",
+                        geometry.page_size() >> 9
+                    ),
+                ));
             }
+            mm.mthp.insert(bytes, mthp_policy(policy));
         }
-        let tlb = get("tlb").unwrap_or_else(|| host_tlb_preset()).to_string();
+        let tlb = opts
+            .tlb
+            .clone()
+            .unwrap_or_else(|| host_tlb_preset().to_string());
         let mmu = if tlb.ends_with(".toml") {
             let text = std::fs::read_to_string(&tlb)
                 .map_err(|e| err("tlb", format!("cannot read {tlb}: {e}")))?;
@@ -151,10 +145,8 @@ impl ModelConfig {
                 .map_err(|e| err("tlb", e.to_string()))?
                 .fit_to(&geometry)
         };
-        let cpus = match get("cpus") {
-            Some(c) => c
-                .parse::<usize>()
-                .map_err(|_| err("cpus", format!("\"{c}\" is not a number")))?,
+        let cpus = match opts.cpus {
+            Some(c) => c as usize,
             None => host::cpu::online_cpus().unwrap_or(1),
         };
         Ok(ModelConfig {
@@ -164,5 +156,63 @@ impl ModelConfig {
             tlb,
             cpus,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::settings::MthpSize;
+
+    #[test]
+    fn typed_options_reach_the_model_unchanged() {
+        let opts = ModelOptions {
+            geometry: Some("x86-64-5l".into()),
+            locking: Some(opt::Locking::Global),
+            reclaim: Some(opt::Reclaim::Eager),
+            thp: Some(opt::Thp::Never),
+            mthp: Some(vec![
+                (MthpSize::parse("64k").unwrap(), opt::MthpPolicy::Always),
+                (MthpSize::parse("16k").unwrap(), opt::MthpPolicy::Inherit),
+            ]),
+            tlb: Some("zen4".into()),
+            cpus: Some(3),
+        };
+        let c = ModelConfig::new(&opts).unwrap();
+        assert_eq!(c.geometry.name(), "x86-64-5l");
+        assert_eq!(c.mm.locking, Locking::Global);
+        assert_eq!(c.mm.reclaim, Reclaim::Eager);
+        assert_eq!(c.mm.thp, ThpMode::Never);
+        assert_eq!(c.mm.mthp[&(64 << 10)], MthpPolicy::Always);
+        assert_eq!(c.mm.mthp[&(16 << 10)], MthpPolicy::Inherit);
+        assert_eq!((c.tlb.as_str(), c.cpus), ("zen4", 3));
+        // Another value of each goes through too: nothing is a constant.
+        let other = ModelOptions {
+            locking: Some(opt::Locking::SplitPte),
+            reclaim: Some(opt::Reclaim::Off),
+            thp: Some(opt::Thp::Always),
+            cpus: Some(1),
+            ..opts
+        };
+        let c = ModelConfig::new(&other).unwrap();
+        assert_eq!(c.mm.locking, Locking::SplitPte);
+        assert_eq!(c.mm.reclaim, Reclaim::Off);
+        assert_eq!(c.mm.thp, ThpMode::Always);
+        assert_eq!(c.cpus, 1);
+    }
+
+    #[test]
+    fn an_mthp_size_the_geometry_cannot_hold_is_refused() {
+        let opts = ModelOptions {
+            mthp: Some(vec![(
+                MthpSize::parse("2048k").unwrap(),
+                opt::MthpPolicy::Always,
+            )]),
+            tlb: Some("zen4".into()),
+            ..ModelOptions::default()
+        };
+        let e = ModelConfig::new(&opts).unwrap_err();
+        assert_eq!(e.key, "mthp");
+        assert!(e.message.starts_with("2048k:"), "{}", e.message);
     }
 }

@@ -14,11 +14,11 @@
 mod parse;
 mod values;
 
+pub use backend::model::ModelOptions;
 pub use parse::{from_pairs, parse_arg, parse_inline, parse_toml};
-pub use values::{BackendKind, Locking, MthpPolicy, Named, Reclaim, Thp, MTHP_SIZES};
+pub use values::{BackendKind, Locking, MthpPolicy, MthpSize, Named, Reclaim, Thp, MTHP_SIZES};
 
 use serde::Serialize;
-use std::collections::BTreeMap;
 use thiserror::Error;
 
 /// The keys a configuration may set.
@@ -26,59 +26,9 @@ pub const KEYS: &[&str] = &[
     "backend", "geometry", "locking", "reclaim", "thp", "mthp", "tlb", "cpus",
 ];
 
-/// The model options that were set; unset ones take the model's defaults
-/// (which mirror this host).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ModelOptions {
-    /// A geometry name `pt::geometry::load` accepts.
-    pub geometry: Option<String>,
-    pub locking: Option<Locking>,
-    pub reclaim: Option<Reclaim>,
-    pub thp: Option<Thp>,
-    /// Multi-size THP policies by size (one of [`MTHP_SIZES`]), in the order
-    /// given.
-    pub mthp: Option<Vec<(String, MthpPolicy)>>,
-    /// A TLB preset name or `none` (the MMU model checks the name when it
-    /// builds the TLBs).
-    pub tlb: Option<String>,
-    /// Modeled CPUs, 1 to 256.
-    pub cpus: Option<u32>,
-}
-
-impl ModelOptions {
-    /// The options as `key -> value` in the spelling users write: what the
-    /// model backend reads, what JSON shows, and what labels list.
-    pub fn to_options(&self) -> BTreeMap<String, String> {
-        let mut m = BTreeMap::new();
-        let mut put = |k: &str, v: Option<String>| {
-            if let Some(v) = v {
-                m.insert(k.to_string(), v);
-            }
-        };
-        put("geometry", self.geometry.clone());
-        put("locking", self.locking.map(|v| v.to_string()));
-        put("reclaim", self.reclaim.map(|v| v.to_string()));
-        put("thp", self.thp.map(|v| v.to_string()));
-        put(
-            "mthp",
-            self.mthp.as_ref().map(|sizes| {
-                sizes
-                    .iter()
-                    .map(|(size, p)| format!("{size}={p}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            }),
-        );
-        put("tlb", self.tlb.clone());
-        put("cpus", self.cpus.map(|v| v.to_string()));
-        m
-    }
-}
-
-impl Serialize for ModelOptions {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_options().serialize(s)
-    }
+/// JSON shows the model options as `options`, a map of the written strings.
+fn serialize_options<S: serde::Serializer>(m: &ModelOptions, s: S) -> Result<S::Ok, S::Error> {
+    m.to_options().serialize(s)
 }
 
 /// A checked configuration.
@@ -88,7 +38,7 @@ pub struct RunConfig {
     pub label: String,
     pub backend: BackendKind,
     /// The model options that were set (JSON: `options`, a map of strings).
-    #[serde(rename = "options")]
+    #[serde(rename = "options", serialize_with = "serialize_options")]
     pub model: ModelOptions,
 }
 
@@ -242,9 +192,9 @@ impl Builder {
     }
 
     /// `SIZE=POLICY[,SIZE=POLICY...]`, each size once.
-    fn mthp(&self, value: &str) -> Result<Vec<(String, MthpPolicy)>, ConfigError> {
+    fn mthp(&self, value: &str) -> Result<Vec<(MthpSize, MthpPolicy)>, ConfigError> {
         let key = "mthp";
-        let mut sizes: Vec<(String, MthpPolicy)> = Vec::new();
+        let mut sizes: Vec<(MthpSize, MthpPolicy)> = Vec::new();
         for part in value.split(',') {
             let (size, policy) = part.split_once('=').ok_or_else(|| {
                 self.bad(
@@ -252,12 +202,12 @@ impl Builder {
                     format!("\"{part}\": expected SIZE=POLICY, e.g. 64k=always"),
                 )
             })?;
-            if !MTHP_SIZES.contains(&size) {
+            let Some(bytes) = MthpSize::parse(size) else {
                 return Err(self.bad(
                     key,
                     format!("size \"{size}\" is not one of {}", MTHP_SIZES.join(", ")),
                 ));
-            }
+            };
             let p = MthpPolicy::parse(policy).ok_or_else(|| {
                 self.bad(
                     key,
@@ -266,10 +216,10 @@ impl Builder {
                     ),
                 )
             })?;
-            if sizes.iter().any(|(s, _)| s == size) {
+            if sizes.iter().any(|(s, _)| *s == bytes) {
                 return Err(self.bad(key, format!("size {size} is given twice")));
             }
-            sizes.push((size.into(), p));
+            sizes.push((bytes, p));
         }
         Ok(sizes)
     }
@@ -316,8 +266,8 @@ mod tests {
         assert_eq!(
             c.model.mthp,
             Some(vec![
-                ("64k".to_string(), MthpPolicy::Always),
-                ("16k".to_string(), MthpPolicy::Madvise)
+                (MthpSize::parse("64k").unwrap(), MthpPolicy::Always),
+                (MthpSize::parse("16k").unwrap(), MthpPolicy::Madvise)
             ])
         );
         assert_eq!(c.model.thp, Some(Thp::Never));

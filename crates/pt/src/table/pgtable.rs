@@ -26,7 +26,7 @@
 //!   (by `install_table`) and every table the OS model holds outside it
 //!   (`count_table`, for Linux's deposited tables).
 
-use super::types::{Level, TableAddr};
+use super::types::{Level, PhysAddr, TableAddr, VirtAddr};
 use super::{PageTable, PtError};
 use crate::entry::{self, Attrs, Entry};
 use crate::geometry::ENTRY_BYTES;
@@ -207,8 +207,8 @@ impl PageTable {
         &self,
         table: TableAddr,
         level: Level,
-        va: u64,
-        pa: u64,
+        va: VirtAddr,
+        pa: PhysAddr,
         nr: u64,
         attrs: Attrs,
         contiguous: bool,
@@ -216,11 +216,11 @@ impl PageTable {
         let step = self.entry_size(level);
         for i in 0..nr {
             let e = Entry::Leaf {
-                pa: pa + i * step,
+                pa: pa.get() + i * step,
                 attrs,
                 contiguous,
             };
-            self.set_entry(table, level, va + i * step, &e);
+            self.set_entry(table, level, va.get() + i * step, &e);
         }
     }
 
@@ -247,10 +247,17 @@ impl PageTable {
     /// `set_pte` of a template, as Linux builds a PTE from `vm_page_prot`
     /// once per VMA). Same contract.
     #[inline]
-    pub fn set_leaf_bits(&self, table: TableAddr, level: Level, va: u64, bits: u64, pa: u64) {
+    pub fn set_leaf_bits(
+        &self,
+        table: TableAddr,
+        level: Level,
+        va: VirtAddr,
+        bits: u64,
+        pa: PhysAddr,
+    ) {
         debug_assert_eq!(self.entry_shift, ENTRY_BYTES.trailing_zeros());
-        let w = entry::leaf_with_address(&self.geom, bits, pa);
-        self.write_word(table, level, va, w);
+        let w = entry::leaf_with_address(&self.geom, bits, pa.get());
+        self.write_word(table, level, va.get(), w);
     }
 
     /// Writes `w` as the one-word entry for `va` in `table` and keeps the
@@ -325,30 +332,36 @@ impl PageTable {
         &self,
         table: TableAddr,
         level: Level,
-        va: u64,
+        va: VirtAddr,
         child: TableAddr,
-        each: Option<(u64, Attrs)>,
+        each: Option<(PhysAddr, Attrs)>,
     ) -> Result<bool, PtError> {
+        let va = va.get();
         let Entry::Leaf { pa, attrs, .. } = self.read_entry(table, level, va)? else {
             return Ok(false);
         };
         let below = level.down();
         let size = self.entry_size(level);
         if !self.holds_leaves(below) {
-            return Err(PtError::CannotSplit {
-                size,
-                level: below.get(),
-            });
+            return Err(PtError::CannotSplit { size, level: below });
         }
         let step = self.entry_size(below);
         let base_va = va & !(size - 1);
         let n = size / step;
         match each {
-            None => self.set_ptes(child, below, base_va, pa & !(size - 1), n, attrs, false),
+            None => self.set_ptes(
+                child,
+                below,
+                VirtAddr::new(base_va),
+                PhysAddr::new(pa).align_down(size),
+                n,
+                attrs,
+                false,
+            ),
             Some((one, a)) => {
                 for i in 0..n {
                     let e = Entry::Leaf {
-                        pa: one,
+                        pa: one.get(),
                         attrs: a,
                         contiguous: false,
                     };

@@ -1,5 +1,5 @@
-//! The types of the table layer's boundary: a level of the tree and the
-//! physical address of a table page.
+//! The types of the table layer's boundary: a level of the tree, the
+//! physical address of a table page, and virtual and physical addresses.
 //!
 //! The OS model (`mm`) names the levels it works on as Linux does (PTE,
 //! PMD, PUD) instead of writing level numbers, and hands table pages around
@@ -12,6 +12,11 @@
 //!   ([`crate::Geometry::num_levels`]); a `Level` is only a name for one.
 //! - A [`TableAddr`] is the base of a table page allocated by
 //!   [`crate::PhysMem::alloc_table`] (page-aligned, inside the table arena).
+//! - [`VirtAddr`] and [`PhysAddr`] are plain words with no conversion
+//!   between them or from `u64` other than by name (`new`, `get`): an
+//!   address changes space only where a table says so. Their arithmetic
+//!   takes sizes that are powers of two where it aligns, as every page,
+//!   leaf and run size of a geometry is.
 
 use std::fmt;
 
@@ -113,6 +118,96 @@ impl fmt::Display for TableAddr {
     }
 }
 
+/// Declares an address newtype: one `u64`, ordered, with the arithmetic
+/// the table layer's callers need (offset, alignment to a size, page index).
+macro_rules! address {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+        pub struct $name(u64);
+
+        impl $name {
+            #[doc = concat!("The ", $what, " `a`.")]
+            #[inline(always)]
+            pub const fn new(a: u64) -> $name {
+                $name(a)
+            }
+
+            /// The raw word (where a hardware word or an index is built).
+            #[inline(always)]
+            pub const fn get(self) -> u64 {
+                self.0
+            }
+
+            /// The address `bytes` further on.
+            #[inline(always)]
+            pub const fn add(self, bytes: u64) -> $name {
+                $name(self.0 + bytes)
+            }
+
+            /// Bytes from `base` up to this address.
+            #[inline(always)]
+            pub const fn offset_from(self, base: $name) -> u64 {
+                self.0 - base.0
+            }
+
+            /// Rounded down to a multiple of `size` (a power of two).
+            #[inline(always)]
+            pub const fn align_down(self, size: u64) -> $name {
+                debug_assert!(size.is_power_of_two());
+                $name(self.0 & !(size - 1))
+            }
+
+            /// Rounded up to a multiple of `size` (a power of two; the
+            /// result must fit in 64 bits).
+            #[inline(always)]
+            pub const fn align_up(self, size: u64) -> $name {
+                debug_assert!(size.is_power_of_two());
+                $name((self.0 + (size - 1)) & !(size - 1))
+            }
+
+            /// Whether it is a multiple of `size`.
+            #[inline(always)]
+            pub const fn is_aligned(self, size: u64) -> bool {
+                self.0 % size == 0
+            }
+
+            /// The number of the page of `1 << page_shift` bytes it lies in.
+            #[inline(always)]
+            pub const fn page_index(self, page_shift: u32) -> u64 {
+                self.0 >> page_shift
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{:#x}", self.0)
+            }
+        }
+    };
+}
+
+address! {
+    /// A virtual address: what a walk translates (Linux `unsigned long
+    /// addr`; aarch64-paging's `VirtualAddress`).
+    VirtAddr, "virtual address"
+}
+
+address! {
+    /// A physical address: what a leaf maps to, and where a walk reads its
+    /// words (Linux `phys_addr_t`).
+    PhysAddr, "physical address"
+}
+
+impl TableAddr {
+    /// The table page's physical address, typed.
+    #[inline(always)]
+    pub const fn phys(self) -> PhysAddr {
+        PhysAddr(self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +222,28 @@ mod tests {
         assert!(Level::PTE < Level::PMD && Level::PMD < Level::PUD);
         let all: Vec<Level> = Level::PUD.down_to_pte().collect();
         assert_eq!(all, [Level::PUD, Level::PMD, Level::PTE]);
+    }
+
+    #[test]
+    fn addresses_align_and_index_by_size() {
+        let va = VirtAddr::new(0x20_1234);
+        assert_eq!(va.align_down(0x1000), VirtAddr::new(0x20_1000));
+        assert_eq!(va.align_up(0x1000), VirtAddr::new(0x20_2000));
+        assert_eq!(va.align_up(0x20_0000), VirtAddr::new(0x40_0000));
+        assert_eq!(va.align_down(0x20_0000), VirtAddr::new(0x20_0000));
+        // Aligned addresses stay where they are.
+        let top = VirtAddr::new(0x40_0000);
+        assert_eq!((top.align_up(0x1000), top.align_down(0x1000)), (top, top));
+        assert!(top.is_aligned(0x20_0000) && !va.is_aligned(0x1000));
+        assert_eq!(va.page_index(12), 0x201);
+        assert_eq!(va.add(0x10).get(), 0x20_1244);
+        assert_eq!(va.add(0x10).offset_from(va), 0x10);
+        assert!(va < va.add(1));
+        let pa = PhysAddr::new(0x8000_0fff);
+        assert_eq!(pa.align_down(0x1000).get(), 0x8000_0000);
+        assert_eq!(pa.page_index(12), 0x8_0000);
+        assert_eq!(TableAddr::new(0x5000).phys(), PhysAddr::new(0x5000));
+        assert_eq!(format!("{va} {pa}"), "0x201234 0x80000fff");
     }
 
     #[test]

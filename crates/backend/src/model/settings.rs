@@ -1,0 +1,192 @@
+//! The model options of a run configuration as typed values: parsed once
+//! from the spelling users write (by `experiment::config`), handed to
+//! [`super::ModelConfig::new`] as they are, and printed back in the same
+//! spelling for labels and JSON.
+//!
+//! Invariant: every value prints as the one spelling that parses to it
+//! ([`Named`], [`MthpSize`]), so [`ModelOptions::to_options`] shows exactly
+//! what was written.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// An enumerated value: its spellings, parsed and printed through one table.
+pub trait Named: Copy + PartialEq + Sized + 'static {
+    /// Every value with its spelling, in the order errors list them.
+    const NAMES: &'static [(&'static str, Self)];
+
+    /// The value spelt `s`, if any.
+    fn parse(s: &str) -> Option<Self> {
+        Self::NAMES.iter().find(|(n, _)| *n == s).map(|(_, v)| *v)
+    }
+
+    /// The spelling of `self`.
+    fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, v)| *v == self)
+            .map(|(n, _)| *n)
+            .expect("every value has a name")
+    }
+
+    /// "a, b, c": the spellings, for errors.
+    fn expected() -> String {
+        Self::NAMES
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Declares an enumerated option with its spellings ([`Named`] and
+/// `Display` through the one table).
+#[macro_export]
+macro_rules! named_option {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $($variant),+
+        }
+
+        impl $crate::model::Named for $name {
+            const NAMES: &'static [(&'static str, Self)] = &[$(($text, $name::$variant)),+];
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str($crate::model::Named::name(*self))
+            }
+        }
+    };
+}
+
+named_option! {
+    /// The page-table locking scheme.
+    Locking { Global = "global", SplitPte = "split-pte", SplitPmd = "split-pmd" }
+}
+
+named_option! {
+    /// Reclaim of empty PTE tables.
+    Reclaim { Off = "off", On = "on", Eager = "eager" }
+}
+
+named_option! {
+    /// Transparent huge pages (PMD-sized).
+    Thp { Always = "always", Madvise = "madvise", Never = "never" }
+}
+
+named_option! {
+    /// The policy of one multi-size THP size.
+    MthpPolicy { Always = "always", Madvise = "madvise", Never = "never", Inherit = "inherit" }
+}
+
+/// Sizes multi-size THP may have (anonymous large folios mapped by PTEs),
+/// as users write them.
+pub const MTHP_SIZES: &[&str] = &[
+    "16k", "32k", "64k", "128k", "256k", "512k", "1024k", "2048k",
+];
+
+/// One multi-size THP size (one of [`MTHP_SIZES`]), printed as written
+/// (`64k`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MthpSize {
+    kib: u32,
+}
+
+impl MthpSize {
+    /// The size spelt `s`, if it is one of [`MTHP_SIZES`].
+    pub fn parse(s: &str) -> Option<MthpSize> {
+        if !MTHP_SIZES.contains(&s) {
+            return None;
+        }
+        let kib = s.strip_suffix('k')?.parse().ok()?;
+        Some(MthpSize { kib })
+    }
+
+    /// Its size in bytes.
+    pub fn bytes(self) -> u64 {
+        u64::from(self.kib) << 10
+    }
+}
+
+impl fmt::Display for MthpSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}k", self.kib)
+    }
+}
+
+/// The model options that were set; unset ones take the model's defaults
+/// (which mirror this host).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelOptions {
+    /// A geometry name `pt::geometry::load` accepts.
+    pub geometry: Option<String>,
+    pub locking: Option<Locking>,
+    pub reclaim: Option<Reclaim>,
+    pub thp: Option<Thp>,
+    /// Multi-size THP policies by size, in the order given, each size once.
+    pub mthp: Option<Vec<(MthpSize, MthpPolicy)>>,
+    /// A TLB preset name, `none`, or a TOML file of one (the MMU model
+    /// checks the name when it builds the TLBs).
+    pub tlb: Option<String>,
+    /// Modeled CPUs, 1 to 256.
+    pub cpus: Option<u32>,
+}
+
+impl ModelOptions {
+    /// The options as `key -> value` in the spelling users write: what JSON
+    /// shows and what labels list.
+    pub fn to_options(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), v);
+            }
+        };
+        put("geometry", self.geometry.clone());
+        put("locking", self.locking.map(|v| v.to_string()));
+        put("reclaim", self.reclaim.map(|v| v.to_string()));
+        put("thp", self.thp.map(|v| v.to_string()));
+        put(
+            "mthp",
+            self.mthp.as_ref().map(|sizes| {
+                sizes
+                    .iter()
+                    .map(|(size, p)| format!("{size}={p}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+        );
+        put("tlb", self.tlb.clone());
+        put("cpus", self.cpus.map(|v| v.to_string()));
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_round_trip() {
+        for (n, v) in Locking::NAMES {
+            assert_eq!(Locking::parse(n), Some(*v));
+            assert_eq!(v.to_string(), *n);
+        }
+        assert_eq!(Thp::parse("Always"), None, "spellings are exact");
+        assert_eq!(MthpPolicy::expected(), "always, madvise, never, inherit");
+    }
+
+    #[test]
+    fn mthp_sizes_print_as_written() {
+        for s in MTHP_SIZES {
+            let size = MthpSize::parse(s).unwrap();
+            assert_eq!(size.to_string(), *s);
+        }
+        assert_eq!(MthpSize::parse("64k").unwrap().bytes(), 64 << 10);
+        assert_eq!(MthpSize::parse("64K"), None);
+        assert_eq!(MthpSize::parse("48k"), None);
+    }
+}
