@@ -1,5 +1,5 @@
 //! `ptlab`: the command line. Parsing and printing only; the work is in the
-//! crates under `crates/` (see DESIGN.md).
+//! crates under `crates/` (see docs/design.md).
 
 mod cli;
 mod cmd;

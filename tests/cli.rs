@@ -1,4 +1,4 @@
-//! The command line as a user meets it: the JSON shapes of shared/spec/cli.md,
+//! The command line as a user meets it: the JSON shapes of docs/cli.md,
 //! exit statuses, and one-line errors for bad input.
 
 use serde_json::Value;
@@ -248,7 +248,7 @@ fn workloads_list_names_the_seeds() {
 #[test]
 fn validate_can_fail_and_says_where() {
     // A model with reclaim off must disagree with this kernel on the
-    // whole-range reclaim workload (PT_RECLAIM is on here, REFERENCES.md).
+    // whole-range reclaim workload (PT_RECLAIM is on here).
     let out = ptlab(&["validate", "pt-reclaim-whole", "--reclaim", "off", "--json"]);
     assert_eq!(
         out.status.code(),

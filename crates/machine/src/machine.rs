@@ -13,7 +13,7 @@
 //! 3. Counters are kept per CPU by its handle and published into the
 //!    CPU's slot (after every operation the driver chooses, and on drop);
 //!    a [`Snapshot`] merges the published slots, so it sees each CPU as of
-//!    its last publication (DESIGN.md: counters per thread, merged at marks).
+//!    its last publication (docs/design.md: counters per thread, merged at marks).
 //!    A handle attached later to the same CPU resumes its counters.
 
 use crate::config::MachineConfig;

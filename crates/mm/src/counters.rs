@@ -87,7 +87,7 @@ impl ThreadCtx {
 }
 
 /// A snapshot of every counter, with the names of
-/// shared/spec/workload-format.md where the kernel has the same counter.
+/// docs/format.md where the kernel has the same counter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MmCounters {
     pub minor_faults: i64,

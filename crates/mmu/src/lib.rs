@@ -11,7 +11,7 @@
 //! - [`nested`]: a guest walk over a host walk.
 //! - [`stats`]: [`MmuStats`], merged per mark.
 //!
-//! The MMU decides nothing about what is mapped (DESIGN.md): it reads the
+//! The MMU decides nothing about what is mapped (docs/design.md): it reads the
 //! tables `pt` holds, writes only accessed and dirty bits, and tells the
 //! caller which faults the hardware would raise. It never asks which
 //! architecture it walks: the walk reads the geometry's per-level word

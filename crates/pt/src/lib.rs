@@ -26,7 +26,7 @@
 //! Modules depend one way: `layout` <- `entry` <- `geometry` <- `table`,
 //! and `mem` <- `table` (memory knows no geometry).
 //!
-//! This crate knows nothing of processes, VMAs or time (DESIGN.md).
+//! This crate knows nothing of processes, VMAs or time (docs/design.md).
 
 pub mod accel;
 pub mod account;

@@ -1,5 +1,5 @@
 //! The model's configuration: geometry, the OS model's knobs and the MMU,
-//! with defaults that mirror this host (shared/spec/cli.md, "Model options"),
+//! with defaults that mirror this host (docs/cli.md, "Model options"),
 //! built from the typed [`ModelOptions`] without parsing their text again.
 
 use super::settings::{self as opt, ModelOptions, Named};

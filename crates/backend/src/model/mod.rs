@@ -9,7 +9,7 @@
 //! fault goes to the OS model, and the machine completes its deferred work
 //! (shootdown, then freeing tables and frames) before the access is retried.
 //!
-//! Counters: each CPU keeps its own (DESIGN.md: per thread, merged at
+//! Counters: each CPU keeps its own (docs/design.md: per thread, merged at
 //! marks) and publishes a snapshot after every operation; a mark merges the
 //! published snapshots with the address space's own state. A mark taken
 //! while other threads are inside a long `touch` sees their counters as of

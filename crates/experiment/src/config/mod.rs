@@ -1,5 +1,5 @@
 //! Run configurations: which backend, and for the model every option of
-//! shared/spec/cli.md ("Model options"), as typed fields.
+//! docs/cli.md ("Model options"), as typed fields.
 //!
 //! A configuration comes from command-line options, from an inline list
 //! (`geometry=x86-64-5l,locking=global`) or from a TOML file holding the same

@@ -128,7 +128,7 @@ mod tests {
         if let (Some(p), Some(c)) = (probe, config) {
             assert_eq!(p, c, "experiment and kernel config disagree");
         }
-        // REFERENCES.md: this project's machine has PT_RECLAIM.
+        // this project's development machine has PT_RECLAIM.
         if config == Some(true) {
             assert_eq!(probe, Some(true));
         }
