@@ -317,3 +317,100 @@ pub fn run_plans_watched(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HUGE: &str = r#"
+name = "huge"
+description = "a random touch far longer than any time limit"
+
+[[thread]]
+op = [
+  { mmap = "a", size = "4MiB" },
+  { touch = "a", access = "read", pattern = "random", count = 2000000000, seed = 1 },
+]
+"#;
+
+    const SMALL: &str = r#"
+name = "small"
+description = "a few faults"
+
+[[thread]]
+op = [
+  { mmap = "a", size = "64KiB" },
+  { touch = "a", access = "write" },
+  { mark = "touched" },
+]
+"#;
+
+    #[test]
+    fn the_model_warms_up_when_repeated_as_the_kernel_does() {
+        let repeated = ExecOptions {
+            repeat: 3,
+            ..Default::default()
+        };
+        assert_eq!(warmup_runs(false, &repeated), 1);
+        assert_eq!(warmup_runs(true, &repeated), 1);
+        assert_eq!(warmup_runs(false, &ExecOptions::default()), 0);
+        let asked = ExecOptions {
+            warmup: Some(2),
+            ..repeated
+        };
+        assert_eq!(warmup_runs(false, &asked), 2);
+    }
+
+    #[test]
+    fn a_repeated_model_run_makes_its_warm_up_first() {
+        let w = workload::parse(SMALL, "small.toml", 48).unwrap();
+        let plans = [(RunConfig::model_default(), w)];
+        let opts = ExecOptions {
+            repeat: 2,
+            ..Default::default()
+        };
+        let mut last = None;
+        let res = run_plans(&plans, &opts, &mut |p| last = Some((p.done, p.total))).unwrap();
+        assert_eq!(last, Some((3, 3)), "one warm-up and two measured runs");
+        assert_eq!(res[0].runs.len(), 2);
+    }
+
+    #[test]
+    fn a_model_run_carries_its_own_speed_and_no_machine_time() {
+        let w = workload::parse(SMALL, "small.toml", 48).unwrap();
+        let run = run_once(&w, &RunConfig::model_default(), &ExecOptions::default()).unwrap();
+        let c = &run.marks[0].counters;
+        assert!(c.get(counters::MODEL_WALL_NS.name).is_some());
+        for absent in [
+            counters::ELAPSED_NS.name,
+            counters::NS_PER_FAULT.name,
+            counters::NS_PER_ACCESS.name,
+        ] {
+            assert_eq!(c.get(absent), None, "{absent}");
+        }
+    }
+
+    #[test]
+    fn the_timeout_stops_a_model_run_and_says_so() {
+        let w = workload::parse(HUGE, "huge.toml", 48).unwrap();
+        let opts = ExecOptions {
+            timeout: Duration::from_millis(200),
+            ..Default::default()
+        };
+        let seen = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let s = Arc::clone(&seen);
+        let progress: AccessProgress = Arc::new(move |done, planned| {
+            assert_eq!(planned, 2_000_000_000);
+            s.store(done, std::sync::atomic::Ordering::Relaxed);
+        });
+        let t = Instant::now();
+        let e = run_once_watched(&w, &RunConfig::model_default(), &opts, Some(progress))
+            .unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(10));
+        assert!(matches!(e, ExecError::ModelTimeout { planned: 2_000_000_000, .. }));
+        assert!(!e.is_bad_input());
+        let text = e.to_string();
+        assert!(text.contains("time limit of 0.2 s"), "{text}");
+        assert!(seen.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    }
+}
