@@ -112,7 +112,8 @@ pub const ELAPSED_NS: Counter = Counter {
 pub const MODEL_WALL_NS: Counter = Counter {
     name: "model_wall_ns",
     unit: Unit::Ns,
-    meaning: "ptlab's own time to model the run so far: its speed, not a duration of the modeled system.",
+    meaning:
+        "ptlab's own time to model the run so far: its speed, not a duration of the modeled system.",
     compared: false,
     source: Source::ModelOnly,
     view: View::All,

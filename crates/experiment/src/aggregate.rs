@@ -303,7 +303,8 @@ mod tests {
         runs[6] = run(1_000_000_000, 900);
         let w = aggregate(&runs).warnings;
         assert!(
-            w.iter().any(|w| w.starts_with("at mark \"end\": run 7 of 10 of minor_faults")),
+            w.iter()
+                .any(|w| w.starts_with("at mark \"end\": run 7 of 10 of minor_faults")),
             "{w:?}"
         );
     }

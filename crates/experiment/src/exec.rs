@@ -404,10 +404,16 @@ op = [
             s.store(done, std::sync::atomic::Ordering::Relaxed);
         });
         let t = Instant::now();
-        let e = run_once_watched(&w, &RunConfig::model_default(), &opts, Some(progress))
-            .unwrap_err();
+        let e =
+            run_once_watched(&w, &RunConfig::model_default(), &opts, Some(progress)).unwrap_err();
         assert!(t.elapsed() < Duration::from_secs(10));
-        assert!(matches!(e, ExecError::ModelTimeout { planned: 2_000_000_000, .. }));
+        assert!(matches!(
+            e,
+            ExecError::ModelTimeout {
+                planned: 2_000_000_000,
+                ..
+            }
+        ));
         assert!(!e.is_bad_input());
         let text = e.to_string();
         assert!(text.contains("time limit of 0.2 s"), "{text}");

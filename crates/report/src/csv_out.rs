@@ -67,9 +67,15 @@ impl Table {
     pub fn to_csv(&self) -> Result<String, ReportError> {
         let split: Vec<bool> = (0..self.columns().len())
             .map(|c| {
-                self.rows()
-                    .iter()
-                    .any(|r| matches!(r[c], Cell::Estimate { half_width: Some(_), .. }))
+                self.rows().iter().any(|r| {
+                    matches!(
+                        r[c],
+                        Cell::Estimate {
+                            half_width: Some(_),
+                            ..
+                        }
+                    )
+                })
             })
             .collect();
         let mut w = csv::Writer::from_writer(Vec::new());

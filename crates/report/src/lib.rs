@@ -20,10 +20,10 @@
 
 pub mod chart;
 mod csv_out;
-mod markdown;
 mod error;
 pub mod html;
 pub mod latency;
+mod markdown;
 mod number;
 pub mod table;
 pub mod views;

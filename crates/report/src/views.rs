@@ -118,9 +118,13 @@ pub fn summary_of(name: &str, samples: &[f64]) -> Option<Summary> {
         .ok()
 }
 
-/// A summary as a cell in the counter's unit; a signed one (a counter that went
-/// down) keeps the unit's scaling only when it is not a count.
+/// A summary as a cell in the counter's unit: runs that all agree show their
+/// value alone (an interval from it to itself says nothing); a signed summary (a
+/// counter that went down) keeps the unit's scaling only when it is not a count.
 fn summary_cell(name: &str, s: &Summary) -> Cell {
+    if let stats::MeanInterval::NoSpread { value, .. } = s.interval {
+        return Cell::quantity(value, counter_unit(name));
+    }
     match (s.quantity, counter_unit(name)) {
         (Quantity::Signed, Unit::Count) => Cell::estimate(s.mean, s.ci95.map(|c| c.half_width())),
         (_, unit) => Cell::from_summary_in(s, unit),
