@@ -97,3 +97,33 @@ fn two_model_configurations_agree_in_either_order() {
         }
     }
 }
+
+/// A random touch of a huge count on the model, stopped by a short `--timeout`:
+/// the command ends soon after the limit, exit status 1, and says which
+/// workload, which limit and what to do.
+#[test]
+fn a_model_run_past_its_timeout_ends_with_a_message() {
+    let huge = r#"
+name = "huge"
+description = "a random touch far longer than the limit"
+
+[[thread]]
+op = [
+  { mmap = "a", size = "4MiB" },
+  { touch = "a", access = "read", pattern = "random", count = 100000000000, seed = 1 },
+]
+"#;
+    let path = std::env::temp_dir().join(format!("ptlab-huge-{}.toml", std::process::id()));
+    std::fs::write(&path, huge).unwrap();
+    let t = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .args(["run", path.to_str().unwrap(), "--timeout", "1"])
+        .output()
+        .expect("the binary runs");
+    assert!(t.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("workload"), "{err}");
+    assert!(err.contains("time limit of 1 s"), "{err}");
+    assert!(err.contains("raise --timeout"), "{err}");
+}
