@@ -3,11 +3,11 @@
 //! the machine's state touches every configuration alike.
 //!
 //! Invariants:
-//! - Both backends get the same treatment: with `repeat > 1` every
-//!   configuration first makes one warm-up run that is thrown away (the
-//!   kernel's caches and THP pools settle; the model's host process pays its
-//!   cold start: page faults of its own heap, caches), then the measured
-//!   rounds run one configuration after the other, round by round.
+//! - With warm-up runs, every configuration first makes them and throws them
+//!   away, then the measured rounds run one configuration after the other,
+//!   round by round. `run` and `compare` warm up both backends alike
+//!   ([`warmup_on_both`]): the kernel's caches and THP pools settle, the
+//!   model's host process pays its cold start.
 //! - `timeout` bounds every single run on both backends: the kernel's child
 //!   is killed, the model stops at its next check ([`backend::model::RunOptions`]).
 
@@ -205,13 +205,21 @@ fn run_kernel(_w: &Workload, _opts: &ExecOptions) -> Result<Run, ExecError> {
 }
 
 /// Warm-up runs per configuration [`run_plans`] makes: `opts.warmup`, or by
-/// default 1 when repeating, on either backend (the model's first run pays
-/// the host process's cold start, which once made the first configuration
-/// of a compare look 6 to 13 times slower). `any_kernel` no longer changes
-/// the answer; it stays for the callers that pass it.
+/// default 1 when repeating with the kernel among the configurations. `run`
+/// and `compare` always set `opts.warmup` through [`warmup_on_both`], so that
+/// the model warms up too; this default is the study's until it does the same.
 pub fn warmup_runs(any_kernel: bool, opts: &ExecOptions) -> usize {
-    let _ = any_kernel;
-    opts.warmup.unwrap_or(usize::from(opts.repeat > 1))
+    opts.warmup
+        .unwrap_or(usize::from(any_kernel && opts.repeat > 1))
+}
+
+/// Warm-up runs per configuration when `repeat` runs are measured: `asked`,
+/// or 1 when repeating, on either backend. The model's first run pays the
+/// host process's cold start (its own heap's page faults, caches), which
+/// once made the first configuration of a `compare` look 6 to 13 times
+/// slower than the second.
+pub fn warmup_on_both(repeat: usize, asked: Option<usize>) -> usize {
+    asked.unwrap_or(usize::from(repeat > 1))
 }
 
 /// All runs of one configuration.
@@ -347,18 +355,10 @@ op = [
 
     #[test]
     fn the_model_warms_up_when_repeated_as_the_kernel_does() {
-        let repeated = ExecOptions {
-            repeat: 3,
-            ..Default::default()
-        };
-        assert_eq!(warmup_runs(false, &repeated), 1);
-        assert_eq!(warmup_runs(true, &repeated), 1);
-        assert_eq!(warmup_runs(false, &ExecOptions::default()), 0);
-        let asked = ExecOptions {
-            warmup: Some(2),
-            ..repeated
-        };
-        assert_eq!(warmup_runs(false, &asked), 2);
+        assert_eq!(warmup_on_both(3, None), 1);
+        assert_eq!(warmup_on_both(1, None), 0);
+        assert_eq!(warmup_on_both(3, Some(2)), 2);
+        assert_eq!(warmup_on_both(3, Some(0)), 0);
     }
 
     #[test]
@@ -367,6 +367,7 @@ op = [
         let plans = [(RunConfig::model_default(), w)];
         let opts = ExecOptions {
             repeat: 2,
+            warmup: Some(warmup_on_both(2, None)),
             ..Default::default()
         };
         let mut last = None;
