@@ -103,15 +103,24 @@ pub struct RepeatOpts {
     /// Runs thrown away first (default: 1 on the kernel when repeating)
     #[arg(long)]
     pub warmup: Option<usize>,
-    /// Kill a kernel run past this many seconds
+    /// Stop a run (kernel or model) past this many seconds
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
-    /// Print one JSON document on stdout
+    /// Print one JSON document on stdout (every run's values included)
     #[arg(long)]
     pub json: bool,
-    /// Print CSV
+    /// Print every run's values as CSV on stdout (one row per configuration, mark, counter and run)
     #[arg(long, conflicts_with = "json")]
     pub csv: bool,
+    /// Also write the JSON document to FILE (beside the table)
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<std::path::PathBuf>,
+    /// Also write every run's values as CSV to FILE (beside the table)
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<std::path::PathBuf>,
+    /// Also write the tables as Markdown to FILE (beside the table)
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<std::path::PathBuf>,
     /// Show every counter in the table (default: the format's counters and the model's main ones)
     #[arg(long)]
     pub all: bool,

@@ -10,9 +10,14 @@
 //! ```text
 //! run 3/10 pagefault (model): 30%, 4 s elapsed
 //! ```
+//!
+//! Within one long model run, [`Progress::within_run`] reports the accesses
+//! done against those planned (the bar's message, or throttled lines), so a
+//! single huge touch does not sit at "0/1 runs".
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Least time between two plain progress lines.
@@ -32,8 +37,13 @@ pub struct Progress {
 
 enum Sink {
     Bar(ProgressBar),
-    Lines(Throttle),
+    // Shared with the reports from inside a run (see `within_run`).
+    Lines(Arc<Mutex<Throttle>>),
 }
+
+/// Receives `(accesses done, accesses planned)` from inside a model run,
+/// from any of its threads.
+pub type WithinRun = Arc<dyn Fn(u64, u64) + Send + Sync>;
 
 impl Progress {
     /// Counts `total` `unit`s of `what`; `template` is the bar's indicatif
@@ -50,7 +60,10 @@ impl Progress {
             pb.enable_steady_tick(Duration::from_millis(200));
             Sink::Bar(pb)
         } else {
-            Sink::Lines(Throttle::new(Instant::now(), INTERVAL))
+            Sink::Lines(Arc::new(Mutex::new(Throttle::new(
+                Instant::now(),
+                INTERVAL,
+            ))))
         };
         Progress {
             what: what.to_string(),
@@ -73,6 +86,7 @@ impl Progress {
             }
             Sink::Lines(t) => {
                 let now = Instant::now();
+                let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
                 if t.due(now) {
                     let text = line(
                         self.unit,
@@ -99,12 +113,57 @@ impl Progress {
         }
     }
 
+    /// Progress within the run under way: accesses done of those planned, as
+    /// the bar's message (`gups (model): 1,048,576 of 4,194,304 accesses`) or
+    /// as throttled lines.
+    pub fn within_run(&self) -> WithinRun {
+        let what = self.what.clone();
+        match &self.sink {
+            Sink::Bar(pb) => {
+                let pb = pb.clone();
+                Arc::new(move |done, planned| {
+                    pb.set_message(accesses_text(&what, done, planned));
+                })
+            }
+            Sink::Lines(t) => {
+                let t = Arc::clone(t);
+                Arc::new(move |done, planned| {
+                    let now = Instant::now();
+                    let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+                    if t.due(now) {
+                        let text = format!(
+                            "{}, {} s elapsed",
+                            accesses_text(&what, done, planned),
+                            t.elapsed(now).as_secs()
+                        );
+                        // Progress is a courtesy: a closed stderr must not stop the work.
+                        let _ = writeln!(std::io::stderr().lock(), "{text}");
+                    }
+                })
+            }
+        }
+    }
+
     /// Removes the bar (lines stay: they are a log).
     pub fn finish(self) {
         if let Sink::Bar(pb) = self.sink {
             pb.finish_and_clear();
         }
     }
+}
+
+/// Accesses done within a run: `what: done of planned accesses (p%)`.
+fn accesses_text(what: &str, done: u64, planned: u64) -> String {
+    let percent = (done.saturating_mul(100)).checked_div(planned).unwrap_or(0);
+    format!(
+        "{what}: {} of {} accesses ({percent}%)",
+        grouped(done),
+        grouped(planned)
+    )
+}
+
+fn grouped(v: u64) -> String {
+    report::group_thousands(i64::try_from(v).unwrap_or(i64::MAX))
 }
 
 /// One plain progress line.
@@ -186,6 +245,15 @@ mod tests {
         assert!(t.due(t0 + Duration::from_secs(7)));
         assert!(!t.due(t0 + Duration::from_secs(8)));
         assert!(t.due(t0 + Duration::from_secs(9)));
+    }
+
+    #[test]
+    fn within_a_run_the_accesses_are_counted() {
+        assert_eq!(
+            accesses_text("huge (model)", 1_048_576, 4_194_304),
+            "huge (model): 1,048,576 of 4,194,304 accesses (25%)"
+        );
+        assert_eq!(accesses_text("w", 0, 0), "w: 0 of 0 accesses (0%)");
     }
 
     #[test]

@@ -1,4 +1,9 @@
 //! `ptlab run` and `ptlab compare`.
+//!
+//! Output: the terminal table, or `--json` / `--csv` on stdout instead (not
+//! both: clap refuses the pair with a one-line error), and any of
+//! `--export-json`, `--export-csv`, `--export-markdown` written to files beside
+//! whatever stdout shows. JSON and CSV hold every run's raw values.
 
 use super::print_json;
 use crate::cli::{CompareArgs, ModelOpts, RepeatOpts, RunArgs};
@@ -8,6 +13,7 @@ use crate::progress::Progress;
 use experiment::config::{self, RunConfig};
 use experiment::exec::{self, ConfigResult, ExecError, ExecOptions};
 use serde_json::{json, Value};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 use workload::result::Run;
@@ -81,7 +87,9 @@ fn exec_options(r: &RepeatOpts) -> Result<ExecOptions, Failure> {
     Ok(ExecOptions {
         timeout: Duration::from_secs(r.timeout),
         repeat: r.repeat,
-        warmup: r.warmup,
+        // The model warms up as the kernel does (its cold start once made
+        // the first configuration of a compare 6 to 13 times slower).
+        warmup: Some(exec::warmup_on_both(r.repeat, r.warmup)),
     })
 }
 
@@ -91,22 +99,33 @@ fn execute(
     r: &RepeatOpts,
 ) -> Result<Vec<ConfigResult>, Failure> {
     let opts = exec_options(r)?;
-    let total = (opts.repeat + opts.warmup.unwrap_or(0)) * configs.len();
+    let any_kernel = configs
+        .iter()
+        .any(|c| c.backend == config::BackendKind::Kernel);
+    let total = (opts.repeat + exec::warmup_runs(any_kernel, &opts)) * configs.len();
     let labels: Vec<&str> = configs.iter().map(|c| c.label.as_str()).collect();
     let mut pb = progress(
         total,
         &format!("{workload} ({})", labels.join(" | ")),
         "run",
     );
-    let res = exec::run_all(workload, configs, &opts, &mut |p: exec::Progress| {
-        pb.set(p.done, p.total);
-    });
+    let within = pb.within_run();
+    let res = exec::run_all_watched(
+        workload,
+        configs,
+        &opts,
+        &mut |p: exec::Progress| {
+            pb.set(p.done, p.total);
+        },
+        Some(within),
+    );
     pb.finish();
     res.map_err(|e| about_workload(workload, e))
 }
 
 /// One configuration's result as JSON: the marks of its (first) run, with
-/// the spread of every counter when repeated.
+/// the spread of every counter when repeated, and every run's raw values
+/// (`samples`: counter -> one value per measured run, in run order).
 pub fn result_json(r: &ConfigResult) -> Value {
     let marks: Vec<Value> = r
         .aggregate
@@ -119,6 +138,15 @@ pub fn result_json(r: &ConfigResult) -> Value {
                 "name": m.name,
                 "counters": first.map(|f| serde_json::to_value(&f.counters).unwrap_or(Value::Null)),
             });
+            let mut samples: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+            for run in &r.runs {
+                if let Some(rm) = run.marks.get(i) {
+                    for (k, v) in report::views::flatten(&rm.counters) {
+                        samples.entry(k).or_default().push(v);
+                    }
+                }
+            }
+            mark["samples"] = serde_json::to_value(samples).unwrap_or(Value::Null);
             if r.runs.len() > 1 {
                 let stats: serde_json::Map<String, Value> = m
                     .counters
@@ -184,31 +212,71 @@ fn print_latency(runs: &[Run]) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Every run's raw values as long-form CSV.
+fn runs_csv(results: &[ConfigResult]) -> Result<String, Failure> {
+    let configs: Vec<report::ConfigRuns<'_>> = results
+        .iter()
+        .map(|r| report::ConfigRuns {
+            config: &r.config.label,
+            workload: &r.workload,
+            runs: &r.runs,
+        })
+        .collect();
+    Ok(report::runs_to_csv(&configs).map_err(anyhow::Error::new)?)
+}
+
+/// Writes `text` to `path` (an export), saying which file failed.
+fn write_export(path: &Path, text: &str) -> Result<(), Failure> {
+    std::fs::write(path, text).map_err(|e| {
+        Failure::Error(anyhow::Error::new(e).context(format!("writing {}", path.display())))
+    })
+}
+
+/// Writes the exports `r` asks for: `json` the document, every run's values
+/// as CSV, `markdown` the tables.
+fn write_exports(
+    r: &RepeatOpts,
+    json: &Value,
+    results: &[ConfigResult],
+    markdown: &str,
+) -> Result<(), Failure> {
+    if let Some(p) = &r.export_json {
+        let text = serde_json::to_string_pretty(json).map_err(anyhow::Error::from)?;
+        write_export(p, &format!("{text}\n"))?;
+    }
+    if let Some(p) = &r.export_csv {
+        write_export(p, &runs_csv(results)?)?;
+    }
+    if let Some(p) = &r.export_markdown {
+        write_export(p, markdown)?;
+    }
+    Ok(())
+}
+
 pub fn run(args: RunArgs) -> CmdResult {
     let cfg = config_from(&args.backend, &args.model)?;
     let results = execute(&args.workload, std::slice::from_ref(&cfg), &args.repeat)?;
     let r = &results[0];
-    if args.repeat.json {
-        let mut v = result_json(r);
-        v["host"] = host_json();
-        return print_json(&v);
-    }
-    let table = if args.repeat.csv {
-        report::views::run_table(&r.runs)
-    } else {
-        report::views::run_table(&main_counters(&r.runs, args.repeat.all))
-    };
-    if args.repeat.csv {
-        out!("{}", table.to_csv().map_err(anyhow::Error::new)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    outln!(
+    let mut v = result_json(r);
+    v["host"] = host_json();
+    let table = report::views::run_table(&main_counters(&r.runs, args.repeat.all));
+    let heading = format!(
         "{} on {} ({}), {} run(s)",
         r.workload,
         r.config.backend,
         r.config.label,
         r.runs.len()
-    )?;
+    );
+    let markdown = format!("## {heading}\n\n{}", table.to_markdown());
+    write_exports(&args.repeat, &v, &results, &markdown)?;
+    if args.repeat.json {
+        return print_json(&v);
+    }
+    if args.repeat.csv {
+        out!("{}", runs_csv(&results)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!("{heading}")?;
     out!("{}", table.render())?;
     print_latency(&r.runs)?;
     for w in &r.aggregate.warnings {
@@ -227,16 +295,14 @@ pub fn compare(args: CompareArgs) -> CmdResult {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let results = execute(&args.workload, &configs, &args.repeat)?;
-    if args.repeat.json {
-        return print_json(&json!({
-            "workload": results.first().map(|r| r.workload.clone()),
-            "configs": results.iter().map(result_json).collect::<Vec<_>>(),
-            "host": host_json(),
-        }));
-    }
+    let v = json!({
+        "workload": results.first().map(|r| r.workload.clone()),
+        "configs": results.iter().map(result_json).collect::<Vec<_>>(),
+        "host": host_json(),
+    });
     let shown: Vec<Vec<Run>> = results
         .iter()
-        .map(|r| main_counters(&r.runs, args.repeat.all || args.repeat.csv))
+        .map(|r| main_counters(&r.runs, args.repeat.all))
         .collect();
     let pairs: Vec<(&str, &[Run])> = results
         .iter()
@@ -244,17 +310,29 @@ pub fn compare(args: CompareArgs) -> CmdResult {
         .map(|(r, runs)| (r.config.label.as_str(), runs.as_slice()))
         .collect();
     let marks = report::views::mark_names(&results[0].runs);
-    let mut csv = String::new();
-    for m in &marks {
-        let t = report::views::compare_table(m, &pairs).with_title(format!("mark \"{m}\""));
-        if args.repeat.csv {
-            csv.push_str(&t.to_csv().map_err(anyhow::Error::new)?);
-        } else {
-            outln!("{}", t.render())?;
-        }
+    let tables: Vec<report::Table> = marks
+        .iter()
+        .map(|m| report::views::compare_table(m, &pairs).with_title(format!("mark \"{m}\"")))
+        .collect();
+    let markdown = format!(
+        "## {} compared\n\n{}",
+        args.workload,
+        tables
+            .iter()
+            .map(report::Table::to_markdown)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    write_exports(&args.repeat, &v, &results, &markdown)?;
+    if args.repeat.json {
+        return print_json(&v);
     }
     if args.repeat.csv {
-        out!("{csv}")?;
+        out!("{}", runs_csv(&results)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for t in &tables {
+        outln!("{}", t.render())?;
     }
     for r in &results {
         for w in &r.aggregate.warnings {

@@ -275,6 +275,10 @@ mod tests {
         assert!(is_default_column(NS_PER_FAULT.name));
         assert!(!is_default_column(AD_WRITES.name));
         assert!(!is_default_column(LOCK_ACQUISITIONS_BY_LOCK[0]));
+        // The model's own speed is no figure of the modeled system: only
+        // with --all.
+        assert!(!is_default_column(MODEL_WALL_NS.name));
+        assert_eq!(lookup(MODEL_WALL_NS.name).map(|c| c.unit), Some(Unit::Ns));
     }
 
     #[test]

@@ -94,14 +94,29 @@ pub const TLB_SHOOTDOWNS: Counter = Counter {
     members: Members::One,
 };
 
-/// Wall time since the run's first operation (the model's: its own, not a machine's).
+/// The kernel's wall time since the run's first operation (`CLOCK_MONOTONIC`).
+/// Only the kernel backend has it: the model's own speed is [`MODEL_WALL_NS`].
 pub const ELAPSED_NS: Counter = Counter {
     name: "elapsed_ns",
     unit: Unit::Ns,
-    meaning: "Wall time since the run's first operation (the model's: its own, not a machine's).",
+    meaning: "Wall time of the kernel backend since the run's first operation.",
     compared: false,
     source: Source::MonotonicClock,
     view: View::Main,
+    members: Members::One,
+};
+
+/// How long ptlab itself took to model the run so far: the model's own speed
+/// (for BENCHMARKS.md), never a duration of the modeled system, so it is
+/// neither shown by default nor turned into times per fault or access.
+pub const MODEL_WALL_NS: Counter = Counter {
+    name: "model_wall_ns",
+    unit: Unit::Ns,
+    meaning:
+        "ptlab's own time to model the run so far: its speed, not a duration of the modeled system.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
     members: Members::One,
 };
 
@@ -215,22 +230,24 @@ pub const IPIS: Counter = Counter {
     members: Members::One,
 };
 
-/// Elapsed time per page fault since the previous mark.
+/// The kernel's elapsed time per page fault since the previous mark (never
+/// derived from the model's own speed).
 pub const NS_PER_FAULT: Counter = Counter {
     name: "ns_per_fault",
     unit: Unit::Ns,
-    meaning: "Elapsed time per page fault since the previous mark.",
+    meaning: "Kernel backend: elapsed time per page fault since the previous mark.",
     compared: false,
     source: Source::Derived,
     view: View::Derived,
     members: Members::One,
 };
 
-/// Elapsed time per access since the previous mark.
+/// The kernel's elapsed time per access since the previous mark (never
+/// derived from the model's own speed).
 pub const NS_PER_ACCESS: Counter = Counter {
     name: "ns_per_access",
     unit: Unit::Ns,
-    meaning: "Elapsed time per access since the previous mark.",
+    meaning: "Kernel backend: elapsed time per access since the previous mark.",
     compared: false,
     source: Source::Derived,
     view: View::Derived,
@@ -567,6 +584,7 @@ pub const ALL: &[Counter] = &[
     ANON_HUGE_KB,
     TLB_SHOOTDOWNS,
     ELAPSED_NS,
+    MODEL_WALL_NS,
     ACCESSES,
     WALKS,
     WALK_REFS,

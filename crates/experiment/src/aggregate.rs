@@ -1,9 +1,19 @@
 //! Repeated runs of one configuration, summarized mark by mark and counter
 //! by counter, and the derived figures people ask for (time per fault, per
 //! access).
+//!
+//! Invariants:
+//! - Times per fault and per access derive from the kernel's `elapsed_ns`
+//!   only. A model run carries `model_wall_ns` (ptlab's own speed) instead,
+//!   so it gets no derived time and a comparison never sets the model's
+//!   speed beside the kernel's time.
+//! - Every summary respects its counter's kind of quantity
+//!   ([`report::views::summary_of`]): counts are whole, no interval goes
+//!   below zero.
+//! - A warning names its counter, its mark and the runs concerned.
 
 use serde::Serialize;
-use stats::{Summary, TTest, Warning};
+use stats::{Ratio, Significance, Summary, TTest, Warning};
 use std::collections::BTreeMap;
 use workload::result::Run;
 
@@ -20,8 +30,9 @@ pub struct CounterStat {
 }
 
 impl CounterStat {
-    fn of(samples: Vec<f64>) -> CounterStat {
-        let stats = Summary::of(&samples).ok();
+    /// The samples of counter `name`, summarised with its kind of quantity.
+    fn of(name: &str, samples: Vec<f64>) -> CounterStat {
+        let stats = report::views::summary_of(name, &samples);
         CounterStat { samples, stats }
     }
     pub fn mean(&self) -> f64 {
@@ -48,12 +59,16 @@ pub struct Aggregate {
 }
 
 /// Adds the derived figures of every mark of `run` (in place, as counters).
+/// Only a run that measured the machine's time (the kernel's `elapsed_ns`)
+/// gets times per fault and per access; a model run gets none.
 pub fn derive(run: &mut Run) {
     let mut prev_elapsed = 0;
     let mut prev_faults = 0;
     let mut prev_accesses = 0;
     for m in &mut run.marks {
-        let elapsed = m.counters.get(counters::ELAPSED_NS.name).unwrap_or(0);
+        let Some(elapsed) = m.counters.get(counters::ELAPSED_NS.name) else {
+            continue;
+        };
         let faults = m.counters.get(counters::MINOR_FAULTS.name).unwrap_or(0)
             + m.counters.get(counters::MAJOR_FAULTS.name).unwrap_or(0);
         let accesses = m.counters.get(counters::ACCESSES.name);
@@ -95,7 +110,7 @@ pub fn aggregate(runs: &[Run]) -> Aggregate {
                 .filter_map(|m| m.counters.get(name))
                 .map(|v| v as f64)
                 .collect();
-            counters.insert(name.clone(), CounterStat::of(samples));
+            counters.insert(name.clone(), CounterStat::of(name, samples));
         }
         let mut pt_pages = BTreeMap::new();
         for name in m0.counters.pt_pages.keys() {
@@ -113,17 +128,11 @@ pub fn aggregate(runs: &[Run]) -> Aggregate {
             pt_pages,
         });
     }
-    let mut warnings = Vec::new();
-    if runs.len() >= 3 {
-        if let Some(end) = marks.last() {
-            if let Some(e) = end.counters.get(counters::ELAPSED_NS.name) {
-                let mean = e.mean();
-                for w in stats::diagnose(&e.samples, Some(mean)) {
-                    warnings.push(describe(&w));
-                }
-            }
-        }
-    }
+    let warnings = if runs.len() >= 3 {
+        warnings_of(&marks)
+    } else {
+        Vec::new()
+    };
     Aggregate {
         runs: runs.len(),
         marks,
@@ -131,17 +140,51 @@ pub fn aggregate(runs: &[Run]) -> Aggregate {
     }
 }
 
-fn describe(w: &Warning) -> String {
-    w.to_string()
+/// The warnings about repeated runs: at the last mark, everything doubtful
+/// about the kernel's time (too short, too wide, outliers); at every mark,
+/// the runs that stand out in a counter the tables show, by name and number.
+fn warnings_of(marks: &[MarkStats]) -> Vec<String> {
+    let mut out = Vec::new();
+    let last = marks.len().saturating_sub(1);
+    for (i, m) in marks.iter().enumerate() {
+        for (name, c) in &m.counters {
+            if !counters::is_default_column(name) {
+                continue;
+            }
+            let q = c
+                .stats
+                .as_ref()
+                .map_or_else(|| report::views::counter_quantity(name), |s| s.quantity);
+            let elapsed = name == counters::ELAPSED_NS.name;
+            let run_ns = elapsed.then(|| c.mean());
+            for w in stats::diagnose_counter(name, q, &c.samples, run_ns) {
+                let keep = matches!(w, Warning::OutlierRuns { .. }) || (elapsed && i == last);
+                if keep {
+                    out.push(describe(&m.name, &w));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A warning with the mark it is about.
+fn describe(mark: &str, w: &Warning) -> String {
+    format!("at mark \"{mark}\": {w}")
 }
 
 /// A comparison of one counter at one mark against the first configuration.
 #[derive(Debug, Clone, Serialize)]
 pub struct Versus {
-    /// This configuration's mean over the first one's.
+    /// This configuration's mean over the first one's (none for 0 / 0 or x / 0).
     pub ratio: Option<f64>,
     /// Welch's t-test against the first configuration (with 2+ runs each).
     pub welch: Option<TTest>,
+    /// The ratio with its own interval ([`stats::ratio_of_means`]); 0 / 0 is
+    /// [`Ratio::Undefined`].
+    pub ratio_of_means: Option<Ratio>,
+    /// Welch's test where it means something ([`stats::compare_means`]).
+    pub significance: Option<Significance>,
 }
 
 /// Compares `b` to `a` (the first configuration).
@@ -151,7 +194,12 @@ pub fn versus(a: &CounterStat, b: &CounterStat) -> Versus {
     let welch = (a.samples.len() >= 2 && b.samples.len() >= 2)
         .then(|| stats::welch(&a.samples, &b.samples).ok())
         .flatten();
-    Versus { ratio, welch }
+    Versus {
+        ratio,
+        welch,
+        ratio_of_means: stats::ratio_of_means(&b.samples, &a.samples).ok(),
+        significance: stats::compare_means(&a.samples, &b.samples).ok(),
+    }
 }
 
 #[cfg(test)]
@@ -211,5 +259,66 @@ mod tests {
             &ab.marks[0].counters["minor_faults"],
         );
         assert_eq!(same.ratio, Some(1.0));
+    }
+
+    #[test]
+    fn a_run_without_the_kernels_time_gets_no_derived_time() {
+        // A model run: its own speed under its own name, and faults.
+        let mut c = Counters::default();
+        c.set(counters::MODEL_WALL_NS.name, 8_424_000);
+        c.set(counters::MINOR_FAULTS.name, 1000);
+        c.set(counters::ACCESSES.name, 1000);
+        let mut r = Run {
+            marks: vec![Mark {
+                name: "end".into(),
+                counters: c,
+                latency: None,
+            }],
+        };
+        derive(&mut r);
+        let m = &r.marks[0].counters;
+        assert_eq!(m.get(counters::NS_PER_FAULT.name), None);
+        assert_eq!(m.get(counters::NS_PER_ACCESS.name), None);
+    }
+
+    #[test]
+    fn counts_are_summarised_as_counts() {
+        let runs: Vec<Run> = [0, 0, 0, 0, 1, 0, 0, 0, 0, 0]
+            .into_iter()
+            .map(|f| run(1000, f))
+            .collect();
+        let s = aggregate(&runs).marks[0].counters["minor_faults"]
+            .stats
+            .clone()
+            .unwrap();
+        // Student's t would give an interval reaching below 0.
+        let ci = s.ci95.unwrap();
+        assert!(ci.low >= 0.0 && ci.low.fract() == 0.0 && ci.high.fract() == 0.0);
+        assert_eq!(s.quantity, stats::Quantity::Count);
+    }
+
+    #[test]
+    fn an_outlier_warning_names_counter_mark_and_run() {
+        let mut runs: Vec<Run> = (0..10).map(|i| run(1_000_000_000 + i, 100)).collect();
+        runs[6] = run(1_000_000_000, 900);
+        let w = aggregate(&runs).warnings;
+        assert!(
+            w.iter()
+                .any(|w| w.starts_with("at mark \"end\": run 7 of 10 of minor_faults")),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn zero_over_zero_is_undefined_not_one() {
+        let a = aggregate(&[run(10, 0), run(10, 0)]);
+        let c = &a.marks[0].counters["minor_faults"];
+        let v = versus(c, c);
+        assert_eq!(v.ratio, None);
+        assert_eq!(v.ratio_of_means, Some(Ratio::Undefined));
+        assert!(matches!(
+            v.significance,
+            Some(Significance::NotApplicable { .. })
+        ));
     }
 }

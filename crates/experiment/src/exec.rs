@@ -1,11 +1,21 @@
 //! Running workloads under configurations: once, or repeated with warm-up
 //! runs and the configurations interleaved (A B A B ...) so that a drift of
 //! the machine's state touches every configuration alike.
+//!
+//! Invariants:
+//! - With warm-up runs, every configuration first makes them and throws them
+//!   away, then the measured rounds run one configuration after the other,
+//!   round by round. `run` and `compare` warm up both backends alike
+//!   ([`warmup_on_both`]): the kernel's caches and THP pools settle, the
+//!   model's host process pays its cold start.
+//! - `timeout` bounds every single run on both backends: the kernel's child
+//!   is killed, the model stops at its next check ([`backend::model::RunOptions`]).
 
 use crate::aggregate::{self, Aggregate};
 use crate::config::{BackendKind, RunConfig};
 use serde::Serialize;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 use workload::plan::Workload;
 use workload::result::Run;
@@ -23,6 +33,17 @@ pub enum ExecError {
     Kernel(Box<backend::kernel::KernelError>),
     #[error("model backend: {0}")]
     Model(String),
+    /// A model run passed `--timeout`.
+    #[error(
+        "model backend: the run reached the time limit of {} s after {done} of {planned} \
+         planned accesses; raise --timeout or make the workload smaller",
+        limit.as_secs_f64()
+    )]
+    ModelTimeout {
+        limit: Duration,
+        done: u64,
+        planned: u64,
+    },
     #[error("the kernel backend needs Linux")]
     NoKernel,
 }
@@ -61,7 +82,7 @@ impl ExecError {
 /// How runs are made.
 #[derive(Debug, Clone)]
 pub struct ExecOptions {
-    /// Kernel runs are killed past this.
+    /// A run (kernel or model) is stopped past this.
     pub timeout: Duration,
     /// Measured runs per configuration.
     pub repeat: usize,
@@ -102,13 +123,31 @@ pub fn load(name_or_path: &str, cfg: &RunConfig) -> Result<Workload, ExecError> 
     Ok(workload::load(name_or_path, va_bits_of(cfg))?)
 }
 
+/// Receives `(accesses done, accesses planned)` from inside a model run
+/// (see [`backend::model::ProgressFn`]).
+pub type AccessProgress = Arc<backend::model::ProgressFn>;
+
 /// Runs `w` once under `cfg`.
 ///
 /// # Errors
-/// Whatever the backend reports.
+/// Whatever the backend reports; [`ExecError::ModelTimeout`] for a model run
+/// longer than `opts.timeout`.
 pub fn run_once(w: &Workload, cfg: &RunConfig, opts: &ExecOptions) -> Result<Run, ExecError> {
+    run_once_watched(w, cfg, opts, None)
+}
+
+/// As [`run_once`], a model run reporting its accesses to `accesses`.
+///
+/// # Errors
+/// As [`run_once`].
+pub fn run_once_watched(
+    w: &Workload,
+    cfg: &RunConfig,
+    opts: &ExecOptions,
+    accesses: Option<AccessProgress>,
+) -> Result<Run, ExecError> {
     let mut run = match cfg.backend {
-        BackendKind::Model => run_model(w, cfg)?,
+        BackendKind::Model => run_model(w, cfg, opts, accesses)?,
         BackendKind::Kernel => run_kernel(w, opts)?,
     };
     aggregate::derive(&mut run);
@@ -129,9 +168,26 @@ pub fn model_config(cfg: &RunConfig) -> Result<backend::model::ModelConfig, Exec
     })
 }
 
-fn run_model(w: &Workload, cfg: &RunConfig) -> Result<Run, ExecError> {
+fn run_model(
+    w: &Workload,
+    cfg: &RunConfig,
+    opts: &ExecOptions,
+    progress: Option<AccessProgress>,
+) -> Result<Run, ExecError> {
     let mc = model_config(cfg)?;
-    backend::model::run(w, &mc).map_err(|e| ExecError::Model(e.to_string()))
+    let ro = backend::model::RunOptions {
+        // A limit too far to represent is no limit.
+        deadline: Instant::now().checked_add(opts.timeout),
+        progress,
+    };
+    backend::model::run_with(w, &mc, &ro).map_err(|e| match e {
+        backend::model::ModelError::Timeout { done, planned } => ExecError::ModelTimeout {
+            limit: opts.timeout,
+            done,
+            planned,
+        },
+        e => ExecError::Model(e.to_string()),
+    })
 }
 
 #[cfg(target_os = "linux")]
@@ -149,11 +205,21 @@ fn run_kernel(_w: &Workload, _opts: &ExecOptions) -> Result<Run, ExecError> {
 }
 
 /// Warm-up runs per configuration [`run_plans`] makes: `opts.warmup`, or by
-/// default 1 when repeating with the kernel among the configurations (the
-/// model has no caches to settle).
+/// default 1 when repeating with the kernel among the configurations. `run`
+/// and `compare` always set `opts.warmup` through [`warmup_on_both`], so that
+/// the model warms up too; this default is the study's until it does the same.
 pub fn warmup_runs(any_kernel: bool, opts: &ExecOptions) -> usize {
     opts.warmup
         .unwrap_or(usize::from(any_kernel && opts.repeat > 1))
+}
+
+/// Warm-up runs per configuration when `repeat` runs are measured: `asked`,
+/// or 1 when repeating, on either backend. The model's first run pays the
+/// host process's cold start (its own heap's page faults, caches), which
+/// once made the first configuration of a `compare` look 6 to 13 times
+/// slower than the second.
+pub fn warmup_on_both(repeat: usize, asked: Option<usize>) -> usize {
+    asked.unwrap_or(usize::from(repeat > 1))
 }
 
 /// All runs of one configuration.
@@ -201,6 +267,38 @@ pub fn run_plans(
     opts: &ExecOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<ConfigResult>, ExecError> {
+    run_plans_watched(plans, opts, progress, None)
+}
+
+/// As [`run_all`], model runs also reporting their accesses to `accesses`
+/// (progress within one long run).
+///
+/// # Errors
+/// As [`run_all`].
+pub fn run_all_watched(
+    name_or_path: &str,
+    configs: &[RunConfig],
+    opts: &ExecOptions,
+    progress: &mut dyn FnMut(Progress),
+    accesses: Option<AccessProgress>,
+) -> Result<Vec<ConfigResult>, ExecError> {
+    let plans = configs
+        .iter()
+        .map(|c| Ok((c.clone(), load(name_or_path, c)?)))
+        .collect::<Result<Vec<_>, ExecError>>()?;
+    run_plans_watched(&plans, opts, progress, accesses)
+}
+
+/// As [`run_plans`], model runs also reporting their accesses to `accesses`.
+///
+/// # Errors
+/// As [`run_plans`].
+pub fn run_plans_watched(
+    plans: &[(RunConfig, Workload)],
+    opts: &ExecOptions,
+    progress: &mut dyn FnMut(Progress),
+    accesses: Option<AccessProgress>,
+) -> Result<Vec<ConfigResult>, ExecError> {
     let any_kernel = plans.iter().any(|(c, _)| c.backend == BackendKind::Kernel);
     let warmup = warmup_runs(any_kernel, opts);
     let total = (warmup + opts.repeat) * plans.len();
@@ -208,7 +306,7 @@ pub fn run_plans(
     let mut done = 0;
     for round in 0..warmup + opts.repeat {
         for (i, (cfg, w)) in plans.iter().enumerate() {
-            let run = run_once(w, cfg, opts)?;
+            let run = run_once_watched(w, cfg, opts, accesses.clone())?;
             if round >= warmup {
                 runs[i].push(run);
             }
@@ -226,4 +324,100 @@ pub fn run_plans(
             runs,
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HUGE: &str = r#"
+name = "huge"
+description = "a random touch far longer than any time limit"
+
+[[thread]]
+op = [
+  { mmap = "a", size = "4MiB" },
+  { touch = "a", access = "read", pattern = "random", count = 2000000000, seed = 1 },
+]
+"#;
+
+    const SMALL: &str = r#"
+name = "small"
+description = "a few faults"
+
+[[thread]]
+op = [
+  { mmap = "a", size = "64KiB" },
+  { touch = "a", access = "write" },
+  { mark = "touched" },
+]
+"#;
+
+    #[test]
+    fn the_model_warms_up_when_repeated_as_the_kernel_does() {
+        assert_eq!(warmup_on_both(3, None), 1);
+        assert_eq!(warmup_on_both(1, None), 0);
+        assert_eq!(warmup_on_both(3, Some(2)), 2);
+        assert_eq!(warmup_on_both(3, Some(0)), 0);
+    }
+
+    #[test]
+    fn a_repeated_model_run_makes_its_warm_up_first() {
+        let w = workload::parse(SMALL, "small.toml", 48).unwrap();
+        let plans = [(RunConfig::model_default(), w)];
+        let opts = ExecOptions {
+            repeat: 2,
+            warmup: Some(warmup_on_both(2, None)),
+            ..Default::default()
+        };
+        let mut last = None;
+        let res = run_plans(&plans, &opts, &mut |p| last = Some((p.done, p.total))).unwrap();
+        assert_eq!(last, Some((3, 3)), "one warm-up and two measured runs");
+        assert_eq!(res[0].runs.len(), 2);
+    }
+
+    #[test]
+    fn a_model_run_carries_its_own_speed_and_no_machine_time() {
+        let w = workload::parse(SMALL, "small.toml", 48).unwrap();
+        let run = run_once(&w, &RunConfig::model_default(), &ExecOptions::default()).unwrap();
+        let c = &run.marks[0].counters;
+        assert!(c.get(counters::MODEL_WALL_NS.name).is_some());
+        for absent in [
+            counters::ELAPSED_NS.name,
+            counters::NS_PER_FAULT.name,
+            counters::NS_PER_ACCESS.name,
+        ] {
+            assert_eq!(c.get(absent), None, "{absent}");
+        }
+    }
+
+    #[test]
+    fn the_timeout_stops_a_model_run_and_says_so() {
+        let w = workload::parse(HUGE, "huge.toml", 48).unwrap();
+        let opts = ExecOptions {
+            timeout: Duration::from_millis(200),
+            ..Default::default()
+        };
+        let seen = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let s = Arc::clone(&seen);
+        let progress: AccessProgress = Arc::new(move |done, planned| {
+            assert_eq!(planned, 2_000_000_000);
+            s.store(done, std::sync::atomic::Ordering::Relaxed);
+        });
+        let t = Instant::now();
+        let e =
+            run_once_watched(&w, &RunConfig::model_default(), &opts, Some(progress)).unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(10));
+        assert!(matches!(
+            e,
+            ExecError::ModelTimeout {
+                planned: 2_000_000_000,
+                ..
+            }
+        ));
+        assert!(!e.is_bad_input());
+        let text = e.to_string();
+        assert!(text.contains("time limit of 0.2 s"), "{text}");
+        assert!(seen.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    }
 }

@@ -2,7 +2,8 @@
 //! or measured by a backend; this crate only lays it out.
 //!
 //! - [`Table`]: terminal tables (aligned, units in headers, thousands separators) and
-//!   their CSV export; [`views`] builds the tables of `run`, `compare`, `validate` and
+//!   their CSV and Markdown exports ([`runs_to_csv`]: every raw value of every
+//!   run); [`views`] builds the tables of `run`, `compare`, `validate` and
 //!   `audit` from runs.
 //! - [`latency::render_log2`]: a latency histogram drawn like bcc's funclatency.
 //! - [`chart`]: SVG charts (grouped bars with error bars, lines with CI bands, stacked
@@ -22,10 +23,12 @@ mod csv_out;
 mod error;
 pub mod html;
 pub mod latency;
+mod markdown;
 mod number;
 pub mod table;
 pub mod views;
 
+pub use csv_out::{runs_to_csv, ConfigRuns, RUNS_CSV_HEADER};
 pub use error::ReportError;
 pub use number::{
     format_float, format_summary, group_thousands, human, quantity_of, unit_of, Unit,

@@ -5,10 +5,17 @@
 //! `pt_pages.<LEVEL>` (e.g. `pt_pages.PTE`). Rows follow the order of the main
 //! counters of the `counters` registry, then other counters alphabetically, then
 //! `pt_pages.*`; units come from the registry.
+//!
+//! Every summary is taken with the counter's kind of quantity ([`summary_of`]):
+//! counts print as whole numbers and no interval reaches below zero; a ratio
+//! comes from [`stats::ratio_of_means`] with its own interval (0 / 0 is
+//! "undefined", never 1) and a p-value from [`stats::compare_means`], which gives
+//! none where a test means nothing (exact or identical runs, too few runs).
 
+use crate::number::Unit;
 use crate::table::{Cell, Column, Table};
 use counters::unit_of;
-use stats::{welch, Summary};
+use stats::{compare_means, ratio_of_means, Quantity, Summary};
 use std::collections::{BTreeMap, BTreeSet};
 use workload::result::{Counters, Run};
 
@@ -81,13 +88,57 @@ fn to_f64(v: &[i64]) -> Vec<f64> {
     v.iter().map(|&x| x as f64).collect()
 }
 
+/// The kind of quantity of counter `name`, from the registry's unit (so that
+/// `ns_per_fault` is a time although its name does not end in `_ns`):
+/// nanoseconds are times, everything else (events, pages, kB, bytes) counts.
+pub fn counter_quantity(name: &str) -> Quantity {
+    match unit_of(name) {
+        "ns" => Quantity::Time,
+        _ => Quantity::Count,
+    }
+}
+
+/// How a counter's values are written for people.
+pub fn counter_unit(name: &str) -> Unit {
+    match unit_of(name) {
+        "ns" => Unit::Nanoseconds,
+        "kB" => Unit::Kilobytes,
+        "B" => Unit::Bytes,
+        _ => Unit::Count,
+    }
+}
+
+/// The summary of counter `name`'s `samples` with its kind of quantity. A
+/// counter that went down since the run's start (a negative difference, such
+/// as `vmpte_kb` after an munmap) is a signed quantity and is summarised as one.
+/// `None` for no samples.
+pub fn summary_of(name: &str, samples: &[f64]) -> Option<Summary> {
+    Summary::of_quantity(samples, counter_quantity(name))
+        .or_else(|_| Summary::of_quantity(samples, Quantity::Signed))
+        .ok()
+}
+
+/// A summary as a cell in the counter's unit: runs that all agree show their
+/// value alone (an interval from it to itself says nothing); a signed summary (a
+/// counter that went down) keeps the unit's scaling only when it is not a count.
+fn summary_cell(name: &str, s: &Summary) -> Cell {
+    if let stats::MeanInterval::NoSpread { value, .. } = s.interval {
+        return Cell::quantity(value, counter_unit(name));
+    }
+    match (s.quantity, counter_unit(name)) {
+        (Quantity::Signed, Unit::Count) => Cell::estimate(s.mean, s.ci95.map(|c| c.half_width())),
+        (_, unit) => Cell::from_summary_in(s, unit),
+    }
+}
+
 /// The table of `ptlab run`: one row per mark and counter. One run gives its value;
-/// several give mean ± 95% CI, median, min and max.
+/// several give the mean with its 95% interval (in the counter's unit, whole
+/// numbers for counts, no interval below zero), median, min and max.
 pub fn run_table(runs: &[Run]) -> Table {
     let repeated = runs.len() > 1;
     let mut cols = vec![Column::new("mark"), Column::new("counter")];
     if repeated {
-        cols.extend(["mean ± 95% CI", "median", "min", "max"].map(Column::new));
+        cols.extend(["mean (95% CI)", "median", "min", "max"].map(Column::new));
     } else {
         cols.push(Column::new("value"));
     }
@@ -98,15 +149,16 @@ pub fn run_table(runs: &[Run]) -> Table {
         for key in sort_counters(samples.keys().cloned()) {
             let vals = &samples[&key];
             let mut row = vec![Cell::text(&mark), Cell::text(&key)];
-            match Summary::of_counts(vals) {
-                Ok(s) if repeated => row.extend([
-                    Cell::from_summary(&s),
-                    Cell::estimate(s.median, None),
+            let unit = counter_unit(&key);
+            match summary_of(&key, &to_f64(vals)) {
+                Some(s) if repeated => row.extend([
+                    summary_cell(&key, &s),
+                    Cell::quantity(s.median, unit),
                     Cell::int(s.min as i64),
                     Cell::int(s.max as i64),
                 ]),
-                Ok(_) => row.push(Cell::int(vals[0])),
-                Err(_) => continue,
+                Some(_) => row.push(Cell::int(vals[0])),
+                None => continue,
             }
             row.push(Cell::text(unit_of(&key)));
             t.push_row(row);
@@ -114,17 +166,21 @@ pub fn run_table(runs: &[Run]) -> Table {
     }
     if repeated {
         t.push_note(format!(
-            "{} runs; ± is the half-width of the 95% confidence interval of the mean",
-            runs.len()
+            "{} runs; in parentheses the 95% confidence interval of the mean \
+             (bootstrap for counts and times, none from fewer than {} differing runs)",
+            runs.len(),
+            stats::MIN_RUNS_FOR_INTERVAL
         ));
     }
     t
 }
 
 /// The table of `ptlab compare`: at `mark`, one row per counter, one column per
-/// configuration (mean ± 95% CI with repeats), then each configuration's ratio to the
-/// first and, when every configuration has 2 runs or more, Welch's p-value against
-/// the first.
+/// configuration (the mean with its 95% interval with repeats), then each
+/// configuration's ratio to the first ([`stats::ratio_of_means`]: with its interval,
+/// `undefined (0 / 0)` when both are 0) and, when every configuration has 2 runs or
+/// more, Welch's p-value against the first where the test means something
+/// ([`stats::compare_means`]; otherwise why not, as `n/a: identical`).
 pub fn compare_table(mark: &str, configs: &[(&str, &[Run])]) -> Table {
     let samples: Vec<BTreeMap<String, Vec<i64>>> =
         configs.iter().map(|(_, r)| samples_at(r, mark)).collect();
@@ -151,30 +207,32 @@ pub fn compare_table(mark: &str, configs: &[(&str, &[Run])]) -> Table {
     let mut t = Table::with_columns(cols).with_title(format!("at mark \"{mark}\""));
     let keys = sort_counters(samples.iter().flat_map(|s| s.keys().cloned()));
     for key in keys {
-        let sums: Vec<Option<Summary>> = samples
+        let values: Vec<Option<Vec<f64>>> = samples
             .iter()
-            .map(|s| s.get(&key).and_then(|v| Summary::of_counts(v).ok()))
+            .map(|s| s.get(&key).map(|v| to_f64(v)))
             .collect();
         let mut row = vec![Cell::text(&key), Cell::text(unit_of(&key))];
-        row.extend(
-            sums.iter()
-                .map(|s| s.as_ref().map_or(Cell::Empty, Cell::from_summary)),
-        );
-        for s in sums.iter().skip(1) {
-            row.push(match (&sums[0], s) {
-                (Some(a), Some(b)) if a.mean != 0.0 => Cell::ratio(b.mean / a.mean),
-                (Some(a), Some(b)) if a.mean == 0.0 && b.mean == 0.0 => Cell::ratio(1.0),
+        row.extend(values.iter().map(|v| {
+            v.as_deref()
+                .and_then(|v| summary_of(&key, v))
+                .map_or(Cell::Empty, |s| summary_cell(&key, &s))
+        }));
+        for v in values.iter().skip(1) {
+            row.push(match (&values[0], v) {
+                (Some(a), Some(b)) => ratio_of_means(b, a)
+                    .ok()
+                    .map_or(Cell::Empty, |r| Cell::from_ratio(&r)),
                 _ => Cell::Empty,
             });
         }
         if with_p {
-            let base = samples[0].get(&key).map(|v| to_f64(v));
-            for s in samples.iter().skip(1) {
-                let p = match (&base, s.get(&key)) {
-                    (Some(a), Some(b)) => welch(a, &to_f64(b)).ok().map(|r| r.p),
-                    _ => None,
-                };
-                row.push(p.map_or(Cell::Empty, Cell::p_value));
+            for v in values.iter().skip(1) {
+                row.push(match (&values[0], v) {
+                    (Some(a), Some(b)) => compare_means(a, b)
+                        .ok()
+                        .map_or(Cell::Empty, |s| Cell::from_significance(&s)),
+                    _ => Cell::Empty,
+                });
             }
         }
         t.push_row(row);
@@ -184,7 +242,8 @@ pub fn compare_table(mark: &str, configs: &[(&str, &[Run])]) -> Table {
         .map(|(n, r)| format!("{n}: {}", r.len()))
         .collect();
     t.push_note(format!(
-        "runs per configuration: {}; ± is the half-width of the 95% confidence interval of the mean",
+        "runs per configuration: {}; in parentheses the 95% confidence interval of the mean, \
+         ± that of a ratio",
         runs.join(", ")
     ));
     t
