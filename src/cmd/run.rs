@@ -99,10 +99,7 @@ fn execute(
     r: &RepeatOpts,
 ) -> Result<Vec<ConfigResult>, Failure> {
     let opts = exec_options(r)?;
-    let any_kernel = configs
-        .iter()
-        .any(|c| c.backend == config::BackendKind::Kernel);
-    let total = (opts.repeat + exec::warmup_runs(any_kernel, &opts)) * configs.len();
+    let total = (opts.repeat + exec::warmup_runs(&opts)) * configs.len();
     let labels: Vec<&str> = configs.iter().map(|c| c.label.as_str()).collect();
     let mut pb = progress(
         total,

@@ -204,13 +204,11 @@ fn run_kernel(_w: &Workload, _opts: &ExecOptions) -> Result<Run, ExecError> {
     Err(ExecError::NoKernel)
 }
 
-/// Warm-up runs per configuration [`run_plans`] makes: `opts.warmup`, or by
-/// default 1 when repeating with the kernel among the configurations. `run`
-/// and `compare` always set `opts.warmup` through [`warmup_on_both`], so that
-/// the model warms up too; this default is the study's until it does the same.
-pub fn warmup_runs(any_kernel: bool, opts: &ExecOptions) -> usize {
-    opts.warmup
-        .unwrap_or(usize::from(any_kernel && opts.repeat > 1))
+/// Warm-up runs per configuration [`run_plans`] makes: the rule of
+/// [`warmup_on_both`] over `opts`, the same for `run`, `compare` and the
+/// study, on either backend.
+pub fn warmup_runs(opts: &ExecOptions) -> usize {
+    warmup_on_both(opts.repeat, opts.warmup)
 }
 
 /// Warm-up runs per configuration when `repeat` runs are measured: `asked`,
@@ -299,8 +297,7 @@ pub fn run_plans_watched(
     progress: &mut dyn FnMut(Progress),
     accesses: Option<AccessProgress>,
 ) -> Result<Vec<ConfigResult>, ExecError> {
-    let any_kernel = plans.iter().any(|(c, _)| c.backend == BackendKind::Kernel);
-    let warmup = warmup_runs(any_kernel, opts);
+    let warmup = warmup_runs(opts);
     let total = (warmup + opts.repeat) * plans.len();
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); plans.len()];
     let mut done = 0;

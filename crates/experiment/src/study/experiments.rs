@@ -62,7 +62,7 @@ impl Experiment {
 
     /// Runs it makes, warm-up runs included.
     pub(crate) fn runs(&self) -> usize {
-        (exec::warmup_runs(self.on_kernel(), &self.options()) + self.repeat) * self.configs.len()
+        (exec::warmup_runs(&self.options()) + self.repeat) * self.configs.len()
     }
 }
 

@@ -279,10 +279,10 @@ mod tests {
     }
 
     #[test]
-    fn the_run_total_counts_warmups_of_repeated_kernel_experiments() {
+    fn the_run_total_counts_warmups_of_repeated_experiments() {
         let opts = StudyOptions { quick: true };
         let one_model = Experiment::model("m", String::new(), &[model(""), model("")], 3);
-        assert_eq!(one_model.runs(), 6);
+        assert_eq!(one_model.runs(), 8, "one warm-up run of each configuration");
         let kernel = Experiment::kernel("k", String::new(), 3);
         assert_eq!(kernel.runs(), 4, "one warm-up run first");
         let once = Experiment::kernel("k", String::new(), 1);
