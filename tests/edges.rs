@@ -282,3 +282,27 @@ fn a_mapping_the_kernel_cannot_make_is_bad_input_naming_the_region() {
         );
     }
 }
+
+#[test]
+fn the_model_never_heads_its_own_time_per_access_as_a_latency() {
+    let (_dir, path) = workload_file(
+        r#"
+name = "lat"
+description = "a small touch with a latency histogram"
+[[thread]]
+op = [
+  { mmap = "a", size = "4MiB" },
+  { touch = "a", latency = true },
+  { mark = "touched" },
+]
+"#,
+    );
+    let out = ptlab(&["run", &path]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("ptlab's own time per modeled access before mark \"touched\""),
+        "{text}"
+    );
+    assert!(!text.contains("latency per access"), "{text}");
+}

@@ -197,11 +197,22 @@ fn host_json() -> Value {
     serde_json::to_value(host::Fingerprint::read()).unwrap_or(Value::Null)
 }
 
-fn print_latency(runs: &[Run]) -> Result<(), Failure> {
+/// The per-access histogram of a touch with `latency = true`. On the kernel
+/// it is the machine's latency; on the model it is ptlab's own time per
+/// modeled access (its speed), and is headed so, never as a latency of the
+/// modeled system.
+fn print_latency(runs: &[Run], on_model: bool) -> Result<(), Failure> {
     if let Some(run) = runs.first() {
         for m in &run.marks {
             if let Some(l) = &m.latency {
-                outln!("\nlatency per access before mark \"{}\":", m.name)?;
+                if on_model {
+                    outln!(
+                        "\nptlab's own time per modeled access before mark \"{}\" (the model's speed, not a latency of the modeled system):",
+                        m.name
+                    )?;
+                } else {
+                    outln!("\nlatency per access before mark \"{}\":", m.name)?;
+                }
                 out!("{}", report::latency::render_log2(l, "nsecs"))?;
             }
         }
@@ -275,7 +286,7 @@ pub fn run(args: RunArgs) -> CmdResult {
     }
     outln!("{heading}")?;
     out!("{}", table.render())?;
-    print_latency(&r.runs)?;
+    print_latency(&r.runs, r.config.backend == config::BackendKind::Model)?;
     for w in &r.aggregate.warnings {
         eprintln!("warning: {w}");
     }
