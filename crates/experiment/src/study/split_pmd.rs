@@ -147,7 +147,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         text(&contended[3])
     ));
     sec.figure(
-        "minor_faults",
+        counters::MINOR_FAULTS.name,
         (0..4).map(|i| count_figure(faults(i))).collect::<Vec<_>>(),
     );
     sec.figure(counters::LOCK_CONTENDED.name, &contended);
