@@ -535,3 +535,23 @@ fn a_line_spanning_orders_of_magnitude_gets_a_log_axis() {
         assert!(t.iter().any(|x| x == decade), "{decade} not in {t:?}");
     }
 }
+
+#[test]
+fn whole_number_x_values_get_no_fractional_tick_labels() {
+    let series = vec![Series::new(
+        "4-level",
+        vec![
+            (1.0, est(10.0, 1.0)),
+            (2.0, est(11.0, 1.0)),
+            (4.0, est(12.0, 1.0)),
+        ],
+    )];
+    let svg = line_chart(&spec(), &series).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let t = texts(&doc);
+    assert!(t.iter().any(|x| x == "2"), "{t:?}");
+    assert!(
+        !t.iter().any(|x| x == "1.5" || x == "2.5" || x == "3.5"),
+        "{t:?}"
+    );
+}
