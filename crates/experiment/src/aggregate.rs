@@ -154,7 +154,7 @@ fn warnings_of(marks: &[MarkStats]) -> Vec<String> {
             let q = c
                 .stats
                 .as_ref()
-                .map_or_else(|| report::views::counter_quantity(name), |s| s.quantity);
+                .map_or_else(|| report::quantity_of(name), |s| s.quantity);
             let elapsed = name == counters::ELAPSED_NS.name;
             let run_ns = elapsed.then(|| c.mean());
             for w in stats::diagnose_counter(name, q, &c.samples, run_ns) {

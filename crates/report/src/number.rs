@@ -72,20 +72,7 @@ pub(crate) fn decimals_for(mean: f64, half_width: Option<f64>) -> usize {
     }
 }
 
-/// The unit of a counter, from the suffix of its name (the workload format's
-/// convention): `vmpte_kb` → `"kB"`, `elapsed_ns` → `"ns"`, anything else counts
-/// events or pages and has no unit (`""`).
-pub fn unit_of(counter: &str) -> &'static str {
-    if counter.ends_with("_kb") {
-        "kB"
-    } else if counter.ends_with("_ns") {
-        "ns"
-    } else if counter.ends_with("_bytes") {
-        "B"
-    } else {
-        ""
-    }
-}
+pub use counters::unit_of;
 
 /// What a number measures, which decides how it is written for people.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -106,9 +93,10 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// The unit of a counter from its name's suffix (the workload format's
-    /// convention, as [`unit_of`]): `_ns` a duration, `_kb` and `_bytes` a size,
-    /// anything else a count.
+    /// The unit of a counter, from the registry ([`unit_of`]: a registered
+    /// counter's own unit, so `ns_per_fault` is a duration; an unregistered
+    /// name by its suffix): `ns` a duration, `kB` and `B` a size, anything
+    /// else a count.
     pub fn of_counter(counter: &str) -> Unit {
         match unit_of(counter) {
             "ns" => Unit::Nanoseconds,

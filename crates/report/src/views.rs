@@ -88,32 +88,12 @@ fn to_f64(v: &[i64]) -> Vec<f64> {
     v.iter().map(|&x| x as f64).collect()
 }
 
-/// The kind of quantity of counter `name`, from the registry's unit (so that
-/// `ns_per_fault` is a time although its name does not end in `_ns`):
-/// nanoseconds are times, everything else (events, pages, kB, bytes) counts.
-pub fn counter_quantity(name: &str) -> Quantity {
-    match unit_of(name) {
-        "ns" => Quantity::Time,
-        _ => Quantity::Count,
-    }
-}
-
-/// How a counter's values are written for people.
-pub fn counter_unit(name: &str) -> Unit {
-    match unit_of(name) {
-        "ns" => Unit::Nanoseconds,
-        "kB" => Unit::Kilobytes,
-        "B" => Unit::Bytes,
-        _ => Unit::Count,
-    }
-}
-
 /// The summary of counter `name`'s `samples` with its kind of quantity. A
 /// counter that went down since the run's start (a negative difference, such
 /// as `vmpte_kb` after an munmap) is a signed quantity and is summarised as one.
 /// `None` for no samples.
 pub fn summary_of(name: &str, samples: &[f64]) -> Option<Summary> {
-    Summary::of_quantity(samples, counter_quantity(name))
+    Summary::of_quantity(samples, crate::quantity_of(name))
         .or_else(|_| Summary::of_quantity(samples, Quantity::Signed))
         .ok()
 }
@@ -123,9 +103,9 @@ pub fn summary_of(name: &str, samples: &[f64]) -> Option<Summary> {
 /// counter that went down) keeps the unit's scaling only when it is not a count.
 fn summary_cell(name: &str, s: &Summary) -> Cell {
     if let stats::MeanInterval::NoSpread { value, .. } = s.interval {
-        return Cell::quantity(value, counter_unit(name));
+        return Cell::quantity(value, Unit::of_counter(name));
     }
-    match (s.quantity, counter_unit(name)) {
+    match (s.quantity, Unit::of_counter(name)) {
         (Quantity::Signed, Unit::Count) => Cell::estimate(s.mean, s.ci95.map(|c| c.half_width())),
         (_, unit) => Cell::from_summary_in(s, unit),
     }
@@ -149,7 +129,7 @@ pub fn run_table(runs: &[Run]) -> Table {
         for key in sort_counters(samples.keys().cloned()) {
             let vals = &samples[&key];
             let mut row = vec![Cell::text(&mark), Cell::text(&key)];
-            let unit = counter_unit(&key);
+            let unit = Unit::of_counter(&key);
             match summary_of(&key, &to_f64(vals)) {
                 Some(s) if repeated => row.extend([
                     summary_cell(&key, &s),
