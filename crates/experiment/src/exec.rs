@@ -248,11 +248,7 @@ pub fn run_all(
     opts: &ExecOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<ConfigResult>, ExecError> {
-    let plans = configs
-        .iter()
-        .map(|c| Ok((c.clone(), load(name_or_path, c)?)))
-        .collect::<Result<Vec<_>, ExecError>>()?;
-    run_plans(&plans, opts, progress)
+    run_all_watched(name_or_path, configs, opts, progress, None)
 }
 
 /// As [`run_all`] for workloads already loaded, one per configuration
