@@ -1,0 +1,121 @@
+//! The catalog of cost names. Each entry is one event kind of the model
+//! whose cost a cost file gives, with the unit of that cost.
+
+/// What one unit of a cost is charged per.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Per {
+    /// Nanoseconds per event (one fault, one call, one shootdown).
+    Event,
+    /// Nanoseconds per 4 KiB page the operation touches.
+    Page,
+    /// Nanoseconds per page-table page the operation touches.
+    Table,
+    /// Nanoseconds per KiB.
+    KiB,
+}
+
+impl Per {
+    /// The unit as printed ("ns per fault" is the entry's own wording).
+    pub fn unit(self) -> &'static str {
+        match self {
+            Per::Event => "ns",
+            Per::Page => "ns per page",
+            Per::Table => "ns per table page",
+            Per::KiB => "ns per KiB",
+        }
+    }
+}
+
+/// One name a cost file may give a cost for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CostName {
+    pub name: &'static str,
+    pub per: Per,
+    pub meaning: &'static str,
+}
+
+const fn c(name: &'static str, per: Per, meaning: &'static str) -> CostName {
+    CostName { name, per, meaning }
+}
+
+/// Every cost name, grouped by what pays it. `ptlab calibrate` measures
+/// them in this order.
+pub const CATALOG: &[CostName] = &[
+    // Minor faults, by kind: the whole fault as the faulting thread sees it
+    // (exception entry and exit, the handler, the page's allocation and
+    // clearing where the kind does it).
+    c("fault.anon_write", Per::Event, "Write fault on anonymous memory: a zeroed 4 KiB page mapped."),
+    c("fault.zero_read", Per::Event, "Read fault on anonymous memory: the shared zero page mapped."),
+    c("fault.cow", Per::Event, "Write fault on a private page mapped read-only: the page copied."),
+    c("fault.file_read", Per::Event, "Read fault on a cached file page, fault-around included."),
+    c("fault.shmem", Per::Event, "Write fault on shared anonymous (shmem) memory."),
+    c("fault.thp", Per::Event, "Write fault that maps a 2 MiB THP, its zeroing included."),
+    c("fault.mthp_64k", Per::Event, "Write fault that maps a 64 KiB multi-size THP, zeroing included."),
+    c("fault.major", Per::Event, "Fault that reads a file page in from the page cache's backing store."),
+    // Page tables.
+    c("pt.alloc", Per::Table, "Allocating, clearing and linking one page-table page."),
+    c("pt.free", Per::Table, "Unlinking and freeing one page-table page."),
+    // System calls: a fixed part per call and a part per page or table.
+    c("munmap.call", Per::Event, "munmap of nothing mapped: entry, VMA work, exit."),
+    c("munmap.page", Per::Page, "munmap per present 4 KiB page it zaps."),
+    c("mprotect.call", Per::Event, "mprotect per call."),
+    c("mprotect.page", Per::Page, "mprotect per present page whose entry it changes."),
+    c("madvise.call", Per::Event, "madvise(MADV_DONTNEED) per call."),
+    c("madvise.page", Per::Page, "madvise(MADV_DONTNEED) per present page it zaps."),
+    c("mmap.call", Per::Event, "mmap of an anonymous region (no population)."),
+    // TLB shootdowns.
+    c("shootdown.sender", Per::Event, "Sender's cost of a TLB shootdown IPI round (waits for the acknowledgements)."),
+    c("shootdown.receiver", Per::Event, "Interrupt, flush and acknowledgement on each receiving CPU."),
+    c("tlb.flush_local", Per::Event, "A local TLB flush of a range (no IPI)."),
+    // Memory and locks.
+    c("clear.kib", Per::KiB, "Clearing memory (clear_page), per KiB."),
+    c("copy.kib", Per::KiB, "Copying memory (copy_page), per KiB."),
+    c("lock.uncontended", Per::Event, "Taking and releasing a free spinlock."),
+    c("lock.handoff", Per::Event, "Handing a contended spinlock from one CPU to another (cache line transfer)."),
+    // Translation.
+    c("access.tlb_hit", Per::Event, "A memory access whose translation hits the first-level TLB, cache hit."),
+    c("tlb.l2_hit", Per::Event, "Extra cost of an access that misses the L1 TLB and hits the L2 TLB."),
+    c("tlb.miss_walk", Per::Event, "Extra cost of an access that misses every TLB and walks (this host: two-dimensional under a hypervisor)."),
+    c("walk.ref_cached", Per::Event, "One walk reference served by a cache of table lines."),
+    c("walk.ref_memory", Per::Event, "One walk reference served by memory."),
+    // Memory latency by working-set size (a dependent load, random order).
+    c("mem.latency_32k", Per::Event, "Dependent random load, 32 KiB working set."),
+    c("mem.latency_1m", Per::Event, "Dependent random load, 1 MiB working set."),
+    c("mem.latency_32m", Per::Event, "Dependent random load, 32 MiB working set."),
+    c("mem.latency_1g", Per::Event, "Dependent random load, 1 GiB working set (THP, so few TLB misses)."),
+];
+
+/// The catalog entry of `name`.
+pub fn lookup(name: &str) -> Option<&'static CostName> {
+    CATALOG.iter().find(|c| c.name == name)
+}
+
+/// The catalog name closest to `name`, for a "did you mean" hint.
+pub fn suggest(name: &str) -> Option<&'static str> {
+    CATALOG
+        .iter()
+        .map(|c| (strsim::jaro_winkler(name, c.name), c.name))
+        .filter(|(s, _)| *s > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_dotted() {
+        let mut seen = std::collections::BTreeSet::new();
+        for c in CATALOG {
+            assert!(seen.insert(c.name), "{} listed twice", c.name);
+            assert!(c.name.contains('.'), "{} has no group", c.name);
+        }
+    }
+
+    #[test]
+    fn a_misspelt_name_is_suggested() {
+        assert_eq!(suggest("fault.anon_wrte"), Some("fault.anon_write"));
+        assert_eq!(suggest("nothing like it"), None);
+    }
+}

@@ -1,0 +1,329 @@
+//! [`CostFile`]: the TOML document `ptlab calibrate` writes and `--costs`
+//! reads.
+//!
+//! ```toml
+//! format = 1
+//!
+//! [host]
+//! kernel_release = "6.18.0"
+//! cpu_model = "AMD EPYC 9B14"
+//! cpus = 2
+//! hypervisor = "KVM"
+//! taken = "2026-11-24T02:40:00Z"
+//! mode = "quick"
+//!
+//! [costs."fault.anon_write"]
+//! ns = 1650.0
+//! lo = 1610.0
+//! hi = 1702.0
+//! n = 10
+//! provenance = "measured"
+//! method = "kernel backend: 65,536 write faults, mean of 10 runs, bootstrap 95%"
+//! ```
+
+use crate::catalog;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// The version of the format this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Where a figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provenance {
+    /// Measured on the host by `ptlab calibrate`.
+    Measured,
+    /// Computed from measured figures (the method says how).
+    Derived,
+    /// Not measured here: taken from a named source, or a stated guess.
+    Assumed,
+}
+
+/// One cost: a point estimate and its interval, in the unit of its
+/// catalog entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cost {
+    pub ns: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Runs (or samples) behind the figure; 0 for an assumed one.
+    #[serde(default)]
+    pub n: u32,
+    pub provenance: Provenance,
+    /// How it was measured or derived.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub method: String,
+    /// For an assumed figure: where it comes from.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+}
+
+impl Cost {
+    /// An assumed figure with no spread of its own beyond `lo..hi`.
+    pub fn assumed(ns: f64, lo: f64, hi: f64, source: &str) -> Cost {
+        Cost {
+            ns,
+            lo,
+            hi,
+            n: 0,
+            provenance: Provenance::Assumed,
+            method: String::new(),
+            source: source.to_string(),
+        }
+    }
+}
+
+/// The host the figures describe.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_release: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<usize>,
+    /// The hypervisor the host runs under, "none" on bare metal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hypervisor: Option<String>,
+    /// When the figures were taken (UTC, RFC 3339), or what era an assumed
+    /// file describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken: Option<String>,
+    /// "quick", "long", or "assumed".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Free text: what the file is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// A whole cost file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostFile {
+    pub format: u32,
+    #[serde(default)]
+    pub host: HostInfo,
+    #[serde(default)]
+    pub costs: BTreeMap<String, Cost>,
+}
+
+/// Why a cost file could not be read.
+#[derive(Debug, Error)]
+pub enum CostsError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// TOML syntax or a key of the wrong type; the message has the line and
+    /// column.
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    /// A value that parses but cannot be right.
+    #[error("{path}: {key}: {message}")]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
+}
+
+impl CostFile {
+    /// An empty file for this format version.
+    pub fn new(host: HostInfo) -> CostFile {
+        CostFile {
+            format: FORMAT_VERSION,
+            host,
+            costs: BTreeMap::new(),
+        }
+    }
+
+    /// The cost named `name`, if the file gives it.
+    pub fn get(&self, name: &str) -> Option<&Cost> {
+        self.costs.get(name)
+    }
+
+    /// Parses `text` (read from `path`, which only names it in errors) and
+    /// validates it.
+    ///
+    /// # Errors
+    /// [`CostsError::Parse`] or [`CostsError::Invalid`].
+    pub fn parse(text: &str, path: &Path) -> Result<CostFile, CostsError> {
+        let f: CostFile = toml::from_str(text).map_err(|e| CostsError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        f.validate(path)?;
+        Ok(f)
+    }
+
+    /// Reads and validates the file at `path`.
+    ///
+    /// # Errors
+    /// As [`CostFile::parse`], and [`CostsError::Io`].
+    pub fn load(path: &Path) -> Result<CostFile, CostsError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CostsError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        CostFile::parse(&text, path)
+    }
+
+    /// The file as TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("a cost file always serializes")
+    }
+
+    /// Writes the file to `path`.
+    ///
+    /// # Errors
+    /// [`CostsError::Io`].
+    pub fn save(&self, path: &Path) -> Result<(), CostsError> {
+        std::fs::write(path, self.to_toml()).map_err(|source| CostsError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Checks invariant 1 of the crate: known names, `0 <= lo <= ns <= hi`,
+    /// finite figures, and the format version.
+    ///
+    /// # Errors
+    /// [`CostsError::Invalid`] naming the key.
+    pub fn validate(&self, path: &Path) -> Result<(), CostsError> {
+        let invalid = |key: String, message: String| CostsError::Invalid {
+            path: path.to_path_buf(),
+            key,
+            message,
+        };
+        if self.format != FORMAT_VERSION {
+            return Err(invalid(
+                "format".into(),
+                format!(
+                    "format {} is not one this build reads (expected {FORMAT_VERSION})",
+                    self.format
+                ),
+            ));
+        }
+        for (name, c) in &self.costs {
+            let key = format!("costs.\"{name}\"");
+            if catalog::lookup(name).is_none() {
+                let hint = catalog::suggest(name)
+                    .map(|s| format!("; did you mean \"{s}\"?"))
+                    .unwrap_or_default();
+                return Err(invalid(key, format!("unknown cost name{hint}")));
+            }
+            for (field, v) in [("ns", c.ns), ("lo", c.lo), ("hi", c.hi)] {
+                if !v.is_finite() || v < 0.0 {
+                    return Err(invalid(
+                        format!("{key}.{field}"),
+                        format!("expected a finite number of nanoseconds >= 0, found {v}"),
+                    ));
+                }
+            }
+            if !(c.lo <= c.ns && c.ns <= c.hi) {
+                return Err(invalid(
+                    key,
+                    format!(
+                        "expected lo <= ns <= hi, found lo = {}, ns = {}, hi = {}",
+                        c.lo, c.ns, c.hi
+                    ),
+                ));
+            }
+            if c.provenance == Provenance::Assumed && c.source.is_empty() {
+                return Err(invalid(
+                    format!("{key}.source"),
+                    "an assumed cost must name its source".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> CostFile {
+        let mut f = CostFile::new(HostInfo {
+            cpus: Some(2),
+            mode: Some("quick".into()),
+            ..HostInfo::default()
+        });
+        f.costs.insert(
+            "fault.anon_write".into(),
+            Cost {
+                ns: 1650.0,
+                lo: 1600.0,
+                hi: 1700.0,
+                n: 10,
+                provenance: Provenance::Measured,
+                method: "mean of 10 runs".into(),
+                source: String::new(),
+            },
+        );
+        f
+    }
+
+    #[test]
+    fn a_file_round_trips_through_toml() {
+        let f = sample();
+        let back = CostFile::parse(&f.to_toml(), Path::new("x.toml")).unwrap();
+        assert_eq!(back, f);
+    }
+
+    #[test]
+    fn an_unknown_name_is_refused_with_a_hint() {
+        let text = sample()
+            .to_toml()
+            .replace("fault.anon_write", "fault.anon_wrte");
+        let e = CostFile::parse(&text, Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("c.toml"), "{e}");
+        assert!(e.contains("fault.anon_wrte"), "{e}");
+        assert!(e.contains("did you mean \"fault.anon_write\""), "{e}");
+    }
+
+    #[test]
+    fn an_interval_that_excludes_its_point_is_refused() {
+        let text = sample().to_toml().replace("lo = 1600.0", "lo = 1660.0");
+        let e = CostFile::parse(&text, Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("lo <= ns <= hi"), "{e}");
+    }
+
+    #[test]
+    fn a_syntax_error_names_its_line() {
+        let e = CostFile::parse("format = 1\n[costs\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn a_newer_format_is_refused() {
+        let text = sample().to_toml().replace("format = 1", "format = 2");
+        let e = CostFile::parse(&text, Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("format 2"), "{e}");
+    }
+
+    #[test]
+    fn an_assumed_cost_without_a_source_is_refused() {
+        let mut f = sample();
+        f.costs
+            .insert("pt.alloc".into(), Cost::assumed(200.0, 100.0, 400.0, ""));
+        let e = f.validate(Path::new("c.toml")).unwrap_err().to_string();
+        assert!(e.contains("source"), "{e}");
+    }
+}
