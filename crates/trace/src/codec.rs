@@ -1,0 +1,349 @@
+//! Records to bytes and back, inside one chunk. A chunk starts with a fresh
+//! [`State`], so each chunk decodes on its own.
+//!
+//! Tags (one byte each, then LEB128 fields):
+//!
+//! | tag  | record | fields |
+//! |------|--------|--------|
+//! | 0x01 | Map | id, size, native, kind (byte), prot (byte), flags (byte), name (len, UTF-8) |
+//! | 0x02 | Unmap | id, offset, len |
+//! | 0x03 | Protect | id, offset, len, prot (byte) |
+//! | 0x04 | Advise | id, offset, len, advice (byte) |
+//! | 0x05 | Lock | id, offset, len |
+//! | 0x06 | Unlock | id, offset, len |
+//! | 0x07 | Resize | id, size |
+//! | 0x08 | Move | id, new id, size, native |
+//! | 0x10 / 0x11 | Access read / write, another region than the last access | id, offset |
+//! | 0x12 / 0x13 | Access read / write, the last access's region | zigzag(offset - last offset) |
+//! | 0x18 | Hits | count |
+//! | 0x20 | Fault | id, offset, write (byte) |
+//! | 0x30 | Thread | tid |
+//! | 0x31 | Mark | name (len, UTF-8) |
+
+use crate::record::{MapEvent, MapFlags, Prot, Record, RegionKind};
+use crate::varint;
+
+/// Longest name a record may carry.
+pub const MAX_NAME: usize = 4096;
+
+const MAP: u8 = 0x01;
+const UNMAP: u8 = 0x02;
+const PROTECT: u8 = 0x03;
+const ADVISE: u8 = 0x04;
+const LOCK: u8 = 0x05;
+const UNLOCK: u8 = 0x06;
+const RESIZE: u8 = 0x07;
+const MOVE: u8 = 0x08;
+const READ_AT: u8 = 0x10;
+const WRITE_AT: u8 = 0x11;
+const READ_NEAR: u8 = 0x12;
+const WRITE_NEAR: u8 = 0x13;
+const HITS: u8 = 0x18;
+const FAULT: u8 = 0x20;
+const THREAD: u8 = 0x30;
+const MARK: u8 = 0x31;
+
+/// What delta-encoded accesses are relative to. Reset at every chunk.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct State {
+    last_id: Option<u32>,
+    last_offset: u64,
+}
+
+/// Appends `r` to `buf`.
+pub fn encode(r: &Record, st: &mut State, buf: &mut Vec<u8>) {
+    let range = |buf: &mut Vec<u8>, tag: u8, id: u32, offset: u64, len: u64| {
+        buf.push(tag);
+        varint::put(buf, id.into());
+        varint::put(buf, offset);
+        varint::put(buf, len);
+    };
+    match r {
+        Record::Access { id, offset, write } => {
+            if st.last_id == Some(*id) {
+                buf.push(if *write { WRITE_NEAR } else { READ_NEAR });
+                let d = offset.wrapping_sub(st.last_offset) as i64;
+                varint::put(buf, varint::zigzag(d));
+            } else {
+                buf.push(if *write { WRITE_AT } else { READ_AT });
+                varint::put(buf, (*id).into());
+                varint::put(buf, *offset);
+            }
+            st.last_id = Some(*id);
+            st.last_offset = *offset;
+        }
+        Record::Hits { count } => {
+            buf.push(HITS);
+            varint::put(buf, *count);
+        }
+        Record::Map(m) => {
+            buf.push(MAP);
+            varint::put(buf, m.id.into());
+            varint::put(buf, m.size);
+            varint::put(buf, m.native);
+            buf.push(m.kind.code());
+            buf.push(m.prot.0);
+            buf.push(m.flags.0);
+            put_str(buf, &m.name);
+        }
+        Record::Unmap { id, offset, len } => range(buf, UNMAP, *id, *offset, *len),
+        Record::Protect {
+            id,
+            offset,
+            len,
+            prot,
+        } => {
+            range(buf, PROTECT, *id, *offset, *len);
+            buf.push(prot.0);
+        }
+        Record::Advise {
+            id,
+            offset,
+            len,
+            advice,
+        } => {
+            range(buf, ADVISE, *id, *offset, *len);
+            buf.push(*advice);
+        }
+        Record::Lock { id, offset, len } => range(buf, LOCK, *id, *offset, *len),
+        Record::Unlock { id, offset, len } => range(buf, UNLOCK, *id, *offset, *len),
+        Record::Resize { id, size } => {
+            buf.push(RESIZE);
+            varint::put(buf, (*id).into());
+            varint::put(buf, *size);
+        }
+        Record::Move {
+            id,
+            new_id,
+            size,
+            native,
+        } => {
+            buf.push(MOVE);
+            varint::put(buf, (*id).into());
+            varint::put(buf, (*new_id).into());
+            varint::put(buf, *size);
+            varint::put(buf, *native);
+        }
+        Record::Fault { id, offset, write } => {
+            buf.push(FAULT);
+            varint::put(buf, (*id).into());
+            varint::put(buf, *offset);
+            buf.push(u8::from(*write));
+        }
+        Record::Thread { tid } => {
+            buf.push(THREAD);
+            varint::put(buf, (*tid).into());
+        }
+        Record::Mark { name } => {
+            buf.push(MARK);
+            put_str(buf, name);
+        }
+    }
+}
+
+fn put_str(buf: &mut Vec<u8>, s: &str) {
+    let s = &s.as_bytes()[..s.len().min(MAX_NAME)];
+    varint::put(buf, s.len() as u64);
+    buf.extend_from_slice(s);
+}
+
+/// Why a chunk's bytes did not decode: what, and at which byte of the
+/// chunk's uncompressed contents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    pub at: usize,
+    pub what: String,
+}
+
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn err(&self, what: impl Into<String>) -> DecodeError {
+        DecodeError {
+            at: self.pos,
+            what: what.into(),
+        }
+    }
+
+    #[inline]
+    fn num(&mut self, field: &str) -> Result<u64, DecodeError> {
+        let start = self.pos;
+        varint::get(self.buf, &mut self.pos).ok_or_else(|| DecodeError {
+            at: start,
+            what: format!("{field}: a number is cut or too long"),
+        })
+    }
+
+    fn id(&mut self) -> Result<u32, DecodeError> {
+        let start = self.pos;
+        let v = self.num("region id")?;
+        u32::try_from(v).map_err(|_| DecodeError {
+            at: start,
+            what: format!("region id {v} does not fit 32 bits"),
+        })
+    }
+
+    fn byte(&mut self, field: &str) -> Result<u8, DecodeError> {
+        let b = *self
+            .buf
+            .get(self.pos)
+            .ok_or_else(|| self.err(format!("{field}: the chunk ends inside a record")))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn string(&mut self) -> Result<String, DecodeError> {
+        let len = self.num("name length")? as usize;
+        if len > MAX_NAME {
+            return Err(self.err(format!("a name of {len} bytes (at most {MAX_NAME})")));
+        }
+        let end = self.pos + len;
+        let bytes = self
+            .buf
+            .get(self.pos..end)
+            .ok_or_else(|| self.err("a name runs past the chunk's end"))?;
+        let s = std::str::from_utf8(bytes)
+            .map_err(|_| self.err("a name is not UTF-8"))?
+            .to_string();
+        self.pos = end;
+        Ok(s)
+    }
+}
+
+/// Decodes every record of one chunk's contents into `out` (cleared
+/// first).
+///
+/// # Errors
+/// [`DecodeError`] at the first byte that is not a well-formed record.
+pub fn decode_all(buf: &[u8], out: &mut Vec<Record>) -> Result<(), DecodeError> {
+    out.clear();
+    let mut st = State::default();
+    let mut c = Cursor { buf, pos: 0 };
+    while c.pos < buf.len() {
+        let tag_at = c.pos;
+        let tag = c.byte("tag")?;
+        let r = match tag {
+            READ_NEAR | WRITE_NEAR => {
+                let Some(id) = st.last_id else {
+                    return Err(DecodeError {
+                        at: tag_at,
+                        what: "a relative access with no access before it in the chunk".into(),
+                    });
+                };
+                let d = varint::unzigzag(c.num("offset delta")?);
+                let offset = st.last_offset.wrapping_add(d as u64);
+                st.last_offset = offset;
+                Record::Access {
+                    id,
+                    offset,
+                    write: tag == WRITE_NEAR,
+                }
+            }
+            READ_AT | WRITE_AT => {
+                let id = c.id()?;
+                let offset = c.num("offset")?;
+                st.last_id = Some(id);
+                st.last_offset = offset;
+                Record::Access {
+                    id,
+                    offset,
+                    write: tag == WRITE_AT,
+                }
+            }
+            HITS => Record::Hits {
+                count: c.num("count")?,
+            },
+            MAP => {
+                let id = c.id()?;
+                let size = c.num("size")?;
+                let native = c.num("native address")?;
+                let kind_at = c.pos;
+                let kind = RegionKind::from_code(c.byte("kind")?).ok_or(DecodeError {
+                    at: kind_at,
+                    what: "unknown region kind".into(),
+                })?;
+                let prot = Prot(c.byte("prot")?);
+                let flags = MapFlags(c.byte("flags")?);
+                let name = c.string()?;
+                Record::Map(MapEvent {
+                    id,
+                    size,
+                    native,
+                    kind,
+                    prot,
+                    flags,
+                    name,
+                })
+            }
+            UNMAP | PROTECT | ADVISE | LOCK | UNLOCK => {
+                let id = c.id()?;
+                let offset = c.num("offset")?;
+                let len = c.num("length")?;
+                match tag {
+                    UNMAP => Record::Unmap { id, offset, len },
+                    LOCK => Record::Lock { id, offset, len },
+                    UNLOCK => Record::Unlock { id, offset, len },
+                    PROTECT => Record::Protect {
+                        id,
+                        offset,
+                        len,
+                        prot: Prot(c.byte("prot")?),
+                    },
+                    _ => Record::Advise {
+                        id,
+                        offset,
+                        len,
+                        advice: c.byte("advice")?,
+                    },
+                }
+            }
+            RESIZE => Record::Resize {
+                id: c.id()?,
+                size: c.num("size")?,
+            },
+            MOVE => Record::Move {
+                id: c.id()?,
+                new_id: c.id()?,
+                size: c.num("size")?,
+                native: c.num("native address")?,
+            },
+            FAULT => Record::Fault {
+                id: c.id()?,
+                offset: c.num("offset")?,
+                write: c.byte("write")? != 0,
+            },
+            THREAD => {
+                let at = c.pos;
+                let v = c.num("thread")?;
+                Record::Thread {
+                    tid: u32::try_from(v).map_err(|_| DecodeError {
+                        at,
+                        what: format!("thread {v} does not fit 32 bits"),
+                    })?,
+                }
+            }
+            MARK => Record::Mark { name: c.string()? },
+            t => {
+                return Err(DecodeError {
+                    at: tag_at,
+                    what: format!("unknown record tag {t:#04x}"),
+                })
+            }
+        };
+        out.push(r);
+    }
+    Ok(())
+}
+
+/// Encodes `records` as one chunk's contents (for tests and tools).
+pub fn encode_all(records: &[Record]) -> Vec<u8> {
+    let mut st = State::default();
+    let mut buf = Vec::new();
+    for r in records {
+        encode(r, &mut st, &mut buf);
+    }
+    buf
+}

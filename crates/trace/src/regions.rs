@@ -1,0 +1,168 @@
+//! A first pass over a trace: every region's kind, largest size, native
+//! address and lifetime (for the placement of a replay), the trace's
+//! totals, and the checks of the crate's invariants 1 and 2.
+
+use crate::file::{TraceError, TraceReader};
+use crate::record::{Record, RegionId, RegionKind};
+use std::collections::BTreeMap;
+use std::io::Read;
+
+/// One region over the whole trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionInfo {
+    pub id: RegionId,
+    pub kind: RegionKind,
+    pub name: String,
+    /// The largest size it ever had.
+    pub max_size: u64,
+    /// Where the program had it first (0: unknown).
+    pub native: u64,
+    /// Index of the record that introduced it.
+    pub born: u64,
+    /// Index of the record that ended it (a whole munmap or a move), if any.
+    pub died: Option<u64>,
+    /// The thread that introduced it.
+    pub tid: u32,
+}
+
+/// What a trace holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    pub regions: BTreeMap<RegionId, RegionInfo>,
+    pub records: u64,
+    /// Accesses, including those a `Hits` record stands for.
+    pub accesses: u64,
+    pub faults: u64,
+    /// Threads seen (the highest tid plus one).
+    pub threads: u32,
+}
+
+/// Reads `reader` to its end, collecting [`Scan`].
+///
+/// # Errors
+/// What the reader raises, and [`TraceError::Format`] at the chunk of a
+/// record that breaks invariant 1 or 2.
+pub fn scan<R: Read>(reader: &mut TraceReader<R>) -> Result<Scan, TraceError> {
+    let mut s = Scan {
+        threads: 1,
+        ..Scan::default()
+    };
+    // Current size of each live region.
+    let mut live: BTreeMap<RegionId, u64> = BTreeMap::new();
+    let mut tid = 0u32;
+    let mut buf = Vec::new();
+    let path = reader.path().to_path_buf();
+    loop {
+        let at = reader.offset();
+        if !reader.next_chunk(&mut buf)? {
+            break;
+        }
+        for r in &buf {
+            let index = s.records;
+            s.records += 1;
+            let bad = |what: String| TraceError::Format {
+                path: path.clone(),
+                offset: at,
+                what: format!("record {index}: {what}"),
+            };
+            let within =
+                |live: &BTreeMap<RegionId, u64>, id: RegionId, off: u64, len: u64| match live
+                    .get(&id)
+                {
+                    None => Err(bad(format!("region {id} is used but not mapped"))),
+                    Some(&size) if off.checked_add(len).is_none_or(|e| e > size) => {
+                        Err(bad(format!(
+                            "[{off:#x}, +{len:#x}) lies outside region {id} of {size:#x} bytes"
+                        )))
+                    }
+                    Some(_) => Ok(()),
+                };
+            match r {
+                Record::Map(m) => {
+                    if s.regions.contains_key(&m.id) {
+                        return Err(bad(format!("region {} is introduced twice", m.id)));
+                    }
+                    live.insert(m.id, m.size);
+                    s.regions.insert(
+                        m.id,
+                        RegionInfo {
+                            id: m.id,
+                            kind: m.kind,
+                            name: m.name.clone(),
+                            max_size: m.size,
+                            native: m.native,
+                            born: index,
+                            died: None,
+                            tid,
+                        },
+                    );
+                }
+                Record::Move {
+                    id,
+                    new_id,
+                    size,
+                    native,
+                } => {
+                    within(&live, *id, 0, 0)?;
+                    if s.regions.contains_key(new_id) {
+                        return Err(bad(format!("region {new_id} is introduced twice")));
+                    }
+                    live.remove(id);
+                    let old = s.regions.get_mut(id).expect("live regions are known");
+                    old.died = Some(index);
+                    let (kind, name) = (old.kind, old.name.clone());
+                    live.insert(*new_id, *size);
+                    s.regions.insert(
+                        *new_id,
+                        RegionInfo {
+                            id: *new_id,
+                            kind,
+                            name,
+                            max_size: *size,
+                            native: *native,
+                            born: index,
+                            died: None,
+                            tid,
+                        },
+                    );
+                }
+                Record::Resize { id, size } => {
+                    within(&live, *id, 0, 0)?;
+                    live.insert(*id, *size);
+                    let info = s.regions.get_mut(id).expect("live regions are known");
+                    info.max_size = info.max_size.max(*size);
+                }
+                Record::Unmap { id, offset, len } => {
+                    within(&live, *id, *offset, *len)?;
+                    if *offset == 0 && *len == live[id] {
+                        live.remove(id);
+                        s.regions.get_mut(id).expect("known").died = Some(index);
+                    }
+                }
+                Record::Protect {
+                    id, offset, len, ..
+                }
+                | Record::Advise {
+                    id, offset, len, ..
+                }
+                | Record::Lock { id, offset, len }
+                | Record::Unlock { id, offset, len } => within(&live, *id, *offset, *len)?,
+                Record::Access { id, offset, .. } => {
+                    within(&live, *id, *offset, 1)?;
+                    s.accesses += 1;
+                }
+                Record::Fault { id, offset, .. } => {
+                    within(&live, *id, *offset, 1)?;
+                    s.faults += 1;
+                }
+                Record::Hits { count } => s.accesses += count,
+                Record::Thread { tid: t } => {
+                    tid = *t;
+                    s.threads = s.threads.max(t.saturating_add(1));
+                }
+                Record::Mark { .. } => {}
+            }
+        }
+    }
+    Ok(s)
+}
