@@ -6,4 +6,5 @@
 pub mod kernel;
 mod latency;
 pub mod model;
+pub mod replay;
 pub mod touch;

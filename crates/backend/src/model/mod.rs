@@ -23,6 +23,7 @@ mod config;
 mod options;
 mod run;
 mod settings;
+pub mod snapshot;
 
 pub use config::{host_tlb_preset, ModelConfig, OptionError};
 pub use options::{planned_accesses, ProgressFn, RunOptions, CHECK_EVERY};

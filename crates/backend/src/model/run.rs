@@ -194,22 +194,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Shared<'_> {
     /// The process-wide counters now (not yet relative to the baseline).
     fn snapshot(&self) -> Result<Counters, ModelError> {
-        let snap = self.machine.snapshot(self.space)?;
-        let mut out = Counters::default();
-        for (k, v) in snap.mm.to_pairs() {
-            out.set(k, v);
-        }
-        for (k, v) in snap.mmu.to_counters() {
-            out.set(k, v);
-        }
-        // The model's tlb_shootdowns is what /proc/interrupts would count:
-        // one per IPI received.
-        out.set(
-            counters::TLB_SHOOTDOWNS.name,
-            out.get(counters::IPIS.name).unwrap_or(0),
-        );
-        out.pt_pages = snap.mm.pt_pages().into_iter().collect();
-        Ok(out)
+        Ok(super::snapshot::counters(&self.machine, self.space)?)
     }
 
     fn mark(&self, name: &str, latency: Option<&FineHist>) -> Result<(), ModelError> {

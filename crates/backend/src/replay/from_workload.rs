@@ -1,0 +1,147 @@
+//! A one-thread workload as a trace: the same events in the same order,
+//! each region at the workload's own address. Replaying it gives the same
+//! counters as running the workload, which is how the replay is tested,
+//! and it makes traces of any shape for benchmarks.
+
+use crate::touch::touch_offsets;
+use trace::{MapEvent, MapFlags, Prot, Record, RegionKind};
+use workload::plan::{self, Op, Workload};
+
+/// The records of `w`'s thread, or why it cannot be one trace: more than
+/// one thread (their interleaving is not fixed), a region mapped twice, or
+/// an operation a trace has no record for (sleep, barrier, msync).
+pub fn records(w: &Workload) -> Result<Vec<Record>, String> {
+    let [thread] = w.threads.as_slice() else {
+        return Err(format!(
+            "a workload of {} threads has no single order of events",
+            w.threads.len()
+        ));
+    };
+    let mut out = Vec::new();
+    let mut mapped = vec![false; w.regions.len()];
+    emit(w, &thread.ops, &mut mapped, &mut out)?;
+    Ok(out)
+}
+
+fn emit(
+    w: &Workload,
+    ops: &[Op],
+    mapped: &mut [bool],
+    out: &mut Vec<Record>,
+) -> Result<(), String> {
+    for op in ops {
+        match op {
+            Op::Mmap(m) => {
+                if std::mem::replace(&mut mapped[m.region], true) {
+                    return Err(format!(
+                        "region \"{}\" is mapped twice: a trace region lives once",
+                        w.regions[m.region].name
+                    ));
+                }
+                let mut flags = 0;
+                if m.shared || m.kind == plan::MapKind::Shmem {
+                    flags |= MapFlags::SHARED;
+                }
+                if m.noreserve {
+                    flags |= MapFlags::NORESERVE;
+                }
+                if m.populate {
+                    flags |= MapFlags::POPULATE;
+                }
+                if m.locked {
+                    flags |= MapFlags::LOCKED;
+                }
+                out.push(Record::Map(MapEvent {
+                    id: m.region as u32,
+                    size: m.size,
+                    native: w.regions[m.region].addr,
+                    kind: match m.kind {
+                        plan::MapKind::Anon => RegionKind::Anon,
+                        plan::MapKind::File => RegionKind::File,
+                        plan::MapKind::Shmem => RegionKind::Shmem,
+                    },
+                    prot: prot(m.prot),
+                    flags: MapFlags(flags),
+                    name: w.regions[m.region].name.clone(),
+                }));
+            }
+            Op::Munmap { region, range } => out.push(Record::Unmap {
+                id: *region as u32,
+                offset: range.offset,
+                len: range.len,
+            }),
+            Op::Mprotect {
+                region,
+                range,
+                prot: p,
+            } => out.push(Record::Protect {
+                id: *region as u32,
+                offset: range.offset,
+                len: range.len,
+                prot: prot(*p),
+            }),
+            Op::Madvise {
+                region,
+                range,
+                advice,
+            } => out.push(Record::Advise {
+                id: *region as u32,
+                offset: range.offset,
+                len: range.len,
+                advice: madv(*advice),
+            }),
+            Op::Mlock { region, range } => out.push(Record::Lock {
+                id: *region as u32,
+                offset: range.offset,
+                len: range.len,
+            }),
+            Op::Munlock { region, range } => out.push(Record::Unlock {
+                id: *region as u32,
+                offset: range.offset,
+                len: range.len,
+            }),
+            Op::Touch(t) => {
+                let write = t.access == plan::Access::Write;
+                out.extend(touch_offsets(t).map(|offset| Record::Access {
+                    id: t.region as u32,
+                    offset,
+                    write,
+                }));
+            }
+            Op::Mark(name) => out.push(Record::Mark { name: name.clone() }),
+            Op::Repeat { times, ops } => {
+                for _ in 0..*times {
+                    emit(w, ops, mapped, out)?;
+                }
+            }
+            Op::Sync { .. } | Op::Sleep(_) | Op::Barrier => {
+                return Err(format!("{op:?}: a trace has no record for it"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn prot(p: plan::Prot) -> Prot {
+    Prot(match p {
+        plan::Prot::None => 0,
+        plan::Prot::R => Prot::READ,
+        plan::Prot::Rw => Prot::READ | Prot::WRITE,
+        plan::Prot::Rx => Prot::READ | Prot::EXEC,
+        plan::Prot::Rwx => Prot::READ | Prot::WRITE | Prot::EXEC,
+    })
+}
+
+/// Linux's MADV_* number.
+fn madv(a: plan::Advice) -> u8 {
+    match a {
+        plan::Advice::WillNeed => 3,
+        plan::Advice::DontNeed => 4,
+        plan::Advice::Free => 8,
+        plan::Advice::HugePage => 14,
+        plan::Advice::NoHugePage => 15,
+        plan::Advice::PageOut => 21,
+        plan::Advice::PopulateRead => 22,
+        plan::Advice::PopulateWrite => 23,
+    }
+}

@@ -1,0 +1,381 @@
+//! Replaying a trace (crate `trace`) on the model: every address-space
+//! event becomes the machine's system call, every access (or recorded
+//! fault) an access through the thread's modeled CPU, in the trace's order.
+//!
+//! One host thread drives every modeled CPU (a trace is one sequence, so
+//! the replay is deterministic); the machine keeps the shootdown and
+//! reclaim order. The trace is read twice, streaming: a first pass collects
+//! the regions for the layout ([`layout`]), the second replays, holding one
+//! chunk at a time.
+//!
+//! What a replay counts exactly and what it approximates:
+//! - `Hits` records (accesses a tracer left out because each fell in the
+//!   page of the previous access of the same kind) are counted as first
+//!   level TLB hits without being translated.
+//! - A recorded `Fault` is replayed as an access of its kind: it faults on
+//!   the model if the model has not mapped the page by then (fault-around
+//!   or THP may have), which is the comparison a recording is for.
+//! - File regions are replayed with the file cached (no major faults).
+//! - `Move` (mremap) is replayed as a new mapping and an unmap of the old
+//!   one: the pages fault in again where Linux would move the tables.
+
+pub mod from_workload;
+pub mod layout;
+
+use crate::model::{snapshot, ModelConfig};
+pub use layout::{Layout, LayoutMode};
+use machine::{
+    AccessError, AccessKind, Advice, CpuHandle, Machine, MachineConfig, MapKind, MmapArgs, Prot,
+    SpaceId, SyscallError,
+};
+use std::path::Path;
+use std::time::Instant;
+use thiserror::Error;
+use trace::regions::{self, Scan};
+use trace::{MapEvent, Record, RegionKind, TraceError, TraceReader};
+use workload::result::{Counters, Mark, Run};
+
+/// Options of a replay.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOptions {
+    pub layout: LayoutMode,
+    /// Stop with [`ReplayError::Timeout`] once this passes.
+    pub deadline: Option<Instant>,
+}
+
+/// Why a replay stopped.
+#[derive(Debug, Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    #[error("layout: {0}")]
+    Layout(String),
+    #[error("{0}")]
+    Config(String),
+    /// The model refused a record (the index counts from the trace's first record).
+    #[error("record {index}: {what}")]
+    Record { index: u64, what: String },
+    #[error("time limit reached after {done} of {total} records")]
+    Timeout { done: u64, total: u64 },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// A finished replay.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    pub run: Run,
+    pub scan: Scan,
+    pub layout: Layout,
+    /// Advice numbers the model does not have, with how often they were skipped.
+    pub skipped_advice: Vec<(u8, u64)>,
+}
+
+/// Replays the trace at `path` on the model configured by `cfg`.
+///
+/// # Errors
+/// [`ReplayError`]: a trace that does not read (with its byte offset), a
+/// layout that does not fit, a record the model refuses.
+pub fn replay(
+    path: &Path,
+    cfg: &ModelConfig,
+    opts: &ReplayOptions,
+) -> Result<Replayed, ReplayError> {
+    let scan = regions::scan(&mut TraceReader::open(path)?)?;
+    let layout = layout::choose(&scan, &cfg.geometry, opts.layout).map_err(ReplayError::Layout)?;
+    let machine = Machine::new(MachineConfig {
+        geometry: cfg.geometry.clone(),
+        mm: cfg.mm.clone(),
+        mmu: cfg.mmu.clone(),
+        cpus: cfg.cpus.max(scan.threads as usize).max(1),
+    })
+    .map_err(|e| ReplayError::Config(e.to_string()))?;
+    let space = machine.first_space();
+    let mut d = Driver {
+        machine: &machine,
+        space,
+        cpus: Vec::new(),
+        tid: 0,
+        addr: &layout.addr,
+        size: vec![0; layout.addr.len()],
+        hits: 0,
+        baseline: Counters::default(),
+        marks: Vec::new(),
+        start: Instant::now(),
+        index: 0,
+        skipped: Default::default(),
+    };
+    d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
+    let mut reader = TraceReader::open(path)?;
+    let mut chunk = Vec::new();
+    while reader.next_chunk(&mut chunk)? {
+        if opts.deadline.is_some_and(|t| Instant::now() >= t) {
+            return Err(ReplayError::Timeout {
+                done: d.index,
+                total: scan.records,
+            });
+        }
+        for r in &chunk {
+            d.step(r)?;
+            d.index += 1;
+        }
+    }
+    d.mark("end")?;
+    let marks = std::mem::take(&mut d.marks);
+    let skipped_advice = d.skipped.iter().map(|(&a, &n)| (a, n)).collect();
+    drop(d);
+    machine.exit_space(space).map_err(internal)?;
+    Ok(Replayed {
+        run: Run { marks },
+        scan,
+        layout,
+        skipped_advice,
+    })
+}
+
+fn internal(e: impl std::fmt::Display) -> ReplayError {
+    ReplayError::Internal(e.to_string())
+}
+
+struct Driver<'m> {
+    machine: &'m Machine,
+    space: SpaceId,
+    /// One modeled CPU per trace thread, attached when the thread first
+    /// appears.
+    cpus: Vec<CpuHandle<'m>>,
+    tid: usize,
+    addr: &'m [u64],
+    /// Each live region's current size (0: not mapped).
+    size: Vec<u64>,
+    /// Accesses the trace counted as hits without their addresses.
+    hits: u64,
+    baseline: Counters,
+    marks: Vec<Mark>,
+    start: Instant,
+    index: u64,
+    skipped: std::collections::BTreeMap<u8, u64>,
+}
+
+impl<'m> Driver<'m> {
+    fn cpu(&mut self) -> Result<&mut CpuHandle<'m>, ReplayError> {
+        while self.cpus.len() <= self.tid {
+            let c = self
+                .machine
+                .cpu(self.cpus.len(), self.space)
+                .map_err(internal)?;
+            self.cpus.push(c);
+        }
+        Ok(&mut self.cpus[self.tid])
+    }
+
+    fn refused(&self, what: String) -> ReplayError {
+        ReplayError::Record {
+            index: self.index,
+            what,
+        }
+    }
+
+    fn syscall(&self, r: Result<(), SyscallError>, what: &str) -> Result<(), ReplayError> {
+        r.map_err(|e| match e {
+            SyscallError::Errno(e) => self.refused(format!("{what}: {e}")),
+            SyscallError::Internal(s) => ReplayError::Internal(s),
+        })
+    }
+
+    #[inline]
+    fn access(&mut self, id: u32, offset: u64, write: bool) -> Result<(), ReplayError> {
+        let va = self.addr[id as usize] + offset;
+        let kind = if write {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
+        match self.cpu()?.access(va, kind) {
+            Ok(_) => Ok(()),
+            Err(AccessError::Segv { va, code }) => {
+                Err(self.refused(format!("SIGSEGV at {va:#x} ({code:?})")))
+            }
+            Err(AccessError::Oom { va }) => Err(self.refused(format!("out of memory at {va:#x}"))),
+            Err(AccessError::Internal(s)) => Err(ReplayError::Internal(s)),
+        }
+    }
+
+    fn map(&mut self, m: &MapEvent, addr: u64, len: u64) -> Result<(), ReplayError> {
+        let kind = match m.kind {
+            RegionKind::File => MapKind::File { cached: true },
+            RegionKind::Shmem => MapKind::Shmem,
+            _ => MapKind::Anon,
+        };
+        let args = MmapArgs {
+            addr,
+            len,
+            kind,
+            shared: m.flags.has(trace::MapFlags::SHARED) || m.kind == RegionKind::Shmem,
+            prot: prot(m.prot),
+            populate: m.flags.has(trace::MapFlags::POPULATE),
+            locked: m.flags.has(trace::MapFlags::LOCKED),
+            replace: false,
+        };
+        let r = self.cpu()?.mmap(args);
+        self.syscall(r, "mmap")
+    }
+
+    fn step(&mut self, r: &Record) -> Result<(), ReplayError> {
+        match r {
+            Record::Access { id, offset, write } | Record::Fault { id, offset, write } => {
+                self.access(*id, *offset, *write)
+            }
+            Record::Hits { count } => {
+                self.hits += count;
+                Ok(())
+            }
+            Record::Thread { tid } => {
+                self.tid = *tid as usize;
+                Ok(())
+            }
+            Record::Mark { name } => self.mark(name),
+            Record::Map(m) => {
+                self.size[m.id as usize] = m.size;
+                let a = self.addr[m.id as usize];
+                self.map(m, a, m.size)
+            }
+            Record::Unmap { id, offset, len } => {
+                let a = self.addr[*id as usize] + offset;
+                let r = self.cpu()?.munmap(a, *len);
+                self.syscall(r, "munmap")
+            }
+            Record::Protect {
+                id,
+                offset,
+                len,
+                prot: p,
+            } => {
+                let a = self.addr[*id as usize] + offset;
+                let r = self.cpu()?.mprotect(a, *len, prot(*p));
+                self.syscall(r, "mprotect")
+            }
+            Record::Advise {
+                id,
+                offset,
+                len,
+                advice,
+            } => {
+                let Some(adv) = advice_of(*advice) else {
+                    *self.skipped.entry(*advice).or_default() += 1;
+                    return Ok(());
+                };
+                let a = self.addr[*id as usize] + offset;
+                let r = self.cpu()?.madvise(a, *len, adv);
+                self.syscall(r, "madvise")
+            }
+            Record::Lock { id, offset, len } => {
+                let a = self.addr[*id as usize] + offset;
+                let r = self.cpu()?.mlock(a, *len);
+                self.syscall(r, "mlock")
+            }
+            Record::Unlock { id, offset, len } => {
+                let a = self.addr[*id as usize] + offset;
+                let r = self.cpu()?.munlock(a, *len);
+                self.syscall(r, "munlock")
+            }
+            Record::Resize { id, size } => {
+                let i = *id as usize;
+                let (base, old) = (self.addr[i], self.size[i]);
+                self.size[i] = *size;
+                if *size > old {
+                    // The heap grows: the new tail is a fresh anonymous
+                    // mapping right after the old end (Linux: brk extends
+                    // the VMA).
+                    let m = MapEvent {
+                        id: *id,
+                        size: *size - old,
+                        native: 0,
+                        kind: RegionKind::Anon,
+                        prot: trace::Prot(trace::Prot::READ | trace::Prot::WRITE),
+                        flags: trace::MapFlags::default(),
+                        name: String::new(),
+                    };
+                    self.map(&m, base + old, *size - old)
+                } else if *size < old {
+                    let r = self.cpu()?.munmap(base + size, old - size);
+                    self.syscall(r, "munmap (shrink)")
+                } else {
+                    Ok(())
+                }
+            }
+            Record::Move {
+                id,
+                new_id,
+                size,
+                native,
+            } => {
+                let m = MapEvent {
+                    id: *new_id,
+                    size: *size,
+                    native: *native,
+                    kind: RegionKind::Anon,
+                    prot: trace::Prot(trace::Prot::READ | trace::Prot::WRITE),
+                    flags: trace::MapFlags::default(),
+                    name: String::new(),
+                };
+                self.size[*new_id as usize] = *size;
+                let a = self.addr[*new_id as usize];
+                self.map(&m, a, *size)?;
+                let (old, old_size) = (self.addr[*id as usize], self.size[*id as usize]);
+                self.size[*id as usize] = 0;
+                let r = self.cpu()?.munmap(old, old_size);
+                self.syscall(r, "munmap (move)")
+            }
+        }
+    }
+
+    fn mark(&mut self, name: &str) -> Result<(), ReplayError> {
+        for c in &mut self.cpus {
+            c.checkpoint().map_err(internal)?;
+        }
+        let now = snapshot::counters(self.machine, self.space).map_err(internal)?;
+        let mut c = now.since(&self.baseline);
+        c.pt_pages = now.pt_pages;
+        for name in [
+            counters::ACCESSES.name,
+            counters::TLB_HITS.name,
+            counters::TLB_L1_HITS.name,
+        ] {
+            let v = c.get(name).unwrap_or(0);
+            c.set(name, v + self.hits as i64);
+        }
+        c.set(
+            counters::MODEL_WALL_NS.name,
+            self.start.elapsed().as_nanos() as i64,
+        );
+        self.marks.push(Mark {
+            name: name.to_string(),
+            counters: c,
+            latency: None,
+        });
+        Ok(())
+    }
+}
+
+fn prot(p: trace::Prot) -> Prot {
+    Prot {
+        read: p.readable(),
+        write: p.writable(),
+        exec: p.executable(),
+    }
+}
+
+/// The model's advice for Linux's MADV_* number, if it has it.
+fn advice_of(n: u8) -> Option<Advice> {
+    Some(match n {
+        3 => Advice::WillNeed,
+        4 => Advice::DontNeed,
+        8 => Advice::Free,
+        14 => Advice::HugePage,
+        15 => Advice::NoHugePage,
+        21 => Advice::PageOut,
+        22 => Advice::PopulateRead,
+        23 => Advice::PopulateWrite,
+        _ => return None,
+    })
+}

@@ -1,0 +1,194 @@
+//! Replaying a trace on the model: the same events as a workload give the
+//! same counters as running it; a trace laid out anew under a smaller
+//! address space still replays; filtered hits are counted; what the model
+//! refuses is reported with the record's index.
+
+use backend::model::{self, ModelConfig, ModelOptions, Thp};
+use backend::replay::{self, from_workload, LayoutMode, ReplayError, ReplayOptions};
+use std::path::Path;
+use trace::{Header, Record, TraceWriter};
+use workload::result::Run;
+
+fn config(geometry: &str, thp: Thp) -> ModelConfig {
+    ModelConfig::new(&ModelOptions {
+        geometry: Some(geometry.into()),
+        thp: Some(thp),
+        tlb: Some("zen4".into()),
+        cpus: Some(1),
+        ..ModelOptions::default()
+    })
+    .unwrap()
+}
+
+const WORK: &str = r#"
+name = "replayed"
+description = "sparse and dense writes, random reads, then mprotect, DONTNEED and munmap"
+
+[[thread]]
+op = [
+  { mmap = "a", size = "16MiB" },
+  { mmap = "b", size = "64MiB", noreserve = true },
+  { touch = "a", access = "write" },
+  { touch = "b", access = "write", stride = "2MiB" },
+  { mark = "written" },
+  { touch = "a", access = "read", pattern = "random", count = 20000, seed = 7 },
+  { madvise = "a", advice = "hugepage" },
+  { touch = "b", access = "read", stride = "64KiB" },
+  { mark = "read" },
+  { mprotect = "a", offset = "4MiB", len = "4MiB", prot = "r" },
+  { madvise = "a", offset = "8MiB", len = "8MiB", advice = "dontneed" },
+  { munmap = "b" },
+  { mark = "freed" },
+]
+"#;
+
+fn write_trace(path: &Path, records: &[Record]) {
+    let header = Header {
+        source: "test".into(),
+        page_size: 4096,
+        va_bits: 48,
+        ..Header::default()
+    };
+    let mut w = TraceWriter::create(path, &header).unwrap();
+    for r in records {
+        w.push(r).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// Every counter of every mark but ptlab's own speed.
+fn same_counts(a: &Run, b: &Run) {
+    assert_eq!(a.marks.len(), b.marks.len());
+    for (x, y) in a.marks.iter().zip(&b.marks) {
+        assert_eq!(x.name, y.name);
+        let strip = |m: &workload::result::Mark| {
+            let mut c = m.counters.clone();
+            c.values.remove(counters::MODEL_WALL_NS.name);
+            c
+        };
+        assert_eq!(strip(x), strip(y), "mark {}", x.name);
+    }
+}
+
+#[test]
+fn a_workload_replayed_as_a_trace_counts_as_the_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    for (geometry, va_bits, thp) in [
+        ("x86-64-4l", 48, Thp::Never),
+        ("x86-64-4l", 48, Thp::Madvise),
+        ("x86-64-5l", 57, Thp::Never),
+    ] {
+        let w = workload::parse(WORK, "replayed.toml", va_bits).unwrap();
+        let path = dir.path().join(format!("{geometry}-{thp:?}.ptl"));
+        write_trace(&path, &from_workload::records(&w).unwrap());
+        let cfg = config(geometry, thp);
+        let ran = model::run(&w, &cfg).unwrap();
+        let replayed = replay::replay(&path, &cfg, &ReplayOptions::default()).unwrap();
+        assert!(replayed.layout.native);
+        same_counts(&ran, &replayed.run);
+        let faults = ran.marks[0].counters.get("minor_faults").unwrap();
+        assert!(faults >= 4096 + 32 || thp == Thp::Madvise, "{faults}");
+    }
+}
+
+#[test]
+fn a_48_bit_trace_is_placed_anew_under_sv39_and_counts_as_the_workload_there() {
+    let dir = tempfile::tempdir().unwrap();
+    // The trace carries the 48-bit addresses, which do not fit Sv39.
+    let w48 = workload::parse(WORK, "replayed.toml", 48).unwrap();
+    let path = dir.path().join("t.ptl");
+    write_trace(&path, &from_workload::records(&w48).unwrap());
+    let cfg = config("riscv-sv39", Thp::Never);
+    let replayed = replay::replay(&path, &cfg, &ReplayOptions::default()).unwrap();
+    assert!(!replayed.layout.native);
+    let w39 = workload::parse(WORK, "replayed.toml", 39).unwrap();
+    let ran = model::run(&w39, &cfg).unwrap();
+    same_counts(&ran, &replayed.run);
+    // Asking for the native layout there is refused, saying why.
+    let e = replay::replay(
+        &path,
+        &cfg,
+        &ReplayOptions {
+            layout: LayoutMode::Native,
+            ..ReplayOptions::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("39-bit"), "{e}");
+}
+
+#[test]
+fn filtered_hits_count_as_first_level_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload::parse(WORK, "replayed.toml", 48).unwrap();
+    let mut recs = from_workload::records(&w).unwrap();
+    let plain = dir.path().join("plain.ptl");
+    write_trace(&plain, &recs);
+    recs.insert(3, Record::Hits { count: 1234 });
+    let with_hits = dir.path().join("hits.ptl");
+    write_trace(&with_hits, &recs);
+    let cfg = config("x86-64-4l", Thp::Never);
+    let a = replay::replay(&plain, &cfg, &ReplayOptions::default()).unwrap();
+    let b = replay::replay(&with_hits, &cfg, &ReplayOptions::default()).unwrap();
+    for name in ["accesses", "tlb_hits", "tlb_l1_hits"] {
+        let (x, y) = (
+            a.run.marks[0].counters.get(name).unwrap(),
+            b.run.marks[0].counters.get(name).unwrap(),
+        );
+        assert_eq!(y - x, 1234, "{name}");
+    }
+    assert_eq!(
+        a.run.marks[0].counters.get("minor_faults"),
+        b.run.marks[0].counters.get("minor_faults")
+    );
+}
+
+#[test]
+fn an_access_the_model_refuses_names_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload::parse(WORK, "replayed.toml", 48).unwrap();
+    let mut recs = from_workload::records(&w).unwrap();
+    // Write to the read-only part after the mprotect (record index 3 after
+    // the mprotect).
+    let at = recs
+        .iter()
+        .position(|r| matches!(r, Record::Protect { .. }))
+        .unwrap();
+    recs.insert(
+        at + 1,
+        Record::Access {
+            id: 0,
+            offset: 5 << 20,
+            write: true,
+        },
+    );
+    let path = dir.path().join("t.ptl");
+    write_trace(&path, &recs);
+    let cfg = config("x86-64-4l", Thp::Never);
+    match replay::replay(&path, &cfg, &ReplayOptions::default()) {
+        Err(ReplayError::Record { index, what }) => {
+            assert_eq!(index, at as u64 + 1);
+            assert!(what.contains("SIGSEGV"), "{what}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_cut_trace_is_refused_with_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload::parse(WORK, "replayed.toml", 48).unwrap();
+    let path = dir.path().join("t.ptl");
+    write_trace(&path, &from_workload::records(&w).unwrap());
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 40]).unwrap();
+    let e = replay::replay(
+        &path,
+        &config("x86-64-4l", Thp::Never),
+        &ReplayOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("t.ptl: byte") && e.contains("cut short"), "{e}");
+}
