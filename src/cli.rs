@@ -34,6 +34,8 @@ pub enum Command {
     Run(RunArgs),
     /// The same workload under several configurations, side by side, with statistics
     Compare(CompareArgs),
+    /// Replay a trace (from `ptlab record` or `ptlab trace`) on the model
+    Replay(ReplayArgs),
     /// Run workloads on the kernel and on the model configured like this host; exit 1 on any difference
     Validate(ValidateArgs),
     /// This host's virtual-memory latency hazards
@@ -127,8 +129,18 @@ pub struct RepeatOpts {
 }
 
 #[derive(Args)]
+pub struct ReplayArgs {
+    /// A trace file
+    pub trace: std::path::PathBuf,
+    #[command(flatten)]
+    pub model: ModelOpts,
+    #[command(flatten)]
+    pub repeat: RepeatOpts,
+}
+
+#[derive(Args)]
 pub struct RunArgs {
-    /// A built-in workload name or a workload TOML file
+    /// A built-in workload name, a workload TOML file or a trace file
     pub workload: String,
     /// model or kernel
     #[arg(long, default_value = "model")]
@@ -141,7 +153,7 @@ pub struct RunArgs {
 
 #[derive(Args)]
 pub struct CompareArgs {
-    /// A built-in workload name or a workload TOML file
+    /// A built-in workload name, a workload TOML file or a trace file
     pub workload: String,
     /// A configuration: KEY=VALUE,... inline (backend=kernel, geometry=x86-64-5l, ...) or a TOML file; repeat for each column
     #[arg(long = "config", required = true)]

@@ -20,6 +20,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Workloads { what } => workloads::run(what),
         Command::Run(args) => run::run(args),
         Command::Compare(args) => run::compare(args),
+        Command::Replay(args) => run::replay(args),
         Command::Audit { json, fast } => audit::run(json, fast),
         Command::Validate(args) => validate::run(args),
     }

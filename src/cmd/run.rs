@@ -6,7 +6,7 @@
 //! whatever stdout shows. JSON and CSV hold every run's raw values.
 
 use super::print_json;
-use crate::cli::{CompareArgs, ModelOpts, RepeatOpts, RunArgs};
+use crate::cli::{CompareArgs, ModelOpts, RepeatOpts, ReplayArgs, RunArgs};
 use crate::fail::{bad, CmdResult, Failure};
 use crate::out::{out, outln};
 use crate::progress::Progress;
@@ -291,6 +291,25 @@ pub fn run(args: RunArgs) -> CmdResult {
         eprintln!("warning: {w}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `ptlab replay TRACE`: `run` on the model, for a file that must be a trace.
+pub fn replay(args: ReplayArgs) -> CmdResult {
+    let path = args.trace.display().to_string();
+    if let Err(e) = std::fs::metadata(&args.trace) {
+        return Err(Failure::BadInput(format!("{path}: {e}")));
+    }
+    if !experiment::replay::is_trace(&path) {
+        return Err(Failure::BadInput(format!(
+            "{path}: byte 0: not a ptlab trace (it does not start with \"PTLTRACE\")"
+        )));
+    }
+    run(RunArgs {
+        workload: path,
+        backend: "model".into(),
+        model: args.model,
+        repeat: args.repeat,
+    })
 }
 
 pub fn compare(args: CompareArgs) -> CmdResult {

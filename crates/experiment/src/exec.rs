@@ -46,6 +46,9 @@ pub enum ExecError {
     },
     #[error("the kernel backend needs Linux")]
     NoKernel,
+    /// A trace that does not read, does not fit, or that the model refuses.
+    #[error("{message}")]
+    Trace { message: String, bad_input: bool },
 }
 
 impl From<workload::WorkloadError> for ExecError {
@@ -74,6 +77,7 @@ impl ExecError {
             ExecError::Workload(_) | ExecError::Config(_) => true,
             #[cfg(target_os = "linux")]
             ExecError::Kernel(k) => k.is_bad_input(),
+            ExecError::Trace { bad_input, .. } => *bad_input,
             _ => false,
         }
     }
@@ -276,6 +280,14 @@ pub fn run_all_watched(
     progress: &mut dyn FnMut(Progress),
     accesses: Option<AccessProgress>,
 ) -> Result<Vec<ConfigResult>, ExecError> {
+    if crate::replay::is_trace(name_or_path) {
+        return crate::replay::run_trace_all(
+            std::path::Path::new(name_or_path),
+            configs,
+            opts,
+            progress,
+        );
+    }
     let plans = configs
         .iter()
         .map(|c| Ok((c.clone(), load(name_or_path, c)?)))

@@ -8,5 +8,6 @@
 pub mod aggregate;
 pub mod config;
 pub mod exec;
+pub mod replay;
 pub mod study;
 pub mod validate;
