@@ -36,6 +36,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Replay a trace (from `ptlab record` or `ptlab trace`) on the model
     Replay(ReplayArgs),
+    /// Run a program natively and record its address-space calls and page faults into a trace
+    Record(RecordArgs),
     /// Run workloads on the kernel and on the model configured like this host; exit 1 on any difference
     Validate(ValidateArgs),
     /// This host's virtual-memory latency hazards
@@ -126,6 +128,19 @@ pub struct RepeatOpts {
     /// Show every counter in the table (default: the format's counters and the model's main ones)
     #[arg(long)]
     pub all: bool,
+}
+
+#[derive(Args)]
+pub struct RecordArgs {
+    /// Where the trace goes
+    #[arg(long, short, default_value = "record.ptl")]
+    pub out: std::path::PathBuf,
+    /// Kill the program past this many seconds
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// The program and its arguments (after --)
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Args)]

@@ -3,6 +3,7 @@
 mod audit;
 mod explain;
 mod geometry;
+mod record;
 mod run;
 mod study;
 mod validate;
@@ -21,6 +22,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Run(args) => run::run(args),
         Command::Compare(args) => run::compare(args),
         Command::Replay(args) => run::replay(args),
+        Command::Record(args) => record::run(args),
         Command::Audit { json, fast } => audit::run(json, fast),
         Command::Validate(args) => validate::run(args),
     }

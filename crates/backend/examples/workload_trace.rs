@@ -31,6 +31,7 @@ fn main() {
         page_size: 4096,
         va_bits: 48,
         notes: vec![format!("the events of workload {workload}")],
+        observed: Default::default(),
     };
     let write = || -> std::io::Result<u64> {
         let mut t = TraceWriter::create(std::path::Path::new(out), &header)?;

@@ -59,6 +59,35 @@ pub struct Header {
     /// What the trace leaves out or approximates, in words.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// What the kernel counted while the trace was made (e.g.
+    /// `minor_faults` from the program's rusage), for a replay to compare.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub observed: std::collections::BTreeMap<String, i64>,
+}
+
+/// Copies the trace at `src` to `dst` with `header` instead of its own
+/// (the records are copied as they are): how a recorder that learns
+/// figures at the end puts them in the header.
+///
+/// # Errors
+/// As [`TraceReader::open`], and I/O errors writing `dst`.
+pub fn rewrite_header(src: &Path, dst: &Path, header: &Header) -> Result<(), TraceError> {
+    let r = TraceReader::open(src)?;
+    let mut input = r.input;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| TraceError::Io { path, source }
+    };
+    let h = serde_json::to_vec(header).expect("a header always serializes");
+    let mut out = BufWriter::new(std::fs::File::create(dst).map_err(io(dst))?);
+    out.write_all(MAGIC).map_err(io(dst))?;
+    out.write_all(&VERSION.to_le_bytes()).map_err(io(dst))?;
+    out.write_all(&0u16.to_le_bytes()).map_err(io(dst))?;
+    out.write_all(&(h.len() as u32).to_le_bytes())
+        .map_err(io(dst))?;
+    out.write_all(&h).map_err(io(dst))?;
+    std::io::copy(&mut input, &mut out).map_err(io(dst))?;
+    out.flush().map_err(io(dst))
 }
 
 /// Why a trace could not be read or written.
@@ -188,7 +217,7 @@ impl<W: Write> TraceWriter<W> {
 
 /// Reads a trace, one chunk at a time.
 pub struct TraceReader<R: Read> {
-    input: R,
+    pub(crate) input: R,
     path: PathBuf,
     offset: u64,
     header: Header,

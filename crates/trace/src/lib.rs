@@ -27,5 +27,5 @@ pub mod record;
 pub mod regions;
 pub mod varint;
 
-pub use file::{Header, TraceError, TraceReader, TraceWriter, VERSION};
+pub use file::{rewrite_header, Header, TraceError, TraceReader, TraceWriter, VERSION};
 pub use record::{MapEvent, MapFlags, Prot, Record, RegionId, RegionKind};

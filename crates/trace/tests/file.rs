@@ -16,6 +16,7 @@ fn header() -> Header {
         page_size: 4096,
         va_bits: 48,
         notes: vec![],
+        observed: Default::default(),
     }
 }
 

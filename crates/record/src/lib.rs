@@ -1,0 +1,152 @@
+//! `record`: runs a program natively and records what it does to its
+//! address space (mmap, munmap, mprotect, madvise, mremap, brk, mlock) and
+//! the page faults the kernel takes for it, into a trace (crate `trace`)
+//! that `ptlab replay` runs on the model under any configuration.
+//!
+//! How: the system calls through ptrace, stopped only for those calls by a
+//! seccomp filter ([`seccomp`]); the faults from perf events, the
+//! `exceptions` tracepoints when allowed (address and read or write), else
+//! the software page-fault event (address only) ([`perf`]). The two are
+//! merged by time ([`tracer`]), native addresses are turned into regions
+//! ([`space`], [`maps`]).
+//!
+//! ## Invariants
+//! 1. Nothing is left behind: the trace is written to a partial file next
+//!    to the output, renamed into place only when complete, and removed on
+//!    any failure; the program is killed with the recorder.
+//! 2. No privilege is needed where the kernel allows tracing one's own
+//!    child: without access to tracepoints the recording says that fault
+//!    kinds are unknown rather than failing.
+
+mod child;
+pub mod maps;
+mod perf;
+pub mod seccomp;
+pub mod space;
+mod tracer;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use thiserror::Error;
+
+/// How a recording is made.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where the trace goes.
+    pub out: PathBuf,
+    /// The program is killed past this.
+    pub timeout: Duration,
+}
+
+/// What a recording saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub records: u64,
+    pub syscalls: u64,
+    pub faults_recorded: u64,
+    /// Faults at addresses no known region held (the vsyscall page, a race
+    /// with a thread's unmap).
+    pub faults_unattributed: u64,
+    /// Faults of processes the program started (not recorded).
+    pub faults_other_processes: u64,
+    pub child_processes: u64,
+    /// Samples the kernel dropped (the ring was full).
+    pub lost: u64,
+    /// Calls recorded approximately (a partial mremap).
+    pub approximations: u64,
+    /// Whether reads and writes are told apart (tracepoints were allowed).
+    pub fault_kinds_known: bool,
+    /// The program's wait status.
+    pub exit_status: i32,
+    /// The program's own minor and major faults (rusage).
+    pub kernel_minor_faults: u64,
+    pub kernel_major_faults: u64,
+    /// The program's wall time under the recorder.
+    pub wall: Duration,
+}
+
+/// Why a recording failed.
+#[derive(Debug, Error)]
+pub enum RecordError {
+    #[error("{0}: command not found")]
+    NotFound(String),
+    #[error("{0}: the program could not be executed (wait status {1:#x})")]
+    Exec(String, i32),
+    #[error("starting the program: {0}")]
+    Spawn(std::io::Error),
+    #[error("opening the page-fault events (perf_event_open): {0}")]
+    Perf(std::io::Error),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the program was killed at the time limit of {} s", .0.as_secs())]
+    Timeout(Duration),
+    #[error("{0}")]
+    Trace(trace::TraceError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl RecordError {
+    /// Whether the user's input is at fault (exit status 2).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            RecordError::NotFound(_) | RecordError::Exec(..) | RecordError::Io { .. }
+        )
+    }
+}
+
+impl From<trace::TraceError> for RecordError {
+    fn from(e: trace::TraceError) -> Self {
+        RecordError::Trace(e)
+    }
+}
+
+/// The partial file next to `out`.
+fn partial_of(out: &Path) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    out.with_file_name(name)
+}
+
+/// Records `cmd` (program and arguments) into `opts.out`.
+///
+/// # Errors
+/// [`RecordError`]; the output is not created and nothing is left behind.
+pub fn record(cmd: &[String], opts: &Options) -> Result<Summary, RecordError> {
+    if cmd.is_empty() {
+        return Err(RecordError::NotFound(String::new()));
+    }
+    let partial = partial_of(&opts.out);
+    let result = tracer::run(cmd, opts, &partial).and_then(|s| {
+        let mut r = trace::TraceReader::open(&partial)?;
+        let mut header = r.header().clone();
+        drop(r.next_chunk(&mut Vec::new()));
+        header.observed.insert("minor_faults".into(), s.kernel_minor_faults as i64);
+        header.observed.insert("major_faults".into(), s.kernel_major_faults as i64);
+        header.observed.insert("faults_recorded".into(), s.faults_recorded as i64);
+        header.observed.insert("faults_unattributed".into(), s.faults_unattributed as i64);
+        header.observed.insert("samples_lost".into(), s.lost as i64);
+        header
+            .observed
+            .insert("faults_other_processes".into(), s.faults_other_processes as i64);
+        if !s.fault_kinds_known {
+            header.notes.push(
+                "fault kinds unknown (no access to the exceptions tracepoints): every recorded fault replays as a write".into(),
+            );
+        }
+        header.notes.push(
+            "faults taken inside system calls by the kernel on the program's behalf (MAP_POPULATE, get_user_pages) are not sampled; the replay makes them from the call itself".into(),
+        );
+        trace::rewrite_header(&partial, &opts.out, &header)?;
+        Ok(s)
+    });
+    let _ = std::fs::remove_file(&partial);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&opts.out);
+    }
+    result
+}

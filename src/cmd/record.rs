@@ -1,0 +1,78 @@
+//! `ptlab record -- CMD ARGS...`: the program run natively, its
+//! address-space calls and page faults written to a trace; a summary on
+//! stderr (the program owns stdout).
+
+use crate::cli::RecordArgs;
+use crate::fail::{CmdResult, Failure};
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub fn run(args: RecordArgs) -> CmdResult {
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(Failure::BadInput(format!(
+                "--out {}: the directory {} does not exist",
+                args.out.display(),
+                dir.display()
+            )));
+        }
+    }
+    let opts = record::Options {
+        out: args.out.clone(),
+        timeout: Duration::from_secs(args.timeout),
+    };
+    let s = record::record(&args.command, &opts).map_err(|e| {
+        if e.is_bad_input() {
+            Failure::BadInput(e.to_string())
+        } else {
+            Failure::Error(anyhow::Error::new(e))
+        }
+    })?;
+    let status = if libc_exited(s.exit_status) {
+        format!("exited with status {}", s.exit_status >> 8 & 0xff)
+    } else {
+        format!("killed by signal {}", s.exit_status & 0x7f)
+    };
+    eprintln!(
+        "recorded {}: {} records, {} memory calls, {} faults recorded of {} minor + {} major the kernel counted{}{}{}",
+        args.out.display(),
+        s.records,
+        s.syscalls,
+        s.faults_recorded,
+        s.kernel_minor_faults,
+        s.kernel_major_faults,
+        if s.faults_unattributed > 0 {
+            format!(", {} outside every known region", s.faults_unattributed)
+        } else {
+            String::new()
+        },
+        if s.faults_other_processes > 0 {
+            format!(
+                ", {} in {} child process(es) not recorded (the kernel's count includes them)",
+                s.faults_other_processes, s.child_processes
+            )
+        } else {
+            String::new()
+        },
+        if s.lost > 0 {
+            format!(", {} samples lost (ring full)", s.lost)
+        } else {
+            String::new()
+        },
+    );
+    eprintln!(
+        "the program {status} after {:.3} s under the recorder{}",
+        s.wall.as_secs_f64(),
+        if s.fault_kinds_known {
+            ""
+        } else {
+            "; fault kinds unknown (no tracepoint access): they replay as writes"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// WIFEXITED, without a libc dependency in the binary.
+fn libc_exited(status: i32) -> bool {
+    status & 0x7f == 0
+}
