@@ -200,6 +200,23 @@ fn first_fit(
 ///
 /// If `va_bits` is outside [`VA_BITS`].
 pub fn place(requests: &[Request], va_bits: u32) -> Result<Vec<u64>, PlaceError> {
+    place_aligned(requests, va_bits, crate::plan::FORMAT_PAGE)
+}
+
+/// As [`place`], every region also aligned to `min_align` (a power of
+/// two): for a replay under a geometry whose base page is larger than
+/// the 4 KiB the regions were sized in.
+///
+/// # Errors
+/// As [`place`].
+///
+/// # Panics
+/// As [`place`].
+pub fn place_aligned(
+    requests: &[Request],
+    va_bits: u32,
+    min_align: u64,
+) -> Result<Vec<u64>, PlaceError> {
     let top = user_top(va_bits);
     let mut addr: Vec<Option<u64>> = vec![None; requests.len()];
     let err = |index: usize, problem: String| PlaceError { index, problem };
@@ -238,7 +255,7 @@ pub fn place(requests: &[Request], va_bits: u32) -> Result<Vec<u64>, PlaceError>
     let base = base(va_bits);
     for i in order {
         let r = &requests[i];
-        let align = alignment(r.size);
+        let align = alignment(r.size).max(min_align);
         let mut obstacles: Vec<(u64, u64)> = (0..requests.len())
             .filter_map(|j| addr[j].map(|a| (j, a)))
             .filter(|&(j, _)| r.conflicts(&requests[j]))

@@ -24,13 +24,19 @@ pub struct Layout {
     pub addr: Vec<u64>,
 }
 
+/// The smallest page `geometry` maps: regions are aligned to it and sized
+/// in it.
+pub fn base_page(geometry: &Geometry) -> u64 {
+    geometry.leaf_sizes().into_iter().min().unwrap_or(4096)
+}
+
 /// Whether every region of `scan` has a native address that fits below
-/// the user top of a `va_bits` space.
-fn native_fits(scan: &Scan, va_bits: u32) -> bool {
+/// the user top of a `va_bits` space, aligned to its base `page`.
+fn native_fits(scan: &Scan, va_bits: u32, page: u64) -> bool {
     let top = placement::user_top(va_bits);
     scan.regions.values().all(|r| {
         r.native != 0
-            && r.native.is_multiple_of(4096)
+            && r.native.is_multiple_of(page)
             && r.native.checked_add(r.max_size).is_some_and(|e| e <= top)
     })
 }
@@ -42,6 +48,7 @@ fn native_fits(scan: &Scan, va_bits: u32) -> bool {
 /// place: the message says which.
 pub fn choose(scan: &Scan, geometry: &Geometry, mode: LayoutMode) -> Result<Layout, String> {
     let va_bits = geometry.va_bits();
+    let page = base_page(geometry);
     let len = scan
         .regions
         .keys()
@@ -50,16 +57,17 @@ pub fn choose(scan: &Scan, geometry: &Geometry, mode: LayoutMode) -> Result<Layo
     let mut addr = vec![u64::MAX; len];
     let native = match mode {
         LayoutMode::Native => {
-            if !native_fits(scan, va_bits) {
+            if !native_fits(scan, va_bits, page) {
                 return Err(format!(
                     "the trace's native addresses do not fit a {va_bits}-bit address space \
-                     (or some are unknown); use the placed layout"
+                     with {} pages (or some are unknown); use the placed layout",
+                    pt::geometry::human_size(page)
                 ));
             }
             true
         }
         LayoutMode::Placed => false,
-        LayoutMode::Auto => native_fits(scan, va_bits),
+        LayoutMode::Auto => native_fits(scan, va_bits, page),
     };
     if native {
         for r in scan.regions.values() {
@@ -83,13 +91,13 @@ pub fn choose(scan: &Scan, geometry: &Geometry, mode: LayoutMode) -> Result<Layo
             } else {
                 format!("region {} ({})", r.id, r.name)
             },
-            size: r.max_size.max(4096).next_multiple_of(4096),
+            size: r.max_size.max(page).next_multiple_of(page),
             fixed: None,
             start: moment(r.born, r.tid),
             end: r.died.map(|d| moment(d, r.tid)),
         })
         .collect();
-    let placed = placement::place(&reqs, va_bits)
+    let placed = placement::place_aligned(&reqs, va_bits, page)
         .map_err(|e| format!("{}: {}", reqs[e.index].name, e.problem))?;
     for (r, a) in scan.regions.values().zip(placed) {
         addr[r.id as usize] = a;

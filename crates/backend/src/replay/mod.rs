@@ -18,6 +18,10 @@
 //! - File regions are replayed with the file cached (no major faults).
 //! - `Move` (mremap) is replayed as a new mapping and an unmap of the old
 //!   one: the pages fault in again where Linux would move the tables.
+//! - Under a geometry whose base page is larger than 4 KiB, regions are
+//!   sized up to whole pages and a range operation covers the whole pages
+//!   inside its range (a 4 KiB guard page inside a 64 KiB page is not
+//!   protected, so nothing faults that the program did not fault).
 
 pub mod from_workload;
 pub mod layout;
@@ -104,6 +108,7 @@ pub fn replay(
         start: Instant::now(),
         index: 0,
         skipped: Default::default(),
+        page: layout::base_page(&cfg.geometry),
     };
     d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
     let mut reader = TraceReader::open(path)?;
@@ -154,6 +159,8 @@ struct Driver<'m> {
     start: Instant,
     index: u64,
     skipped: std::collections::BTreeMap<u8, u64>,
+    /// The geometry's base page.
+    page: u64,
 }
 
 impl<'m> Driver<'m> {
@@ -220,6 +227,19 @@ impl<'m> Driver<'m> {
         self.syscall(r, "mmap")
     }
 
+    /// The whole pages of `[offset, offset + len)` of region `id`: a range
+    /// that reaches the region's end reaches its last (partial) page.
+    fn pages(&self, id: u32, offset: u64, len: u64) -> Option<(u64, u64)> {
+        let size = self.size[id as usize];
+        let start = offset.next_multiple_of(self.page);
+        let end = if offset + len >= size {
+            size.next_multiple_of(self.page)
+        } else {
+            (offset + len) / self.page * self.page
+        };
+        (end > start).then(|| (self.addr[id as usize] + start, end - start))
+    }
+
     fn step(&mut self, r: &Record) -> Result<(), ReplayError> {
         match r {
             Record::Access { id, offset, write } | Record::Fault { id, offset, write } => {
@@ -237,11 +257,13 @@ impl<'m> Driver<'m> {
             Record::Map(m) => {
                 self.size[m.id as usize] = m.size;
                 let a = self.addr[m.id as usize];
-                self.map(m, a, m.size)
+                self.map(m, a, m.size.next_multiple_of(self.page))
             }
             Record::Unmap { id, offset, len } => {
-                let a = self.addr[*id as usize] + offset;
-                let r = self.cpu()?.munmap(a, *len);
+                let Some((a, len)) = self.pages(*id, *offset, *len) else {
+                    return Ok(());
+                };
+                let r = self.cpu()?.munmap(a, len);
                 self.syscall(r, "munmap")
             }
             Record::Protect {
@@ -250,8 +272,10 @@ impl<'m> Driver<'m> {
                 len,
                 prot: p,
             } => {
-                let a = self.addr[*id as usize] + offset;
-                let r = self.cpu()?.mprotect(a, *len, prot(*p));
+                let Some((a, len)) = self.pages(*id, *offset, *len) else {
+                    return Ok(());
+                };
+                let r = self.cpu()?.mprotect(a, len, prot(*p));
                 self.syscall(r, "mprotect")
             }
             Record::Advise {
@@ -264,24 +288,32 @@ impl<'m> Driver<'m> {
                     *self.skipped.entry(*advice).or_default() += 1;
                     return Ok(());
                 };
-                let a = self.addr[*id as usize] + offset;
-                let r = self.cpu()?.madvise(a, *len, adv);
+                let Some((a, len)) = self.pages(*id, *offset, *len) else {
+                    return Ok(());
+                };
+                let r = self.cpu()?.madvise(a, len, adv);
                 self.syscall(r, "madvise")
             }
             Record::Lock { id, offset, len } => {
-                let a = self.addr[*id as usize] + offset;
-                let r = self.cpu()?.mlock(a, *len);
+                let Some((a, len)) = self.pages(*id, *offset, *len) else {
+                    return Ok(());
+                };
+                let r = self.cpu()?.mlock(a, len);
                 self.syscall(r, "mlock")
             }
             Record::Unlock { id, offset, len } => {
-                let a = self.addr[*id as usize] + offset;
-                let r = self.cpu()?.munlock(a, *len);
+                let Some((a, len)) = self.pages(*id, *offset, *len) else {
+                    return Ok(());
+                };
+                let r = self.cpu()?.munlock(a, len);
                 self.syscall(r, "munlock")
             }
             Record::Resize { id, size } => {
                 let i = *id as usize;
-                let (base, old) = (self.addr[i], self.size[i]);
+                let page = self.page;
+                let (base, old) = (self.addr[i], self.size[i].next_multiple_of(page));
                 self.size[i] = *size;
+                let size = &size.next_multiple_of(page);
                 if *size > old {
                     // The heap grows: the new tail is a fresh anonymous
                     // mapping right after the old end (Linux: brk extends
@@ -320,8 +352,11 @@ impl<'m> Driver<'m> {
                 };
                 self.size[*new_id as usize] = *size;
                 let a = self.addr[*new_id as usize];
-                self.map(&m, a, *size)?;
-                let (old, old_size) = (self.addr[*id as usize], self.size[*id as usize]);
+                self.map(&m, a, size.next_multiple_of(self.page))?;
+                let (old, old_size) = (
+                    self.addr[*id as usize],
+                    self.size[*id as usize].next_multiple_of(self.page),
+                );
                 self.size[*id as usize] = 0;
                 let r = self.cpu()?.munmap(old, old_size);
                 self.syscall(r, "munmap (move)")

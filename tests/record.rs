@@ -1,0 +1,161 @@
+//! `ptlab record` and `ptlab replay` as a user meets them: a real program
+//! recorded, its trace replayed under this host's geometry and another,
+//! and bad input refused with exit status 2, leaving nothing behind.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn ptlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn bad_input(args: &[&str], needle: &str) -> String {
+    let out = ptlab(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    err
+}
+
+/// The number after `label` in the recorder's summary line.
+fn figure(summary: &str, before: &str) -> u64 {
+    let i = summary
+        .find(before)
+        .unwrap_or_else(|| panic!("{before:?} in {summary}"));
+    summary[..i]
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap()
+}
+
+fn end_counter(doc: &Value, name: &str) -> i64 {
+    let marks = doc["marks"].as_array().unwrap();
+    marks.last().unwrap()["counters"][name].as_i64().unwrap()
+}
+
+fn no_partial_left(dir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_recorded_program_replays_with_the_faults_the_kernel_saw() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("dd.ptl");
+    let o = out.to_str().unwrap();
+    // dd reads 16 MiB into a fresh buffer: 4,096 faults taken by the
+    // kernel writing into it, plus the program's own start.
+    let r = ptlab(&[
+        "record",
+        "-o",
+        o,
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=16M",
+        "count=1",
+    ]);
+    let summary = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(r.status.success(), "{summary}");
+    no_partial_left(dir.path());
+    let recorded = figure(&summary, "faults recorded");
+    let kernel = figure(&summary, "minor +");
+    assert!(recorded >= 4096, "{summary}");
+    // What the recording could not see (faults inside exec, a few
+    // dozen) is small and said.
+    assert!(recorded <= kernel && kernel - recorded < 200, "{summary}");
+
+    let replay = |geometry: &str| -> Value {
+        let r = ptlab(&[
+            "replay",
+            o,
+            "--geometry",
+            geometry,
+            "--thp",
+            "never",
+            "--json",
+        ]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        serde_json::from_slice(&r.stdout).unwrap()
+    };
+    let host = replay("x86-64-4l");
+    let faults = end_counter(&host, "minor_faults") as u64;
+    // The model takes a fault where the kernel did, or maps the page
+    // earlier by fault-around on file mappings: never more faults.
+    assert!(
+        faults <= recorded && faults * 100 >= recorded * 95,
+        "replay {faults}, recorded {recorded}"
+    );
+    // Under 64 KiB pages the 16 MiB buffer faults once per 64 KiB.
+    let big = replay("riscv-sv39-64k");
+    let big_faults = end_counter(&big, "minor_faults") as u64;
+    assert!(big_faults < faults / 4, "{big_faults} vs {faults}");
+}
+
+#[test]
+fn record_refuses_what_cannot_run_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.ptl");
+    let o = out.to_str().unwrap();
+    bad_input(
+        &["record", "-o", o, "--", "no-such-program-ptlab"],
+        "command not found",
+    );
+    assert!(!out.exists());
+    no_partial_left(dir.path());
+    let missing = dir.path().join("nope/x.ptl");
+    bad_input(
+        &["record", "-o", missing.to_str().unwrap(), "--", "true"],
+        "does not exist",
+    );
+}
+
+#[test]
+fn replay_refuses_a_bad_trace_with_its_byte_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.ptl");
+    let o = out.to_str().unwrap();
+    let r = ptlab(&["record", "-o", o, "--", "true"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let bytes = std::fs::read(&out).unwrap();
+
+    let cut = dir.path().join("cut.ptl");
+    std::fs::write(&cut, &bytes[..bytes.len() - 30]).unwrap();
+    bad_input(&["replay", cut.to_str().unwrap()], "cut short");
+
+    let mut newer = bytes.clone();
+    newer[8] = 9;
+    let newer_p = dir.path().join("newer.ptl");
+    std::fs::write(&newer_p, &newer).unwrap();
+    bad_input(
+        &["replay", newer_p.to_str().unwrap()],
+        "byte 8: trace format version 9",
+    );
+
+    let text = dir.path().join("w.toml");
+    std::fs::write(&text, "name = \"x\"\n").unwrap();
+    bad_input(
+        &["replay", text.to_str().unwrap()],
+        "byte 0: not a ptlab trace",
+    );
+    bad_input(
+        &["replay", dir.path().join("gone.ptl").to_str().unwrap()],
+        "gone.ptl",
+    );
+
+    // A trace runs on the model only.
+    bad_input(&["compare", o, "--config", "backend=kernel"], "model only");
+}
