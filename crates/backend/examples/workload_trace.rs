@@ -18,13 +18,6 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let records = match from_workload::records(&w) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("{workload}: {e}");
-            std::process::exit(2);
-        }
-    };
     let header = Header {
         source: "workload".into(),
         command: vec![workload.clone()],
@@ -33,13 +26,13 @@ fn main() {
         notes: vec![format!("the events of workload {workload}")],
         observed: Default::default(),
     };
-    let write = || -> std::io::Result<u64> {
-        let mut t = TraceWriter::create(std::path::Path::new(out), &header)?;
-        for r in &records {
-            t.push(r)?;
-        }
+    let write = || -> Result<u64, String> {
+        let mut t = TraceWriter::create(std::path::Path::new(out), &header)
+            .map_err(|e| e.to_string())?
+            .with_level(1);
+        from_workload::for_each_record(&w, &mut |r| t.push(&r).map_err(|e| e.to_string()))?;
         let n = t.records();
-        t.finish()?;
+        t.finish().map_err(|e| e.to_string())?;
         Ok(n)
     };
     match write() {

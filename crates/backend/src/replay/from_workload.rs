@@ -11,23 +11,35 @@ use workload::plan::{self, Op, Workload};
 /// one thread (their interleaving is not fixed), a region mapped twice, or
 /// an operation a trace has no record for (sleep, barrier, msync).
 pub fn records(w: &Workload) -> Result<Vec<Record>, String> {
+    let mut out = Vec::new();
+    for_each_record(w, &mut |r| {
+        out.push(r);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// As [`records`], each record handed to `sink` as it is made (a long
+/// workload's trace never held in memory); the first error stops it.
+pub fn for_each_record(
+    w: &Workload,
+    sink: &mut dyn FnMut(Record) -> Result<(), String>,
+) -> Result<(), String> {
     let [thread] = w.threads.as_slice() else {
         return Err(format!(
             "a workload of {} threads has no single order of events",
             w.threads.len()
         ));
     };
-    let mut out = Vec::new();
     let mut mapped = vec![false; w.regions.len()];
-    emit(w, &thread.ops, &mut mapped, &mut out)?;
-    Ok(out)
+    emit(w, &thread.ops, &mut mapped, sink)
 }
 
 fn emit(
     w: &Workload,
     ops: &[Op],
     mapped: &mut [bool],
-    out: &mut Vec<Record>,
+    out: &mut dyn FnMut(Record) -> Result<(), String>,
 ) -> Result<(), String> {
     for op in ops {
         match op {
@@ -51,7 +63,7 @@ fn emit(
                 if m.locked {
                     flags |= MapFlags::LOCKED;
                 }
-                out.push(Record::Map(MapEvent {
+                out(Record::Map(MapEvent {
                     id: m.region as u32,
                     size: m.size,
                     native: w.regions[m.region].addr,
@@ -63,52 +75,54 @@ fn emit(
                     prot: prot(m.prot),
                     flags: MapFlags(flags),
                     name: w.regions[m.region].name.clone(),
-                }));
+                }))?;
             }
-            Op::Munmap { region, range } => out.push(Record::Unmap {
+            Op::Munmap { region, range } => out(Record::Unmap {
                 id: *region as u32,
                 offset: range.offset,
                 len: range.len,
-            }),
+            })?,
             Op::Mprotect {
                 region,
                 range,
                 prot: p,
-            } => out.push(Record::Protect {
+            } => out(Record::Protect {
                 id: *region as u32,
                 offset: range.offset,
                 len: range.len,
                 prot: prot(*p),
-            }),
+            })?,
             Op::Madvise {
                 region,
                 range,
                 advice,
-            } => out.push(Record::Advise {
+            } => out(Record::Advise {
                 id: *region as u32,
                 offset: range.offset,
                 len: range.len,
                 advice: madv(*advice),
-            }),
-            Op::Mlock { region, range } => out.push(Record::Lock {
+            })?,
+            Op::Mlock { region, range } => out(Record::Lock {
                 id: *region as u32,
                 offset: range.offset,
                 len: range.len,
-            }),
-            Op::Munlock { region, range } => out.push(Record::Unlock {
+            })?,
+            Op::Munlock { region, range } => out(Record::Unlock {
                 id: *region as u32,
                 offset: range.offset,
                 len: range.len,
-            }),
+            })?,
             Op::Touch(t) => {
                 let write = t.access == plan::Access::Write;
-                out.extend(touch_offsets(t).map(|offset| Record::Access {
-                    id: t.region as u32,
-                    offset,
-                    write,
-                }));
+                for offset in touch_offsets(t) {
+                    out(Record::Access {
+                        id: t.region as u32,
+                        offset,
+                        write,
+                    })?;
+                }
             }
-            Op::Mark(name) => out.push(Record::Mark { name: name.clone() }),
+            Op::Mark(name) => out(Record::Mark { name: name.clone() })?,
             Op::Repeat { times, ops } => {
                 for _ in 0..*times {
                     emit(w, ops, mapped, out)?;
