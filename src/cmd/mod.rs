@@ -3,6 +3,7 @@
 mod audit;
 mod explain;
 mod geometry;
+mod inspect;
 mod run;
 mod study;
 mod validate;
@@ -20,6 +21,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Workloads { what } => workloads::run(what),
         Command::Run(args) => run::run(args),
         Command::Compare(args) => run::compare(args),
+        Command::Inspect(args) => inspect::run(args),
         Command::Audit { json, fast } => audit::run(json, fast),
         Command::Validate(args) => validate::run(args),
     }
