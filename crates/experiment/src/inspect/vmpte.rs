@@ -157,7 +157,7 @@ pub fn check(
                 "they can be among {places_total} places: {}",
                 where_.join(", ")
             ));
-            if d as u64 % table_kb != 0 {
+            if !(d as u64).is_multiple_of(table_kb) {
                 explanation.push(format!(
                     "{} kB is not a whole number of {} table pages: the kernel counts something this model does not",
                     d, table_kb
