@@ -210,6 +210,23 @@ fn vmpte_is_predicted_exactly_then_explained_after_freeing() {
         assert!(before["deposited_tables"].as_u64().unwrap() >= 2);
     }
 
+    // The fallback reader (pagemap entries, huge pages placed from smaps)
+    // predicts the same here: the THP range's blocks are its only fully
+    // present ones in a VMA with AnonHugePages.
+    let out = ptlab(&["inspect", &pid.to_string(), "--json", "--pagemap-entries"]);
+    let slow: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(slow["source"], "pagemap");
+    assert_eq!(
+        slow["vmpte"]["predicted_kb"], before["vmpte"]["predicted_kb"],
+        "{:#}",
+        slow["vmpte"]
+    );
+    assert_eq!(
+        slow["mapped"]["zero_pages"],
+        Value::Null,
+        "no zero-page flag without PAGEMAP_SCAN"
+    );
+
     kid.go();
     kid.wait_for("DONE");
     let after = inspect_json(pid);

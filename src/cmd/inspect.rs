@@ -94,8 +94,8 @@ fn print_human(ins: &Inspection) -> Result<(), Failure> {
     )?;
     let opt = |v: Option<u64>| v.map_or("unknown".to_string(), |n| n.to_string());
     outln!(
-        "mapped: {} present pages ({}), {} swapped, {} file; zero page: {} pages; PMD-mapped huge pages: {} anonymous, {} file, {} huge zero",
-        m.present_pages,
+        "mapped: {} present pages ({}), {} swapped, {} file; zero-page mappings: {}; PMD-mapped huge pages: {} anonymous, {} file, {} huge zero",
+        report::group_thousands(m.present_pages as i64),
         human_size(m.present_pages * ins.page_size),
         m.swapped_pages,
         m.file_pages,
