@@ -256,6 +256,15 @@ fn vmpte_is_predicted_exactly_then_explained_after_freeing() {
         bucket(&before, 1) - 16,
         "the unmapped half took its 16 one-entry tables"
     );
+    // The what-if's "kernel now" row holds exactly the kept tables more
+    // than the "eager reclaim" row.
+    let rows = after["what_if"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["scenario"] == name).unwrap();
+    assert_eq!(
+        row("kernel now")["table_bytes"].as_i64().unwrap()
+            - row("eager reclaim")["table_bytes"].as_i64().unwrap(),
+        diff * 1024
+    );
     eprintln!(
         "after freeing: kernel {kernel} kB, predicted {predicted} kB: {}",
         v["explanation"]

@@ -172,7 +172,7 @@ fn print_human(ins: &Inspection) -> Result<(), Failure> {
                 r.geometry.clone()
             }),
             Cell::text(&r.scenario),
-            count(r.levels.iter().map(|l| l.tables).sum::<u64>() + r.deposited),
+            count(r.levels.iter().map(|l| l.tables).sum::<u64>() + r.deposited + r.kept),
             bytes(r.table_bytes),
             kb(r.vmpte_kb),
             bytes(r.mapped_bytes),

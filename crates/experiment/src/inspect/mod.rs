@@ -143,6 +143,7 @@ pub fn inspect(snap: &Snapshot, host: &Geometry, what_if: &[Geometry]) -> Inspec
         let uncounted: u64 = levels.iter().filter(|t| !t.in_vmpte).map(|t| t.bytes).sum();
         now.table_bytes = kernel_kb * 1024 + uncounted;
         now.vmpte_kb = kernel_kb;
+        now.kept = check.difference_tables.unwrap_or(0).max(0) as u64;
         what.push(now);
     }
     host_rows[0].scenario = "eager reclaim".into();
@@ -164,5 +165,95 @@ pub fn inspect(snap: &Snapshot, host: &Geometry, what_if: &[Geometry]) -> Inspec
         deposited_tables: deposited,
         vmpte: check,
         what_if: what,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use host::pagemap::{PageRun, Vma};
+    use pt::geometry::preset;
+
+    const M2: u64 = 2 << 20;
+
+    fn snapshot(vm_pte_kb: u64) -> Snapshot {
+        let base = 1u64 << 40;
+        let vma = |start: u64, end: u64, inode: u64| Vma {
+            start,
+            end,
+            perms: "rw-p".into(),
+            offset: 0,
+            inode,
+            path: if inode == 0 {
+                String::new()
+            } else {
+                "/f".into()
+            },
+            anon_huge_kb: None,
+            file_pmd_kb: None,
+        };
+        let run = |start: u64, end: u64, flags: PageFlags| PageRun { start, end, flags };
+        let p = PageFlags::PRESENT;
+        Snapshot {
+            pid: 7,
+            page_size: 4096,
+            vmas: vec![
+                vma(base, base + 4 * M2, 0),
+                vma(base + 8 * M2, base + 10 * M2, 9),
+            ],
+            unparsed_lines: 0,
+            runs: vec![
+                run(base, base + 0x2000, p),
+                run(base + 0x2000, base + 0x3000, p.with(PageFlags::ZERO)),
+                run(base + M2, base + 2 * M2, p.with(PageFlags::HUGE)),
+                run(
+                    base + 2 * M2,
+                    base + 3 * M2,
+                    p.with(PageFlags::HUGE).with(PageFlags::ZERO),
+                ),
+                run(
+                    base + 8 * M2,
+                    base + 9 * M2,
+                    p.with(PageFlags::HUGE).with(PageFlags::FILE),
+                ),
+            ],
+            source: Source::PagemapScan,
+            fallback_reason: None,
+            zero_known: true,
+            huge_exact: true,
+            complete: true,
+            stopped_at: None,
+            vm_pte_kb: Some(vm_pte_kb),
+            vm_pte_kb_after: Some(vm_pte_kb),
+            read_ms: 0.0,
+        }
+    }
+
+    #[test]
+    fn kinds_are_counted_and_deposits_follow_anonymous_huge_pages() {
+        let g = preset("x86-64-4l").unwrap();
+        // 1 PTE + 1 PMD + 1 PUD table, 2 deposits (the anonymous huge page
+        // and the huge zero page; none for the file one): 20 kB.
+        let ins = inspect(&snapshot(20), &g, &[]);
+        let m = &ins.mapped;
+        assert_eq!(m.present_pages, 3 + 3 * 512);
+        assert_eq!(m.zero_pages, Some(1));
+        assert_eq!((m.huge_anon, m.huge_file, m.huge_zero), (1, 1, Some(1)));
+        assert_eq!(ins.deposited_tables, 2);
+        assert_eq!(ins.vmpte.verdict, vmpte::Verdict::Exact);
+        // Two kept tables: the "kernel now" row holds them, eager reclaim not.
+        let more = inspect(&snapshot(28), &g, &[]);
+        assert_eq!(more.vmpte.difference_tables, Some(2));
+        let now = &more.what_if[0];
+        let eager = &more.what_if[1];
+        assert_eq!(
+            (now.scenario.as_str(), eager.scenario.as_str()),
+            ("kernel now", "eager reclaim")
+        );
+        assert_eq!(now.kept, 2);
+        assert_eq!(now.table_bytes - eager.table_bytes, 2 * 4096);
+        // Places: PTE spans in the VMAs with nothing present: the fourth
+        // 2 MiB of the first VMA and the second of the file VMA.
+        assert_eq!(more.vmpte.places[0].places, 2);
     }
 }

@@ -46,6 +46,9 @@ pub struct WhatIf {
     pub folded: bool,
     pub levels: Vec<LevelTables>,
     pub deposited: u64,
+    /// Empty tables the kernel keeps beyond `levels` (only in the "kernel
+    /// now" row: the VmPTE difference in table pages).
+    pub kept: u64,
     /// All table pages (every level and the deposits), bytes.
     pub table_bytes: u64,
     /// What Linux would report as VmPTE, kB.
@@ -103,6 +106,7 @@ pub fn figures(g: &Geometry, scenario: &str, ranges: &[HostRange]) -> WhatIf {
         tlb: tlb_reach(g, &leaves.runs),
         levels,
         deposited,
+        kept: 0,
     }
 }
 
