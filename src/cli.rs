@@ -40,6 +40,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Run workloads on the kernel and on the model configured like this host; exit 1 on any difference
     Validate(ValidateArgs),
+    /// A live process's page tables: tables per level, VmPTE explained, other geometries
+    Inspect(InspectArgs),
     /// This host's virtual-memory latency hazards
     Audit {
         /// Print one JSON document on stdout
@@ -230,4 +232,23 @@ pub struct StudyArgs {
     /// Print study.json on stdout instead of the summary
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args)]
+pub struct InspectArgs {
+    /// The process id to inspect
+    pub pid: String,
+    /// Print one JSON document on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// A geometry for the what-if (preset or file); repeat for several
+    /// (default: x86-64-5l, riscv-sv39-64k, arm64-4k-48, arm64-16k-48, arm64-64k-48)
+    #[arg(long)]
+    pub geometry: Vec<String>,
+    /// Stop reading page states after this many seconds (the result says it is partial)
+    #[arg(long, default_value_t = 20.0)]
+    pub time_limit: f64,
+    /// Read 8-byte pagemap entries instead of the PAGEMAP_SCAN ioctl (as on kernels before 6.7)
+    #[arg(long)]
+    pub pagemap_entries: bool,
 }

@@ -4,6 +4,7 @@ mod audit;
 mod explain;
 mod geometry;
 mod record;
+mod inspect;
 mod run;
 mod study;
 mod validate;
@@ -23,6 +24,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Compare(args) => run::compare(args),
         Command::Replay(args) => run::replay(args),
         Command::Record(args) => record::run(args),
+        Command::Inspect(args) => inspect::run(args),
         Command::Audit { json, fast } => audit::run(json, fast),
         Command::Validate(args) => validate::run(args),
     }

@@ -4,10 +4,13 @@
 //! - [`aggregate`]: repeats summarized per mark and counter, derived figures,
 //!   comparisons against the first configuration.
 //! - [`exec`]: running workloads under configurations, repeated and interleaved.
+//! - [`inspect`]: a live process's page tables, its VmPTE explained, and
+//!   the same memory under other geometries (`ptlab inspect`).
 
 pub mod aggregate;
 pub mod config;
 pub mod exec;
 pub mod replay;
+pub mod inspect;
 pub mod study;
 pub mod validate;

@@ -9,6 +9,8 @@
 //!   AnonHugePages, TLB shootdowns), read without page faults of its own, for
 //!   measuring inside a workload.
 //! - [`MemInfo`], [`KernelConfig`], [`CpuInfo`]: the readers underneath.
+//! - [`pagemap`]: a live process's VMAs, present pages (PAGEMAP_SCAN or
+//!   pagemap entries) and VmPTE, for `ptlab inspect`.
 //! - [`advise_huge_pages`]: huge-page advice for the model's table arena.
 //! - [`thread_cpu_ns`]: the calling thread's CPU time, for benchmarks.
 //!
@@ -24,6 +26,7 @@ pub mod cpu;
 pub mod fingerprint;
 pub mod kconfig;
 pub mod meminfo;
+pub mod pagemap;
 pub mod procfs;
 
 pub use advise::advise_huge_pages;
