@@ -36,6 +36,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Run workloads on the kernel and on the model configured like this host; exit 1 on any difference
     Validate(ValidateArgs),
+    /// Measure this host's costs (faults, tables, system calls, shootdowns, locks, memory, TLB misses) into a cost file
+    Calibrate(CalibrateArgs),
     /// This host's virtual-memory latency hazards
     Audit {
         /// Print one JSON document on stdout
@@ -203,4 +205,17 @@ pub struct StudyArgs {
     /// Print study.json on stdout instead of the summary
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// Where to write the cost file
+    #[arg(long, value_name = "FILE", default_value = "ptlab-costs.toml")]
+    pub out: std::path::PathBuf,
+    /// Larger sizes and more repetitions (a few minutes instead of under one)
+    #[arg(long)]
+    pub long: bool,
+    /// Tiny sizes, for the test suite (figures too rough to use)
+    #[arg(long, hide = true, conflicts_with = "long")]
+    pub test_scale: bool,
 }

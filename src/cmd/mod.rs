@@ -1,6 +1,7 @@
 //! One module per command.
 
 mod audit;
+mod calibrate;
 mod explain;
 mod geometry;
 mod run;
@@ -20,6 +21,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Workloads { what } => workloads::run(what),
         Command::Run(args) => run::run(args),
         Command::Compare(args) => run::compare(args),
+        Command::Calibrate(args) => calibrate::run(args),
         Command::Audit { json, fast } => audit::run(json, fast),
         Command::Validate(args) => validate::run(args),
     }

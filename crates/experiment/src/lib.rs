@@ -4,8 +4,12 @@
 //! - [`aggregate`]: repeats summarized per mark and counter, derived figures,
 //!   comparisons against the first configuration.
 //! - [`exec`]: running workloads under configurations, repeated and interleaved.
+//! - [`calibrate`]: this host's costs, measured with the kernel backend and
+//!   small probes, into a cost file.
 
 pub mod aggregate;
+#[cfg(target_os = "linux")]
+pub mod calibrate;
 pub mod config;
 pub mod exec;
 pub mod study;
