@@ -26,7 +26,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     let deadline = Instant::now() + scale.probe_deadline();
     let (ops, rounds) = match scale {
         Scale::Test => (100_000, 10_000),
-        Scale::Quick => (1_000_000, 50_000),
+        Scale::Quick => (1_000_000, 20_000),
         Scale::Long => (4_000_000, 200_000),
     };
     let cpus = pin::allowed_cpus();

@@ -34,7 +34,7 @@ use super::{CalibrateError, Figures, Scale};
 /// other CPU while the sender ran (Linux sends none to a CPU not running
 /// the process, and a guest's paravirtual flush none to a preempted vCPU):
 /// the difference would be noise.
-const MIN_IPIS_PER_MUNMAP: f64 = 0.2;
+const MIN_IPIS_PER_MUNMAP: f64 = 0.05;
 
 struct Plan {
     /// munmaps per churn phase.
