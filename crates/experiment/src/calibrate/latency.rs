@@ -37,6 +37,9 @@ use super::{pin, CalibrateError, Figures, Scale, MAX_PROBE_BYTES};
 const LINE: usize = 64;
 const PAGE: usize = 4096;
 const HUGE: usize = 2 << 20;
+/// Below this share of huge pages, the THP chase is not the TLB-hit
+/// baseline `tlb.miss_walk` needs.
+const MIN_HUGE_SHARE: f64 = 0.9;
 
 pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     let _pin = pin::pin_to(pin::allowed_cpus().first().copied().unwrap_or(0));
@@ -52,12 +55,14 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         ("mem.latency_1m", 1 << 20, 2_000_000),
         ("mem.latency_32m", 32 << 20, 500_000),
     ] {
-        let buf = Buffer::new(size, Pages::Huge).map_err(err)?;
+        // At least one whole huge page, so small sets lie in one.
+        let buf = Buffer::new(size.max(HUGE), Pages::Huge).map_err(err)?;
         let nodes = every_line(size);
         let ns = buf.chase_samples(&nodes, steps, reps, deadline());
         let how = format!(
-            "pointer chase over every 64-byte line of {} KiB in random cyclic order, THP-advised buffer, {steps} steps per sample, {}",
+            "pointer chase over every 64-byte line of {} KiB in random cyclic order, THP-advised buffer ({:.0}% in huge pages), {steps} steps per sample, {}",
             size >> 10,
+            buf.huge_share.min(1.0) * 100.0,
             clock::name()
         );
         figs.put(name, measured(&ns, &how));
@@ -91,7 +96,16 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     let layout = lines_per_page(big, 8, 0x6c61_7465);
     let huge = Buffer::new(big, Pages::Huge).map_err(err)?;
     let huge_ns = huge.chase_samples(&layout, steps, reps, deadline());
+    let share = huge.huge_share.min(1.0);
     drop(huge);
+    if share < MIN_HUGE_SHARE {
+        return Err(err(format!(
+            "mem.latency_1g and tlb.miss_walk not measured: the kernel backed only {:.0}% of the {} MiB THP-advised buffer with huge pages (memory too fragmented; THP defrag = {})",
+            share * 100.0,
+            big >> 20,
+            host::Fingerprint::read().thp_defrag.as_deref().unwrap_or("unknown")
+        )));
+    }
     let small = Buffer::new(big, Pages::Small).map_err(err)?;
     let small_ns = small.chase_samples(&layout, steps, reps, deadline());
     drop(small);
@@ -100,7 +114,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         "mem.latency_1g",
         measured(
             &huge_ns,
-            &format!("pointer chase over 8 random lines per 4 KiB of a {mib} MiB THP-advised buffer, {steps} steps per sample, {}", clock::name()),
+            &format!("pointer chase over 8 random lines per 4 KiB of a {mib} MiB THP-advised buffer ({:.0}% in huge pages), {steps} steps per sample, {}", share * 100.0, clock::name()),
         ),
     );
     let huge_mean = mean(&huge_ns);
@@ -173,6 +187,9 @@ struct Buffer {
     /// The aligned start and the usable length.
     ptr: *mut u8,
     len: usize,
+    /// The share of the buffer the kernel backed with huge pages (from
+    /// AnonHugePages before and after populating it).
+    huge_share: f64,
 }
 
 impl Buffer {
@@ -199,12 +216,15 @@ impl Buffer {
         }
         let map = map.cast::<u8>();
         let offset = (map as usize).next_multiple_of(HUGE) - map as usize;
-        let b = Buffer {
+        let mut counters = host::CounterReader::open();
+        let huge_before = counters.read().anon_huge_kb.unwrap_or(0);
+        let mut b = Buffer {
             map,
             map_len,
             // SAFETY: offset < HUGE, inside the mapping.
             ptr: unsafe { map.add(offset) },
             len,
+            huge_share: 0.0,
         };
         let advice = match pages {
             Pages::Huge => libc::MADV_HUGEPAGE,
@@ -217,6 +237,8 @@ impl Buffer {
         // kernel can (Linux 5.14); the node writes fault the rest.
         // SAFETY: as above.
         unsafe { libc::madvise(b.ptr.cast(), b.len, libc::MADV_POPULATE_WRITE) };
+        let huge_after = counters.read().anon_huge_kb.unwrap_or(0);
+        b.huge_share = huge_after.saturating_sub(huge_before) as f64 * 1024.0 / b.len as f64;
         Ok(b)
     }
 
