@@ -1,12 +1,15 @@
 //! Minor faults by kind, and the major fault, on the kernel backend.
 //!
 //! One workload repeats, per repetition: fault every 4 KiB page of a fresh
-//! region of each kind between two marks, then touch the same pages again
-//! (now mapped) between two more. Per fault:
+//! region of each kind, 1 MiB slice by slice (2 MiB for THP), each slice
+//! touched twice between marks: first faulting, then again with the pages
+//! mapped. Per slice:
 //!
-//! `(time of the faulting pass - time of the second pass) / faults`
+//! `(time of the faulting touch - time of the second touch) / faults`
 //!
-//! so the loop's own accesses are not charged to the fault. The faults are
+//! so the loop's own accesses are not charged to the fault; a repetition's
+//! figure is the median over its slices, so a slice in which another
+//! process preempted this one (a busy host) does not move it. The faults are
 //! counted by the kernel (getrusage), not assumed from the page count,
 //! which matters for the file read (fault-around maps 16 pages per fault)
 //! and for THP (one fault per 2 MiB). `fault.mthp_64k` is derived, not
@@ -45,75 +48,133 @@ fn sizes(scale: Scale) -> Sizes {
     }
 }
 
-/// The workload: `reps` repetitions of every kind's two passes.
+/// Bytes of one slice: the faults of a kind are timed slice by slice, and
+/// a repetition's figure is the median over its slices, so a slice in
+/// which another process preempted this one does not move it.
+const SLICE: u64 = 1 << 20;
+
+/// One kind's passes: after the mark `{prefix}0`, for each slice, the
+/// faulting touch and then the same touch again, each ending in a mark
+/// (`{prefix}f{i}`, `{prefix}s{i}`).
+fn passes(
+    ops: &mut String,
+    prefix: &str,
+    region: &str,
+    access: &str,
+    stride: &str,
+    slices: u64,
+    slice: u64,
+) {
+    for i in 0..slices {
+        let touch = format!(
+            "{{ touch = \"{region}\", access = \"{access}\", stride = \"{stride}\", offset = {}, len = {slice} }}",
+            i * slice
+        );
+        ops.push_str(&format!(
+            "    {touch},\n    {{ mark = \"{prefix}f{i}\" }},\n    {touch},\n    {{ mark = \"{prefix}s{i}\" }},\n"
+        ));
+    }
+}
+
+/// The workload: `reps` repetitions of every kind's sliced passes.
 fn workload(reps: usize, s: &Sizes) -> String {
     let (r, h, c) = (s.region, s.huge, s.cold);
+    let n = r / SLICE;
+    let mut ops = String::new();
+    let line = |ops: &mut String, l: &str| {
+        ops.push_str("    ");
+        ops.push_str(l);
+        ops.push_str(",\n");
+    };
+    line(&mut ops, "{ mark = \"empty0\" }");
+    line(&mut ops, "{ mark = \"empty\" }");
+    line(&mut ops, &format!("{{ mmap = \"a\", size = {r} }}"));
+    line(&mut ops, "{ mark = \"a0\" }");
+    passes(&mut ops, "a", "a", "write", "4KiB", n, SLICE);
+    line(&mut ops, "{ munmap = \"a\" }");
+    line(&mut ops, &format!("{{ mmap = \"z\", size = {r} }}"));
+    line(&mut ops, "{ mark = \"z0\" }");
+    passes(&mut ops, "z", "z", "read", "4KiB", n, SLICE);
+    line(&mut ops, "{ munmap = \"z\" }");
+    line(
+        &mut ops,
+        &format!("{{ mmap = \"f\", size = {r}, kind = \"file\", file = \"cached\" }}"),
+    );
+    line(&mut ops, "{ mark = \"f0\" }");
+    passes(&mut ops, "f", "f", "read", "4KiB", n, SLICE);
+    line(&mut ops, "{ mark = \"w0\" }");
+    passes(&mut ops, "w", "f", "write", "4KiB", n, SLICE);
+    line(&mut ops, "{ munmap = \"f\" }");
+    line(
+        &mut ops,
+        &format!("{{ mmap = \"s\", size = {r}, kind = \"shmem\" }}"),
+    );
+    line(&mut ops, "{ mark = \"s0\" }");
+    passes(&mut ops, "s", "s", "write", "4KiB", n, SLICE);
+    line(&mut ops, "{ munmap = \"s\" }");
+    line(&mut ops, &format!("{{ mmap = \"h\", size = {h} }}"));
+    line(&mut ops, "{ madvise = \"h\", advice = \"hugepage\" }");
+    line(&mut ops, "{ mark = \"h0\" }");
+    passes(&mut ops, "h", "h", "write", "2MiB", h / HUGE, HUGE);
+    line(&mut ops, "{ munmap = \"h\" }");
+    line(
+        &mut ops,
+        &format!("{{ mmap = \"c\", size = {c}, kind = \"file\", file = \"cold\", prot = \"r\" }}"),
+    );
+    line(&mut ops, "{ mark = \"c0\" }");
+    line(&mut ops, "{ touch = \"c\", access = \"read\" }");
+    line(&mut ops, "{ mark = \"c1\" }");
+    line(&mut ops, "{ touch = \"c\", access = \"read\" }");
+    line(&mut ops, "{ mark = \"c2\" }");
+    line(&mut ops, "{ munmap = \"c\" }");
     format!(
-        r#"name = "calibrate-faults"
-description = "ptlab calibrate: fault costs by kind"
-
-[[thread]]
-op = [
-  {{ repeat = {reps}, op = [
-    {{ mark = "empty0" }},
-    {{ mark = "empty" }},
-    {{ mmap = "a", size = {r} }},
-    {{ mark = "a0" }},
-    {{ touch = "a", access = "write" }},
-    {{ mark = "a1" }},
-    {{ touch = "a", access = "write" }},
-    {{ mark = "a2" }},
-    {{ munmap = "a" }},
-    {{ mmap = "z", size = {r} }},
-    {{ mark = "z0" }},
-    {{ touch = "z", access = "read" }},
-    {{ mark = "z1" }},
-    {{ touch = "z", access = "read" }},
-    {{ mark = "z2" }},
-    {{ munmap = "z" }},
-    {{ mmap = "f", size = {r}, kind = "file", file = "cached" }},
-    {{ mark = "f0" }},
-    {{ touch = "f", access = "read" }},
-    {{ mark = "f1" }},
-    {{ touch = "f", access = "read" }},
-    {{ mark = "f2" }},
-    {{ touch = "f", access = "write" }},
-    {{ mark = "f3" }},
-    {{ touch = "f", access = "write" }},
-    {{ mark = "f4" }},
-    {{ munmap = "f" }},
-    {{ mmap = "s", size = {r}, kind = "shmem" }},
-    {{ mark = "s0" }},
-    {{ touch = "s", access = "write" }},
-    {{ mark = "s1" }},
-    {{ touch = "s", access = "write" }},
-    {{ mark = "s2" }},
-    {{ munmap = "s" }},
-    {{ mmap = "h", size = {h} }},
-    {{ madvise = "h", advice = "hugepage" }},
-    {{ mark = "h0" }},
-    {{ touch = "h", access = "write", stride = "2MiB" }},
-    {{ mark = "h1" }},
-    {{ touch = "h", access = "write", stride = "2MiB" }},
-    {{ mark = "h2" }},
-    {{ munmap = "h" }},
-    {{ mmap = "c", size = {c}, kind = "file", file = "cold", prot = "r" }},
-    {{ mark = "c0" }},
-    {{ touch = "c", access = "read" }},
-    {{ mark = "c1" }},
-    {{ touch = "c", access = "read" }},
-    {{ mark = "c2" }},
-    {{ munmap = "c" }},
-  ] }},
-]
-"#
+        "name = \"calibrate-faults\"\ndescription = \"ptlab calibrate: fault costs by kind\"\n\n[[thread]]\nop = [\n  {{ repeat = {reps}, op = [\n{ops}  ] }},\n]\n"
     )
 }
 
-/// Per-fault cost of the pass `from -> mid` less the pass `mid -> to`.
-fn per_fault(p: &Phases, from: &str, mid: &str, to: &str) -> Vec<f64> {
-    let faults = p.count(from, mid, "minor_faults");
-    per(&minus(&p.time(from, mid), &p.time(mid, to)), &faults)
+const HUGE: u64 = 2 << 20;
+
+/// Per repetition, the median over the slices of `prefix`'s passes of
+/// (faulting touch - second touch) / minor faults.
+fn per_fault(p: &Phases, prefix: &str, slices: u64) -> Vec<f64> {
+    let mut by_slice = Vec::new();
+    for i in 0..slices {
+        let from = if i == 0 {
+            format!("{prefix}0")
+        } else {
+            format!("{prefix}s{}", i - 1)
+        };
+        let f = format!("{prefix}f{i}");
+        let s = format!("{prefix}s{i}");
+        let faults = p.count(&from, &f, "minor_faults");
+        let net = minus(&p.time(&from, &f), &p.time(&f, &s));
+        by_slice.push((net, faults));
+    }
+    let reps = by_slice.first().map_or(0, |(n, _)| n.len());
+    (0..reps)
+        .filter_map(|r| {
+            let v: Vec<f64> = by_slice
+                .iter()
+                .filter(|(_, f)| f.get(r).is_some_and(|&f| f > 0.0))
+                .map(|(n, f)| n[r] / f[r])
+                .collect();
+            median(v)
+        })
+        .collect()
+}
+
+/// The median of `v`, `None` if empty.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
 }
 
 pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
@@ -124,53 +185,55 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         scale.kernel_timeout(),
     )?;
     let pages = s.region >> 12;
+    let n = s.region / SLICE;
     let pass = |what: &str| {
         format!(
-            "kernel backend: {what}, {pages} pages per run; (faulting pass - second pass over the mapped pages) / minor faults"
+            "kernel backend: {what}, {pages} pages per run in {n} slices of 1 MiB; per slice (faulting touch - the same touch again) / minor faults, median over the slices"
         )
     };
     figs.put(
         "fault.anon_write",
         measured(
-            &per_fault(&p, "a0", "a1", "a2"),
+            &per_fault(&p, "a", n),
             &pass("write to every page of fresh anonymous memory"),
         ),
     );
     figs.put(
         "fault.zero_read",
         measured(
-            &per_fault(&p, "z0", "z1", "z2"),
+            &per_fault(&p, "z", n),
             &pass("read of every page of fresh anonymous memory (zero page)"),
         ),
     );
     figs.put(
         "fault.file_read",
         measured(
-            &per_fault(&p, "f0", "f1", "f2"),
+            &per_fault(&p, "f", n),
             &pass("read of every page of a private mapping of a cached file (fault-around: one fault maps up to 16 pages)"),
         ),
     );
     figs.put(
         "fault.cow",
         measured(
-            &per_fault(&p, "f2", "f3", "f4"),
+            &per_fault(&p, "w", n),
             &pass("write to every page of that file mapping, already read (each page copied)"),
         ),
     );
     figs.put(
         "fault.shmem",
         measured(
-            &per_fault(&p, "s0", "s1", "s2"),
+            &per_fault(&p, "s", n),
             &pass("write to every page of a fresh memfd mapping"),
         ),
     );
-    let huge_kb = runner::mean(&p.count("h0", "h1", "anon_huge_kb"));
+    let last = format!("hs{}", s.huge / HUGE - 1);
+    let huge_kb = runner::mean(&p.count("h0", &last, "anon_huge_kb"));
     figs.put(
         "fault.thp",
         measured(
-            &per_fault(&p, "h0", "h1", "h2"),
+            &per_fault(&p, "h", s.huge / HUGE),
             &format!(
-                "kernel backend: write to each 2 MiB of a {} MiB region advised hugepage ({:.0} MiB of AnonHugePages per run); (faulting pass - second pass) / minor faults",
+                "kernel backend: write to each 2 MiB of a {} MiB region advised hugepage ({:.0} MiB of AnonHugePages per run); per 2 MiB (faulting touch - the same touch again) / minor faults, median over the 2 MiB slices",
                 s.huge >> 20,
                 huge_kb / 1024.0
             ),
@@ -179,7 +242,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     // A major fault reads from the file system and brings in read-ahead;
     // the minor faults on pages read ahead are charged at the file-read
     // rate of the same repetition and taken out.
-    let file_read = per_fault(&p, "f0", "f1", "f2");
+    let file_read = per_fault(&p, "f", n);
     let cold_time = minus(&p.time("c0", "c1"), &p.time("c1", "c2"));
     let cold_minor = p.count("c0", "c1", "minor_faults");
     let major = p.count("c0", "c1", "major_faults");
