@@ -158,23 +158,9 @@ fn per_fault(p: &Phases, prefix: &str, slices: u64) -> Vec<f64> {
                 .filter(|(_, f)| f.get(r).is_some_and(|&f| f > 0.0))
                 .map(|(n, f)| n[r] / f[r])
                 .collect();
-            median(v)
+            runner::median(v)
         })
         .collect()
-}
-
-/// The median of `v`, `None` if empty.
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
 }
 
 pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {

@@ -30,6 +30,10 @@ struct Plan {
     sizes: Vec<u64>,
     /// Regions of each size.
     k: usize,
+    /// Calls timed together between two marks; a size's time per call in
+    /// a repetition is the median over its chunks (a chunk in which another
+    /// process preempted this one does not move it).
+    chunk: usize,
 }
 
 fn plan(scale: Scale) -> Plan {
@@ -37,14 +41,17 @@ fn plan(scale: Scale) -> Plan {
         Scale::Test => Plan {
             sizes: vec![1, 16, 64],
             k: 8,
+            chunk: 4,
         },
         Scale::Quick => Plan {
             sizes: vec![1, 16, 128],
             k: 64,
+            chunk: 16,
         },
         Scale::Long => Plan {
             sizes: vec![1, 16, 64, 256],
             k: 128,
+            chunk: 16,
         },
     }
 }
@@ -108,25 +115,35 @@ fn workload(reps: usize, p: &Plan) -> String {
     op("{ mark = \"empty\" }".into());
     op("{ mark = \"s0\" }".into());
     for (g, regions) in groups.iter().enumerate() {
-        for (name, addr, pages) in regions {
+        for (i, (name, addr, pages)) in regions.iter().enumerate() {
             op(format!(
                 "{{ mmap = \"{name}\", size = {}, addr = {addr} }}",
                 pages * PAGE
             ));
+            if (i + 1) % p.chunk == 0 {
+                op(format!(
+                    "{{ mark = \"{}\" }}",
+                    chunk_mark("mmap", g, i / p.chunk)
+                ));
+            }
         }
-        op(format!("{{ mark = \"mmap{g}\" }}"));
     }
     each(&mut |name, _, _| op(format!("{{ touch = \"{name}\", access = \"write\" }}")));
     op("{ mark = \"touched\" }".into());
     for verb in ["mprotect", "madvise"] {
         for (g, regions) in groups.iter().enumerate() {
-            for (name, _, _) in regions {
+            for (i, (name, _, _)) in regions.iter().enumerate() {
                 op(match verb {
                     "mprotect" => format!("{{ mprotect = \"{name}\", prot = \"r\" }}"),
                     _ => format!("{{ madvise = \"{name}\", advice = \"dontneed\" }}"),
                 });
+                if (i + 1) % p.chunk == 0 {
+                    op(format!(
+                        "{{ mark = \"{}\" }}",
+                        chunk_mark(verb, g, i / p.chunk)
+                    ));
+                }
             }
-            op(format!("{{ mark = \"{verb}{g}\" }}"));
         }
     }
     each(&mut |name, _, _| {
@@ -135,10 +152,15 @@ fn workload(reps: usize, p: &Plan) -> String {
     });
     op("{ mark = \"retouched\" }".into());
     for (g, regions) in groups.iter().enumerate() {
-        for (name, _, _) in regions {
+        for (i, (name, _, _)) in regions.iter().enumerate() {
             op(format!("{{ munmap = \"{name}\" }}"));
+            if (i + 1) % p.chunk == 0 {
+                op(format!(
+                    "{{ mark = \"{}\" }}",
+                    chunk_mark("munmap", g, i / p.chunk)
+                ));
+            }
         }
-        op(format!("{{ mark = \"munmap{g}\" }}"));
     }
     let mut text = String::from(
         "name = \"calibrate-syscalls\"\ndescription = \"ptlab calibrate: system calls per call and per page\"\n\n[[thread]]\nop = [\n",
@@ -152,20 +174,32 @@ fn workload(reps: usize, p: &Plan) -> String {
     text
 }
 
-/// Per repetition, ns per call of the `verb` phases at each size, with
-/// `first` the mark before the first of them.
+/// The mark after chunk `c` of size `g`'s `verb` calls.
+fn chunk_mark(verb: &str, g: usize, c: usize) -> String {
+    format!("{verb}{g}_{c}")
+}
+
+/// Per repetition, ns per call of the `verb` calls at each size (the
+/// median over the size's chunks), with `first` the mark before the first
+/// chunk.
 fn per_call(p: &Phases, plan: &Plan, verb: &str, first: &str) -> Vec<Vec<(f64, f64)>> {
     let mut prev = first.to_string();
     let mut by_rep: Vec<Vec<(f64, f64)>> = Vec::new();
     for (g, &pages) in plan.sizes.iter().enumerate() {
-        let mark = format!("{verb}{g}");
-        for (rep, t) in p.time(&prev, &mark).into_iter().enumerate() {
+        let mut chunks: Vec<Vec<f64>> = Vec::new();
+        for c in 0..plan.k / plan.chunk {
+            let mark = chunk_mark(verb, g, c);
+            chunks.push(p.time(&prev, &mark));
+            prev = mark;
+        }
+        let reps = chunks.iter().map(Vec::len).min().unwrap_or(0);
+        for rep in 0..reps {
+            let v: Vec<f64> = chunks.iter().map(|c| c[rep] / plan.chunk as f64).collect();
             if by_rep.len() <= rep {
                 by_rep.push(Vec::new());
             }
-            by_rep[rep].push((pages as f64, t / plan.k as f64));
+            by_rep[rep].push((pages as f64, runner::median(v).unwrap_or(0.0)));
         }
-        prev = mark;
     }
     by_rep
 }
@@ -194,7 +228,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         ),
         (
             "madvise",
-            format!("mprotect{last}"),
+            chunk_mark("mprotect", last, plan.k / plan.chunk - 1),
             "madvise(MADV_DONTNEED) of a whole region, every page present",
         ),
     ] {
@@ -203,7 +237,8 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
             .filter_map(|pts| least_squares(pts))
             .collect();
         let how = format!(
-            "kernel backend: {what}, {k} calls per size; least squares ns = a + b x pages over sizes {sizes} pages, one fit per run"
+            "kernel backend: {what}, {k} calls per size timed {} at a time (median per size); least squares ns = a + b x pages over sizes {sizes} pages, one fit per run",
+            plan.chunk
         );
         let a: Vec<f64> = lines.iter().map(|l| l.intercept).collect();
         let b: Vec<f64> = lines.iter().map(|l| l.slope).collect();
