@@ -66,8 +66,7 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
         Ok(ExitCode::SUCCESS)
     } else {
         Err(Failure::Error(anyhow::anyhow!(
-            "{} of the figures could not be measured ({}); {} is incomplete",
-            result.problems.len(),
+            "not every figure could be measured ({}); {} is incomplete",
             result.problems.join("; "),
             args.out.display()
         )))

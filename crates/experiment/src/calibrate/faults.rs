@@ -1,7 +1,7 @@
 //! Minor faults by kind, and the major fault, on the kernel backend.
 //!
 //! One workload repeats, per repetition: fault every 4 KiB page of a fresh
-//! region of each kind, 1 MiB slice by slice (2 MiB for THP), each slice
+//! region of each kind, in 16 slices (4 at the test scale), each slice
 //! touched twice between marks: first faulting, then again with the pages
 //! mapped. Per slice:
 //!
@@ -48,10 +48,16 @@ fn sizes(scale: Scale) -> Sizes {
     }
 }
 
-/// Bytes of one slice: the faults of a kind are timed slice by slice, and
+/// Slices per region: the faults of a kind are timed slice by slice, and
 /// a repetition's figure is the median over its slices, so a slice in
-/// which another process preempted this one does not move it.
-const SLICE: u64 = 1 << 20;
+/// which another process preempted this one does not move it. (Each slice
+/// costs two marks, each reading the process's counters.)
+fn slices(scale: Scale) -> u64 {
+    match scale {
+        Scale::Test => 4,
+        _ => 16,
+    }
+}
 
 /// One kind's passes: after the mark `{prefix}0`, for each slice, the
 /// faulting touch and then the same touch again, each ending in a mark
@@ -77,9 +83,10 @@ fn passes(
 }
 
 /// The workload: `reps` repetitions of every kind's sliced passes.
-fn workload(reps: usize, s: &Sizes) -> String {
+fn workload(reps: usize, s: &Sizes, n: u64) -> String {
     let (r, h, c) = (s.region, s.huge, s.cold);
-    let n = r / SLICE;
+    let slice = r / n;
+    let huge_slice = h / n;
     let mut ops = String::new();
     let line = |ops: &mut String, l: &str| {
         ops.push_str("    ");
@@ -90,32 +97,32 @@ fn workload(reps: usize, s: &Sizes) -> String {
     line(&mut ops, "{ mark = \"empty\" }");
     line(&mut ops, &format!("{{ mmap = \"a\", size = {r} }}"));
     line(&mut ops, "{ mark = \"a0\" }");
-    passes(&mut ops, "a", "a", "write", "4KiB", n, SLICE);
+    passes(&mut ops, "a", "a", "write", "4KiB", n, slice);
     line(&mut ops, "{ munmap = \"a\" }");
     line(&mut ops, &format!("{{ mmap = \"z\", size = {r} }}"));
     line(&mut ops, "{ mark = \"z0\" }");
-    passes(&mut ops, "z", "z", "read", "4KiB", n, SLICE);
+    passes(&mut ops, "z", "z", "read", "4KiB", n, slice);
     line(&mut ops, "{ munmap = \"z\" }");
     line(
         &mut ops,
         &format!("{{ mmap = \"f\", size = {r}, kind = \"file\", file = \"cached\" }}"),
     );
     line(&mut ops, "{ mark = \"f0\" }");
-    passes(&mut ops, "f", "f", "read", "4KiB", n, SLICE);
+    passes(&mut ops, "f", "f", "read", "4KiB", n, slice);
     line(&mut ops, "{ mark = \"w0\" }");
-    passes(&mut ops, "w", "f", "write", "4KiB", n, SLICE);
+    passes(&mut ops, "w", "f", "write", "4KiB", n, slice);
     line(&mut ops, "{ munmap = \"f\" }");
     line(
         &mut ops,
         &format!("{{ mmap = \"s\", size = {r}, kind = \"shmem\" }}"),
     );
     line(&mut ops, "{ mark = \"s0\" }");
-    passes(&mut ops, "s", "s", "write", "4KiB", n, SLICE);
+    passes(&mut ops, "s", "s", "write", "4KiB", n, slice);
     line(&mut ops, "{ munmap = \"s\" }");
     line(&mut ops, &format!("{{ mmap = \"h\", size = {h} }}"));
     line(&mut ops, "{ madvise = \"h\", advice = \"hugepage\" }");
     line(&mut ops, "{ mark = \"h0\" }");
-    passes(&mut ops, "h", "h", "write", "2MiB", h / HUGE, HUGE);
+    passes(&mut ops, "h", "h", "write", "2MiB", n, huge_slice);
     line(&mut ops, "{ munmap = \"h\" }");
     line(
         &mut ops,
@@ -131,8 +138,6 @@ fn workload(reps: usize, s: &Sizes) -> String {
         "name = \"calibrate-faults\"\ndescription = \"ptlab calibrate: fault costs by kind\"\n\n[[thread]]\nop = [\n  {{ repeat = {reps}, op = [\n{ops}  ] }},\n]\n"
     )
 }
-
-const HUGE: u64 = 2 << 20;
 
 /// Per repetition, the median over the slices of `prefix`'s passes of
 /// (faulting touch - second touch) / minor faults.
@@ -167,14 +172,14 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     let s = sizes(scale);
     let p = runner::run(
         "faults",
-        &workload(scale.reps(), &s),
+        &workload(scale.reps(), &s, slices(scale)),
         scale.kernel_timeout(),
     )?;
     let pages = s.region >> 12;
-    let n = s.region / SLICE;
+    let n = slices(scale);
     let pass = |what: &str| {
         format!(
-            "kernel backend: {what}, {pages} pages per run in {n} slices of 1 MiB; per slice (faulting touch - the same touch again) / minor faults, median over the slices"
+            "kernel backend: {what}, {pages} pages per run in {n} slices; per slice (faulting touch - the same touch again) / minor faults, median over the slices"
         )
     };
     figs.put(
@@ -212,14 +217,14 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
             &pass("write to every page of a fresh memfd mapping"),
         ),
     );
-    let last = format!("hs{}", s.huge / HUGE - 1);
+    let last = format!("hs{}", n - 1);
     let huge_kb = runner::mean(&p.count("h0", &last, "anon_huge_kb"));
     figs.put(
         "fault.thp",
         measured(
-            &per_fault(&p, "h", s.huge / HUGE),
+            &per_fault(&p, "h", n),
             &format!(
-                "kernel backend: write to each 2 MiB of a {} MiB region advised hugepage ({:.0} MiB of AnonHugePages per run); per 2 MiB (faulting touch - the same touch again) / minor faults, median over the 2 MiB slices",
+                "kernel backend: write to each 2 MiB of a {} MiB region advised hugepage ({:.0} MiB of AnonHugePages per run) in {n} slices; per slice (faulting touch - the same touch again) / minor faults, median over the slices",
                 s.huge >> 20,
                 huge_kb / 1024.0
             ),
@@ -276,7 +281,7 @@ mod tests {
     #[test]
     fn the_workloads_pass_the_format_checks_at_every_scale() {
         for scale in [Scale::Test, Scale::Quick, Scale::Long] {
-            let text = workload(scale.reps(), &sizes(scale));
+            let text = workload(scale.reps(), &sizes(scale), slices(scale));
             workload::parse(&super::runner::doubled_marks(&text), "faults.toml", 48).unwrap();
         }
     }
