@@ -279,6 +279,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_preempted_slice_does_not_move_the_figure() {
+        use workload::result::{Counters, Mark, Run};
+        // (mark, elapsed ns, minor faults): three slices of 10 faults, each
+        // faulting touch 1,000 ns and its second touch 100 ns, except the
+        // second slice's faulting touch, preempted for 50 us.
+        let marks = [
+            ("a0", 0, 0),
+            ("af0", 1_000, 10),
+            ("as0", 1_100, 10),
+            ("af1", 51_100, 20),
+            ("as1", 51_200, 20),
+            ("af2", 52_200, 30),
+            ("as2", 52_300, 30),
+        ];
+        let run = Run {
+            marks: marks
+                .iter()
+                .map(|&(name, t, faults)| {
+                    let mut c = Counters::default();
+                    c.set("elapsed_ns", t);
+                    c.set("minor_faults", faults);
+                    Mark {
+                        name: name.into(),
+                        counters: c,
+                        latency: None,
+                    }
+                })
+                .collect(),
+        };
+        assert_eq!(per_fault(&Phases::new(run), "a", 3), vec![90.0]);
+    }
+
+    #[test]
     fn the_workloads_pass_the_format_checks_at_every_scale() {
         for scale in [Scale::Test, Scale::Quick, Scale::Long] {
             let text = workload(scale.reps(), &sizes(scale), slices(scale));
