@@ -42,6 +42,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// A live process's page tables: tables per level, VmPTE explained, other geometries
     Inspect(InspectArgs),
+    /// Measure this host's costs (faults, tables, system calls, shootdowns, locks, memory, TLB misses) into a cost file
+    Calibrate(CalibrateArgs),
     /// This host's virtual-memory latency hazards
     Audit {
         /// Print one JSON document on stdout
@@ -251,4 +253,17 @@ pub struct InspectArgs {
     /// Read 8-byte pagemap entries instead of the PAGEMAP_SCAN ioctl (as on kernels before 6.7)
     #[arg(long)]
     pub pagemap_entries: bool,
+}
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// Where to write the cost file
+    #[arg(long, value_name = "FILE", default_value = "ptlab-costs.toml")]
+    pub out: std::path::PathBuf,
+    /// Larger sizes and more repetitions (a few minutes instead of under one)
+    #[arg(long)]
+    pub long: bool,
+    /// Tiny sizes, for the test suite (figures too rough to use)
+    #[arg(long, hide = true, conflicts_with = "long")]
+    pub test_scale: bool,
 }

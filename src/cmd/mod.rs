@@ -1,6 +1,7 @@
 //! One module per command.
 
 mod audit;
+mod calibrate;
 mod explain;
 mod geometry;
 mod record;
@@ -25,6 +26,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Replay(args) => run::replay(args),
         Command::Record(args) => record::run(args),
         Command::Inspect(args) => inspect::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
         Command::Audit { json, fast } => audit::run(json, fast),
         Command::Validate(args) => validate::run(args),
     }

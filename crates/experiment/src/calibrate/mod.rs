@@ -1,0 +1,264 @@
+//! `ptlab calibrate`: this host's costs, measured, into a [`CostFile`].
+//!
+//! Each probe family is a module; each returns figures in the units of the
+//! catalog (`costs::catalog`), with intervals from repeated runs:
+//!
+//! - [`faults`]: minor faults by kind, and major faults, on the kernel
+//!   backend (a workload with marks around each touch).
+//! - [`tables`]: page-table allocation and freeing (sparse against dense
+//!   faults and unmaps, on the kernel backend).
+//! - [`syscalls`]: mmap, munmap, mprotect, madvise per call and per page,
+//!   by least squares over sizes (kernel backend).
+//! - [`shootdown`]: a TLB shootdown's cost to its sender and its receiver
+//!   (kernel backend, two threads against one).
+//! - [`locks`]: an uncontended lock, and a lock hand-off between two CPUs
+//!   (threads in this process, pinned).
+//! - [`memory`]: clearing and copying memory per KiB (in this process).
+//! - [`latency`]: dependent-load latency by working-set size, the TLB's L2
+//!   hit and the miss with its walk, 4 KiB pages against THP (in this
+//!   process).
+//!
+//! Invariants:
+//! 1. Every figure written has `0 <= lo <= ns <= hi` and a method; a figure
+//!    that could not be measured is left out and named in
+//!    [`Calibration::problems`], never replaced by a guess.
+//! 2. Bounded: every kernel run has a timeout, every in-process probe a
+//!    deadline, and no probe holds more than [`MAX_PROBE_BYTES`] at once;
+//!    every probe unmaps what it mapped, on every path.
+//! 3. [`MEASURED`] lists every name this module writes (measured or
+//!    derived from measured figures); the file holds all of them when
+//!    `problems` is empty.
+
+mod clock;
+pub mod estimate;
+mod faults;
+mod host_info;
+mod latency;
+mod locks;
+mod memory;
+mod pin;
+mod runner;
+mod shootdown;
+mod syscalls;
+mod tables;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+pub use costs;
+use costs::{Cost, CostFile};
+use thiserror::Error;
+
+/// The most memory one probe holds at once (the 1 GiB chases and their
+/// tables).
+pub const MAX_PROBE_BYTES: u64 = 1536 << 20;
+
+/// Every cost name calibrate writes, in the order it writes them.
+pub const MEASURED: &[&str] = &[
+    "fault.anon_write",
+    "fault.zero_read",
+    "fault.cow",
+    "fault.file_read",
+    "fault.shmem",
+    "fault.thp",
+    "fault.major",
+    "fault.mthp_64k",
+    "pt.alloc",
+    "pt.free",
+    "mmap.call",
+    "munmap.call",
+    "munmap.page",
+    "mprotect.call",
+    "mprotect.page",
+    "madvise.call",
+    "madvise.page",
+    "shootdown.sender",
+    "shootdown.receiver",
+    "lock.uncontended",
+    "lock.handoff",
+    "clear.kib",
+    "copy.kib",
+    "mem.latency_32k",
+    "mem.latency_1m",
+    "mem.latency_32m",
+    "mem.latency_1g",
+    "access.tlb_hit",
+    "tlb.l2_hit",
+    "tlb.miss_walk",
+    "walk.ref_cached",
+    "walk.ref_memory",
+];
+
+/// How long and how large the probes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Small sizes and five repetitions: for tests (a few seconds).
+    Test,
+    /// The default: under a minute for the whole command.
+    Quick,
+    /// `--long`: larger sizes and more repetitions.
+    Long,
+}
+
+impl Scale {
+    /// Repetitions behind every figure.
+    pub fn reps(self) -> usize {
+        match self {
+            Scale::Test => 5,
+            Scale::Quick => 10,
+            Scale::Long => 30,
+        }
+    }
+
+    /// The mode written in the file's host table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::Test => "test",
+            Scale::Quick => "quick",
+            Scale::Long => "long",
+        }
+    }
+
+    /// Timeout of one kernel run.
+    pub(crate) fn kernel_timeout(self) -> Duration {
+        match self {
+            Scale::Long => Duration::from_secs(300),
+            _ => Duration::from_secs(60),
+        }
+    }
+
+    /// Deadline of one in-process probe.
+    pub(crate) fn probe_deadline(self) -> Duration {
+        match self {
+            Scale::Long => Duration::from_secs(30),
+            _ => Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why a probe family failed.
+#[derive(Debug, Error)]
+pub enum CalibrateError {
+    /// A calibration workload did not pass the workload checks (a bug here).
+    #[error("{what}: the calibration workload is invalid: {message}")]
+    Workload { what: String, message: String },
+    /// The kernel backend refused or failed the run.
+    #[error("{what}: the kernel run failed: {message}")]
+    Kernel { what: String, message: String },
+    /// An in-process probe could not run (mmap refused, no second CPU...).
+    #[error("{what}: {message}")]
+    Probe { what: String, message: String },
+}
+
+/// What happens while calibrating, for a progress display.
+pub enum Event<'a> {
+    /// Family `index` of `total` starts.
+    Family {
+        name: &'a str,
+        index: usize,
+        total: usize,
+    },
+    /// A figure is ready.
+    Figure { name: &'a str, cost: &'a Cost },
+    /// A family failed; its figures are missing.
+    Problem { message: &'a str },
+}
+
+/// The result: the file, and what could not be measured.
+pub struct Calibration {
+    pub file: CostFile,
+    /// One line per failed probe family or missing figure.
+    pub problems: Vec<String>,
+    pub elapsed: Duration,
+}
+
+/// Figures collected so far, reported as they come.
+pub(crate) struct Figures<'a> {
+    costs: BTreeMap<String, Cost>,
+    on_event: &'a mut dyn FnMut(Event),
+    problems: Vec<String>,
+}
+
+impl Figures<'_> {
+    /// Records `cost` under `name`; `None` (too few usable samples) is a
+    /// problem named by `name`.
+    pub fn put(&mut self, name: &str, cost: Option<Cost>) {
+        debug_assert!(MEASURED.contains(&name), "{name} is not in MEASURED");
+        match cost {
+            Some(c) => {
+                (self.on_event)(Event::Figure { name, cost: &c });
+                self.costs.insert(name.to_string(), c);
+            }
+            None => self.problem(format!("{name}: no usable sample")),
+        }
+    }
+
+    /// A figure already recorded (for derived ones).
+    pub fn get(&self, name: &str) -> Option<&Cost> {
+        self.costs.get(name)
+    }
+
+    fn problem(&mut self, message: String) {
+        (self.on_event)(Event::Problem { message: &message });
+        self.problems.push(message);
+    }
+}
+
+type Family = fn(Scale, &mut Figures) -> Result<(), CalibrateError>;
+
+/// The families in the order they run: memory first, because
+/// `fault.mthp_64k` is derived from `clear.kib`; the 1 GiB latency probes
+/// last.
+const FAMILIES: &[(&str, Family)] = &[
+    ("memory", memory::probe),
+    ("faults", faults::probe),
+    ("page tables", tables::probe),
+    ("system calls", syscalls::probe),
+    ("shootdown", shootdown::probe),
+    ("locks", locks::probe),
+    ("latency", latency::probe),
+];
+
+/// Measures every family at `scale`, reporting progress to `on_event`.
+pub fn calibrate(scale: Scale, on_event: &mut dyn FnMut(Event)) -> Calibration {
+    let start = Instant::now();
+    let mut figs = Figures {
+        costs: BTreeMap::new(),
+        on_event,
+        problems: Vec::new(),
+    };
+    for (index, (name, probe)) in FAMILIES.iter().enumerate() {
+        (figs.on_event)(Event::Family {
+            name,
+            index,
+            total: FAMILIES.len(),
+        });
+        if let Err(e) = probe(scale, &mut figs) {
+            figs.problem(e.to_string());
+        }
+    }
+    for name in MEASURED {
+        if !figs.costs.contains_key(*name) && !figs.problems.iter().any(|p| p.contains(name)) {
+            figs.problems.push(format!("{name}: not measured"));
+        }
+    }
+    let mut file = CostFile::new(host_info::read(scale));
+    file.costs = figs.costs;
+    Calibration {
+        file,
+        problems: figs.problems,
+        elapsed: start.elapsed(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_measured_name_is_in_the_catalog() {
+        for name in MEASURED {
+            assert!(costs::catalog::lookup(name).is_some(), "{name}");
+        }
+    }
+}
