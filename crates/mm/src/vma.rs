@@ -1,17 +1,33 @@
 //! Virtual memory areas: what is mapped where, with which protection and
-//! backing, kept in an ordered map by start address.
+//! backing, kept in an ordered map by start address; with Linux's rules
+//! for splitting them and merging them again.
 //!
 //! ## Invariants
 //! - VMAs do not overlap; each is non-empty and page-aligned.
-//! - Adjacent VMAs with equal attributes are not merged (Linux merges them;
-//!   merging changes no counter this model reports).
+//! - Adjacent VMAs are merged when Linux would merge them: when a new
+//!   mapping lands next to a compatible one (`vma_merge_new_range`) and when
+//!   mprotect, mlock or madvise gives part of a VMA the attributes of its
+//!   neighbour (`vma_merge_existing_range`). Two VMAs merge only with equal
+//!   flags, the same file at contiguous page offsets, and anon_vmas that are
+//!   compatible ([`Vmas::can_merge`]). Adjacent VMAs that could merge may
+//!   still exist (Linux does not merge on every change either).
+//!   Merging changes counters: PT reclaim needs one VMA's MADV_DONTNEED to
+//!   cover a whole PTE table, a THP needs one VMA over its aligned range,
+//!   and fault-around stops at a VMA's ends.
+//! - A private anonymous VMA's page offset is its start in pages (Linux
+//!   sets `vm_pgoff = addr >> PAGE_SHIFT` for anonymous mmaps, and the model
+//!   has no mremap), so anonymous neighbours are always contiguous.
 //! - The map changes only through `insert`, `remove` and `get_mut`, and
 //!   each bumps `seq`: a VMA found while `seq` had a value is still at the
 //!   same address, unchanged, while `seq` keeps it (what the per-thread
 //!   lookup cache of `Vmas::find_cached`, in [`crate::accel`], relies on).
+//!   The one exception is the anon_vma slot, which faults fill in under the
+//!   mmap lock held for reading (an atomic, as Linux fills `vma->anon_vma`
+//!   under `page_table_lock`): it goes from none to some, never back.
 
 use crate::cache::{MemObject, ObjectKind};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Access rights of a mapping (PROT_READ/WRITE/EXEC).
@@ -76,7 +92,9 @@ pub enum Backing {
     Object { obj: Arc<MemObject>, pgoff: u64 },
 }
 
-/// Flags of a VMA that madvise and mlock change.
+/// Flags of a VMA besides its protection and MAP_SHARED: the ones madvise
+/// and mlock change, and the commit-accounting ones (which decide merges
+/// as much as the others do: Linux compares every `vm_flags` bit).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VmaFlags {
     /// VM_LOCKED.
@@ -85,6 +103,76 @@ pub struct VmaFlags {
     pub hugepage: bool,
     /// VM_NOHUGEPAGE (MADV_NOHUGEPAGE).
     pub nohugepage: bool,
+    /// VM_ACCOUNT: the mapping is charged to the commit limit (a private
+    /// writable mapping without MAP_NORESERVE, or one mprotect made
+    /// writable).
+    pub account: bool,
+    /// VM_NORESERVE (MAP_NORESERVE).
+    pub noreserve: bool,
+}
+
+/// Source of anon_vma identities (0 means none).
+static NEXT_ANON_VMA: AtomicU64 = AtomicU64::new(1);
+
+/// A VMA's `anon_vma` (Linux `vma->anon_vma`): the identity of the reverse
+/// map its anonymous pages hang on, if it has one yet. A VMA gets one when
+/// its first anonymous page is about to be mapped (`anon_vma_prepare`);
+/// pieces split from a VMA share its anon_vma; a merge keeps the one of
+/// whichever side had it. Only its identity matters here (it decides
+/// merges), so it is a number.
+#[derive(Debug, Default)]
+pub struct AnonVma(AtomicU64);
+
+impl AnonVma {
+    fn of(id: Option<u64>) -> AnonVma {
+        AnonVma(AtomicU64::new(id.unwrap_or(0)))
+    }
+    /// The anon_vma's identity, if the VMA has one.
+    pub fn get(&self) -> Option<u64> {
+        match self.0.load(Ordering::Acquire) {
+            0 => None,
+            id => Some(id),
+        }
+    }
+    /// A new identity, shared by no VMA yet (Linux `anon_vma_alloc`).
+    pub(crate) fn fresh() -> u64 {
+        NEXT_ANON_VMA.fetch_add(1, Ordering::Relaxed)
+    }
+    /// Sets the anon_vma to `id` unless the VMA has one already (another
+    /// fault won the race: Linux re-checks `vma->anon_vma` under
+    /// `page_table_lock`); returns the one it has.
+    pub(crate) fn install(&self, id: u64) -> u64 {
+        match self
+            .0
+            .compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => id,
+            Err(old) => old,
+        }
+    }
+    /// Linux `dup_anon_vma`: a VMA growing over another's range takes that
+    /// one's anon_vma if it had none (under the mmap write lock).
+    fn take_if_none(&self, other: Option<u64>) {
+        if self.get().is_none() {
+            if let Some(id) = other {
+                self.0.store(id, Ordering::Release);
+            }
+        }
+    }
+}
+
+impl Clone for AnonVma {
+    /// A copy of the identity (a split shares the anon_vma; the slots stay
+    /// separate, so a later fault filling one does not fill the other).
+    fn clone(&self) -> AnonVma {
+        AnonVma::of(self.get())
+    }
+}
+
+/// Linux `is_mergeable_anon_vma` (without fork, no VMA has parents): two
+/// ranges can become one VMA unless both already have different anon_vmas.
+pub fn anon_vmas_mergeable(a: Option<u64>, b: Option<u64>) -> bool {
+    a.is_none() || b.is_none() || a == b
 }
 
 /// One mapping.
@@ -97,6 +185,7 @@ pub struct Vma {
     pub shared: bool,
     pub backing: Backing,
     pub flags: VmaFlags,
+    pub anon_vma: AnonVma,
 }
 
 impl Vma {
@@ -123,6 +212,58 @@ impl Vma {
     /// Pages of the object this VMA can reach (from its pgoff).
     pub fn pages(&self, page_shift: u32) -> u64 {
         (self.end - self.start) >> page_shift
+    }
+    /// Linux `vm_pgoff`: the object page mapped at `start`; for anonymous
+    /// memory its start in pages (see the module invariants).
+    pub fn pgoff(&self, page_shift: u32) -> u64 {
+        match &self.backing {
+            Backing::Anon => self.start >> page_shift,
+            Backing::Object { pgoff, .. } => *pgoff,
+        }
+    }
+    /// Whether both map the same file (or both anonymous memory): Linux
+    /// compares `vm_file`.
+    pub fn same_file(&self, other: &Vma) -> bool {
+        match (&self.backing, &other.backing) {
+            (Backing::Anon, Backing::Anon) => true,
+            (Backing::Object { obj: a, .. }, Backing::Object { obj: b, .. }) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+    /// Whether both have the same `vm_flags` (protection, MAP_SHARED and
+    /// [`VmaFlags`]); Linux `is_mergeable_vma` also wants the same file.
+    pub fn same_vm_flags(&self, other: &Vma) -> bool {
+        self.prot == other.prot && self.shared == other.shared && self.flags == other.flags
+    }
+    /// Linux `is_mergeable_vma`.
+    pub fn is_mergeable(&self, other: &Vma) -> bool {
+        self.same_vm_flags(other) && self.same_file(other)
+    }
+    /// Whether `next` maps the object from where `self` stops (Linux
+    /// `can_vma_merge_after` / `_before`'s `vm_pgoff` test).
+    pub fn pgoff_continues_into(&self, next: &Vma, page_shift: u32) -> bool {
+        self.pgoff(page_shift) + self.pages(page_shift) == next.pgoff(page_shift)
+    }
+    /// Linux `anon_vma_compatible`: whether `next`, right after `self`,
+    /// may share its anon_vma. Like a merge, but the access flags
+    /// (read/write/exec) may differ.
+    pub fn anon_vma_compatible(&self, next: &Vma, page_shift: u32) -> bool {
+        self.end == next.start
+            && self.shared == next.shared
+            && self.flags == next.flags
+            && self.same_file(next)
+            && self.pgoff_continues_into(next, page_shift)
+    }
+    /// The piece `[start, end)` of this VMA as a VMA of its own (Linux
+    /// `__split_vma`'s copy, with `vm_pgoff` advanced for the upper part).
+    fn piece(&self, start: u64, end: u64, page_shift: u32) -> Vma {
+        let mut p = self.clone();
+        p.start = start;
+        p.end = end;
+        if let Backing::Object { pgoff, .. } = &mut p.backing {
+            *pgoff += (start - self.start) >> page_shift;
+        }
+        p
     }
     /// Whether a shared mapping write-protects clean pages to track dirtying
     /// (Linux `vma_wants_writenotify`: regular files yes, shmem no).
@@ -186,28 +327,186 @@ impl Vmas {
         self.seq += 1;
         self.map.get_mut(&start)
     }
+    /// The VMA ending exactly at `addr`, if any.
+    pub fn ending_at(&self, addr: u64) -> Option<&Vma> {
+        self.map
+            .range(..addr)
+            .next_back()
+            .map(|(_, v)| v)
+            .filter(|v| v.end == addr)
+    }
+    /// The VMA starting exactly at `addr`, if any.
+    pub fn starting_at(&self, addr: u64) -> Option<&Vma> {
+        self.map.get(&addr)
+    }
+    /// Start addresses of the VMAs starting inside `[start, end)`.
+    pub(crate) fn starts_in(&self, start: u64, end: u64) -> Vec<u64> {
+        self.map.range(start..end).map(|(s, _)| *s).collect()
+    }
+    /// An anon_vma a neighbour of `vma` already has that `vma` may share
+    /// (Linux `find_mergeable_anon_vma`: the next VMA first, then the
+    /// previous one, each if `anon_vma_compatible`; without fork every
+    /// anon_vma is reusable).
+    pub fn mergeable_anon_vma(&self, vma: &Vma, page_shift: u32) -> Option<u64> {
+        let next = self
+            .starting_at(vma.end)
+            .filter(|n| vma.anon_vma_compatible(n, page_shift))
+            .and_then(|n| n.anon_vma.get());
+        next.or_else(|| {
+            self.ending_at(vma.start)
+                .filter(|p| p.anon_vma_compatible(vma, page_shift))
+                .and_then(|p| p.anon_vma.get())
+        })
+    }
+    /// Whether `prev` and `next`, `prev` first, may become one VMA (Linux
+    /// `can_vma_merge_after` / `can_vma_merge_before`): adjacent, the same
+    /// flags and file (`is_mergeable_vma`), contiguous page offsets, and
+    /// anon_vmas that do not conflict (`is_mergeable_anon_vma`).
+    pub fn can_merge(prev: &Vma, next: &Vma, page_shift: u32) -> bool {
+        prev.end == next.start
+            && prev.is_mergeable(next)
+            && prev.pgoff_continues_into(next, page_shift)
+            && anon_vmas_mergeable(prev.anon_vma.get(), next.anon_vma.get())
+    }
+    /// The neighbours `v` would merge with: the VMA ending at `v.start`
+    /// (if `left`) and the one starting at `v.end` (if `right`), each if
+    /// [`Vmas::can_merge`]; the next one only if its anon_vma and the
+    /// previous one's do not conflict either (Linux `can_vma_merge_right`).
+    fn merge_partners(
+        &self,
+        v: &Vma,
+        left: bool,
+        right: bool,
+        ps: u32,
+    ) -> (Option<Vma>, Option<Vma>) {
+        let prev = self
+            .ending_at(v.start)
+            .filter(|p| left && Self::can_merge(p, v, ps))
+            .cloned();
+        let next = self
+            .starting_at(v.end)
+            .filter(|n| right && Self::can_merge(v, n, ps))
+            .filter(|n| {
+                prev.as_ref()
+                    .is_none_or(|p| anon_vmas_mergeable(p.anon_vma.get(), n.anon_vma.get()))
+            })
+            .cloned();
+        (prev, next)
+    }
+    /// Adds a new mapping (no VMA overlaps it), merged with the VMAs
+    /// before and after it when they are compatible (Linux
+    /// `vma_merge_new_range`; a new mapping has no anon_vma). Returns the
+    /// start of the VMA that holds it.
+    pub(crate) fn insert_merging(&mut self, v: Vma, page_shift: u32) -> u64 {
+        let (prev, next) = self.merge_partners(&v, true, true, page_shift);
+        match (prev, next) {
+            (Some(p), Some(n)) => {
+                self.remove(n.start);
+                let grown = self.get_mut(p.start).expect("found above");
+                grown.end = n.end;
+                grown.anon_vma.take_if_none(n.anon_vma.get());
+                p.start
+            }
+            (Some(p), None) => {
+                self.get_mut(p.start).expect("found above").end = v.end;
+                p.start
+            }
+            (None, Some(n)) => {
+                self.remove(n.start);
+                let mut grown = n;
+                grown.start = v.start;
+                grown.backing = v.backing;
+                self.insert(grown);
+                v.start
+            }
+            (None, None) => {
+                let start = v.start;
+                self.insert(v);
+                start
+            }
+        }
+    }
     /// Splits the VMA straddling `addr` (if any) in two at `addr` (Linux
-    /// `split_vma`).
-    pub(crate) fn split_at(&mut self, addr: u64, page_shift: u32) {
+    /// `split_vma`); both pieces keep the anon_vma. Returns whether it
+    /// split one. The huge PMDs straddling `addr` are the caller's
+    /// (`AddressSpace::split_vma`).
+    pub(crate) fn split_at(&mut self, addr: u64, page_shift: u32) -> bool {
         let Some(v) = self.find(addr).cloned() else {
-            return;
+            return false;
         };
         if v.start == addr {
-            return;
-        }
-        let mut hi = v.clone();
-        hi.start = addr;
-        if let Backing::Object { pgoff, .. } = &mut hi.backing {
-            *pgoff += (addr - v.start) >> page_shift;
+            return false;
         }
         self.get_mut(v.start).expect("found above").end = addr;
-        self.insert(hi);
+        self.insert(v.piece(addr, v.end, page_shift));
+        true
     }
-    /// Start addresses of the VMAs inside `[start, end)` after splitting at
-    /// both ends.
-    pub(crate) fn isolate(&mut self, start: u64, end: u64, page_shift: u32) -> Vec<u64> {
-        self.split_at(start, page_shift);
-        self.split_at(end, page_shift);
-        self.map.range(start..end).map(|(s, _)| *s).collect()
+    /// Gives `[start, end)`, which lies inside one VMA, the attributes `f`
+    /// sets (which differ from the VMA's), merging it into the VMA before
+    /// or after it when Linux would, else splitting it out (Linux
+    /// `vma_modify`: `vma_merge_existing_range`, then `split_vma` at each
+    /// end). Returns the start of the VMA that holds `[start, end)` after.
+    /// Huge PMDs straddling `start` or `end` are the caller's
+    /// (`AddressSpace::vma_modify`).
+    // Linux: mm/vma.c, vma_modify + vma_merge_existing_range
+    pub(crate) fn modify(
+        &mut self,
+        start: u64,
+        end: u64,
+        page_shift: u32,
+        f: impl FnOnce(&mut Vma),
+    ) -> u64 {
+        let mid = self.find(start).cloned().expect("modify inside a VMA");
+        debug_assert!(start < end && end <= mid.end, "one VMA's range");
+        let mut p = mid.piece(start, end, page_shift);
+        f(&mut p);
+        // Merging is possible only at a side of the range that is a side
+        // of the VMA.
+        let (left, right) = (start == mid.start, end == mid.end);
+        let (prev, next) = self.merge_partners(&p, left, right, page_shift);
+        let mid_anon = mid.anon_vma.get();
+        match (prev, next) {
+            (Some(pv), Some(nx)) => {
+                // prev grows over middle and next, which go.
+                self.remove(mid.start);
+                self.remove(nx.start);
+                let grown = self.get_mut(pv.start).expect("found above");
+                grown.end = nx.end;
+                grown.anon_vma.take_if_none(nx.anon_vma.get().or(mid_anon));
+                pv.start
+            }
+            (Some(pv), None) => {
+                // prev grows over [start, end); middle shrinks or goes.
+                self.remove(mid.start);
+                if !right {
+                    self.insert(mid.piece(end, mid.end, page_shift));
+                }
+                let grown = self.get_mut(pv.start).expect("found above");
+                grown.end = end;
+                grown.anon_vma.take_if_none(mid_anon);
+                pv.start
+            }
+            (None, Some(nx)) => {
+                // next grows down over [start, end); middle shrinks or goes.
+                self.remove(nx.start);
+                if left {
+                    self.remove(mid.start);
+                } else {
+                    self.get_mut(mid.start).expect("found above").end = start;
+                }
+                let mut grown = nx;
+                grown.start = start;
+                grown.backing = p.backing;
+                grown.anon_vma.take_if_none(mid_anon);
+                self.insert(grown);
+                start
+            }
+            (None, None) => {
+                self.split_at(start, page_shift);
+                self.split_at(end, page_shift);
+                self.insert(p);
+                start
+            }
+        }
     }
 }
