@@ -510,3 +510,196 @@ impl Vmas {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{MemObject, ObjectKind};
+    use pt::PhysMem;
+
+    const P: u64 = 4096;
+    const PS: u32 = 12;
+
+    fn anon(start: u64, end: u64, prot: Prot) -> Vma {
+        Vma {
+            start,
+            end,
+            prot,
+            shared: false,
+            backing: Backing::Anon,
+            flags: VmaFlags::default(),
+            anon_vma: AnonVma::default(),
+        }
+    }
+
+    fn file(obj: &Arc<MemObject>, start: u64, end: u64, pgoff: u64) -> Vma {
+        Vma {
+            backing: Backing::Object {
+                obj: obj.clone(),
+                pgoff,
+            },
+            ..anon(start, end, Prot::RW)
+        }
+    }
+
+    fn object() -> Arc<MemObject> {
+        Arc::new(MemObject::new(
+            ObjectKind::File,
+            false,
+            Arc::new(PhysMem::new(PS)),
+        ))
+    }
+
+    /// (start, end) of every VMA.
+    fn layout(v: &Vmas) -> Vec<(u64, u64)> {
+        v.iter().map(|v| (v.start / P, v.end / P)).collect()
+    }
+
+    #[test]
+    fn restoring_the_protection_merges_the_three_pieces_again() {
+        let mut v = Vmas::default();
+        v.insert_merging(anon(0, 16 * P, Prot::RW), PS);
+        v.modify(4 * P, 8 * P, PS, |x| x.prot = Prot::R);
+        assert_eq!(layout(&v), [(0, 4), (4, 8), (8, 16)]);
+        let holder = v.modify(4 * P, 8 * P, PS, |x| x.prot = Prot::RW);
+        assert_eq!(holder, 0);
+        assert_eq!(layout(&v), [(0, 16)]);
+        // A piece at the start that takes the next VMA's protection joins it
+        // (merge right, the middle shrinks), and the other way round.
+        v.modify(0, 8 * P, PS, |x| x.prot = Prot::R);
+        v.modify(4 * P, 8 * P, PS, |x| x.prot = Prot::RW);
+        assert_eq!(layout(&v), [(0, 4), (4, 16)]);
+        assert_eq!(v.find(5 * P).unwrap().prot, Prot::RW);
+        v.modify(4 * P, 6 * P, PS, |x| x.prot = Prot::R);
+        assert_eq!(layout(&v), [(0, 6), (6, 16)]);
+        assert_eq!(v.find(5 * P).unwrap().prot, Prot::R);
+    }
+
+    #[test]
+    fn different_flags_do_not_merge() {
+        let mut v = Vmas::default();
+        v.insert_merging(anon(0, 16 * P, Prot::RW), PS);
+        v.modify(4 * P, 8 * P, PS, |x| x.prot = Prot::R);
+        v.modify(4 * P, 8 * P, PS, |x| x.prot = Prot::RX);
+        assert_eq!(layout(&v), [(0, 4), (4, 8), (8, 16)]);
+        v.modify(4 * P, 8 * P, PS, |x| {
+            x.prot = Prot::RW;
+            x.flags.locked = true;
+        });
+        assert_eq!(layout(&v), [(0, 4), (4, 8), (8, 16)]);
+        // A new mapping next to one with another protection, or another
+        // MAP_NORESERVE, stays apart; next to an equal one, it merges.
+        v.insert_merging(anon(16 * P, 20 * P, Prot::R), PS);
+        let mut nr = anon(20 * P, 24 * P, Prot::R);
+        nr.flags.noreserve = true;
+        v.insert_merging(nr, PS);
+        assert_eq!(layout(&v), [(0, 4), (4, 8), (8, 16), (16, 20), (20, 24)]);
+        v.insert_merging(anon(24 * P, 28 * P, Prot::R), PS);
+        assert_eq!(layout(&v).len(), 6);
+        v.insert_merging(anon(28 * P, 32 * P, Prot::R), PS);
+        assert_eq!(layout(&v).last(), Some(&(24, 32)));
+    }
+
+    #[test]
+    fn a_new_mapping_between_two_equal_ones_merges_all_three() {
+        let mut v = Vmas::default();
+        v.insert_merging(anon(0, 4 * P, Prot::RW), PS);
+        v.insert_merging(anon(8 * P, 12 * P, Prot::RW), PS);
+        assert_eq!(layout(&v), [(0, 4), (8, 12)]);
+        assert_eq!(v.insert_merging(anon(4 * P, 8 * P, Prot::RW), PS), 0);
+        assert_eq!(layout(&v), [(0, 12)]);
+    }
+
+    #[test]
+    fn file_pieces_merge_only_at_contiguous_offsets_of_the_same_file() {
+        let obj = object();
+        let mut v = Vmas::default();
+        v.insert_merging(file(&obj, 0, 4 * P, 0), PS);
+        // Same file, offset 10 after pages 0..4: not contiguous.
+        v.insert_merging(file(&obj, 4 * P, 8 * P, 10), PS);
+        assert_eq!(layout(&v), [(0, 4), (4, 8)]);
+        // Another file at the contiguous offset: not the same file.
+        v.insert_merging(file(&object(), 8 * P, 12 * P, 14), PS);
+        assert_eq!(layout(&v).len(), 3);
+        // The first file continuing the second one's offsets, but after the
+        // other file's VMA: not adjacent to its own.
+        v.insert_merging(file(&obj, 12 * P, 16 * P, 14), PS);
+        assert_eq!(layout(&v).len(), 4);
+        let mut w = Vmas::default();
+        w.insert_merging(file(&obj, 0, 4 * P, 0), PS);
+        w.insert_merging(file(&obj, 4 * P, 8 * P, 4), PS);
+        assert_eq!(layout(&w), [(0, 8)]);
+        // A split advances the upper piece's offset, so restoring merges.
+        w.modify(2 * P, 3 * P, PS, |x| x.prot = Prot::R);
+        assert_eq!(w.find(3 * P).unwrap().pgoff(PS), 3);
+        w.modify(2 * P, 3 * P, PS, |x| x.prot = Prot::RW);
+        assert_eq!(layout(&w), [(0, 8)]);
+        assert_eq!(w.find(7 * P).unwrap().pgoff_of(7 * P, PS), 7);
+    }
+
+    #[test]
+    fn different_anon_vmas_do_not_merge() {
+        let mut v = Vmas::default();
+        v.insert_merging(anon(0, 16 * P, Prot::RW), PS);
+        v.modify(4 * P, 8 * P, PS, |x| x.prot = Prot::R);
+        v.find(0).unwrap().anon_vma.install(1);
+        v.find(8 * P).unwrap().anon_vma.install(2);
+        // The middle has none: it may join either side, but prev and next
+        // conflict, so only prev takes it (Linux `can_vma_merge_right`).
+        v.modify(4 * P, 8 * P, PS, |x| x.prot = Prot::RW);
+        assert_eq!(layout(&v), [(0, 8), (8, 16)]);
+        assert!(!Vmas::can_merge(
+            v.find(0).unwrap(),
+            v.find(8 * P).unwrap(),
+            PS
+        ));
+        // Pieces split from one VMA share its anon_vma and merge again.
+        v.modify(10 * P, 12 * P, PS, |x| x.prot = Prot::R);
+        assert_eq!(v.find(10 * P).unwrap().anon_vma.get(), Some(2));
+        v.modify(10 * P, 12 * P, PS, |x| x.prot = Prot::RW);
+        assert_eq!(layout(&v), [(0, 8), (8, 16)]);
+        // One side without an anon_vma merges, and the merged VMA has the
+        // other's (Linux `dup_anon_vma`).
+        let mut w = Vmas::default();
+        w.insert_merging(anon(0, 4 * P, Prot::R), PS);
+        w.insert_merging(anon(4 * P, 8 * P, Prot::RW), PS);
+        w.find(4 * P).unwrap().anon_vma.install(7);
+        w.modify(0, 4 * P, PS, |x| x.prot = Prot::RW);
+        assert_eq!(layout(&w), [(0, 8)]);
+        assert_eq!(w.find(0).unwrap().anon_vma.get(), Some(7));
+    }
+
+    #[test]
+    fn a_neighbours_anon_vma_is_reused_only_if_just_the_access_flags_differ() {
+        let mut v = Vmas::default();
+        v.insert_merging(anon(0, 4 * P, Prot::RW), PS);
+        v.insert_merging(anon(4 * P, 8 * P, Prot::R), PS);
+        let mut locked = anon(8 * P, 12 * P, Prot::R);
+        locked.flags.locked = true;
+        v.insert_merging(locked, PS);
+        v.find(0).unwrap().anon_vma.install(5);
+        let mid = v.find(4 * P).unwrap();
+        assert_eq!(v.mergeable_anon_vma(mid, PS), Some(5));
+        let last = v.find(8 * P).unwrap();
+        assert_eq!(v.mergeable_anon_vma(last, PS), None);
+        // The next VMA is tried first.
+        v.find(8 * P).unwrap().anon_vma.install(6);
+        let mut w = Vmas::default();
+        w.insert_merging(anon(0, 4 * P, Prot::RW), PS);
+        w.insert_merging(anon(4 * P, 8 * P, Prot::R), PS);
+        w.insert_merging(anon(8 * P, 12 * P, Prot::RW), PS);
+        w.find(0).unwrap().anon_vma.install(5);
+        w.find(8 * P).unwrap().anon_vma.install(6);
+        assert_eq!(w.mergeable_anon_vma(w.find(4 * P).unwrap(), PS), Some(6));
+    }
+
+    #[test]
+    fn a_clone_copies_the_anon_vma_but_not_the_slot() {
+        let a = anon(0, P, Prot::RW);
+        let b = a.clone();
+        assert_eq!(a.anon_vma.install(3), 3);
+        assert_eq!(b.anon_vma.get(), None);
+        assert_eq!(a.anon_vma.install(4), 3, "the first install wins");
+        assert_eq!(a.clone().anon_vma.get(), Some(3));
+    }
+}
