@@ -199,7 +199,7 @@ mod tests {
                 }
                 // A protection change of one page: merges and splits.
                 3 if vmas.find(start).is_some() => {
-                    let prot = if next(&mut x) % 2 == 0 {
+                    let prot = if next(&mut x).is_multiple_of(2) {
                         Prot::R
                     } else {
                         Prot::RW
