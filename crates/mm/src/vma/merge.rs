@@ -1,226 +1,18 @@
-//! Virtual memory areas: what is mapped where, with which protection and
-//! backing, kept in an ordered map by start address; with Linux's rules
-//! for splitting them and merging them again.
+//! Which VMAs merge, and the two merges Linux 6.18 attempts (mm/vma.c):
+//! a new mapping with its neighbours (`vma_merge_new_range`), and part of
+//! a VMA given new flags with the VMA before or after it
+//! (`vma_merge_existing_range`, split otherwise: `vma_modify`).
 //!
-//! ## Invariants
-//! - VMAs do not overlap; each is non-empty and page-aligned.
-//! - Adjacent VMAs are merged when Linux would merge them: when a new
-//!   mapping lands next to a compatible one (`vma_merge_new_range`) and when
-//!   mprotect, mlock or madvise gives part of a VMA the attributes of its
-//!   neighbour (`vma_merge_existing_range`). Two VMAs merge only with equal
-//!   flags, the same file at contiguous page offsets, and anon_vmas that are
-//!   compatible ([`Vmas::can_merge`]). Adjacent VMAs that could merge may
-//!   still exist (Linux does not merge on every change either).
-//!   Merging changes counters: PT reclaim needs one VMA's MADV_DONTNEED to
-//!   cover a whole PTE table, a THP needs one VMA over its aligned range,
-//!   and fault-around stops at a VMA's ends.
-//! - A private anonymous VMA's page offset is its start in pages (Linux
-//!   sets `vm_pgoff = addr >> PAGE_SHIFT` for anonymous mmaps, and the model
-//!   has no mremap), so anonymous neighbours are always contiguous.
-//! - The map changes only through `insert`, `remove` and `get_mut`, and
-//!   each bumps `seq`: a VMA found while `seq` had a value is still at the
-//!   same address, unchanged, while `seq` keeps it (what the per-thread
-//!   lookup cache of `Vmas::find_cached`, in [`crate::accel`], relies on).
-//!   The one exception is the anon_vma slot, which faults fill in under the
-//!   mmap lock held for reading (an atomic, as Linux fills `vma->anon_vma`
-//!   under `page_table_lock`): it goes from none to some, never back.
+//! Two VMAs, one right after the other, may become one when they have the
+//! same `vm_flags` and file (`is_mergeable_vma`), the second maps the file
+//! from where the first stops (`vm_pgoff`), and they do not have two
+//! different anon_vmas (`is_mergeable_anon_vma`). Without fork, Linux's
+//! further anon_vma condition (no un-COWed parents) always holds.
 
-use crate::cache::{MemObject, ObjectKind};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use super::{anon_vmas_mergeable, Backing, Vma, Vmas};
 use std::sync::Arc;
 
-/// Access rights of a mapping (PROT_READ/WRITE/EXEC).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct Prot {
-    pub read: bool,
-    pub write: bool,
-    pub exec: bool,
-}
-
-impl Prot {
-    pub const NONE: Prot = Prot {
-        read: false,
-        write: false,
-        exec: false,
-    };
-    pub const R: Prot = Prot {
-        read: true,
-        write: false,
-        exec: false,
-    };
-    pub const RW: Prot = Prot {
-        read: true,
-        write: true,
-        exec: false,
-    };
-    pub const RX: Prot = Prot {
-        read: true,
-        write: false,
-        exec: true,
-    };
-    pub const RWX: Prot = Prot {
-        read: true,
-        write: true,
-        exec: true,
-    };
-    /// Whether any access is allowed (Linux `vma_is_accessible`).
-    pub fn accessible(&self) -> bool {
-        self.read || self.write || self.exec
-    }
-    /// A number for each of the 8 protections (read 1, write 2, exec 4).
-    #[inline]
-    pub fn index(&self) -> usize {
-        usize::from(self.read) | usize::from(self.write) << 1 | usize::from(self.exec) << 2
-    }
-    /// The protection with number `i` (see [`Prot::index`]).
-    pub fn from_index(i: usize) -> Prot {
-        Prot {
-            read: i & 1 != 0,
-            write: i & 2 != 0,
-            exec: i & 4 != 0,
-        }
-    }
-}
-
-/// What backs a VMA.
-#[derive(Debug, Clone)]
-pub enum Backing {
-    /// Private anonymous memory.
-    Anon,
-    /// A file or shmem object, from page `pgoff` of it.
-    Object { obj: Arc<MemObject>, pgoff: u64 },
-}
-
-/// Flags of a VMA besides its protection and MAP_SHARED: the ones madvise
-/// and mlock change, and the commit-accounting ones (which decide merges
-/// as much as the others do: Linux compares every `vm_flags` bit).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VmaFlags {
-    /// VM_LOCKED.
-    pub locked: bool,
-    /// VM_HUGEPAGE (MADV_HUGEPAGE).
-    pub hugepage: bool,
-    /// VM_NOHUGEPAGE (MADV_NOHUGEPAGE).
-    pub nohugepage: bool,
-    /// VM_ACCOUNT: the mapping is charged to the commit limit (a private
-    /// writable mapping without MAP_NORESERVE, or one mprotect made
-    /// writable).
-    pub account: bool,
-    /// VM_NORESERVE (MAP_NORESERVE).
-    pub noreserve: bool,
-}
-
-/// Source of anon_vma identities (0 means none).
-static NEXT_ANON_VMA: AtomicU64 = AtomicU64::new(1);
-
-/// A VMA's `anon_vma` (Linux `vma->anon_vma`): the identity of the reverse
-/// map its anonymous pages hang on, if it has one yet. A VMA gets one when
-/// its first anonymous page is about to be mapped (`anon_vma_prepare`);
-/// pieces split from a VMA share its anon_vma; a merge keeps the one of
-/// whichever side had it. Only its identity matters here (it decides
-/// merges), so it is a number.
-#[derive(Debug, Default)]
-pub struct AnonVma(AtomicU64);
-
-impl AnonVma {
-    fn of(id: Option<u64>) -> AnonVma {
-        AnonVma(AtomicU64::new(id.unwrap_or(0)))
-    }
-    /// The anon_vma's identity, if the VMA has one.
-    pub fn get(&self) -> Option<u64> {
-        match self.0.load(Ordering::Acquire) {
-            0 => None,
-            id => Some(id),
-        }
-    }
-    /// A new identity, shared by no VMA yet (Linux `anon_vma_alloc`).
-    pub(crate) fn fresh() -> u64 {
-        NEXT_ANON_VMA.fetch_add(1, Ordering::Relaxed)
-    }
-    /// Sets the anon_vma to `id` unless the VMA has one already (another
-    /// fault won the race: Linux re-checks `vma->anon_vma` under
-    /// `page_table_lock`); returns the one it has.
-    pub(crate) fn install(&self, id: u64) -> u64 {
-        match self
-            .0
-            .compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => id,
-            Err(old) => old,
-        }
-    }
-    /// Linux `dup_anon_vma`: a VMA growing over another's range takes that
-    /// one's anon_vma if it had none (under the mmap write lock).
-    fn take_if_none(&self, other: Option<u64>) {
-        if self.get().is_none() {
-            if let Some(id) = other {
-                self.0.store(id, Ordering::Release);
-            }
-        }
-    }
-}
-
-impl Clone for AnonVma {
-    /// A copy of the identity (a split shares the anon_vma; the slots stay
-    /// separate, so a later fault filling one does not fill the other).
-    fn clone(&self) -> AnonVma {
-        AnonVma::of(self.get())
-    }
-}
-
-/// Linux `is_mergeable_anon_vma` (without fork, no VMA has parents): two
-/// ranges can become one VMA unless both already have different anon_vmas.
-pub fn anon_vmas_mergeable(a: Option<u64>, b: Option<u64>) -> bool {
-    a.is_none() || b.is_none() || a == b
-}
-
-/// One mapping.
-#[derive(Debug, Clone)]
-pub struct Vma {
-    pub start: u64,
-    pub end: u64,
-    pub prot: Prot,
-    /// MAP_SHARED (shmem is always shared).
-    pub shared: bool,
-    pub backing: Backing,
-    pub flags: VmaFlags,
-    pub anon_vma: AnonVma,
-}
-
 impl Vma {
-    /// Linux `vma_is_anonymous` for a private mapping: THP and MADV_FREE apply.
-    pub fn is_anon(&self) -> bool {
-        matches!(self.backing, Backing::Anon)
-    }
-    pub fn object(&self) -> Option<&Arc<MemObject>> {
-        match &self.backing {
-            Backing::Anon => None,
-            Backing::Object { obj, .. } => Some(obj),
-        }
-    }
-    pub fn is_shmem(&self) -> bool {
-        self.object().is_some_and(|o| o.kind == ObjectKind::Shmem)
-    }
-    /// The object page index of `va`.
-    pub fn pgoff_of(&self, va: u64, page_shift: u32) -> u64 {
-        match &self.backing {
-            Backing::Anon => (va - self.start) >> page_shift,
-            Backing::Object { pgoff, .. } => pgoff + ((va - self.start) >> page_shift),
-        }
-    }
-    /// Pages of the object this VMA can reach (from its pgoff).
-    pub fn pages(&self, page_shift: u32) -> u64 {
-        (self.end - self.start) >> page_shift
-    }
-    /// Linux `vm_pgoff`: the object page mapped at `start`; for anonymous
-    /// memory its start in pages (see the module invariants).
-    pub fn pgoff(&self, page_shift: u32) -> u64 {
-        match &self.backing {
-            Backing::Anon => self.start >> page_shift,
-            Backing::Object { pgoff, .. } => *pgoff,
-        }
-    }
     /// Whether both map the same file (or both anonymous memory): Linux
     /// compares `vm_file`.
     pub fn same_file(&self, other: &Vma) -> bool {
@@ -254,95 +46,9 @@ impl Vma {
             && self.same_file(next)
             && self.pgoff_continues_into(next, page_shift)
     }
-    /// The piece `[start, end)` of this VMA as a VMA of its own (Linux
-    /// `__split_vma`'s copy, with `vm_pgoff` advanced for the upper part).
-    fn piece(&self, start: u64, end: u64, page_shift: u32) -> Vma {
-        let mut p = self.clone();
-        p.start = start;
-        p.end = end;
-        if let Backing::Object { pgoff, .. } = &mut p.backing {
-            *pgoff += (start - self.start) >> page_shift;
-        }
-        p
-    }
-    /// Whether a shared mapping write-protects clean pages to track dirtying
-    /// (Linux `vma_wants_writenotify`: regular files yes, shmem no).
-    pub fn writenotify(&self) -> bool {
-        self.shared && self.object().is_some_and(|o| o.kind == ObjectKind::File)
-    }
-}
-
-/// The VMAs of one address space.
-#[derive(Debug, Default)]
-pub struct Vmas {
-    map: BTreeMap<u64, Vma>,
-    /// Bumped on every change (lets lookups be cached by callers).
-    pub(crate) seq: u64,
 }
 
 impl Vmas {
-    /// The VMA containing `va` (Linux `vma_lookup`).
-    #[inline]
-    pub fn find(&self, va: u64) -> Option<&Vma> {
-        self.map
-            .range(..=va)
-            .next_back()
-            .map(|(_, v)| v)
-            .filter(|v| va < v.end)
-    }
-    /// Every VMA overlapping `[start, end)`, in order.
-    pub fn overlapping(&self, start: u64, end: u64) -> impl Iterator<Item = &Vma> {
-        let first = self.find(start).map_or(start, |v| v.start);
-        self.map.range(first..end).map(|(_, v)| v)
-    }
-    /// The end of the last VMA ending at or before `va` (0 if none).
-    pub fn prev_end(&self, va: u64) -> u64 {
-        self.map
-            .range(..va)
-            .next_back()
-            .map_or(0, |(_, v)| if v.end <= va { v.end } else { va })
-    }
-    /// The start of the first VMA starting at or after `va`, if any.
-    pub fn next_start(&self, va: u64) -> Option<u64> {
-        self.map.range(va..).next().map(|(s, _)| *s)
-    }
-    pub fn iter(&self) -> impl Iterator<Item = &Vma> {
-        self.map.values()
-    }
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-    pub(crate) fn insert(&mut self, v: Vma) {
-        self.seq += 1;
-        self.map.insert(v.start, v);
-    }
-    pub(crate) fn remove(&mut self, start: u64) -> Option<Vma> {
-        self.seq += 1;
-        self.map.remove(&start)
-    }
-    pub(crate) fn get_mut(&mut self, start: u64) -> Option<&mut Vma> {
-        self.seq += 1;
-        self.map.get_mut(&start)
-    }
-    /// The VMA ending exactly at `addr`, if any.
-    pub fn ending_at(&self, addr: u64) -> Option<&Vma> {
-        self.map
-            .range(..addr)
-            .next_back()
-            .map(|(_, v)| v)
-            .filter(|v| v.end == addr)
-    }
-    /// The VMA starting exactly at `addr`, if any.
-    pub fn starting_at(&self, addr: u64) -> Option<&Vma> {
-        self.map.get(&addr)
-    }
-    /// Start addresses of the VMAs starting inside `[start, end)`.
-    pub(crate) fn starts_in(&self, start: u64, end: u64) -> Vec<u64> {
-        self.map.range(start..end).map(|(s, _)| *s).collect()
-    }
     /// An anon_vma a neighbour of `vma` already has that `vma` may share
     /// (Linux `find_mergeable_anon_vma`: the next VMA first, then the
     /// previous one, each if `anon_vma_compatible`; without fork every
@@ -426,21 +132,6 @@ impl Vmas {
             }
         }
     }
-    /// Splits the VMA straddling `addr` (if any) in two at `addr` (Linux
-    /// `split_vma`); both pieces keep the anon_vma. Returns whether it
-    /// split one. The huge PMDs straddling `addr` are the caller's
-    /// (`AddressSpace::split_vma`).
-    pub(crate) fn split_at(&mut self, addr: u64, page_shift: u32) -> bool {
-        let Some(v) = self.find(addr).cloned() else {
-            return false;
-        };
-        if v.start == addr {
-            return false;
-        }
-        self.get_mut(v.start).expect("found above").end = addr;
-        self.insert(v.piece(addr, v.end, page_shift));
-        true
-    }
     /// Gives `[start, end)`, which lies inside one VMA, the attributes `f`
     /// sets (which differ from the VMA's), merging it into the VMA before
     /// or after it when Linux would, else splitting it out (Linux
@@ -515,6 +206,7 @@ impl Vmas {
 mod tests {
     use super::*;
     use crate::cache::{MemObject, ObjectKind};
+    use crate::vma::{AnonVma, Prot, VmaFlags};
     use pt::PhysMem;
 
     const P: u64 = 4096;
@@ -691,15 +383,5 @@ mod tests {
         w.find(0).unwrap().anon_vma.install(5);
         w.find(8 * P).unwrap().anon_vma.install(6);
         assert_eq!(w.mergeable_anon_vma(w.find(4 * P).unwrap(), PS), Some(6));
-    }
-
-    #[test]
-    fn a_clone_copies_the_anon_vma_but_not_the_slot() {
-        let a = anon(0, P, Prot::RW);
-        let b = a.clone();
-        assert_eq!(a.anon_vma.install(3), 3);
-        assert_eq!(b.anon_vma.get(), None);
-        assert_eq!(a.anon_vma.install(4), 3, "the first install wins");
-        assert_eq!(a.clone().anon_vma.get(), Some(3));
     }
 }
