@@ -7,7 +7,7 @@ use crate::deferred::Deferred;
 use crate::error::Errno;
 
 impl AddressSpace {
-    /// Linux `mlock`: marks the VMAs VM_LOCKED (splitting them) and faults
+    /// Linux `mlock`: marks the VMAs VM_LOCKED (splitting or merging them) and faults
     /// the range in. The start is rounded down to a page, as Linux does.
     ///
     /// # Errors

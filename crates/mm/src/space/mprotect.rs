@@ -9,7 +9,8 @@ use crate::vma::{Prot, Vma};
 
 impl AddressSpace {
     /// Linux `mprotect`: changes the protection of `[addr, addr + len)`,
-    /// splitting VMAs, and of the entries already mapped.
+    /// splitting or merging VMAs (`mprotect_fixup`), and of the entries
+    /// already mapped; a locked private VMA made writable is populated.
     ///
     /// # Errors
     /// [`Errno::Inval`] for a misaligned address; [`Errno::NoMem`] if part
