@@ -191,9 +191,23 @@ mod tests {
                         shared: false,
                         backing: Backing::Anon,
                         flags: VmaFlags::default(),
+                        anon_vma: Default::default(),
                     });
                 }
-                2 => vmas.split_at(start + 4 * page, 12),
+                2 => {
+                    vmas.split_at(start + 4 * page, 12);
+                }
+                // A protection change of one page: merges and splits.
+                3 if vmas.find(start).is_some() => {
+                    let prot = if next(&mut x).is_multiple_of(2) {
+                        Prot::R
+                    } else {
+                        Prot::RW
+                    };
+                    if vmas.find(start).is_some_and(|v| v.prot != prot) {
+                        vmas.modify(start, start + page, 12, |v| v.prot = prot);
+                    }
+                }
                 _ => {}
             }
             for _ in 0..4 {

@@ -2,8 +2,10 @@
 //! quiescent (mmap lock held for writing) and compares what it finds with
 //! the counters and the allocator.
 //!
-//! Checked: every linked table is live, linked once, and its present count
-//! equals its present entries; every leaf lies inside a VMA and is counted
+//! Checked: the VMAs are ordered, non-empty, page-aligned and do not
+//! overlap; every linked table is live, linked once, and its present count
+//! equals its present entries; every leaf lies inside a VMA (a huge PMD
+//! inside one VMA: a VMA split splits the huge PMDs it straddles) and is counted
 //! in the right RSS counter; huge PMDs have a deposited table; the per-level
 //! table counts equal a recount (deposits at the PTE level); large folios'
 //! map counts equal their mapped PTEs; every live data frame is accounted
@@ -55,6 +57,20 @@ impl AddressSpace {
             anon_small: HashSet::new(),
             errors: Vec::new(),
         };
+        let mut prev_end = 0;
+        for v in vmas.iter() {
+            if v.start >= v.end
+                || v.start < prev_end
+                || !v.start.is_multiple_of(self.page)
+                || !v.end.is_multiple_of(self.page)
+            {
+                w.errors.push(format!(
+                    "VMA {:#x}..{:#x} is empty, misaligned or overlaps the one before",
+                    v.start, v.end
+                ));
+            }
+            prev_end = v.end;
+        }
         let root = self.pt.root_level();
         w.rc.tables_per_level[root.get()] = 1;
         w.visit(self.pt.root_table(), root, 0);
@@ -195,6 +211,12 @@ impl Walk<'_> {
             return;
         };
         if level == Level::PMD {
+            if va + size > vma.end {
+                self.errors.push(format!(
+                    "huge PMD at {va:#x} straddles the end of its VMA at {:#x}",
+                    vma.end
+                ));
+            }
             if !lock_plain(&s.deposits).contains_key(&va) {
                 self.errors
                     .push(format!("huge PMD at {va:#x} has no deposited table"));

@@ -83,6 +83,7 @@ impl AddressSpace {
             ctx.counters.segv_faults += 1;
             return FaultResult::Segv(SegvCode::AccErr);
         }
+        self.anon_vma_prepare_for_fault(&vmas, vma, va, access.write);
         match self.handle_mm_fault(ctx, vma, va & !(self.page - 1), access.write) {
             Ok((deferred, major)) => {
                 if major {

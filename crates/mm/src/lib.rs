@@ -28,9 +28,14 @@
 //! the source, not re-read here: `do_fault_around`'s window arithmetic,
 //! `free_pgd_range`'s floor/ceiling rule, `mm_account_fault`, the
 //! `can_change_pte_writable` rules, MADV_FREE/PAGEOUT details, populate's
-//! write-vs-read rule, errno choices. Not modelled: fork, swap, khugepaged,
-//! VMA merging, file THP, shmem THP, the page-cache read-ahead heuristics
-//! (a fixed read-around window is used: see [`cache`]).
+//! write-vs-read rule, errno choices; the VMA merge rules of mm/vma.c
+//! (`vma_merge_new_range`, `vma_merge_existing_range`, `is_mergeable_vma`,
+//! `is_mergeable_anon_vma`), `find_mergeable_anon_vma`,
+//! `vma_adjust_trans_huge`, `mprotect_fixup`'s VM_ACCOUNT and locked
+//! populate (all but VM_ACCOUNT are also held to the kernel by validation
+//! workloads). Not modelled: fork, swap, khugepaged, mremap, file THP,
+//! shmem THP, the page-cache read-ahead heuristics (a fixed read-around
+//! window is used: see [`cache`]).
 //!
 //! Every operation returns a [`Deferred`] the caller completes after the
 //! shootdown (or with [`Deferred::complete_without_tlb`]). Counters are read

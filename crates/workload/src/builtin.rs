@@ -134,6 +134,42 @@ const VALIDATE: &[(&str, &str)] = &[
     ("shmem", include_str!("../validate/shmem.toml")),
     ("madv-free", include_str!("../validate/madv-free.toml")),
     (
+        "vma-merge-pt-reclaim",
+        include_str!("../validate/vma-merge-pt-reclaim.toml"),
+    ),
+    (
+        "vma-merge-thp",
+        include_str!("../validate/vma-merge-thp.toml"),
+    ),
+    (
+        "vma-merge-anon-vma-conflict",
+        include_str!("../validate/vma-merge-anon-vma-conflict.toml"),
+    ),
+    (
+        "vma-merge-anon-vma-shared",
+        include_str!("../validate/vma-merge-anon-vma-shared.toml"),
+    ),
+    (
+        "vma-merge-file-fault-around",
+        include_str!("../validate/vma-merge-file-fault-around.toml"),
+    ),
+    (
+        "thp-split-by-vma-split",
+        include_str!("../validate/thp-split-by-vma-split.toml"),
+    ),
+    (
+        "thp-split-by-mlock",
+        include_str!("../validate/thp-split-by-mlock.toml"),
+    ),
+    (
+        "mprotect-locked-populate-file",
+        include_str!("../validate/mprotect-locked-populate-file.toml"),
+    ),
+    (
+        "mprotect-locked-populate-anon",
+        include_str!("../validate/mprotect-locked-populate-anon.toml"),
+    ),
+    (
         "dontneed-reclaim",
         include_str!("../builtin/dontneed-reclaim.toml"),
     ),

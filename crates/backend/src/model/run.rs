@@ -279,6 +279,7 @@ impl<'a, 'w> Worker<'a, 'w> {
                     prot: prot(m.prot),
                     populate: m.populate,
                     locked: m.locked,
+                    noreserve: m.noreserve,
                     replace: false,
                 };
                 let res = self.cpu.mmap(args);

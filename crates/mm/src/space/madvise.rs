@@ -65,18 +65,20 @@ impl AddressSpace {
             Advice::HugePage | Advice::NoHugePage => {
                 // Linux: hugepage_madvise, with VMA splits (madvise_update_vma).
                 let mut vmas = self.mmap_write(ctx);
-                let starts = vmas.isolate(addr, end, self.page_shift);
+                // Linux: madvise_walk_vmas: advise every VMA in the range,
+                // then report a hole.
+                let pieces: Vec<(u64, u64)> = vmas
+                    .overlapping(addr, end)
+                    .map(|v| (v.start.max(addr), v.end.min(end)))
+                    .collect();
                 let mut covered = 0;
-                for s in starts {
-                    let v = vmas.get_mut(s).expect("isolated");
-                    covered += v.end - v.start;
-                    if advice == Advice::HugePage {
-                        v.flags.hugepage = true;
-                        v.flags.nohugepage = false;
-                    } else {
-                        v.flags.nohugepage = true;
-                        v.flags.hugepage = false;
-                    }
+                for (s, e) in pieces {
+                    covered += e - s;
+                    let set = |v: &mut Vma| {
+                        v.flags.hugepage = advice == Advice::HugePage;
+                        v.flags.nohugepage = advice == Advice::NoHugePage;
+                    };
+                    self.vma_modify(ctx, &mut vmas, s, e, set, d)?;
                 }
                 if covered < end - addr {
                     return Err(Errno::NoMem("madvise range has a hole"));

@@ -7,7 +7,7 @@ use crate::deferred::Deferred;
 use crate::error::Errno;
 
 impl AddressSpace {
-    /// Linux `mlock`: marks the VMAs VM_LOCKED (splitting them) and faults
+    /// Linux `mlock`: marks the VMAs VM_LOCKED (splitting or merging them) and faults
     /// the range in. The start is rounded down to a page, as Linux does.
     ///
     /// # Errors
@@ -60,18 +60,15 @@ impl AddressSpace {
             if vmas.find(start).is_none() {
                 return Err(Errno::NoMem("mlock of an unmapped address"));
             }
-            let starts = vmas.isolate(start, end, self.page_shift);
             let mut cur = start;
-            for s in starts {
-                if s > cur {
+            while cur < end {
+                let Some(v) = vmas.find(cur) else {
                     return Err(Errno::NoMem("mlock range has a hole"));
-                }
-                let v = vmas.get_mut(s).expect("isolated");
-                v.flags.locked = on;
-                cur = v.end;
-            }
-            if cur < end {
-                return Err(Errno::NoMem("mlock range has a hole"));
+                };
+                let e = v.end.min(end);
+                // Linux: mm/mlock.c, mlock_fixup
+                self.vma_modify(ctx, &mut vmas, cur, e, |v| v.flags.locked = on, d)?;
+                cur = e;
             }
         }
         if on {

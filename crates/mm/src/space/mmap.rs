@@ -6,7 +6,7 @@ use crate::cache::{MemObject, ObjectKind};
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
-use crate::vma::{Backing, Prot, Vma, VmaFlags, Vmas};
+use crate::vma::{AnonVma, Backing, Prot, Vma, VmaFlags, Vmas};
 use std::sync::Arc;
 
 /// What backs a new mapping.
@@ -35,6 +35,10 @@ pub struct MmapArgs {
     pub populate: bool,
     /// MAP_LOCKED.
     pub locked: bool,
+    /// MAP_NORESERVE (VM_NORESERVE: not charged to the commit limit; it
+    /// matters to the model only because VMAs that differ in it do not
+    /// merge).
+    pub noreserve: bool,
     /// MAP_FIXED (replace what is there) instead of MAP_FIXED_NOREPLACE.
     pub replace: bool,
 }
@@ -50,6 +54,7 @@ impl MmapArgs {
             prot: Prot::RW,
             populate: false,
             locked: false,
+            noreserve: false,
             replace: false,
         }
     }
@@ -112,17 +117,25 @@ impl AddressSpace {
                 self.flush_unlinked_tables(ctx, d);
                 r?;
             }
-            vmas.insert(Vma {
-                start,
-                end,
-                prot: args.prot,
-                shared,
-                backing,
-                flags: VmaFlags {
-                    locked: args.locked,
-                    ..VmaFlags::default()
+            // Linux: mm/vma.c, __mmap_region, which tries vma_merge_new_range first.
+            vmas.insert_merging(
+                Vma {
+                    start,
+                    end,
+                    prot: args.prot,
+                    shared,
+                    backing,
+                    flags: VmaFlags {
+                        locked: args.locked,
+                        // Linux: accountable_mapping
+                        account: !shared && args.prot.write && !args.noreserve,
+                        noreserve: args.noreserve,
+                        ..VmaFlags::default()
+                    },
+                    anon_vma: AnonVma::default(),
                 },
-            });
+                self.page_shift,
+            );
         }
         if args.populate || args.locked {
             // Linux: mm_populate after the write lock is dropped; errors ignored.
@@ -181,7 +194,9 @@ impl AddressSpace {
         end: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        let starts = vmas.isolate(start, end, self.page_shift);
+        self.split_vma(ctx, vmas, start, d)?;
+        self.split_vma(ctx, vmas, end, d)?;
+        let starts = vmas.starts_in(start, end);
         if starts.is_empty() {
             return Ok(());
         }

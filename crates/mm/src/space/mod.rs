@@ -7,6 +7,9 @@
 //! - `populate`: faulting a range in ahead of access;
 //! - `pages`: page kinds, RSS, folios and leaf attributes;
 //! - `thp`: where huge pages may serve a fault;
+//! - `vma_change`: splitting and merging VMAs (with the huge PMDs a split
+//!   straddles);
+//! - `anon_vma`: which VMAs have an anon_vma (it decides merges);
 //! - `upper`: the walk to the PMD table;
 //! - `usage`: the counters read from state.
 //!
@@ -14,6 +17,7 @@
 //! free_pgtables) are in [`crate::walk`], the fault handler in
 //! [`crate::fault`], the lock protocol in [`crate::locking`].
 
+mod anon_vma;
 mod finish;
 mod madvise;
 mod mlock;
@@ -25,6 +29,7 @@ mod populate;
 mod thp;
 mod upper;
 mod usage;
+mod vma_change;
 
 pub use madvise::Advice;
 pub use mmap::{MapKind, MmapArgs};

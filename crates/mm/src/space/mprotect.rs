@@ -1,14 +1,16 @@
 //! mprotect (Linux mm/mprotect.c).
 
+use super::populate::PopulateMode;
 use super::AddressSpace;
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
-use crate::vma::Prot;
+use crate::vma::{Prot, Vma};
 
 impl AddressSpace {
     /// Linux `mprotect`: changes the protection of `[addr, addr + len)`,
-    /// splitting VMAs, and of the entries already mapped.
+    /// splitting or merging VMAs (`mprotect_fixup`), and of the entries
+    /// already mapped; a locked private VMA made writable is populated.
     ///
     /// # Errors
     /// [`Errno::Inval`] for a misaligned address; [`Errno::NoMem`] if part
@@ -52,22 +54,23 @@ impl AddressSpace {
             if vmas.find(addr).is_none() {
                 return Err(Errno::NoMem("mprotect of an unmapped address"));
             }
-            let starts = vmas.isolate(addr, end, self.page_shift);
             let mut cur = addr;
-            for s in starts {
-                if s > cur {
+            while cur < end {
+                let Some(old) = vmas.find(cur).cloned() else {
                     return Err(Errno::NoMem("mprotect range has a hole"));
-                }
-                let v = {
-                    let v = vmas.get_mut(s).expect("isolated");
-                    v.prot = prot;
-                    v.clone()
                 };
-                self.change_protection(ctx, &v, v.start, v.end, d)?;
-                cur = v.end;
-            }
-            if cur < end {
-                return Err(Errno::NoMem("mprotect range has a hole"));
+                let e = old.end.min(end);
+                let set = |v: &mut Vma| mprotect_flags(v, prot);
+                if let Some(v) = self.vma_modify(ctx, &mut vmas, cur, e, set, d)? {
+                    self.change_protection(ctx, &v, cur, e, d)?;
+                    // Linux: mprotect_fixup: a private VM_LOCKED VMA becoming
+                    // writable is populated for write now (populate_vma_page_range),
+                    // so its COW faults happen here, not at the first writes.
+                    if old.flags.locked && !old.prot.write && !old.shared && prot.write {
+                        let _ = self.populate(ctx, &vmas, cur, e, PopulateMode::PerVma, false, d);
+                    }
+                }
+                cur = e;
             }
             Ok(())
         };
@@ -76,4 +79,20 @@ impl AddressSpace {
         drop(vmas);
         r
     }
+}
+
+// Linux: mm/mprotect.c, mprotect_fixup (the new vm_flags)
+/// Gives `v` the protection `prot`, with VM_ACCOUNT as Linux keeps it: a
+/// private mapping becoming writable is charged (unless MAP_NORESERVE);
+/// one becoming read-only is uncharged only if it is anonymous and has no
+/// anon_vma yet (later, pages may exist that the charge covers).
+fn mprotect_flags(v: &mut Vma, prot: Prot) {
+    if prot.write {
+        if !(v.flags.account || v.prot.write || v.shared || v.flags.noreserve) {
+            v.flags.account = true;
+        }
+    } else if v.flags.account && v.is_anon() && v.anon_vma.get().is_none() {
+        v.flags.account = false;
+    }
+    v.prot = prot;
 }

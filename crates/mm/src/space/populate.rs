@@ -64,6 +64,7 @@ impl AddressSpace {
                     }
                 }
                 tries += 1;
+                self.anon_vma_prepare_for_fault(vmas, v, va, write);
                 match self.handle_mm_fault(ctx, v, va, write) {
                     Ok((dd, major)) => {
                         if major {

@@ -1,14 +1,31 @@
 //! Virtual memory areas: what is mapped where, with which protection and
-//! backing, kept in an ordered map by start address.
+//! backing, kept in an ordered map by start address; with Linux's rules
+//! for splitting them and merging them again.
 //!
 //! ## Invariants
 //! - VMAs do not overlap; each is non-empty and page-aligned.
-//! - Adjacent VMAs with equal attributes are not merged (Linux merges them;
-//!   merging changes no counter this model reports).
+//! - VMAs merge when Linux 6.18 merges them, by its rules (the `merge`
+//!   module): a new mapping with compatible neighbours, and part of a VMA
+//!   given new flags with the VMA before or after it. Adjacent VMAs that
+//!   could merge may still exist, as in Linux, which tries only on those
+//!   changes. Which VMAs exist changes counters: PT reclaim needs one VMA's
+//!   MADV_DONTNEED to cover a whole PTE table, a THP needs one VMA over its
+//!   aligned range, and fault-around stops at a VMA's ends.
+//! - A private anonymous VMA's page offset is its start in pages (Linux
+//!   sets `vm_pgoff = addr >> PAGE_SHIFT` for anonymous mmaps, and the model
+//!   has no mremap), so anonymous neighbours are always contiguous.
 //! - The map changes only through `insert`, `remove` and `get_mut`, and
 //!   each bumps `seq`: a VMA found while `seq` had a value is still at the
 //!   same address, unchanged, while `seq` keeps it (what the per-thread
 //!   lookup cache of `Vmas::find_cached`, in [`crate::accel`], relies on).
+//!   The one exception is the anon_vma slot, which faults fill in under the
+//!   mmap lock held for reading (an atomic, as Linux fills `vma->anon_vma`
+//!   under `page_table_lock`): it goes from none to some, never back.
+
+mod anon_vma;
+mod merge;
+
+pub use anon_vma::{anon_vmas_mergeable, AnonVma};
 
 use crate::cache::{MemObject, ObjectKind};
 use std::collections::BTreeMap;
@@ -76,7 +93,9 @@ pub enum Backing {
     Object { obj: Arc<MemObject>, pgoff: u64 },
 }
 
-/// Flags of a VMA that madvise and mlock change.
+/// Flags of a VMA besides its protection and MAP_SHARED: the ones madvise
+/// and mlock change, and the commit-accounting ones (which decide merges
+/// as much as the others do: Linux compares every `vm_flags` bit).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VmaFlags {
     /// VM_LOCKED.
@@ -85,6 +104,12 @@ pub struct VmaFlags {
     pub hugepage: bool,
     /// VM_NOHUGEPAGE (MADV_NOHUGEPAGE).
     pub nohugepage: bool,
+    /// VM_ACCOUNT: the mapping is charged to the commit limit (a private
+    /// writable mapping without MAP_NORESERVE, or one mprotect made
+    /// writable).
+    pub account: bool,
+    /// VM_NORESERVE (MAP_NORESERVE).
+    pub noreserve: bool,
 }
 
 /// One mapping.
@@ -97,6 +122,7 @@ pub struct Vma {
     pub shared: bool,
     pub backing: Backing,
     pub flags: VmaFlags,
+    pub anon_vma: AnonVma,
 }
 
 impl Vma {
@@ -123,6 +149,25 @@ impl Vma {
     /// Pages of the object this VMA can reach (from its pgoff).
     pub fn pages(&self, page_shift: u32) -> u64 {
         (self.end - self.start) >> page_shift
+    }
+    /// Linux `vm_pgoff`: the object page mapped at `start`; for anonymous
+    /// memory its start in pages (see the module invariants).
+    pub fn pgoff(&self, page_shift: u32) -> u64 {
+        match &self.backing {
+            Backing::Anon => self.start >> page_shift,
+            Backing::Object { pgoff, .. } => *pgoff,
+        }
+    }
+    /// The piece `[start, end)` of this VMA as a VMA of its own (Linux
+    /// `__split_vma`'s copy, with `vm_pgoff` advanced for the upper part).
+    pub(super) fn piece(&self, start: u64, end: u64, page_shift: u32) -> Vma {
+        let mut p = self.clone();
+        p.start = start;
+        p.end = end;
+        if let Backing::Object { pgoff, .. } = &mut p.backing {
+            *pgoff += (start - self.start) >> page_shift;
+        }
+        p
     }
     /// Whether a shared mapping write-protects clean pages to track dirtying
     /// (Linux `vma_wants_writenotify`: regular files yes, shmem no).
@@ -186,28 +231,35 @@ impl Vmas {
         self.seq += 1;
         self.map.get_mut(&start)
     }
+    /// The VMA ending exactly at `addr`, if any.
+    pub fn ending_at(&self, addr: u64) -> Option<&Vma> {
+        self.map
+            .range(..addr)
+            .next_back()
+            .map(|(_, v)| v)
+            .filter(|v| v.end == addr)
+    }
+    /// The VMA starting exactly at `addr`, if any.
+    pub fn starting_at(&self, addr: u64) -> Option<&Vma> {
+        self.map.get(&addr)
+    }
+    /// Start addresses of the VMAs starting inside `[start, end)`.
+    pub(crate) fn starts_in(&self, start: u64, end: u64) -> Vec<u64> {
+        self.map.range(start..end).map(|(s, _)| *s).collect()
+    }
     /// Splits the VMA straddling `addr` (if any) in two at `addr` (Linux
-    /// `split_vma`).
-    pub(crate) fn split_at(&mut self, addr: u64, page_shift: u32) {
+    /// `split_vma`); both pieces keep the anon_vma. Returns whether it
+    /// split one. The huge PMDs straddling `addr` are the caller's
+    /// (`AddressSpace::split_vma`).
+    pub(crate) fn split_at(&mut self, addr: u64, page_shift: u32) -> bool {
         let Some(v) = self.find(addr).cloned() else {
-            return;
+            return false;
         };
         if v.start == addr {
-            return;
-        }
-        let mut hi = v.clone();
-        hi.start = addr;
-        if let Backing::Object { pgoff, .. } = &mut hi.backing {
-            *pgoff += (addr - v.start) >> page_shift;
+            return false;
         }
         self.get_mut(v.start).expect("found above").end = addr;
-        self.insert(hi);
-    }
-    /// Start addresses of the VMAs inside `[start, end)` after splitting at
-    /// both ends.
-    pub(crate) fn isolate(&mut self, start: u64, end: u64, page_shift: u32) -> Vec<u64> {
-        self.split_at(start, page_shift);
-        self.split_at(end, page_shift);
-        self.map.range(start..end).map(|(s, _)| *s).collect()
+        self.insert(v.piece(addr, v.end, page_shift));
+        true
     }
 }
