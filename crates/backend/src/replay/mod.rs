@@ -221,6 +221,7 @@ impl<'m> Driver<'m> {
             prot: prot(m.prot),
             populate: m.flags.has(trace::MapFlags::POPULATE),
             locked: m.flags.has(trace::MapFlags::LOCKED),
+            noreserve: m.flags.has(trace::MapFlags::NORESERVE),
             replace: false,
         };
         let r = self.cpu()?.mmap(args);
