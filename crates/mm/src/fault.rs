@@ -86,7 +86,11 @@ impl AddressSpace {
         }
         match self.handle_mm_fault(ctx, vma, va & !(self.page - 1), access.write) {
             Ok((deferred, major)) => {
-                let kind = if major { FaultKind::Major } else { ctx.fault_kind };
+                let kind = if major {
+                    FaultKind::Major
+                } else {
+                    ctx.fault_kind
+                };
                 ctx.counters.fault_kinds[kind as usize] += 1;
                 if major {
                     ctx.counters.major_faults += 1;

@@ -78,6 +78,10 @@ mod tests {
                 .unwrap_or_else(|| panic!("{} has no figure", c.name));
             assert_eq!(cost.provenance, costs::Provenance::Assumed, "{}", c.name);
         }
-        assert_eq!(f.costs.len(), costs::CATALOG.len(), "a figure names no catalog entry");
+        assert_eq!(
+            f.costs.len(),
+            costs::CATALOG.len(),
+            "a figure names no catalog entry"
+        );
     }
 }

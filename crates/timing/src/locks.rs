@@ -178,6 +178,9 @@ mod tests {
         let mut l = VirtualLocks::new();
         l.place(Ns3::ZERO, COST, HOLD, HANDOFF, &[lock(7)]);
         let b = l.place(Ns3::same(5000.0), COST, HOLD, HANDOFF, &[lock(7)]);
-        assert_eq!((b.contended, b.wait, b.end), (0, Ns3::ZERO, Ns3::same(6000.0)));
+        assert_eq!(
+            (b.contended, b.wait, b.end),
+            (0, Ns3::ZERO, Ns3::same(6000.0))
+        );
     }
 }

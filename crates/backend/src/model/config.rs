@@ -3,13 +3,13 @@
 //! built from the typed [`ModelOptions`] without parsing their text again.
 
 use super::settings::{self as opt, Executor, ModelOptions, Named};
-use timing::CostModel;
 use mm::config::{Locking, MmConfig, MthpPolicy, Reclaim, ThpMode};
 use mmu::MmuConfig;
 use pt::Geometry;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use thiserror::Error;
+use timing::CostModel;
 
 /// A model option that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -240,7 +240,11 @@ mod tests {
         };
         let e = ModelConfig::new(&opts).unwrap_err();
         assert_eq!(e.key, "costs");
-        assert!(e.message.contains("did you mean \"fault.anon_write\""), "{}", e.message);
+        assert!(
+            e.message.contains("did you mean \"fault.anon_write\""),
+            "{}",
+            e.message
+        );
         std::fs::write(&path, "format = 1\n[costs.\"fault.anon_write\"]\nns = 2.0\nlo = 1.0\nhi = 3.0\nprovenance = \"measured\"\n").unwrap();
         let c = ModelConfig::new(&opts).unwrap();
         assert_eq!(c.costs.faults[mm::FaultKind::AnonWrite as usize].ns, 2.0);

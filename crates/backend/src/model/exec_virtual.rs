@@ -267,6 +267,10 @@ impl<'s, 'w> Exec<'s, 'w> {
                         let v = &mut vcpus[i];
                         v.touch = None;
                         v.cpu.publish();
+                        // Progress is reported at the end of every touch too.
+                        if self.hooks {
+                            self.sh.hooks.advance(std::mem::take(&mut v.unreported))?;
+                        }
                         if v.clock.ns > limit {
                             return Ok(());
                         }
@@ -448,7 +452,9 @@ impl<'s, 'w> Exec<'s, 'w> {
                     sent += n - then;
                 }
             }
-            cost += self.costs.shootdowns_sent(generation - self.generation, sent > 0);
+            cost += self
+                .costs
+                .shootdowns_sent(generation - self.generation, sent > 0);
             self.generation = generation;
             self.ipis = now;
         }
@@ -464,7 +470,13 @@ impl<'s, 'w> Exec<'s, 'w> {
     /// Charges the CPUs that received IPIs in the last event.
     fn charge_receivers(&mut self, vcpus: &mut [Vcpu<'s, 'w>]) {
         for (cpu, n) in self.received.drain(..) {
-            if let Some(v) = self.by_cpu.get(cpu).copied().flatten().map(|i| &mut vcpus[i]) {
+            if let Some(v) = self
+                .by_cpu
+                .get(cpu)
+                .copied()
+                .flatten()
+                .map(|i| &mut vcpus[i])
+            {
                 if v.state != State::Done {
                     v.clock += self.costs.shootdown_receiver * n as f64;
                 }
