@@ -201,8 +201,7 @@ mod tests {
 
     #[test]
     fn a_file_figure_overrides_the_builtin_and_gaps_are_listed() {
-        let mut f = CostFile::default();
-        f.format = costs::FORMAT_VERSION;
+        let mut f = CostFile::new(Default::default());
         f.costs.insert(
             "fault.anon_write".into(),
             Cost::assumed(1234.0, 1000.0, 1500.0, "test"),
