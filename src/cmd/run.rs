@@ -393,6 +393,9 @@ pub fn compare(args: CompareArgs) -> CmdResult {
         outln!("{}", t.render())?;
     }
     for r in &results {
+        print_prediction(r)?;
+    }
+    for r in &results {
         for w in &r.aggregate.warnings {
             eprintln!("warning ({}): {w}", r.config.label);
         }

@@ -28,6 +28,30 @@
 use crate::ns3::Ns3;
 use mm::{LockClass, LockEvent};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hashes a lock identity (an address) with one multiplication: the
+/// default SipHash cost more than the rest of placing an event.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        // Fibonacci hashing: the high bits, which the table's control bytes
+        // use, depend on every bit of the address.
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// Where an event ended and what it waited.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,7 +68,7 @@ pub struct Acquired {
 #[derive(Debug, Default)]
 pub struct VirtualLocks {
     /// Table locks by identity: free at.
-    free: HashMap<usize, Ns3>,
+    free: HashMap<usize, Ns3, BuildHasherDefault<IdHasher>>,
     /// The mmap lock is free of every holder at.
     mmap_all_free: Ns3,
     /// The mmap lock is free of writers at.
@@ -92,7 +116,8 @@ impl VirtualLocks {
         let pre = cost.saturating_sub(hold * n);
         let mut t = s + pre;
         for e in tables {
-            let free = self.free.get(&e.lock).copied().unwrap_or(Ns3::ZERO);
+            let slot = self.free.entry(e.lock).or_insert(Ns3::ZERO);
+            let free = *slot;
             let later = t.max(free);
             let mut w = later - t;
             if free.ns > t.ns {
@@ -102,7 +127,7 @@ impl VirtualLocks {
             wait += w;
             t += w;
             t += hold;
-            self.free.insert(e.lock, t);
+            *slot = t;
         }
         // What the locks' holds did not cover of the cost (none when the
         // holds add up to more than the cost).
