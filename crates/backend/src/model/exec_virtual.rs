@@ -434,13 +434,14 @@ impl<'s, 'w> Exec<'s, 'w> {
     /// since the last event) and the shootdowns it sent, places it with the
     /// locks it took, and notes the IPIs others received.
     fn event(&mut self, v: &mut Vcpu<'s, 'w>, cost: Ns3, hold: Ns3) {
-        let kinds = v.cpu.thread_counters().fault_kinds;
-        let mut new = [0u64; FAULT_KINDS];
-        for (n, (now, then)) in new.iter_mut().zip(kinds.iter().zip(&v.kinds)) {
-            *n = now - then;
+        let mut cost = cost;
+        let kinds = &v.cpu.thread_counters().fault_kinds;
+        for ((now, then), price) in kinds.iter().zip(&mut v.kinds).zip(&self.costs.faults) {
+            if *now != *then {
+                cost += *price * (*now - *then) as f64;
+                *then = *now;
+            }
         }
-        v.kinds = kinds;
-        let mut cost = cost + self.costs.faults(&new);
         let mmu = self.sh.machine.mmu();
         let generation = mmu.flush_generation();
         if generation != self.generation {
@@ -469,6 +470,9 @@ impl<'s, 'w> Exec<'s, 'w> {
 
     /// Charges the CPUs that received IPIs in the last event.
     fn charge_receivers(&mut self, vcpus: &mut [Vcpu<'s, 'w>]) {
+        if self.received.is_empty() {
+            return;
+        }
         for (cpu, n) in self.received.drain(..) {
             if let Some(v) = self
                 .by_cpu
