@@ -97,6 +97,9 @@ pub struct ModelOpts {
     /// Modeled CPUs
     #[arg(long)]
     pub cpus: Option<u32>,
+    /// A cost file (ptlab calibrate writes one) for the model's predicted time (default: built-in assumed figures)
+    #[arg(long, value_name = "FILE")]
+    pub costs: Option<String>,
     /// A TOML file holding any of the above, or the same keys inline: KEY=VALUE,...
     #[arg(long = "config")]
     pub config: Option<String>,
@@ -177,6 +180,9 @@ pub struct CompareArgs {
     /// A configuration: KEY=VALUE,... inline (backend=kernel, geometry=x86-64-5l, ...) or a TOML file; repeat for each column
     #[arg(long = "config", required = true)]
     pub configs: Vec<String>,
+    /// A cost file for every model configuration's predicted time (default: built-in assumed figures)
+    #[arg(long, value_name = "FILE")]
+    pub costs: Option<String>,
     #[command(flatten)]
     pub repeat: RepeatOpts,
 }
@@ -234,6 +240,9 @@ pub struct StudyArgs {
     /// Print study.json on stdout instead of the summary
     #[arg(long)]
     pub json: bool,
+    /// A cost file for the model's predicted time (default: built-in assumed figures)
+    #[arg(long, value_name = "FILE")]
+    pub costs: Option<String>,
 }
 
 #[derive(Args)]

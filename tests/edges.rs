@@ -297,7 +297,8 @@ op = [
 ]
 "#,
     );
-    let out = ptlab(&["run", &path]);
+    // The real-thread executor's histogram is ptlab's own time.
+    let out = ptlab(&["run", &path, "--config", "executor=threads"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -305,4 +306,50 @@ op = [
         "{text}"
     );
     assert!(!text.contains("latency per access"), "{text}");
+    // The virtual-time executor's (the default) is the predicted cost of
+    // each access, headed as a prediction, not as a measured latency.
+    let out = ptlab(&["run", &path]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("predicted time per access before mark \"touched\""),
+        "{text}"
+    );
+    assert!(!text.contains("latency per access"), "{text}");
+    assert!(!text.contains("ptlab's own time"), "{text}");
+}
+
+#[test]
+fn a_cost_file_prices_the_run_and_a_bad_one_exits_2_naming_it() {
+    let (_dir, path) = workload_file(
+        "name = \"c\"\n[[thread]]\nop = [ { mmap = \"a\", size = \"64KiB\" }, { touch = \"a\", access = \"write\" } ]\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let costs = dir.path().join("costs.toml");
+    let costs = costs.to_str().unwrap();
+    // 16 write faults at 1 ms each (and every other cost built in).
+    std::fs::write(
+        costs,
+        "format = 1\n[costs.\"fault.anon_write\"]\nns = 1000000.0\nlo = 500000.0\nhi = 2000000.0\nprovenance = \"assumed\"\nsource = \"a test\"\n",
+    )
+    .unwrap();
+    let out = ptlab(&["run", &path, "--costs", costs, "--thp", "never"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("from costs {costs}")), "{text}");
+    assert!(text.contains("predicted 16.0 ms [8.0"), "{text}");
+    let missing = dir.path().join("none.toml");
+    bad_input(
+        &["run", &path, "--costs", missing.to_str().unwrap()],
+        &["costs", "none.toml"],
+    );
+    std::fs::write(
+        costs,
+        "format = 1\n[costs.\"fault.anon_wrte\"]\nns = 1.0\nlo = 1.0\nhi = 1.0\nprovenance = \"measured\"\n",
+    )
+    .unwrap();
+    bad_input(
+        &["compare", &path, "--config", "thp=never", "--costs", costs],
+        &["fault.anon_wrte", "did you mean \"fault.anon_write\""],
+    );
 }

@@ -61,6 +61,7 @@ pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
         ("mthp", m.mthp.as_deref()),
         ("tlb", m.tlb.as_deref()),
         ("cpus", cpus.as_deref()),
+        ("costs", m.costs.as_deref()),
     ];
     for (k, v) in pairs {
         if let Some(v) = v {
@@ -198,14 +199,22 @@ fn host_json() -> Value {
 }
 
 /// The per-access histogram of a touch with `latency = true`. On the kernel
-/// it is the machine's latency; on the model it is ptlab's own time per
-/// modeled access (its speed), and is headed so, never as a latency of the
-/// modeled system.
-fn print_latency(runs: &[Run], on_model: bool) -> Result<(), Failure> {
+/// it is the machine's latency; on the model in virtual time it is each
+/// access's predicted cost; on the model's real-thread executor it is
+/// ptlab's own time per modeled access (its speed), and is headed so, never
+/// as a latency of the modeled system.
+fn print_latency(runs: &[Run], cfg: &RunConfig) -> Result<(), Failure> {
+    let on_model = cfg.backend == config::BackendKind::Model;
+    let threads = cfg.model.executor == Some(backend::model::Executor::Threads);
     if let Some(run) = runs.first() {
         for m in &run.marks {
             if let Some(l) = &m.latency {
-                if on_model {
+                if on_model && !threads {
+                    outln!(
+                        "\npredicted time per access before mark \"{}\" (the cost model's, in virtual time):",
+                        m.name
+                    )?;
+                } else if on_model {
                     outln!(
                         "\nptlab's own time per modeled access before mark \"{}\" (the model's speed, not a latency of the modeled system):",
                         m.name
@@ -261,6 +270,40 @@ fn write_exports(
     Ok(())
 }
 
+/// The model's predicted time of the whole run, with the interval the cost
+/// file's figures give and the file they came from: labelled "predicted",
+/// never shown as if measured like the kernel's elapsed time.
+fn print_prediction(r: &ConfigResult) -> Result<(), Failure> {
+    let Some(end) = r.runs.last().and_then(|run| run.marks.last()) else {
+        return Ok(());
+    };
+    let get = |c: &counters::Counter| end.counters.get(c.name).map(|v| v as f64);
+    let (Some(ns), Some(lo), Some(hi)) = (
+        get(&counters::PREDICTED_NS),
+        get(&counters::PREDICTED_LO_NS),
+        get(&counters::PREDICTED_HI_NS),
+    ) else {
+        return Ok(());
+    };
+    let t = |v| report::human(v, report::Unit::Nanoseconds);
+    let from = r
+        .config
+        .model
+        .costs
+        .as_deref()
+        .map_or("the built-in assumed costs".to_string(), |f| {
+            format!("costs {f}")
+        });
+    outln!(
+        "{}: predicted {} [{}, {}] from {from} (the modeled system's time, not measured)",
+        r.config.label,
+        t(ns),
+        t(lo),
+        t(hi)
+    )?;
+    Ok(())
+}
+
 pub fn run(args: RunArgs) -> CmdResult {
     let cfg = config_from(&args.backend, &args.model)?;
     let results = execute(&args.workload, std::slice::from_ref(&cfg), &args.repeat)?;
@@ -286,7 +329,8 @@ pub fn run(args: RunArgs) -> CmdResult {
     }
     outln!("{heading}")?;
     out!("{}", table.render())?;
-    print_latency(&r.runs, r.config.backend == config::BackendKind::Model)?;
+    print_prediction(r)?;
+    print_latency(&r.runs, &r.config)?;
     for w in &r.aggregate.warnings {
         eprintln!("warning: {w}");
     }
@@ -318,7 +362,13 @@ pub fn compare(args: CompareArgs) -> CmdResult {
         .iter()
         .map(|c| {
             crate::suggest::check_inline(c)?;
-            config::parse_arg(c).map_err(bad)
+            let c = config::parse_arg(c).map_err(bad)?;
+            match &args.costs {
+                Some(f) if c.backend == config::BackendKind::Model => {
+                    c.with("costs", f).map_err(bad)
+                }
+                _ => Ok(c),
+            }
         })
         .collect::<Result<Vec<_>, _>>()?;
     let results = execute(&args.workload, &configs, &args.repeat)?;
@@ -360,6 +410,9 @@ pub fn compare(args: CompareArgs) -> CmdResult {
     }
     for t in &tables {
         outln!("{}", t.render())?;
+    }
+    for r in &results {
+        print_prediction(r)?;
     }
     for r in &results {
         for w in &r.aggregate.warnings {

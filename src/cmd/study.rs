@@ -20,7 +20,11 @@ pub fn run(args: StudyArgs) -> CmdResult {
         "run",
         "study [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}: {msg}",
     );
-    let result = study::run(opts, &mut |what, runs| {
+    if let Some(f) = &args.costs {
+        // A missing or bad file stops before the first run.
+        backend::model::load_costs(f).map_err(Failure::BadInput)?;
+    }
+    let result = study::run_with_costs(opts, args.costs.as_deref(), &mut |what, runs| {
         pb.set_message(what);
         pb.set(runs, total.max(runs));
     });

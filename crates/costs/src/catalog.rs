@@ -52,6 +52,7 @@ pub const CATALOG: &[CostName] = &[
     c("fault.thp", Per::Event, "Write fault that maps a 2 MiB THP, its zeroing included."),
     c("fault.mthp_64k", Per::Event, "Write fault that maps a 64 KiB multi-size THP, zeroing included."),
     c("fault.major", Per::Event, "Fault that reads a file page in from the page cache's backing store."),
+    c("fault.spurious", Per::Event, "Fault that maps nothing new: spurious, write-protect reuse, access-flag update."),
     // Page tables.
     c("pt.alloc", Per::Table, "Allocating, clearing and linking one page-table page."),
     c("pt.free", Per::Table, "Unlinking and freeing one page-table page."),
@@ -63,6 +64,7 @@ pub const CATALOG: &[CostName] = &[
     c("madvise.call", Per::Event, "madvise(MADV_DONTNEED) per call."),
     c("madvise.page", Per::Page, "madvise(MADV_DONTNEED) per present page it zaps."),
     c("mmap.call", Per::Event, "mmap of an anonymous region (no population)."),
+    c("syscall.call", Per::Event, "Any other system call of the workload format (mlock, munlock, msync), per call."),
     // TLB shootdowns.
     c("shootdown.sender", Per::Event, "Sender's cost of a TLB shootdown IPI round (waits for the acknowledgements)."),
     c("shootdown.receiver", Per::Event, "Interrupt, flush and acknowledgement on each receiving CPU."),
@@ -71,6 +73,7 @@ pub const CATALOG: &[CostName] = &[
     c("clear.kib", Per::KiB, "Clearing memory (clear_page), per KiB."),
     c("copy.kib", Per::KiB, "Copying memory (copy_page), per KiB."),
     c("lock.uncontended", Per::Event, "Taking and releasing a free spinlock."),
+    c("lock.hold_fault", Per::Event, "Time a fault holds its page-table lock while it sets the entries."),
     c("lock.handoff", Per::Event, "Handing a contended spinlock from one CPU to another (cache line transfer)."),
     // Translation.
     c("access.tlb_hit", Per::Event, "A memory access whose translation hits the first-level TLB, cache hit."),

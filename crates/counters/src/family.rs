@@ -18,6 +18,20 @@ pub const LOCK_CONTENDED_BY_LOCK: [&str; 4] = [
     "lock_contended.pte_lock",
 ];
 
+/// Handled faults by kind, in the order of `mm`'s `FaultKind` (what the
+/// cost model charges them as).
+pub const FAULTS_BY_KIND: [&str; 9] = [
+    "faults.anon_write",
+    "faults.zero_read",
+    "faults.cow",
+    "faults.file_read",
+    "faults.shmem",
+    "faults.thp",
+    "faults.mthp",
+    "faults.major",
+    "faults.spurious",
+];
+
 /// The page sizes of the per-size TLB breakdowns (the last is every other size).
 pub const SIZE_CLASSES: usize = 8;
 

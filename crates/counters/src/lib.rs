@@ -103,6 +103,10 @@ pub enum Members {
     /// One counter per page-table level: `<name>.<LEVEL>` (e.g. `pt_pages.PTE`),
     /// the level names of the geometry that ran.
     PerLevel,
+    /// One counter per modeled CPU: the entry's name with `<n>` replaced by
+    /// the CPU's number (`predicted_cpu<n>_ns` stands for
+    /// `predicted_cpu0_ns`, `predicted_cpu1_ns`, ...).
+    PerCpu,
 }
 
 /// One registry entry.
@@ -130,6 +134,12 @@ impl Counter {
                 .strip_prefix(self.name)
                 .and_then(|rest| rest.strip_prefix('.'))
                 .is_some_and(|level| !level.is_empty()),
+            Members::PerCpu => {
+                let (pre, post) = self.name.split_once("<n>").unwrap_or((self.name, ""));
+                name.strip_prefix(pre)
+                    .and_then(|rest| rest.strip_suffix(post))
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            }
         }
     }
 }
@@ -212,9 +222,20 @@ mod tests {
             .flat_map(|c| match c.members {
                 Members::One => vec![c.name.to_string()],
                 Members::PerLevel => vec![format!("{}.PTE", c.name)],
+                Members::PerCpu => vec![c.name.replace("<n>", "0"), c.name.replace("<n>", "79")],
                 Members::Listed(names) => names.iter().map(|n| n.to_string()).collect(),
             })
             .collect()
+    }
+
+    #[test]
+    fn per_cpu_members_are_numbered_names() {
+        assert!(PREDICTED_CPU_NS.covers("predicted_cpu0_ns"));
+        assert!(PREDICTED_CPU_NS.covers("predicted_cpu79_ns"));
+        assert!(!PREDICTED_CPU_NS.covers("predicted_cpu_ns"));
+        assert!(!PREDICTED_CPU_NS.covers("predicted_cpux_ns"));
+        assert!(!PREDICTED_CPU_NS.covers("predicted_cpu1_kb"));
+        assert_eq!(unit_of("predicted_cpu12_ns"), "ns");
     }
 
     #[test]

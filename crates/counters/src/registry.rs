@@ -120,6 +120,72 @@ pub const MODEL_WALL_NS: Counter = Counter {
     members: Members::One,
 };
 
+/// The modeled system's time at a mark, predicted from the cost file.
+pub const PREDICTED_NS: Counter = Counter {
+    name: "predicted_ns",
+    unit: Unit::Ns,
+    meaning: "Predicted time of the modeled system at the mark (virtual clocks driven by the cost file), not a measurement.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::Main,
+    members: Members::One,
+};
+
+/// The prediction with every cost at the low end of its interval.
+pub const PREDICTED_LO_NS: Counter = Counter {
+    name: "predicted_lo_ns",
+    unit: Unit::Ns,
+    meaning: "predicted_ns with every cost at the low end of its interval (the same schedule).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// The prediction with every cost at the high end of its interval.
+pub const PREDICTED_HI_NS: Counter = Counter {
+    name: "predicted_hi_ns",
+    unit: Unit::Ns,
+    meaning: "predicted_ns with every cost at the high end of its interval (the same schedule).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Each modeled CPU's virtual clock at the mark.
+pub const PREDICTED_CPU_NS: Counter = Counter {
+    name: "predicted_cpu<n>_ns",
+    unit: Unit::Ns,
+    meaning: "One modeled CPU's virtual clock at the mark (predicted, from the cost file).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::PerCpu,
+};
+
+/// Virtual time spent waiting for locks.
+pub const LOCK_WAIT_NS: Counter = Counter {
+    name: "lock_wait_ns",
+    unit: Unit::Ns,
+    meaning: "Predicted time modeled CPUs waited for page-table and mmap locks, summed over CPUs.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Lock acquisitions that waited in virtual time.
+pub const VIRTUAL_CONTENDED: Counter = Counter {
+    name: "virtual_contended",
+    unit: Unit::Count,
+    meaning: "Lock acquisitions that found the lock held in virtual time (the deterministic executor's contention).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
 /// Translations the MMU model was asked for.
 pub const ACCESSES: Counter = Counter {
     name: "accesses",
@@ -329,6 +395,17 @@ pub const LOCK_CONTENDED_FAMILY: Counter = Counter {
     source: Source::ModelOnly,
     view: View::All,
     members: Members::Listed(&LOCK_CONTENDED_BY_LOCK),
+};
+
+/// Handled faults by the kind the cost model charges.
+pub const FAULTS_BY_KIND_FAMILY: Counter = Counter {
+    name: "faults.<kind>",
+    unit: Unit::Count,
+    meaning: "Handled faults by kind (anonymous write, zero-page read, COW, file read, shared write, THP, mTHP, major, spurious).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::Listed(&FAULTS_BY_KIND),
 };
 
 /// Shootdowns the modeled CPUs initiated.
@@ -585,6 +662,12 @@ pub const ALL: &[Counter] = &[
     TLB_SHOOTDOWNS,
     ELAPSED_NS,
     MODEL_WALL_NS,
+    PREDICTED_NS,
+    PREDICTED_LO_NS,
+    PREDICTED_HI_NS,
+    PREDICTED_CPU_NS,
+    LOCK_WAIT_NS,
+    VIRTUAL_CONTENDED,
     ACCESSES,
     WALKS,
     WALK_REFS,
@@ -604,6 +687,7 @@ pub const ALL: &[Counter] = &[
     SEGV_FAULTS,
     LOCK_ACQUISITIONS_FAMILY,
     LOCK_CONTENDED_FAMILY,
+    FAULTS_BY_KIND_FAMILY,
     SHOOTDOWNS,
     FLUSHED_ENTRIES,
     TLB_L1_HITS,

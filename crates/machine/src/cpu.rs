@@ -116,6 +116,21 @@ impl<'m> CpuHandle<'m> {
         &self.ctx.counters
     }
 
+    /// Starts (`true`) or stops keeping this CPU's lock log: every lock
+    /// the OS model takes for it, in order (see `mm::ThreadCtx::lock_log`).
+    pub fn keep_lock_log(&mut self, on: bool) {
+        self.ctx.lock_log = on.then(Vec::new);
+    }
+
+    /// The locks taken since the last call (empty if no log is kept); the
+    /// log is emptied, its storage kept.
+    pub fn drain_lock_log(&mut self, into: &mut Vec<mm::LockEvent>) {
+        into.clear();
+        if let Some(log) = &mut self.ctx.lock_log {
+            into.append(log);
+        }
+    }
+
     /// Switches this CPU to address space `space` (Linux: `switch_mm`):
     /// the old space is no longer active here, and the new one's stale
     /// translations are flushed if it was shot down meanwhile.

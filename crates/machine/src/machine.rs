@@ -219,7 +219,7 @@ impl Machine {
         }
         let ctx = ThreadCtx {
             counters: threads,
-            cpu: None,
+            ..ThreadCtx::default()
         };
         Ok(Snapshot {
             mm: s.mm.counters(&[&ctx]),

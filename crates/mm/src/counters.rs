@@ -31,6 +31,64 @@ impl LockClass {
     }
 }
 
+/// The kind of a handled fault, as the cost model charges it: decided where
+/// `fault.rs` picks the handler (one store into [`ThreadCtx::fault_kind`])
+/// and counted once per handled fault (a major fault counts as
+/// [`FaultKind::Major`], whatever its handler).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FaultKind {
+    /// A write to anonymous memory: a zeroed base page mapped.
+    AnonWrite = 0,
+    /// A read of anonymous memory: the shared zero page mapped.
+    ZeroRead = 1,
+    /// A write to a private page mapped read-only, or to a private file
+    /// page: the page copied.
+    Cow = 2,
+    /// A read of a cached file (or shmem) page, fault-around included.
+    FileRead = 3,
+    /// A write to a shared mapping (shmem or a shared file page).
+    Shmem = 4,
+    /// A PMD-sized THP mapped.
+    Thp = 5,
+    /// A multi-size THP folio mapped by PTEs.
+    Mthp = 6,
+    /// The page was read in (Linux counts it in `maj_flt`).
+    Major = 7,
+    /// Nothing new mapped: spurious, write-protect reuse, access flag.
+    #[default]
+    Spurious = 8,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 9] = [
+        FaultKind::AnonWrite,
+        FaultKind::ZeroRead,
+        FaultKind::Cow,
+        FaultKind::FileRead,
+        FaultKind::Shmem,
+        FaultKind::Thp,
+        FaultKind::Mthp,
+        FaultKind::Major,
+        FaultKind::Spurious,
+    ];
+}
+
+/// Kinds of [`FaultKind`].
+pub const FAULT_KINDS: usize = FaultKind::ALL.len();
+
+/// One lock acquisition, as the lock log records it (see
+/// [`ThreadCtx::lock_log`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockEvent {
+    /// Which lock: the address of its lock word, stable for the life of the
+    /// address space (table locks live beside their table page in the
+    /// arena, which never moves); 0 for the mmap lock.
+    pub lock: usize,
+    pub class: LockClass,
+    /// Taken exclusively (always, but for the mmap lock taken to read).
+    pub exclusive: bool,
+}
+
 /// Counters one thread accumulates without sharing a cache line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ThreadCounters {
@@ -52,6 +110,8 @@ pub struct ThreadCounters {
     pub lock_acquisitions: [u64; 4],
     /// Acquisitions that found the lock held (try-lock failed first).
     pub lock_contended: [u64; 4],
+    /// Handled faults per [`FaultKind`] (model-only breakdown).
+    pub fault_kinds: [u64; FAULT_KINDS],
 }
 
 impl ThreadCounters {
@@ -68,6 +128,9 @@ impl ThreadCounters {
             self.lock_acquisitions[i] += other.lock_acquisitions[i];
             self.lock_contended[i] += other.lock_contended[i];
         }
+        for (a, b) in self.fault_kinds.iter_mut().zip(other.fault_kinds) {
+            *a += b;
+        }
     }
 }
 
@@ -78,11 +141,29 @@ pub struct ThreadCtx {
     /// The modeled CPU this thread runs on, if the caller models CPUs (it
     /// is handed to the table flusher, see `AddressSpace::set_table_flusher`).
     pub cpu: Option<usize>,
+    /// The kind of the fault being handled, set where the handler is chosen.
+    pub fault_kind: FaultKind,
+    /// When `Some`, every lock acquisition of this thread is appended, in
+    /// order (a virtual-time executor replays them to model waiting); `None`
+    /// (the default) costs one branch per acquisition.
+    pub lock_log: Option<Vec<LockEvent>>,
 }
 
 impl ThreadCtx {
     pub fn new() -> ThreadCtx {
         ThreadCtx::default()
+    }
+
+    /// Appends to the lock log, if there is one.
+    #[inline(always)]
+    pub(crate) fn log_lock(&mut self, lock: usize, class: LockClass, exclusive: bool) {
+        if let Some(log) = &mut self.lock_log {
+            log.push(LockEvent {
+                lock,
+                class,
+                exclusive,
+            });
+        }
     }
 }
 
@@ -140,6 +221,12 @@ impl MmCounters {
         for c in LockClass::ALL {
             v.push((ACQ[c as usize], t.lock_acquisitions[c as usize] as i64));
             v.push((CON[c as usize], t.lock_contended[c as usize] as i64));
+        }
+        for k in FaultKind::ALL {
+            v.push((
+                counters::FAULTS_BY_KIND[k as usize],
+                t.fault_kinds[k as usize] as i64,
+            ));
         }
         v
     }

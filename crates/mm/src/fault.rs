@@ -8,7 +8,7 @@
 //! still counts, as on Linux, and the access is retried).
 
 use crate::cache::{Lookup, MemObject};
-use crate::counters::ThreadCtx;
+use crate::counters::{FaultKind, ThreadCtx};
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::space::{AddressSpace, PageKind, Rss};
@@ -72,6 +72,7 @@ impl AddressSpace {
     /// major fault per handled fault (Linux `mm_account_fault`); SIGSEGV and
     /// OOM are not counted as faults.
     pub fn fault(&self, ctx: &mut ThreadCtx, va: u64, access: FaultAccess) -> FaultResult {
+        ctx.fault_kind = FaultKind::Spurious;
         let vmas = self.mmap_read(ctx);
         let Some(vma) = vmas.find_cached(self.id, va) else {
             ctx.counters.segv_faults += 1;
@@ -86,6 +87,12 @@ impl AddressSpace {
         self.anon_vma_prepare_for_fault(&vmas, vma, va, access.write);
         match self.handle_mm_fault(ctx, vma, va & !(self.page - 1), access.write) {
             Ok((deferred, major)) => {
+                let kind = if major {
+                    FaultKind::Major
+                } else {
+                    ctx.fault_kind
+                };
+                ctx.counters.fault_kinds[kind as usize] += 1;
                 if major {
                     ctx.counters.major_faults += 1;
                 } else {
@@ -236,6 +243,7 @@ impl AddressSpace {
                 .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
             drop(g);
             ctx.counters.thp_fault_alloc += 1;
+            ctx.fault_kind = FaultKind::Thp;
         } else {
             drop(g);
             self.pt.free_table(table)?;
@@ -294,6 +302,7 @@ impl AddressSpace {
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         drop(g);
         ctx.counters.thp_fault_alloc += 1;
+        ctx.fault_kind = FaultKind::Thp;
         Ok(Huge::Done)
     }
 
@@ -397,6 +406,7 @@ impl AddressSpace {
             if self.pt.read_entry(table, Level::PTE, va)? == Entry::Invalid {
                 let attrs = self.leaf_attrs(vma, PageKind::Zero, false);
                 self.set_ptes(table, va, self.zero_pa, self.page, attrs);
+                ctx.fault_kind = FaultKind::ZeroRead;
             }
             drop(g);
             return Ok(Some(false));
@@ -447,6 +457,11 @@ impl AddressSpace {
         }
         self.rss_add(Rss::Anon, (size >> self.page_shift) as i64);
         drop(g);
+        ctx.fault_kind = if size > self.page {
+            FaultKind::Mthp
+        } else {
+            FaultKind::AnonWrite
+        };
         Ok(Some(false))
     }
 
@@ -491,6 +506,11 @@ impl AddressSpace {
             let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), write);
             self.set_ptes(table, va, lookup.pa, self.page, attrs);
             self.rss_add(rss, 1);
+            ctx.fault_kind = if write {
+                FaultKind::Shmem
+            } else {
+                FaultKind::FileRead
+            };
             if write {
                 MemObject::set_dirty(&mut obj.lock(), idx, true);
             }
@@ -543,6 +563,7 @@ impl AddressSpace {
             drop(pages);
             drop(g);
             if hit {
+                ctx.fault_kind = FaultKind::FileRead;
                 return Ok(Some(false));
             }
         }
@@ -580,6 +601,7 @@ impl AddressSpace {
             self.set_ptes(table, va, copy, self.page, attrs);
             self.rss_add(Rss::Anon, 1);
             drop(g);
+            ctx.fault_kind = FaultKind::Cow;
         } else {
             drop(g);
             mem.free_data(copy, self.page)?;
@@ -642,6 +664,7 @@ impl AddressSpace {
             }
             self.rss_add(Rss::Anon, 1);
             drop(g);
+            ctx.fault_kind = FaultKind::Cow;
             d.add_flush(va, self.page);
             return Ok(Some(false));
         }

@@ -57,7 +57,9 @@ pub mod vma;
 pub mod walk;
 
 pub use config::{Locking, MmConfig, MthpPolicy, Reclaim, ThpMode};
-pub use counters::{LockClass, MmCounters, ThreadCounters, ThreadCtx};
+pub use counters::{
+    FaultKind, LockClass, LockEvent, MmCounters, ThreadCounters, ThreadCtx, FAULT_KINDS,
+};
 pub use deferred::{Deferred, Work};
 pub use error::Errno;
 pub use fault::{FaultAccess, FaultResult, SegvCode};

@@ -42,7 +42,9 @@
 //! 6. Unlinked tables and unmapped frames leave through [`crate::Deferred`]
 //!    and are freed only after the TLB shootdown.
 //! 7. Every acquisition is counted per class; a failed try-lock before the
-//!    blocking lock counts as contended.
+//!    blocking lock counts as contended. When the thread keeps a lock log
+//!    (`ThreadCtx::lock_log`), every acquisition is also logged, in order,
+//!    with the lock's identity (a virtual-time executor replays the log).
 
 use crate::config::Locking;
 use crate::counters::{LockClass, ThreadCtx};
@@ -62,6 +64,7 @@ impl AddressSpace {
         class: LockClass,
     ) -> SpinGuard<'a> {
         ctx.counters.lock_acquisitions[class as usize] += 1;
+        ctx.log_lock(std::ptr::from_ref(m) as usize, class, true);
         match m.try_lock() {
             Some(g) => g,
             None => {
@@ -117,6 +120,7 @@ impl AddressSpace {
     #[inline]
     pub(crate) fn mmap_read(&self, ctx: &mut ThreadCtx) -> ReadGuard<'_, Vmas> {
         ctx.counters.lock_acquisitions[LockClass::Mmap as usize] += 1;
+        ctx.log_lock(0, LockClass::Mmap, false);
         let (g, waited) = self.vmas.read();
         if waited {
             ctx.counters.lock_contended[LockClass::Mmap as usize] += 1;
@@ -127,6 +131,7 @@ impl AddressSpace {
     /// The mmap lock for writing.
     pub(crate) fn mmap_write(&self, ctx: &mut ThreadCtx) -> WriteGuard<'_, Vmas> {
         ctx.counters.lock_acquisitions[LockClass::Mmap as usize] += 1;
+        ctx.log_lock(0, LockClass::Mmap, true);
         let (g, waited) = self.vmas.write();
         if waited {
             ctx.counters.lock_contended[LockClass::Mmap as usize] += 1;

@@ -287,6 +287,7 @@ impl AddressSpace {
             None
         } else {
             ctx.counters.lock_acquisitions[class as usize] += 1;
+            ctx.log_lock(std::ptr::from_ref(pml) as usize, class, true);
             match pml.try_lock() {
                 Some(g) => Some(g),
                 None => {

@@ -2,13 +2,14 @@
 //! with defaults that mirror this host (docs/cli.md, "Model options"),
 //! built from the typed [`ModelOptions`] without parsing their text again.
 
-use super::settings::{self as opt, ModelOptions, Named};
+use super::settings::{self as opt, Executor, ModelOptions, Named};
 use mm::config::{Locking, MmConfig, MthpPolicy, Reclaim, ThpMode};
 use mmu::MmuConfig;
 use pt::Geometry;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use thiserror::Error;
+use timing::CostModel;
 
 /// A model option that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -28,6 +29,20 @@ pub struct ModelConfig {
     pub tlb: String,
     /// Modeled CPUs; a workload with more threads gets one CPU per thread.
     pub cpus: usize,
+    /// What events cost, for the virtual clocks (the built-in assumed
+    /// figures unless a cost file was given).
+    pub costs: Arc<CostModel>,
+    /// How the run executes its threads.
+    pub executor: Executor,
+}
+
+/// The cost model of the cost file at `path`.
+///
+/// # Errors
+/// The costs crate's message (the file, and the key or line at fault).
+pub fn load_costs(path: &str) -> Result<CostModel, String> {
+    let f = costs::CostFile::load(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+    Ok(CostModel::new(&f, path))
 }
 
 fn err(key: &str, message: impl Into<String>) -> OptionError {
@@ -149,12 +164,18 @@ impl ModelConfig {
             Some(c) => c as usize,
             None => host::cpu::online_cpus().unwrap_or(1),
         };
+        let costs = match &opts.costs {
+            Some(path) => load_costs(path).map_err(|m| err("costs", m))?,
+            None => CostModel::builtin(),
+        };
         Ok(ModelConfig {
             geometry: Arc::new(geometry),
             mm,
             mmu,
             tlb,
             cpus,
+            costs: Arc::new(costs),
+            executor: opts.executor.unwrap_or(Executor::Virtual),
         })
     }
 }
@@ -177,6 +198,8 @@ mod tests {
             ]),
             tlb: Some("zen4".into()),
             cpus: Some(3),
+            costs: None,
+            executor: Some(Executor::Threads),
         };
         let c = ModelConfig::new(&opts).unwrap();
         assert_eq!(c.geometry.name(), "x86-64-5l");
@@ -186,12 +209,15 @@ mod tests {
         assert_eq!(c.mm.mthp[&(64 << 10)], MthpPolicy::Always);
         assert_eq!(c.mm.mthp[&(16 << 10)], MthpPolicy::Inherit);
         assert_eq!((c.tlb.as_str(), c.cpus), ("zen4", 3));
+        assert_eq!(c.executor, Executor::Threads);
+        assert_eq!(c.costs.origin, "built-in (assumed)");
         // Another value of each goes through too: nothing is a constant.
         let other = ModelOptions {
             locking: Some(opt::Locking::SplitPte),
             reclaim: Some(opt::Reclaim::Off),
             thp: Some(opt::Thp::Always),
             cpus: Some(1),
+            executor: None,
             ..opts
         };
         let c = ModelConfig::new(&other).unwrap();
@@ -199,6 +225,30 @@ mod tests {
         assert_eq!(c.mm.reclaim, Reclaim::Off);
         assert_eq!(c.mm.thp, ThpMode::Always);
         assert_eq!(c.cpus, 1);
+        assert_eq!(c.executor, Executor::Virtual);
+    }
+
+    #[test]
+    fn a_bad_cost_file_is_refused_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "format = 1\n[costs.\"fault.anon_wrte\"]\nns = 1.0\nlo = 1.0\nhi = 1.0\nprovenance = \"measured\"\n").unwrap();
+        let opts = ModelOptions {
+            costs: Some(path.display().to_string()),
+            tlb: Some("zen4".into()),
+            ..ModelOptions::default()
+        };
+        let e = ModelConfig::new(&opts).unwrap_err();
+        assert_eq!(e.key, "costs");
+        assert!(
+            e.message.contains("did you mean \"fault.anon_write\""),
+            "{}",
+            e.message
+        );
+        std::fs::write(&path, "format = 1\n[costs.\"fault.anon_write\"]\nns = 2.0\nlo = 1.0\nhi = 3.0\nprovenance = \"measured\"\n").unwrap();
+        let c = ModelConfig::new(&opts).unwrap();
+        assert_eq!(c.costs.faults[mm::FaultKind::AnonWrite as usize].ns, 2.0);
+        assert_eq!(c.costs.origin, path.display().to_string());
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! The model backend: runs a workload on the model's machine (the
 //! page-table engine, the MMU model and the OS model, see the `machine`
-//! crate), in this process, with one real thread per workload thread
-//! sharing one address space.
+//! crate), in this process. By default every workload thread's modeled CPU
+//! runs on one host thread in virtual time (`exec_virtual`: deterministic,
+//! with `predicted_ns` from the cost model at every mark); the option
+//! `executor = "threads"` runs one real thread per workload thread instead
+//! (`exec_threads`, for stress tests of the concurrent model).
 //!
 //! Each workload thread runs on its own modeled CPU (the configured CPU
 //! count, raised to the thread count if smaller) and drives every memory
@@ -20,12 +23,18 @@
 //! [`run_with`]).
 
 mod config;
+mod exec_threads;
+mod exec_virtual;
+mod interp;
 mod options;
 mod run;
 mod settings;
 pub mod snapshot;
 
-pub use config::{host_tlb_preset, ModelConfig, OptionError};
+pub use config::{host_tlb_preset, load_costs, ModelConfig, OptionError};
+pub use exec_virtual::QUANTUM_NS;
 pub use options::{planned_accesses, ProgressFn, RunOptions, CHECK_EVERY};
 pub use run::{run, run_with, ModelError};
-pub use settings::{Locking, ModelOptions, MthpPolicy, MthpSize, Named, Reclaim, Thp, MTHP_SIZES};
+pub use settings::{
+    Executor, Locking, ModelOptions, MthpPolicy, MthpSize, Named, Reclaim, Thp, MTHP_SIZES,
+};

@@ -82,6 +82,13 @@ named_option! {
     MthpPolicy { Always = "always", Madvise = "madvise", Never = "never", Inherit = "inherit" }
 }
 
+named_option! {
+    /// How a model run executes its threads: in virtual time on one host
+    /// thread (deterministic, with predicted time), or one real host thread
+    /// per workload thread (the stress tests' executor).
+    Executor { Virtual = "virtual", Threads = "threads" }
+}
+
 /// Sizes multi-size THP may have (anonymous large folios mapped by PTEs),
 /// as users write them.
 pub const MTHP_SIZES: &[&str] = &[
@@ -133,6 +140,11 @@ pub struct ModelOptions {
     pub tlb: Option<String>,
     /// Modeled CPUs, 1 to 256.
     pub cpus: Option<u32>,
+    /// A cost file (`ptlab calibrate` writes one); unset: the built-in
+    /// assumed figures.
+    pub costs: Option<String>,
+    /// The executor (default: virtual).
+    pub executor: Option<Executor>,
 }
 
 impl ModelOptions {
@@ -161,6 +173,8 @@ impl ModelOptions {
         );
         put("tlb", self.tlb.clone());
         put("cpus", self.cpus.map(|v| v.to_string()));
+        put("costs", self.costs.clone());
+        put("executor", self.executor.map(|v| v.to_string()));
         m
     }
 }

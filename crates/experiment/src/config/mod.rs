@@ -23,7 +23,7 @@ use thiserror::Error;
 
 /// The keys a configuration may set.
 pub const KEYS: &[&str] = &[
-    "backend", "geometry", "locking", "reclaim", "thp", "mthp", "tlb", "cpus",
+    "backend", "geometry", "locking", "reclaim", "thp", "mthp", "tlb", "cpus", "costs", "executor",
 ];
 
 /// JSON shows the model options as `options`, a map of the written strings.
@@ -186,6 +186,15 @@ impl Builder {
                 self.model.tlb = Some(value.into());
             }
             "mthp" => self.model.mthp = Some(self.mthp(value)?),
+            "costs" => {
+                // Read now, so that a missing or bad file stops before any
+                // run, with the costs crate's message.
+                backend::model::load_costs(value).map_err(|m| self.bad(key, m))?;
+                self.model.costs = Some(value.into());
+            }
+            "executor" => {
+                self.model.executor = Some(self.named::<backend::model::Executor>(key, value)?)
+            }
             _ => unreachable!("every key of KEYS is handled"),
         }
         Ok(())

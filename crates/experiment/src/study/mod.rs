@@ -177,6 +177,19 @@ pub(crate) fn model(inline: &str) -> RunConfig {
 /// Only for failures of the model (a bug); a kernel experiment that this
 /// machine refuses becomes a note in its section.
 pub fn run(opts: StudyOptions, progress: &mut dyn FnMut(&str, usize)) -> Result<Study, ExecError> {
+    run_with_costs(opts, None, progress)
+}
+
+/// As [`run`], every model run pricing its events with the cost file at
+/// `costs` (checked by the caller) instead of the built-in figures.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with_costs(
+    opts: StudyOptions,
+    costs: Option<&str>,
+    progress: &mut dyn FnMut(&str, usize),
+) -> Result<Study, ExecError> {
     let start = Instant::now();
     let (mut done, mut measured) = (0, 0);
     let mut sections = Vec::with_capacity(QUESTIONS.len());
@@ -185,7 +198,7 @@ pub fn run(opts: StudyOptions, progress: &mut dyn FnMut(&str, usize)) -> Result<
         let mut refused = Vec::new();
         for e in (q.experiments)(opts) {
             let before = done;
-            match measure(&e, &mut |n| {
+            match measure(&e, costs, &mut |n| {
                 done = before + n;
                 progress(&e.what, done);
             }) {
@@ -226,6 +239,7 @@ pub fn run(opts: StudyOptions, progress: &mut dyn FnMut(&str, usize)) -> Result<
 /// configurations interleaved. `progress(n)` after each of its `n` runs.
 fn measure(
     e: &Experiment,
+    costs: Option<&str>,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Vec<exec::ConfigResult>, ExecError> {
     let plans = e
@@ -233,7 +247,12 @@ fn measure(
         .iter()
         .map(|c| {
             let w = workload::parse(&e.toml, &format!("<study {}>", e.what), exec::va_bits_of(c))?;
-            Ok((c.clone(), w))
+            let mut c = c.clone();
+            if c.backend == config::BackendKind::Model {
+                // Not in the label: the same question under other figures.
+                c.model.costs = costs.map(str::to_string);
+            }
+            Ok((c, w))
         })
         .collect::<Result<Vec<_>, ExecError>>()?;
     exec::run_plans(&plans, &e.options(), &mut |p| progress(p.done))

@@ -1,0 +1,490 @@
+//! The virtual-time executor (the default): every workload thread's
+//! modeled CPU runs on this one host thread, each with a virtual clock
+//! advanced by the cost model ([`timing::CostModel`]), and a deterministic
+//! discrete-event loop decides who runs next. 1, 8, 64 or 80 modeled CPUs
+//! give the same counters and the same `predicted_ns` on any host, every
+//! time, whatever the host's load.
+//!
+//! ## The schedule
+//! - The loop steps the ready CPU with the smallest clock (ties: the first
+//!   thread of the plan). A thread's operations are a resumable cursor: a
+//!   stack of (operations, next index, repeats left) plus the iterator of
+//!   the touch in progress.
+//! - Accesses that complete without a fault touch only the CPU's own TLBs:
+//!   a CPU runs through them until its clock passes the next CPU's clock by
+//!   [`QUANTUM_NS`] (so events of different CPUs may be placed up to one
+//!   quantum out of order: the price of running hits in batches).
+//! - A fault or a system call touches shared state: it is one event, after
+//!   which the loop picks again. Its cost is placed by
+//!   [`timing::VirtualLocks`] with the locks the OS model logged for it, so
+//!   waiting for a lock held by another CPU happens in virtual time.
+//! - A shootdown costs its sender `shootdown.sender` (or `tlb.flush_local`
+//!   when no other CPU runs the space) inside the event, and each CPU that
+//!   received an IPI `shootdown.receiver`, added to its clock at the
+//!   sender's event (it is interrupted, whatever it was doing; a CPU whose
+//!   thread has finished is idle and pays nothing).
+//! - A barrier holds a CPU until every thread that has not finished has
+//!   arrived; then every clock jumps to the latest arrival. `sleep` advances
+//!   the clock (no host sleep).
+//! - A mark's `predicted_ns` is the marking CPU's clock (after a barrier,
+//!   the makespan so far); the end mark's is the makespan (the latest
+//!   clock). Latency histograms hold each access's modeled cost.
+//!
+//! Counters of a multi-thread run (faults, RSS, VmPTE, tables) are those of
+//! the real-thread executor; the host-level `lock_contended` is 0 here (one
+//! host thread never finds a lock held) and the virtual contention is
+//! `virtual_contended`.
+
+use super::interp;
+use super::run::{Prediction, Shared, PREFETCH_AHEAD};
+use super::ModelError;
+use crate::latency::FineHist;
+use machine::{AccessKind, CpuHandle};
+use mm::{LockEvent, FAULT_KINDS};
+use timing::{CostModel, Ns3, SyscallKind, VirtualLocks};
+use workload::plan::{self, Op};
+
+/// How far (ns of virtual time) a CPU may run ahead of the next one through
+/// accesses that do not fault.
+pub const QUANTUM_NS: f64 = 1000.0;
+
+/// What the run predicted at its end.
+pub(super) struct End {
+    makespan: Ns3,
+    cpus: Vec<(usize, Ns3)>,
+    wait: Ns3,
+    contended: u64,
+}
+
+impl End {
+    pub(super) fn prediction(&self) -> Prediction<'_> {
+        Prediction {
+            at: self.makespan,
+            cpus: &self.cpus,
+            lock_wait: self.wait,
+            contended: self.contended,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Ready,
+    Barrier,
+    Done,
+}
+
+/// One level of a thread's cursor: a list of operations being run.
+struct Frame<'w> {
+    ops: &'w [Op],
+    next: usize,
+    /// Runs of the list left, this one included.
+    left: u64,
+    /// The label prefix of its operations ("3." inside op 3's repeat).
+    prefix: String,
+}
+
+/// A touch in progress.
+struct Touching<'w> {
+    offsets: Box<dyn Iterator<Item = u64> + 'w>,
+    ahead: Option<Box<dyn Iterator<Item = u64> + 'w>>,
+    base: u64,
+    kind: AccessKind,
+}
+
+/// One workload thread on its modeled CPU.
+struct Vcpu<'m, 'w> {
+    tid: usize,
+    cpu: CpuHandle<'m>,
+    clock: Ns3,
+    state: State,
+    stack: Vec<Frame<'w>>,
+    touch: Option<Touching<'w>>,
+    latency: Option<Box<FineHist>>,
+    op_label: String,
+    /// Faults by kind as of the last event, to price the next by difference.
+    kinds: [u64; FAULT_KINDS],
+    unreported: u64,
+}
+
+/// How a step ended.
+enum Stepped {
+    /// The CPU's clock passed the limit, or it ran an event: pick again.
+    Yield,
+    /// The touch in progress has no accesses left.
+    TouchDone,
+}
+
+/// The run's shared virtual-time state.
+struct Exec<'s, 'w> {
+    sh: &'s Shared<'w>,
+    costs: &'s CostModel,
+    locks: VirtualLocks,
+    log: Vec<LockEvent>,
+    /// The MMU's flush generation and every CPU's IPIs received, as of the
+    /// last event.
+    generation: u64,
+    ipis: Vec<u64>,
+    /// IPIs received per CPU by the last event, to charge.
+    received: Vec<(usize, u64)>,
+    /// The vcpu running each CPU.
+    by_cpu: Vec<Option<usize>>,
+    wait: Ns3,
+    contended: u64,
+    hooks: bool,
+}
+
+/// Runs the plan in virtual time (see the module documentation).
+pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
+    let w = sh.w;
+    let mut vcpus = Vec::with_capacity(w.threads.len());
+    let mut by_cpu = vec![None; sh.machine.cpus()];
+    for (i, t) in w.threads.iter().enumerate() {
+        let mut cpu = sh.machine.cpu(t.tid, sh.space)?;
+        cpu.keep_lock_log(true);
+        by_cpu[t.tid] = Some(i);
+        vcpus.push(Vcpu {
+            tid: t.tid,
+            kinds: cpu.thread_counters().fault_kinds,
+            cpu,
+            clock: Ns3::ZERO,
+            state: State::Ready,
+            stack: vec![Frame {
+                ops: &t.ops,
+                next: 0,
+                left: 1,
+                prefix: String::new(),
+            }],
+            touch: None,
+            latency: None,
+            op_label: String::new(),
+            unreported: 0,
+        });
+    }
+    let mmu = sh.machine.mmu();
+    let mut ex = Exec {
+        sh,
+        costs: &sh.cfg.costs,
+        locks: VirtualLocks::new(),
+        log: Vec::new(),
+        generation: mmu.flush_generation(),
+        ipis: mmu.ipis_received(),
+        received: Vec::new(),
+        by_cpu,
+        wait: Ns3::ZERO,
+        contended: 0,
+        hooks: sh.hooks.active(),
+    };
+    loop {
+        match pick(&vcpus) {
+            Some((i, next)) => ex.step(&mut vcpus, i, next + QUANTUM_NS)?,
+            None if vcpus.iter().all(|v| v.state == State::Done) => break,
+            None => release_barrier(&mut vcpus),
+        }
+    }
+    for v in &mut vcpus {
+        v.cpu.publish();
+        if ex.hooks && v.unreported > 0 {
+            sh.hooks.advance(std::mem::take(&mut v.unreported))?;
+        }
+    }
+    let makespan = vcpus.iter().fold(Ns3::ZERO, |m, v| m.max(v.clock));
+    Ok(End {
+        makespan,
+        cpus: vcpus.iter().map(|v| (v.tid, v.clock)).collect(),
+        wait: ex.wait,
+        contended: ex.contended,
+    })
+}
+
+/// The ready CPU to step (smallest clock, then first in the plan) and the
+/// clock of the next one (infinite if it is alone).
+fn pick(vcpus: &[Vcpu<'_, '_>]) -> Option<(usize, f64)> {
+    let mut best: Option<usize> = None;
+    let mut next = f64::INFINITY;
+    for (i, v) in vcpus.iter().enumerate() {
+        if v.state != State::Ready {
+            continue;
+        }
+        match best {
+            Some(b) if v.clock.ns < vcpus[b].clock.ns => {
+                next = next.min(vcpus[b].clock.ns);
+                best = Some(i);
+            }
+            Some(_) => next = next.min(v.clock.ns),
+            None => best = Some(i),
+        }
+    }
+    best.map(|b| (b, next))
+}
+
+/// Every thread that has not finished waits at a barrier: all go on from
+/// the latest arrival, having taken their IPIs.
+fn release_barrier(vcpus: &mut [Vcpu<'_, '_>]) {
+    let waiting = || vcpus.iter().filter(|v| v.state == State::Barrier);
+    let t = waiting().fold(Ns3::ZERO, |m, v| m.max(v.clock));
+    for v in vcpus.iter_mut().filter(|v| v.state == State::Barrier) {
+        v.clock = t;
+        v.cpu.poll();
+        v.state = State::Ready;
+    }
+}
+
+impl<'m, 'w> Vcpu<'m, 'w> {
+    /// The next operation of the cursor, with its label and the prefix of
+    /// its children; `None` when the thread has run every one.
+    fn next_op(&mut self) -> Option<(&'w Op, String)> {
+        loop {
+            let f = self.stack.last_mut()?;
+            if f.next < f.ops.len() {
+                let ops: &'w [Op] = f.ops;
+                let i = f.next;
+                f.next += 1;
+                return Some((&ops[i], format!("{}{}", f.prefix, i + 1)));
+            }
+            f.left -= 1;
+            if f.left > 0 {
+                f.next = 0;
+            } else {
+                self.stack.pop();
+            }
+        }
+    }
+}
+
+impl<'s, 'w> Exec<'s, 'w> {
+    /// Runs CPU `i` until its clock passes `limit`, it runs an event, waits
+    /// at a barrier or finishes.
+    fn step(&mut self, vcpus: &mut [Vcpu<'s, 'w>], i: usize, limit: f64) -> Result<(), ModelError> {
+        loop {
+            if vcpus[i].touch.is_some() {
+                match self.touch(&mut vcpus[i], limit)? {
+                    Stepped::Yield => {
+                        self.charge_receivers(vcpus);
+                        return Ok(());
+                    }
+                    Stepped::TouchDone => {
+                        let v = &mut vcpus[i];
+                        v.touch = None;
+                        v.cpu.publish();
+                        // Progress is reported at the end of every touch too.
+                        if self.hooks {
+                            self.sh.hooks.advance(std::mem::take(&mut v.unreported))?;
+                        }
+                        if v.clock.ns > limit {
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            let v = &mut vcpus[i];
+            let Some((op, label)) = v.next_op() else {
+                v.state = State::Done;
+                v.cpu.publish();
+                return Ok(());
+            };
+            self.sh.hooks.check_deadline()?;
+            v.op_label = format!("op {label}");
+            if let Some(r) = self.syscall(v, op) {
+                r?;
+                v.cpu.publish();
+                self.charge_receivers(vcpus);
+                return Ok(());
+            }
+            match op {
+                Op::Touch(t) => {
+                    if t.latency && v.latency.is_none() {
+                        v.latency = Some(FineHist::new());
+                    }
+                    let ahead = (t.pattern == plan::Pattern::Random).then(|| {
+                        Box::new(crate::touch::touch_offsets(t).skip(PREFETCH_AHEAD))
+                            as Box<dyn Iterator<Item = u64> + 'w>
+                    });
+                    v.touch = Some(Touching {
+                        offsets: Box::new(crate::touch::touch_offsets(t)),
+                        ahead,
+                        base: self.sh.w.regions[t.region].addr,
+                        kind: if t.access == plan::Access::Write {
+                            AccessKind::Write
+                        } else {
+                            AccessKind::Read
+                        },
+                    });
+                }
+                Op::Sleep(d) => {
+                    v.clock += Ns3::same(d.as_nanos() as f64);
+                    v.cpu.publish();
+                    if v.clock.ns > limit {
+                        return Ok(());
+                    }
+                }
+                Op::Barrier => {
+                    v.cpu.publish();
+                    v.state = State::Barrier;
+                    return Ok(());
+                }
+                Op::Mark(name) => {
+                    // Tables every CPU has let go of are freed before counting.
+                    v.cpu.checkpoint()?;
+                    let lat = v.latency.take();
+                    let at = v.clock;
+                    // The mark sees every CPU's clock as of now.
+                    let cpus: Vec<(usize, Ns3)> = vcpus.iter().map(|v| (v.tid, v.clock)).collect();
+                    let p = Prediction {
+                        at,
+                        cpus: &cpus,
+                        lock_wait: self.wait,
+                        contended: self.contended,
+                    };
+                    self.sh.mark(name, lat.as_deref(), Some(&p))?;
+                }
+                Op::Repeat { times, ops } => {
+                    if *times > 0 {
+                        v.stack.push(Frame {
+                            ops,
+                            next: 0,
+                            left: *times,
+                            prefix: format!("{label}."),
+                        });
+                    }
+                }
+                _ => unreachable!("system calls are run above"),
+            }
+        }
+    }
+
+    /// Accesses of the touch in progress, until the clock passes `limit`,
+    /// an access faults (one event), or the touch ends.
+    fn touch(&mut self, v: &mut Vcpu<'s, 'w>, limit: f64) -> Result<Stepped, ModelError> {
+        let costs = self.costs;
+        loop {
+            let t = v.touch.as_mut().expect("a touch is in progress");
+            let Some(off) = t.offsets.next() else {
+                return Ok(Stepped::TouchDone);
+            };
+            if let Some(next) = t.ahead.as_mut().and_then(Iterator::next) {
+                v.cpu.prefetch(t.base + next);
+            }
+            let (va, kind) = (t.base + off, t.kind);
+            let o = match v.cpu.access(va, kind) {
+                Ok(o) => o,
+                Err(e) => return Err(interp::access_error(v.tid, &v.op_label, e)),
+            };
+            let cost = costs.access(o.translation.hit, o.translation.walk_refs);
+            let took = if o.faults == 0 {
+                v.clock += cost;
+                cost.ns
+            } else {
+                let start = v.clock;
+                self.event(v, cost, costs.hold_fault);
+                (v.clock - start).ns
+            };
+            if let Some(h) = v.latency.as_mut() {
+                h.record(took.round() as u64);
+            }
+            if self.hooks {
+                v.unreported += 1;
+                if v.unreported == super::options::CHECK_EVERY {
+                    self.sh.hooks.advance(std::mem::take(&mut v.unreported))?;
+                }
+            }
+            if o.faults != 0 || v.clock.ns > limit {
+                return Ok(Stepped::Yield);
+            }
+        }
+    }
+
+    /// Runs `op` on `v` if it is a system call, as one event; `None` if it
+    /// is not one.
+    fn syscall(&mut self, v: &mut Vcpu<'s, 'w>, op: &Op) -> Option<Result<(), ModelError>> {
+        let before = self.usage();
+        let (r, what, kind) = interp::syscall(&mut v.cpu, self.sh.w, op)?;
+        if let Err(e) = r {
+            return Some(Err(interp::syscall_error(v.tid, &v.op_label, what, e)));
+        }
+        let after = self.usage();
+        let (before, after) = match (before, after) {
+            (Ok(b), Ok(a)) => (b, a),
+            (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
+        };
+        let page = self.sh.cfg.geometry.page_size();
+        let pages = match kind {
+            SyscallKind::Munmap | SyscallKind::Madvise => before.0.saturating_sub(after.0),
+            SyscallKind::Mprotect => interp::range_len(op).div_ceil(page),
+            SyscallKind::Mmap | SyscallKind::Other => 0,
+        };
+        let added = after.1.saturating_sub(before.1);
+        let freed = before.1.saturating_sub(after.1);
+        let cost = self.costs.syscall(kind, pages, added, freed);
+        self.event(v, cost, self.costs.hold_syscall);
+        Some(Ok(()))
+    }
+
+    /// Resident pages and table pages of the address space now.
+    fn usage(&self) -> Result<(u64, u64), ModelError> {
+        let c = self.sh.machine.space(self.sh.space)?.counters(&[]);
+        let kb = c.rss_anon_kb + c.rss_file_kb + c.rss_shmem_kb;
+        let pages = kb.max(0) as u64 * 1024 / self.sh.cfg.geometry.page_size();
+        let tables = c.pt_pages.iter().map(|(_, n)| *n).sum::<i64>().max(0) as u64;
+        Ok((pages, tables))
+    }
+
+    /// Places an event of `v` that cost `cost` before its faults, its
+    /// shootdowns and its lock waits: adds the faults it handled (by kind,
+    /// since the last event) and the shootdowns it sent, places it with the
+    /// locks it took, and notes the IPIs others received.
+    fn event(&mut self, v: &mut Vcpu<'s, 'w>, cost: Ns3, hold: Ns3) {
+        let mut cost = cost;
+        let kinds = &v.cpu.thread_counters().fault_kinds;
+        for ((now, then), price) in kinds.iter().zip(&mut v.kinds).zip(&self.costs.faults) {
+            if *now != *then {
+                cost += *price * (*now - *then) as f64;
+                *then = *now;
+            }
+        }
+        let mmu = self.sh.machine.mmu();
+        let generation = mmu.flush_generation();
+        if generation != self.generation {
+            let now = mmu.ipis_received();
+            let mut sent = 0;
+            for (cpu, (n, then)) in now.iter().zip(&self.ipis).enumerate() {
+                if n > then {
+                    self.received.push((cpu, n - then));
+                    sent += n - then;
+                }
+            }
+            cost += self
+                .costs
+                .shootdowns_sent(generation - self.generation, sent > 0);
+            self.generation = generation;
+            self.ipis = now;
+        }
+        v.cpu.drain_lock_log(&mut self.log);
+        let placed = self
+            .locks
+            .place(v.clock, cost, hold, self.costs.handoff, &self.log);
+        v.clock = placed.end;
+        self.wait += placed.wait;
+        self.contended += u64::from(placed.contended);
+    }
+
+    /// Charges the CPUs that received IPIs in the last event.
+    fn charge_receivers(&mut self, vcpus: &mut [Vcpu<'s, 'w>]) {
+        if self.received.is_empty() {
+            return;
+        }
+        for (cpu, n) in self.received.drain(..) {
+            if let Some(v) = self
+                .by_cpu
+                .get(cpu)
+                .copied()
+                .flatten()
+                .map(|i| &mut vcpus[i])
+            {
+                if v.state != State::Done {
+                    v.clock += self.costs.shootdown_receiver * n as f64;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! The virtual-time executor: deterministic predicted time, the cost
+//! model's linear sums, lock waits in virtual time, barriers, shootdown
+//! charges, and runs of up to 80 modeled CPUs.
+
+use backend::model::{self, Executor, ModelConfig, ModelOptions, Thp};
+use costs::{Cost, CostFile};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use timing::CostModel;
+use workload::result::{Mark, Run};
+
+fn config(locking: model::Locking) -> ModelConfig {
+    let opts = ModelOptions {
+        thp: Some(Thp::Never),
+        tlb: Some("zen4".into()),
+        cpus: Some(2),
+        locking: Some(locking),
+        ..ModelOptions::default()
+    };
+    ModelConfig::new(&opts).unwrap()
+}
+
+/// A cost file giving every catalog name 0 ns but those of `set`
+/// (`(name, ns, lo, hi)`): a run's prediction is then a sum the test can
+/// write down.
+fn costs(set: &[(&str, f64, f64, f64)]) -> Arc<CostModel> {
+    let mut f = CostFile::new(Default::default());
+    for c in costs::CATALOG {
+        f.costs
+            .insert(c.name.into(), Cost::assumed(0.0, 0.0, 0.0, "test"));
+    }
+    for &(name, ns, lo, hi) in set {
+        assert!(costs::catalog::lookup(name).is_some(), "{name}");
+        f.costs
+            .insert(name.into(), Cost::assumed(ns, lo, hi, "test"));
+    }
+    f.validate(std::path::Path::new("test")).unwrap();
+    Arc::new(CostModel::new(&f, "test"))
+}
+
+fn parse(text: &str) -> workload::plan::Workload {
+    workload::parse(text, "virtual_time.toml", 48).unwrap()
+}
+
+fn mark<'r>(run: &'r Run, name: &str) -> &'r Mark {
+    run.marks
+        .iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("no mark {name}"))
+}
+
+fn get(m: &Mark, name: &str) -> i64 {
+    m.counters
+        .get(name)
+        .unwrap_or_else(|| panic!("{} has no {name}", m.name))
+}
+
+/// Every predicted counter of every mark.
+fn predictions(run: &Run) -> Vec<(String, String, i64)> {
+    run.marks
+        .iter()
+        .flat_map(|m| {
+            m.counters
+                .values
+                .iter()
+                .filter(|(k, _)| {
+                    k.starts_with("predicted") || *k == "lock_wait_ns" || *k == "virtual_contended"
+                })
+                .map(move |(k, v)| (m.name.clone(), k.clone(), *v))
+        })
+        .collect()
+}
+
+const FOUR_THREADS: &str = r#"
+name = "four"
+description = "four threads fault, read at random, shoot down and unmap"
+
+[[thread]]
+count = 4
+op = [
+  { mmap = "r{tid}", size = "4MiB" },
+  { touch = "r{tid}", access = "write" },
+  { barrier = true },
+  { touch = "r{tid}", access = "read", pattern = "random", count = 20000, seed = 7 },
+  { madvise = "r{tid}", advice = "dontneed", len = "1MiB" },
+  { touch = "r{tid}", access = "write", len = "2MiB" },
+  { barrier = true },
+  { mark = "done" },
+  { munmap = "r{tid}" },
+]
+"#;
+
+#[test]
+fn the_same_run_twice_and_under_a_busy_host_predicts_the_same() {
+    let w = parse(FOUR_THREADS);
+    let cfg = config(model::Locking::SplitPte);
+    let a = model::run(&w, &cfg).unwrap();
+    let b = model::run(&w, &cfg).unwrap();
+    let pa = predictions(&a);
+    assert!(pa
+        .iter()
+        .any(|(m, k, v)| m == "end" && k == "predicted_ns" && *v > 0));
+    assert!(pa.iter().any(|(_, k, _)| k == "predicted_cpu3_ns"));
+    assert_eq!(pa, predictions(&b));
+    // A host thread burning CPU meanwhile changes nothing modeled.
+    let stop = AtomicBool::new(false);
+    let c = std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut x = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+            }
+        });
+        let c = model::run(&w, &cfg);
+        stop.store(true, Ordering::Relaxed);
+        c
+    })
+    .unwrap();
+    assert_eq!(pa, predictions(&c));
+    // And every counter, not only the predicted ones.
+    assert_eq!(
+        mark(&a, "done").counters.values.get("minor_faults"),
+        mark(&c, "done").counters.values.get("minor_faults")
+    );
+}
+
+#[test]
+fn the_virtual_executor_counts_what_real_threads_count() {
+    let w = parse(FOUR_THREADS);
+    let virt = model::run(&w, &config(model::Locking::SplitPte)).unwrap();
+    let mut cfg = config(model::Locking::SplitPte);
+    cfg.executor = Executor::Threads;
+    let threads = model::run(&w, &cfg).unwrap();
+    for name in [
+        "minor_faults",
+        "rss_anon_kb",
+        "vmpte_kb",
+        "faults.anon_write",
+        "faults.zero_read",
+    ] {
+        assert_eq!(
+            get(mark(&virt, "done"), name),
+            get(mark(&threads, "done"), name),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        mark(&virt, "done").counters.pt_pages,
+        mark(&threads, "done").counters.pt_pages
+    );
+    // Only the virtual executor predicts time.
+    assert!(mark(&threads, "done")
+        .counters
+        .get("predicted_ns")
+        .is_none());
+}
+
+#[test]
+fn one_thread_of_one_fault_kind_costs_faults_times_kind_plus_accesses_times_hit() {
+    let (pages, reads) = (512u64, 10_000u64);
+    let text = format!(
+        r#"
+name = "linear"
+description = "faults of one kind, then hits"
+
+[[thread]]
+op = [
+  {{ mmap = "a", size = "{pages}KiB" }},
+  {{ mmap = "z", size = "{pages}KiB" }},
+  {{ touch = "a", access = "write", stride = "4KiB" }},
+  {{ touch = "z", access = "read", stride = "4KiB" }},
+  {{ touch = "a", access = "read", pattern = "random", count = {reads}, seed = 3 }},
+  {{ mark = "done" }},
+]
+"#,
+        pages = pages * 4
+    );
+    let w = parse(&text);
+    let mut cfg = config(model::Locking::SplitPte);
+    // Every access costs 2 ns whatever it hit: the sum is then independent
+    // of the TLB's behaviour.
+    cfg.costs = costs(&[
+        ("access.tlb_hit", 2.0, 1.0, 3.0),
+        ("fault.anon_write", 1000.0, 900.0, 1300.0),
+        ("fault.zero_read", 300.0, 200.0, 500.0),
+        ("mmap.call", 50.0, 40.0, 60.0),
+    ]);
+    let run = model::run(&w, &cfg).unwrap();
+    let m = mark(&run, "done");
+    assert_eq!(get(m, "faults.anon_write"), pages as i64);
+    assert_eq!(get(m, "faults.zero_read"), pages as i64);
+    let accesses = 2 * pages + reads;
+    let expect = |call: f64, anon: f64, zero: f64, hit: f64| {
+        (2.0 * call + pages as f64 * (anon + zero) + accesses as f64 * hit).round() as i64
+    };
+    assert_eq!(get(m, "predicted_ns"), expect(50.0, 1000.0, 300.0, 2.0));
+    assert_eq!(get(m, "predicted_lo_ns"), expect(40.0, 900.0, 200.0, 1.0));
+    assert_eq!(get(m, "predicted_hi_ns"), expect(60.0, 1300.0, 500.0, 3.0));
+    assert_eq!(get(m, "predicted_cpu0_ns"), get(m, "predicted_ns"));
+}
+
+/// Two threads fault their own 2 MiB, each in its own PTE table, after
+/// thread 0 made both tables (so no table is allocated while they race).
+const TWO_TABLES: &str = r#"
+name = "two-tables"
+description = "two CPUs fault at once in two PTE tables"
+
+[[thread]]
+op = [
+  { mmap = "a", size = "2MiB" },
+  { mmap = "b", size = "2MiB" },
+  { touch = "a", access = "write", len = "4KiB" },
+  { touch = "b", access = "write", len = "4KiB" },
+  { barrier = true },
+  { mark = "ready" },
+  { touch = "a", access = "write" },
+  { barrier = true },
+  { mark = "done" },
+]
+
+[[thread]]
+op = [
+  { barrier = true },
+  { touch = "b", access = "write" },
+  { barrier = true },
+]
+"#;
+
+fn waits(locking: model::Locking, text: &str) -> (i64, i64) {
+    let mut cfg = config(locking);
+    cfg.costs = costs(&[
+        ("fault.anon_write", 1000.0, 1000.0, 1000.0),
+        ("lock.hold_fault", 400.0, 400.0, 400.0),
+        ("lock.handoff", 50.0, 50.0, 50.0),
+    ]);
+    let run = model::run(&parse(text), &cfg).unwrap();
+    let (r, d) = (mark(&run, "ready"), mark(&run, "done"));
+    (
+        get(d, "virtual_contended") - get(r, "virtual_contended"),
+        get(d, "lock_wait_ns") - get(r, "lock_wait_ns"),
+    )
+}
+
+#[test]
+fn faults_on_one_lock_wait_in_virtual_time_and_on_split_locks_do_not() {
+    let (contended, wait) = waits(model::Locking::Global, TWO_TABLES);
+    assert!(
+        contended > 0 && wait > 0,
+        "global: {contended} waits, {wait} ns"
+    );
+    assert_eq!(waits(model::Locking::SplitPte, TWO_TABLES), (0, 0));
+    // Split locks, but both threads in one PTE table: they meet again.
+    let one_table = TWO_TABLES
+        .replace(
+            r#"{ mmap = "a", size = "2MiB" }"#,
+            r#"{ mmap = "a", size = "1MiB" }"#,
+        )
+        .replace(
+            r#"{ mmap = "b", size = "2MiB" }"#,
+            r#"{ mmap = "b", size = "1MiB" }"#,
+        );
+    let (contended, wait) = waits(model::Locking::SplitPte, &one_table);
+    assert!(
+        contended > 0 && wait > 0,
+        "one table: {contended} waits, {wait} ns"
+    );
+}
+
+#[test]
+fn a_barrier_sets_every_clock_to_the_latest_arrival_and_sleep_is_virtual() {
+    let w = parse(
+        r#"
+name = "barrier"
+description = "one thread sleeps before the barrier"
+
+[[thread]]
+op = [ { sleep = "30s" }, { barrier = true }, { sleep = "10s" }, { mark = "after" }, { barrier = true } ]
+
+[[thread]]
+op = [ { barrier = true }, { barrier = true } ]
+
+[[thread]]
+op = [ { barrier = true }, { mark = "early" }, { barrier = true } ]
+"#,
+    );
+    let mut cfg = config(model::Locking::SplitPte);
+    cfg.costs = costs(&[]);
+    let started = std::time::Instant::now();
+    let run = model::run(&w, &cfg).unwrap();
+    // 40 s of sleep in virtual time, none on the host.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "no host sleep"
+    );
+    let early = mark(&run, "early");
+    assert_eq!(get(early, "predicted_ns"), 30_000_000_000);
+    // Every clock left the barrier at the latest arrival; CPU 0 (first in
+    // the plan) has already run its next sleep when CPU 2 marks.
+    for cpu in 1..3 {
+        assert_eq!(
+            get(early, &format!("predicted_cpu{cpu}_ns")),
+            30_000_000_000,
+            "cpu {cpu}"
+        );
+    }
+    assert_eq!(get(early, "predicted_cpu0_ns"), 40_000_000_000);
+    let after = mark(&run, "after");
+    assert_eq!(get(after, "predicted_ns"), 40_000_000_000);
+    // Thread 0 reaches the second barrier last, so the others wait for it.
+    let end = mark(&run, "end");
+    assert_eq!(get(end, "predicted_ns"), 40_000_000_000);
+    assert_eq!(get(end, "predicted_cpu1_ns"), 40_000_000_000);
+}
+
+#[test]
+fn a_shootdown_costs_its_sender_and_every_receiver() {
+    let w = parse(
+        r#"
+name = "shootdown"
+description = "thread 0 unmaps what all three threads' CPUs may cache"
+
+[[thread]]
+op = [
+  { mmap = "p", size = "4KiB" },
+  { touch = "p", access = "write" },
+  { barrier = true },
+  { munmap = "p" },
+  { barrier = true },
+  { mark = "done" },
+]
+
+[[thread]]
+count = 2
+op = [ { barrier = true }, { barrier = true } ]
+"#,
+    );
+    let run = |receiver: f64, sender: f64| {
+        let mut cfg = config(model::Locking::SplitPte);
+        cfg.cpus = 3;
+        cfg.costs = costs(&[
+            ("shootdown.receiver", receiver, receiver, receiver),
+            ("shootdown.sender", sender, sender, sender),
+        ]);
+        model::run(&w, &cfg).unwrap()
+    };
+    let r = run(0.0, 300_000.0);
+    let m = mark(&r, "done");
+    let shootdowns = get(m, "shootdowns");
+    assert!(shootdowns >= 1);
+    assert_eq!(get(m, "ipis"), 2 * shootdowns, "one IPI per other CPU");
+    // Only the sender pays: its clock is the makespan.
+    assert_eq!(get(m, "predicted_ns"), 300_000 * shootdowns);
+    // Receivers pay per IPI, at the sender's time: both of them, so the
+    // latest clock is a receiver's.
+    let r = run(1_000_000.0, 0.0);
+    let m = mark(&r, "done");
+    assert_eq!(get(m, "predicted_ns"), 1_000_000 * shootdowns);
+    let r = run(1_000_000.0, 300_000.0);
+    assert_eq!(
+        get(mark(&r, "done"), "predicted_ns"),
+        1_000_000 * shootdowns
+    );
+}
+
+/// `n` threads, each faulting 64 KiB of its own region and reading it.
+fn many(n: usize) -> String {
+    format!(
+        r#"
+name = "many"
+description = "{n} threads"
+
+[[thread]]
+count = {n}
+op = [
+  {{ mmap = "r{{tid}}", size = "64KiB" }},
+  {{ touch = "r{{tid}}", access = "write" }},
+  {{ touch = "r{{tid}}", access = "read", pattern = "random", count = 500, seed = 1 }},
+  {{ barrier = true }},
+  {{ mark = "done" }},
+  {{ munmap = "r{{tid}}" }},
+]
+"#
+    )
+}
+
+#[test]
+fn one_to_eighty_modeled_cpus_run_and_agree_with_themselves() {
+    for n in [1usize, 8, 64, 80] {
+        let w = parse(&many(n));
+        let mut cfg = config(model::Locking::SplitPte);
+        cfg.cpus = n;
+        let a = model::run(&w, &cfg).unwrap();
+        let m = mark(&a, "done");
+        assert_eq!(get(m, "minor_faults"), 16 * n as i64, "{n} threads");
+        assert!(
+            get(m, &format!("predicted_cpu{}_ns", n - 1)) > 0,
+            "{n} threads"
+        );
+        // After the barrier every clock reads the same.
+        let first = get(m, "predicted_cpu0_ns");
+        for cpu in 0..n {
+            assert_eq!(
+                get(m, &format!("predicted_cpu{cpu}_ns")),
+                first,
+                "cpu {cpu} of {n}"
+            );
+        }
+        let b = model::run(&w, &cfg).unwrap();
+        assert_eq!(predictions(&a), predictions(&b), "{n} threads");
+    }
+}

@@ -1,0 +1,87 @@
+//! The built-in cost file: used when a run names no `--costs` file. Every
+//! figure is **assumed** (provenance `assumed`), an order of magnitude for a
+//! current x86-64 server CPU under a hypervisor, with a wide interval; none
+//! was measured on this host. `ptlab calibrate` writes a measured file
+//! (costs/this-host.toml) that replaces this one.
+
+use costs::{Cost, CostFile, HostInfo};
+
+/// Where every figure of [`assumed`] comes from.
+pub const SOURCE: &str =
+    "ptlab built-in default: an assumed order of magnitude, not measured; replace with `ptlab calibrate`";
+
+/// `(name, ns, lo, hi)` of every catalog name.
+const FIGURES: &[(&str, f64, f64, f64)] = &[
+    ("fault.anon_write", 1500.0, 1000.0, 2500.0),
+    ("fault.zero_read", 700.0, 450.0, 1200.0),
+    ("fault.cow", 2000.0, 1400.0, 3200.0),
+    ("fault.file_read", 1000.0, 650.0, 1800.0),
+    ("fault.shmem", 1800.0, 1200.0, 3000.0),
+    ("fault.thp", 80_000.0, 50_000.0, 150_000.0),
+    ("fault.mthp_64k", 5000.0, 3500.0, 8000.0),
+    ("fault.major", 10_000.0, 5000.0, 50_000.0),
+    ("fault.spurious", 400.0, 250.0, 800.0),
+    ("pt.alloc", 300.0, 200.0, 600.0),
+    ("pt.free", 200.0, 100.0, 400.0),
+    ("munmap.call", 1500.0, 1000.0, 3000.0),
+    ("munmap.page", 50.0, 30.0, 100.0),
+    ("mprotect.call", 1500.0, 1000.0, 3000.0),
+    ("mprotect.page", 30.0, 15.0, 60.0),
+    ("madvise.call", 1000.0, 700.0, 2000.0),
+    ("madvise.page", 50.0, 30.0, 100.0),
+    ("mmap.call", 1500.0, 1000.0, 3000.0),
+    ("syscall.call", 1000.0, 500.0, 2000.0),
+    ("shootdown.sender", 3000.0, 1500.0, 8000.0),
+    ("shootdown.receiver", 1500.0, 700.0, 4000.0),
+    ("tlb.flush_local", 150.0, 80.0, 300.0),
+    ("clear.kib", 25.0, 15.0, 50.0),
+    ("copy.kib", 40.0, 25.0, 80.0),
+    ("lock.uncontended", 20.0, 10.0, 40.0),
+    ("lock.hold_fault", 100.0, 50.0, 200.0),
+    ("lock.handoff", 150.0, 80.0, 300.0),
+    ("access.tlb_hit", 1.0, 0.5, 2.0),
+    ("tlb.l2_hit", 7.0, 5.0, 10.0),
+    ("tlb.miss_walk", 30.0, 20.0, 60.0),
+    ("walk.ref_cached", 5.0, 4.0, 8.0),
+    ("walk.ref_memory", 100.0, 80.0, 150.0),
+    ("mem.latency_32k", 1.2, 1.0, 1.5),
+    ("mem.latency_1m", 4.0, 3.0, 6.0),
+    ("mem.latency_32m", 60.0, 40.0, 90.0),
+    ("mem.latency_1g", 100.0, 80.0, 150.0),
+];
+
+/// The built-in cost file (see the module documentation).
+pub fn assumed() -> CostFile {
+    let mut f = CostFile::new(HostInfo {
+        mode: Some("assumed".into()),
+        description: Some(SOURCE.into()),
+        ..HostInfo::default()
+    });
+    for &(name, ns, lo, hi) in FIGURES {
+        f.costs
+            .insert(name.to_string(), Cost::assumed(ns, lo, hi, SOURCE));
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catalog_name_has_a_valid_assumed_figure() {
+        let f = assumed();
+        f.validate(std::path::Path::new("built-in")).unwrap();
+        for c in costs::CATALOG {
+            let cost = f
+                .get(c.name)
+                .unwrap_or_else(|| panic!("{} has no figure", c.name));
+            assert_eq!(cost.provenance, costs::Provenance::Assumed, "{}", c.name);
+        }
+        assert_eq!(
+            f.costs.len(),
+            costs::CATALOG.len(),
+            "a figure names no catalog entry"
+        );
+    }
+}

@@ -1,0 +1,32 @@
+//! `timing`: the modeled system's time. What the model did (accesses with
+//! where their translation was found, faults by kind, system calls with the
+//! pages and tables they touched, shootdowns, lock acquisitions) becomes
+//! nanoseconds through a cost file, on one virtual clock per modeled CPU.
+//!
+//! - [`ns3`]: [`Ns3`], a duration under three evaluations of the cost file
+//!   (its point figures, the low and the high ends of their intervals).
+//! - [`assumed`]: the built-in cost file, every figure assumed, used when no
+//!   `--costs` file is given (a calibrated file replaces it).
+//! - [`model`]: [`CostModel`], every cost name resolved once into plain
+//!   fields, and the linear sums that price one event.
+//! - [`locks`]: [`VirtualLocks`], each lock as "free at virtual time T", so
+//!   waiting and contention happen in virtual time.
+//!
+//! ## Invariants
+//! 1. Nothing here reads a host clock: the same events in the same order
+//!    give the same nanoseconds on any host, under any load.
+//! 2. Every evaluation is computed on the one schedule the point figures
+//!    give (the order in which CPUs take locks is decided once); the low and
+//!    high figures re-price that schedule, an approximation that keeps the
+//!    interleaving fixed.
+//! 3. No string lookup after [`CostModel::new`]: the hot path adds plain
+//!    `f64` fields.
+
+pub mod assumed;
+pub mod locks;
+pub mod model;
+pub mod ns3;
+
+pub use locks::{Acquired, VirtualLocks};
+pub use model::{CostModel, SyscallKind};
+pub use ns3::Ns3;

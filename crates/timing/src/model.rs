@@ -1,0 +1,242 @@
+//! [`CostModel`]: a cost file resolved once into plain fields, and the
+//! linear sums that price what the model did.
+//!
+//! ## What an event costs
+//! - An access: `access.tlb_hit`; plus `tlb.l2_hit` if it missed the L1
+//!   TLB and hit the L2; plus `tlb.miss_walk` if it walked; plus
+//!   `walk.ref_cached` per memory reference the walk made (walk-cache hits
+//!   have already removed theirs). The MMU model has no cache of table
+//!   lines, so every reference is priced as served by the data caches;
+//!   `walk.ref_memory` is not charged until it has one.
+//! - A handled fault: the figure of its kind (`fault.*`, the whole fault as
+//!   the faulting thread sees it, its share of table allocation included;
+//!   every multi-size THP is priced as `fault.mthp_64k`).
+//! - A system call: its `*.call` figure, plus its per-page figure times the
+//!   pages it zapped (munmap, madvise) or the pages of its range (mprotect),
+//!   plus `pt.alloc` / `pt.free` per table page it added or freed.
+//! - A shootdown: `shootdown.sender` to the CPU that sent it when it sent
+//!   IPIs, `tlb.flush_local` when it stayed local; `shootdown.receiver` to
+//!   every CPU that received one.
+//! - A lock: held `lock.hold_fault` by a fault and `lock.uncontended` by a
+//!   system call, per acquisition; a CPU that had to wait pays
+//!   `lock.handoff` on top (the line moving to it).
+//!
+//! A file that lacks a name takes the built-in assumed figure for it
+//! ([`CostModel::missing`] lists them, so a report can say so).
+
+use crate::assumed;
+use crate::ns3::Ns3;
+use costs::CostFile;
+use mm::{FaultKind, FAULT_KINDS};
+use mmu::HitLevel;
+
+/// System calls by how they are priced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyscallKind {
+    Mmap = 0,
+    Munmap = 1,
+    Mprotect = 2,
+    Madvise = 3,
+    /// mlock, munlock, msync.
+    Other = 4,
+}
+
+const SYSCALLS: usize = 5;
+
+/// A cost file resolved for the hot path (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct CostModel {
+    /// Where the figures came from, as reports name it (a path, or
+    /// "built-in (assumed)").
+    pub origin: String,
+    /// Catalog names the file lacked, priced with the built-in figure.
+    pub missing: Vec<&'static str>,
+    pub l1_hit: Ns3,
+    pub l2_extra: Ns3,
+    pub walk_extra: Ns3,
+    pub walk_ref: Ns3,
+    /// Per handled fault, by [`FaultKind`].
+    pub faults: [Ns3; FAULT_KINDS],
+    pub pt_alloc: Ns3,
+    pub pt_free: Ns3,
+    calls: [Ns3; SYSCALLS],
+    per_page: [Ns3; SYSCALLS],
+    pub shootdown_sender: Ns3,
+    pub shootdown_receiver: Ns3,
+    pub flush_local: Ns3,
+    pub hold_fault: Ns3,
+    pub hold_syscall: Ns3,
+    pub handoff: Ns3,
+}
+
+impl CostModel {
+    /// The model of `file` (named `origin` in reports); names it lacks take
+    /// the built-in figures.
+    pub fn new(file: &CostFile, origin: &str) -> CostModel {
+        let builtin = assumed::assumed();
+        let mut missing = Vec::new();
+        let mut get = |name: &'static str| -> Ns3 {
+            match file.get(name) {
+                Some(c) => Ns3::from(c),
+                None => {
+                    missing.push(name);
+                    Ns3::from(builtin.get(name).expect("the built-in file has every name"))
+                }
+            }
+        };
+        let mut faults = [Ns3::ZERO; FAULT_KINDS];
+        for k in FaultKind::ALL {
+            faults[k as usize] = get(match k {
+                FaultKind::AnonWrite => "fault.anon_write",
+                FaultKind::ZeroRead => "fault.zero_read",
+                FaultKind::Cow => "fault.cow",
+                FaultKind::FileRead => "fault.file_read",
+                FaultKind::Shmem => "fault.shmem",
+                FaultKind::Thp => "fault.thp",
+                FaultKind::Mthp => "fault.mthp_64k",
+                FaultKind::Major => "fault.major",
+                FaultKind::Spurious => "fault.spurious",
+            });
+        }
+        let calls = [
+            get("mmap.call"),
+            get("munmap.call"),
+            get("mprotect.call"),
+            get("madvise.call"),
+            get("syscall.call"),
+        ];
+        let per_page = [
+            Ns3::ZERO,
+            get("munmap.page"),
+            get("mprotect.page"),
+            get("madvise.page"),
+            Ns3::ZERO,
+        ];
+        let m = CostModel {
+            origin: origin.to_string(),
+            missing: Vec::new(),
+            l1_hit: get("access.tlb_hit"),
+            l2_extra: get("tlb.l2_hit"),
+            walk_extra: get("tlb.miss_walk"),
+            walk_ref: get("walk.ref_cached"),
+            faults,
+            pt_alloc: get("pt.alloc"),
+            pt_free: get("pt.free"),
+            calls,
+            per_page,
+            shootdown_sender: get("shootdown.sender"),
+            shootdown_receiver: get("shootdown.receiver"),
+            flush_local: get("tlb.flush_local"),
+            hold_fault: get("lock.hold_fault"),
+            hold_syscall: get("lock.uncontended"),
+            handoff: get("lock.handoff"),
+        };
+        CostModel { missing, ..m }
+    }
+
+    /// The model of the built-in assumed figures.
+    pub fn builtin() -> CostModel {
+        CostModel::new(&assumed::assumed(), "built-in (assumed)")
+    }
+
+    /// One access whose translation completed at `hit` after a walk of
+    /// `walk_refs` references (0 for a clean TLB hit).
+    #[inline(always)]
+    pub fn access(&self, hit: HitLevel, walk_refs: u32) -> Ns3 {
+        let mut c = self.l1_hit;
+        match hit {
+            HitLevel::L1 => {}
+            HitLevel::L2 => c += self.l2_extra,
+            HitLevel::Walk => c += self.walk_extra,
+        }
+        if walk_refs != 0 {
+            c += self.walk_ref * f64::from(walk_refs);
+        }
+        c
+    }
+
+    /// Handled faults, `counts[k]` of each [`FaultKind`] `k`.
+    pub fn faults(&self, counts: &[u64; FAULT_KINDS]) -> Ns3 {
+        let mut c = Ns3::ZERO;
+        for (n, cost) in counts.iter().zip(&self.faults) {
+            if *n != 0 {
+                c += *cost * *n as f64;
+            }
+        }
+        c
+    }
+
+    /// One system call of `kind` that touched `pages` pages and added
+    /// `tables_added` and freed `tables_freed` table pages.
+    pub fn syscall(
+        &self,
+        kind: SyscallKind,
+        pages: u64,
+        tables_added: u64,
+        tables_freed: u64,
+    ) -> Ns3 {
+        let k = kind as usize;
+        self.calls[k]
+            + self.per_page[k] * pages as f64
+            + self.pt_alloc * tables_added as f64
+            + self.pt_free * tables_freed as f64
+    }
+
+    /// The sender's part of `shootdowns` shootdowns: IPI rounds if it sent
+    /// IPIs, local flushes if not.
+    pub fn shootdowns_sent(&self, shootdowns: u64, sent_ipis: bool) -> Ns3 {
+        let each = if sent_ipis {
+            self.shootdown_sender
+        } else {
+            self.flush_local
+        };
+        each * shootdowns as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use costs::Cost;
+
+    #[test]
+    fn a_file_figure_overrides_the_builtin_and_gaps_are_listed() {
+        let mut f = CostFile::new(Default::default());
+        f.costs.insert(
+            "fault.anon_write".into(),
+            Cost::assumed(1234.0, 1000.0, 1500.0, "test"),
+        );
+        let m = CostModel::new(&f, "t.toml");
+        assert_eq!(
+            m.faults[FaultKind::AnonWrite as usize],
+            Ns3 {
+                ns: 1234.0,
+                lo: 1000.0,
+                hi: 1500.0
+            }
+        );
+        assert!(!m.missing.contains(&"fault.anon_write"));
+        assert!(m.missing.contains(&"fault.cow"));
+        assert_eq!(m.origin, "t.toml");
+        assert!(CostModel::builtin().missing.is_empty());
+    }
+
+    #[test]
+    fn an_access_adds_the_parts_of_where_it_hit() {
+        let m = CostModel::builtin();
+        assert_eq!(m.access(HitLevel::L1, 0), m.l1_hit);
+        assert_eq!(m.access(HitLevel::L2, 0), m.l1_hit + m.l2_extra);
+        assert_eq!(
+            m.access(HitLevel::Walk, 3).ns,
+            m.l1_hit.ns + m.walk_extra.ns + 3.0 * m.walk_ref.ns
+        );
+    }
+
+    #[test]
+    fn a_syscall_is_linear_in_pages_and_tables() {
+        let m = CostModel::builtin();
+        let one = m.syscall(SyscallKind::Munmap, 1, 0, 0).ns;
+        let ten = m.syscall(SyscallKind::Munmap, 10, 0, 2).ns;
+        assert_eq!(ten - one, 9.0 * 50.0 + 2.0 * 200.0);
+    }
+}
