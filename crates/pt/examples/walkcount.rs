@@ -3,7 +3,7 @@
 //! (repeatable on a noisy machine, unlike wall time).
 
 use pt::geometry::preset;
-use pt::{Attrs, PageTable, Perms};
+use pt::{Attrs, PageTable, Perms, VirtAddr};
 
 fn main() {
     let name = std::env::args()
@@ -23,8 +23,8 @@ fn main() {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let a = va + (x % len);
-        sum = sum.wrapping_add(pt.translate(std::hint::black_box(a)).unwrap().pa);
+        let a = VirtAddr::new(va + (x % len));
+        sum = sum.wrapping_add(pt.translate(std::hint::black_box(a)).unwrap().pa.get());
     }
     let ns = t.elapsed().as_nanos() as f64 / n as f64;
     println!("{name}: {ns:.1} ns per translate (checksum {sum:x})");

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use pt::geometry::{self, preset};
 use pt::table::PtError;
-use pt::{Attrs, Entry, Level, PageTable, Perms, PhysAddr, TableAddr, VirtAddr};
+use pt::{Attrs, Entry, Level, PageTable, Perms, PhysAddr, VirtAddr};
 use std::collections::BTreeMap;
 
 /// Base of the window the property tests work in: 1 GiB-aligned, canonical
@@ -12,6 +12,14 @@ use std::collections::BTreeMap;
 const WINDOW: u64 = 0x40_0000_0000 >> 2; // 64 GiB
 /// Physical base for data, 1 TiB.
 const PBASE: u64 = 1 << 40;
+
+/// The typed addresses the table layer's primitives and translate take.
+fn v(a: u64) -> VirtAddr {
+    VirtAddr::new(a)
+}
+fn p(a: u64) -> PhysAddr {
+    PhysAddr::new(a)
+}
 
 fn perms_of(code: u8) -> Perms {
     Perms {
@@ -69,7 +77,7 @@ fn check_against(pt: &PageTable, reference: &Reference, span: u64) {
     let mut pages = Vec::new();
     for m in pt.mappings(WINDOW, span).unwrap() {
         for off in (0..m.size).step_by(page as usize) {
-            pages.push((m.va + off, m.pa + off, m.attrs.perms));
+            pages.push(((m.va + off).get(), (m.pa + off).get(), m.attrs.perms));
         }
     }
     let got = runs(pages.into_iter(), page);
@@ -133,12 +141,12 @@ fn run_sequence(name: &str, ops: &[Op]) {
         }
         // Every page the reference knows translates as it says.
         for (va, (pa, perms)) in reference.iter().step_by(97) {
-            let t = pt.translate(*va + 8).unwrap();
-            assert_eq!(t.pa, *pa + 8);
+            let t = pt.translate(v(*va + 8)).unwrap();
+            assert_eq!(t.pa, p(*pa + 8));
             assert_eq!(t.attrs.perms, *perms);
             assert_eq!(t.reads, pt.geometry().num_levels() - t.level.get());
             // What a replay prefetches is the word the walk read last.
-            assert_eq!(pt.last_walk_word(*va + 8), t.entry_pas().last().copied());
+            assert_eq!(pt.last_walk_word(v(*va + 8)), t.entry_pas().last().copied());
         }
     }
     check_against(&pt, &reference, span);
@@ -209,10 +217,10 @@ fn the_same_gib_in_2m_leaves_needs_no_pte_tables() {
     pt.map(1 << 40, PBASE, 1 << 30, 2 << 20, Attrs::new(Perms::USER_RW))
         .unwrap();
     assert_eq!(pt.tables_at(Level::PTE), 0);
-    let t = pt.translate((1 << 40) + (3 << 20) + 5).unwrap();
+    let t = pt.translate(v((1 << 40) + (3 << 20) + 5)).unwrap();
     assert_eq!(
         (t.pa, t.size, t.level, t.reads),
-        (PBASE + (3 << 20) + 5, 2 << 20, Level::PMD, 3)
+        (p(PBASE + (3 << 20) + 5), 2 << 20, Level::PMD, 3)
     );
 }
 
@@ -228,10 +236,10 @@ fn five_levels_read_one_more_entry_than_four() {
         let page = pt.geometry().page_size();
         pt.map(WINDOW, PBASE, page, page, Attrs::new(Perms::USER_RW))
             .unwrap();
-        let t = pt.translate(WINDOW).unwrap();
+        let t = pt.translate(v(WINDOW)).unwrap();
         assert_eq!(t.reads, reads, "{name}");
         // The first read is in the root table, each next one in a distinct table.
-        assert_eq!(t.entry_pas()[0] & !(page - 1), pt.root());
+        assert_eq!(t.entry_pas()[0].align_down(page).get(), pt.root());
     }
 }
 
@@ -287,13 +295,13 @@ fn a_napot_run_is_whole_and_breaks_into_pages_when_cut() {
     // Runs must be aligned to their 64 KiB.
     assert!(pt.map(WINDOW + 4096, PBASE, 64 << 10, 64 << 10, a).is_err());
     pt.map(WINDOW, PBASE, 64 << 10, 64 << 10, a).unwrap();
-    let t = pt.translate(WINDOW + 0x5123).unwrap();
+    let t = pt.translate(v(WINDOW + 0x5123)).unwrap();
     assert!(t.contiguous);
-    assert_eq!((t.pa, t.size), (PBASE + 0x5123, 64 << 10));
+    assert_eq!((t.pa, t.size), (p(PBASE + 0x5123), 64 << 10));
     // Every one of the 16 hardware words has the N bit.
-    let pte_table = t.entry_pas()[2] & !4095;
+    let pte_table = t.entry_pas()[2].align_down(4096);
     for i in 0..16 {
-        let w = pt.mem().read(pte_table + i * 8);
+        let w = pt.mem().read((pte_table + i * 8).get());
         assert_eq!(w >> 63, 1, "word {i} is NAPOT");
     }
     // Unmapping one page leaves 15 plain pages.
@@ -301,7 +309,10 @@ fn a_napot_run_is_whole_and_breaks_into_pages_when_cut() {
     let maps = pt.mappings(WINDOW, 64 << 10).unwrap();
     assert_eq!(maps.len(), 15);
     assert!(maps.iter().all(|m| !m.contiguous && m.size == 4096));
-    assert_eq!(pt.translate(WINDOW + 0x5123).unwrap().pa, PBASE + 0x5123);
+    assert_eq!(
+        pt.translate(v(WINDOW + 0x5123)).unwrap().pa,
+        p(PBASE + 0x5123)
+    );
 }
 
 #[test]
@@ -309,15 +320,15 @@ fn riscv_64k_pages_are_16_hardware_words_and_tables_are_64k() {
     let pt = PageTable::with_new_memory(preset("riscv-sv39-64k").unwrap()).unwrap();
     let a = Attrs::new(Perms::USER_RW);
     pt.map(WINDOW, PBASE, 64 << 10, 64 << 10, a).unwrap();
-    let t = pt.translate(WINDOW + 0x7008).unwrap();
-    assert_eq!(t.pa, PBASE + 0x7008);
+    let t = pt.translate(v(WINDOW + 0x7008)).unwrap();
+    assert_eq!(t.pa, p(PBASE + 0x7008));
     assert_eq!(t.size, 64 << 10);
     assert_eq!(t.reads, 3);
     // The hardware word read for page 7 is the 8th word of the group.
     let group = pt.entry_pa(
-        TableAddr::new(t.entry_pas()[2] & !0xffff),
+        t.entry_pas()[2].align_down(0x10000).table(),
         Level::PTE,
-        WINDOW,
+        v(WINDOW),
     );
     assert_eq!(t.entry_pas()[2], group + 7 * 8);
     assert_eq!(pt.mem().live_tables(), 3);
@@ -341,10 +352,10 @@ fn partial_unmap_of_a_huge_leaf_splits_it() {
     // 1G -> 512 x 2M, then the second 2M -> 512 x 4K.
     assert_eq!(pt.tables_at(Level::PMD), 1);
     assert_eq!(pt.tables_at(Level::PTE), 1);
-    assert_eq!(pt.translate(WINDOW + (2 << 20)).unwrap().size, 4096);
-    assert_eq!(pt.translate(WINDOW + (4 << 20)).unwrap().size, 2 << 20);
+    assert_eq!(pt.translate(v(WINDOW + (2 << 20))).unwrap().size, 4096);
+    assert_eq!(pt.translate(v(WINDOW + (4 << 20))).unwrap().size, 2 << 20);
     assert!(matches!(
-        pt.translate(WINDOW + (2 << 20) + 4096),
+        pt.translate(v(WINDOW + (2 << 20) + 4096)),
         Err(PtError::NotMapped {
             level: Level::PTE,
             ..
@@ -360,7 +371,7 @@ fn protect_keeps_accessed_and_dirty() {
     a.dirty = true;
     pt.map(WINDOW, PBASE, 4096, 4096, a).unwrap();
     pt.protect(WINDOW, 4096, Perms::USER_R).unwrap().done();
-    let t = pt.translate(WINDOW).unwrap();
+    let t = pt.translate(v(WINDOW)).unwrap();
     assert_eq!(t.attrs.perms, Perms::USER_R);
     assert!(t.attrs.accessed);
 }
@@ -375,7 +386,7 @@ fn freeing_tables_waits_for_release() {
     assert_eq!(freed.tables.len(), 3, "PTE, PMD and PUD tables");
     assert_eq!(pt.mem().live_tables(), 4, "unlinked, not yet freed");
     assert!(matches!(
-        pt.read_entry(pt.root_table(), pt.root_level(), WINDOW),
+        pt.read_entry(pt.root_table(), pt.root_level(), v(WINDOW)),
         Ok(Entry::Invalid)
     ));
     freed.release(&pt).unwrap();
@@ -441,16 +452,16 @@ fn templated_leaves_are_the_words_write_entry_writes() {
                 let Some(bits) = a.leaf_bits(lv, &attrs) else {
                     continue;
                 };
-                a.set_leaf_bits(ta, lv, VirtAddr::new(va), bits, PhysAddr::new(pa));
+                a.set_leaf_bits(ta, lv, v(va), bits, p(pa));
                 let e = Entry::Leaf {
                     pa,
                     attrs,
                     contiguous: false,
                 };
-                b.set_entry(tb, lv, va, &e);
+                b.set_entry(tb, lv, v(va), &e);
                 let (wa, wb) = (
-                    a.mem().read(a.entry_pa(ta, lv, va)),
-                    b.mem().read(b.entry_pa(tb, lv, va)),
+                    a.mem().read(a.entry_pa(ta, lv, v(va)).get()),
+                    b.mem().read(b.entry_pa(tb, lv, v(va)).get()),
                 );
                 assert_eq!(wa, wb, "{} level {level} {e:?}", g.name());
                 checked += 1;
