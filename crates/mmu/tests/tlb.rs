@@ -4,6 +4,7 @@ mod common;
 use common::*;
 
 use mmu::{HitLevel, MmuConfig};
+use pt::VirtAddr;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -380,9 +381,9 @@ proptest! {
                     let huge = BASE + (2 << 20) + p * 4096 * 7;
                     for (a, write) in [(va, op == 1), (huge, op == 1)] {
                         let got = cpu.access(&pt, a, write, true);
-                        match pt.translate(a) {
+                        match pt.translate(VirtAddr::new(a)) {
                             Ok(t) if write && !t.attrs.perms.write => prop_assert!(got.is_err()),
-                            Ok(t) => prop_assert_eq!(got.unwrap().pa, t.pa),
+                            Ok(t) => prop_assert_eq!(got.unwrap().pa, t.pa.get()),
                             Err(_) => prop_assert!(got.is_err()),
                         }
                     }
@@ -394,7 +395,7 @@ proptest! {
                     }
                 }
                 3 => {
-                    if pt.translate(va).is_err() {
+                    if pt.translate(VirtAddr::new(va)).is_err() {
                         frame += 1;
                         pt.map(va, DATA + frame * 4096, 4096, 4096, rw()).unwrap();
                     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use mmu::{Mmu, MmuConfig, PwcConfig, Replacement, TlbArrayConfig, TlbConfig};
-use pt::{Attrs, PageTable, Perms};
+use pt::{Attrs, PageTable, Perms, VirtAddr};
 
 pub const BASE: u64 = 0x2000_0000_0000; // 32 TiB, where workloads place regions
 pub const DATA: u64 = 1 << 40; // pt's data zone
@@ -64,6 +64,6 @@ pub fn mmu(cfg: MmuConfig, pt: &PageTable, cpus: usize) -> Arc<Mmu> {
 
 /// The raw hardware words a walk of `va` reads, root first.
 pub fn words(pt: &PageTable, va: u64) -> Vec<u64> {
-    let t = pt.translate(va).unwrap();
-    t.entry_pas().iter().map(|&pa| pt.mem().read(pa)).collect()
+    let t = pt.translate(VirtAddr::new(va)).unwrap();
+    t.entry_pas().iter().map(|&pa| pt.mem().read(pa.get())).collect()
 }
