@@ -98,7 +98,16 @@ impl<'a> NestedWalker<'a> {
             &mut gcount,
             |gpa| {
                 let mut hc = WalkCount::default();
-                let res = walk(self.host, &self.hi, None, 0, host_va(gpa), false, false, &mut hc);
+                let res = walk(
+                    self.host,
+                    &self.hi,
+                    None,
+                    0,
+                    host_va(gpa),
+                    false,
+                    false,
+                    &mut hc,
+                );
                 host_refs += hc.refs;
                 host_walks += 1;
                 res.map(|_| ())
@@ -121,12 +130,10 @@ impl<'a> NestedWalker<'a> {
             false,
             &mut hc,
         )
-        .map_err(
-            |fault| NestedFault::Host {
-                gpa: leaf.pa,
-                fault,
-            },
-        )?;
+        .map_err(|fault| NestedFault::Host {
+            gpa: leaf.pa,
+            fault,
+        })?;
         host_refs += hc.refs;
         host_walks += 1;
         Ok(NestedWalk {

@@ -290,7 +290,10 @@ fn a_walk_cache_keeps_an_unlinked_table_until_the_shootdown_despite_faults() {
     // Before CPU 0 shoots them down, CPU 1 maps in the same span and faults
     // the page in: new tables, linked where the old ones were.
     pt.map(mine, DATA + K64, K64, K64, rw()).unwrap();
-    assert_eq!(pt.translate(VirtAddr::new(mine)).unwrap().pa.get(), DATA + K64);
+    assert_eq!(
+        pt.translate(VirtAddr::new(mine)).unwrap().pa.get(),
+        DATA + K64
+    );
     for _ in 0..3 {
         assert!(
             matches!(

@@ -4,8 +4,8 @@ mod common;
 use common::*;
 
 use mmu::{HitLevel, MmuConfig};
-use pt::VirtAddr;
 use proptest::prelude::*;
+use pt::VirtAddr;
 use std::collections::HashMap;
 
 fn page(n: u64) -> u64 {

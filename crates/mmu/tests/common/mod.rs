@@ -65,5 +65,8 @@ pub fn mmu(cfg: MmuConfig, pt: &PageTable, cpus: usize) -> Arc<Mmu> {
 /// The raw hardware words a walk of `va` reads, root first.
 pub fn words(pt: &PageTable, va: u64) -> Vec<u64> {
     let t = pt.translate(VirtAddr::new(va)).unwrap();
-    t.entry_pas().iter().map(|&pa| pt.mem().read(pa.get())).collect()
+    t.entry_pas()
+        .iter()
+        .map(|&pa| pt.mem().read(pa.get()))
+        .collect()
 }

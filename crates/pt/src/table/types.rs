@@ -178,6 +178,29 @@ macro_rules! address {
                 }
             }
 
+            /// The address `bytes` further on, or the last address there
+            /// is (`u64::MAX`) past it: for loops that stop at a range's end.
+            #[inline(always)]
+            pub const fn saturating_add(self, bytes: u64) -> $name {
+                $name(self.0.saturating_add(bytes))
+            }
+
+            /// The end of the block of `size` bytes (a power of two) that
+            /// holds this address, or `end` if that comes first: the next
+            /// step of a walk over `[self, end)` one entry of `size` at a
+            /// time (Linux `pmd_addr_end`, `pud_addr_end`). The last block
+            /// of the address space ends at `end`.
+            #[inline(always)]
+            pub const fn addr_end(self, size: u64, end: $name) -> $name {
+                debug_assert!(size.is_power_of_two());
+                let boundary = (self.0 | (size - 1)).saturating_add(1);
+                if boundary < end.0 {
+                    $name(boundary)
+                } else {
+                    end
+                }
+            }
+
             /// The address `bytes` before it (a caller's bug below 0, as
             /// `u64`'s `-`).
             #[inline(always)]
@@ -359,7 +382,39 @@ mod tests {
         assert_eq!(top.checked_add(0x1000), None);
         assert_eq!(PhysAddr::new(u64::MAX).checked_add(1), None);
         assert_eq!(va.offset_in(0x1000), 0);
+        assert_eq!(top.saturating_add(0x2000), VirtAddr::new(u64::MAX));
+        assert_eq!(va.saturating_add(1), va + 1);
         assert_eq!(VirtAddr::new(0x20_1234).offset_in(0x20_0000), 0x1234);
+    }
+
+    #[test]
+    fn addr_end_steps_to_the_next_block_or_the_range_end() {
+        let pmd = 0x20_0000;
+        let a = VirtAddr::new(0x20_1000);
+        // Inside a block: its end; a block-aligned address: the next one.
+        assert_eq!(
+            a.addr_end(pmd, VirtAddr::new(0x100_0000)),
+            VirtAddr::new(0x40_0000)
+        );
+        let b = VirtAddr::new(0x40_0000);
+        assert_eq!(
+            b.addr_end(pmd, VirtAddr::new(0x100_0000)),
+            VirtAddr::new(0x60_0000)
+        );
+        // The range ends first.
+        assert_eq!(
+            a.addr_end(pmd, VirtAddr::new(0x30_0000)),
+            VirtAddr::new(0x30_0000)
+        );
+        assert_eq!(
+            a.addr_end(pmd, VirtAddr::new(0x40_0000)),
+            VirtAddr::new(0x40_0000)
+        );
+        // The last block of the address space: its end does not fit in 64
+        // bits, so the range's end is the step.
+        let last = VirtAddr::new(u64::MAX - 0xf_ffff);
+        let end = VirtAddr::new(u64::MAX);
+        assert_eq!(last.addr_end(pmd, end), end);
     }
 
     #[test]
