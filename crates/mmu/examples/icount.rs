@@ -41,8 +41,8 @@ fn table() -> PageTable {
 
 fn map(pt: &PageTable, va: u64, pages: u64) {
     pt.map(
-        va,
-        DATA + (va - BASE),
+        pt::VirtAddr::new(va),
+        pt::PhysAddr::new(DATA + (va - BASE)),
         pages * PAGE,
         PAGE,
         Attrs::new(Perms::USER_RW),

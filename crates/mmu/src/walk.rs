@@ -537,7 +537,10 @@ mod tests {
                 a.mem_type = [MemType::Normal, MemType::NonCacheable, MemType::Normal]
                     [(r >> 5) as usize % 3];
                 let pa = k * size.max(1 << 30);
-                if tables.iter().all(|t| t.map(va, pa, size, size, a).is_ok()) {
+                if tables.iter().all(|t| {
+                    t.map(pt::VirtAddr::new(va), pt::PhysAddr::new(pa), size, size, a)
+                        .is_ok()
+                }) {
                     vas.push((va, size));
                 }
             }

@@ -133,9 +133,22 @@ fn walk_caches_skip_exactly_the_levels_they_cover() {
 #[test]
 fn huge_pages_fill_their_own_arrays_and_shorter_walks() {
     let pt = table("x86-64-4l");
-    pt.map(BASE, DATA, 2 << 20, 2 << 20, rw()).unwrap();
-    pt.map(BASE + (1 << 30), DATA + (1 << 30), 1 << 30, 1 << 30, rw())
-        .unwrap();
+    pt.map(
+        pt::VirtAddr::new(BASE),
+        pt::PhysAddr::new(DATA),
+        2 << 20,
+        2 << 20,
+        rw(),
+    )
+    .unwrap();
+    pt.map(
+        pt::VirtAddr::new(BASE + (1 << 30)),
+        pt::PhysAddr::new(DATA + (1 << 30)),
+        1 << 30,
+        1 << 30,
+        rw(),
+    )
+    .unwrap();
     let m = mmu(MmuConfig::preset("icelake").unwrap(), &pt, 1);
     let mut cpu = m.attach(0, 1);
     let a = cpu.access(&pt, BASE + 0x1234, true, true).unwrap();
@@ -160,7 +173,14 @@ fn huge_pages_fill_their_own_arrays_and_shorter_walks() {
 #[test]
 fn amd_l2_smashes_1g_pages_into_2m_entries() {
     let pt = table("x86-64-4l");
-    pt.map(BASE, DATA, 1 << 30, 1 << 30, rw()).unwrap();
+    pt.map(
+        pt::VirtAddr::new(BASE),
+        pt::PhysAddr::new(DATA),
+        1 << 30,
+        1 << 30,
+        rw(),
+    )
+    .unwrap();
     let cfg = config(
         vec![array("l1", 2, 2, &["4KiB", "2MiB", "1GiB"])],
         vec![array("l2", 16, 4, &["4KiB", "2MiB"])],
@@ -170,8 +190,14 @@ fn amd_l2_smashes_1g_pages_into_2m_entries() {
     let mut cpu = m.attach(0, 1);
     cpu.access(&pt, BASE, false, true).unwrap();
     // Push the 1 GiB entry out of the 2-entry L1 with two other pages.
-    pt.map(BASE + (1 << 30), DATA + (1 << 30), 2 * 4096, 4096, rw())
-        .unwrap();
+    pt.map(
+        pt::VirtAddr::new(BASE + (1 << 30)),
+        pt::PhysAddr::new(DATA + (1 << 30)),
+        2 * 4096,
+        4096,
+        rw(),
+    )
+    .unwrap();
     cpu.access(&pt, BASE + (1 << 30), false, true).unwrap();
     cpu.access(&pt, BASE + (1 << 30) + 4096, false, true)
         .unwrap();
@@ -190,7 +216,14 @@ fn riscv_napot_fills_64k_entries_only_where_the_tlb_has_them() {
         ("riscv-sv48", true, 4),
     ] {
         let pt = table(geom);
-        pt.map(BASE >> 8, DATA, 64 << 10, 64 << 10, rw()).unwrap();
+        pt.map(
+            pt::VirtAddr::new(BASE >> 8),
+            pt::PhysAddr::new(DATA),
+            64 << 10,
+            64 << 10,
+            rw(),
+        )
+        .unwrap();
         let sizes: &[&str] = if with_64k {
             &["4KiB", "64KiB"]
         } else {
@@ -240,7 +273,14 @@ fn asids_keep_address_spaces_apart() {
     let a = table("x86-64-4l");
     let b = PageTable_with_same_memory(&a);
     map4k(&a, BASE, 1, rw());
-    b.map(BASE, DATA + (1 << 30), 4096, 4096, rw()).unwrap();
+    b.map(
+        pt::VirtAddr::new(BASE),
+        pt::PhysAddr::new(DATA + (1 << 30)),
+        4096,
+        4096,
+        rw(),
+    )
+    .unwrap();
     let m = mmu(MmuConfig::preset("zen4").unwrap(), &a, 1);
     let mut cpu = m.attach(0, 1);
     assert_eq!(cpu.access(&a, BASE, false, true).unwrap().pa, DATA);
@@ -370,7 +410,7 @@ proptest! {
         let pt = table("x86-64-4l");
         map4k(&pt, BASE, 48, rw());
         // A 2 MiB page next to them, accessed too.
-        pt.map(BASE + (2 << 20), DATA + (2 << 20), 2 << 20, 2 << 20, rw()).unwrap();
+        pt.map(pt::VirtAddr::new(BASE + (2 << 20)), pt::PhysAddr::new(DATA + (2 << 20)), 2 << 20, 2 << 20, rw()).unwrap();
         let m = mmu(MmuConfig::preset(preset).unwrap(), &pt, 1);
         let mut cpu = m.attach(0, 1);
         let mut frame = 1u64 << 20;
@@ -389,7 +429,7 @@ proptest! {
                     }
                 }
                 2 => {
-                    if let Ok(un) = pt.unmap(va, 4096) {
+                    if let Ok(un) = pt.unmap(pt::VirtAddr::new(va), 4096) {
                         m.shootdown(&mut cpu, 1, &un.flush, mmu::FlushKind::Leaves);
                         un.flush.done();
                     }
@@ -397,11 +437,11 @@ proptest! {
                 3 => {
                     if pt.translate(VirtAddr::new(va)).is_err() {
                         frame += 1;
-                        pt.map(va, DATA + frame * 4096, 4096, 4096, rw()).unwrap();
+                        pt.map(pt::VirtAddr::new(va), pt::PhysAddr::new(DATA + frame * 4096), 4096, 4096, rw()).unwrap();
                     }
                 }
                 _ => {
-                    let f = pt.protect(va, 4096, pt::Perms::USER_R).unwrap();
+                    let f = pt.protect(pt::VirtAddr::new(va), 4096, pt::Perms::USER_R).unwrap();
                     m.shootdown(&mut cpu, 1, &f, mmu::FlushKind::Leaves);
                     f.done();
                 }

@@ -78,7 +78,14 @@ fn a_software_page_gets_its_bits_in_the_hardware_word_used() {
     // in the one it read (the OS must OR the group, as Linux's contpte does).
     let pt = table("riscv-sv39-64k");
     let va = BASE >> 8;
-    pt.map(va, DATA, 64 << 10, 64 << 10, rw()).unwrap();
+    pt.map(
+        pt::VirtAddr::new(va),
+        pt::PhysAddr::new(DATA),
+        64 << 10,
+        64 << 10,
+        rw(),
+    )
+    .unwrap();
     let m = mmu(MmuConfig::preset("none").unwrap(), &pt, 1);
     let mut cpu = m.attach(0, 1);
     cpu.access(&pt, va + 0x5000, false, true).unwrap();
@@ -96,11 +103,24 @@ fn host_for(guest: &PageTable, host_geom: &str, data_gpa: u64, data_page: u64) -
     let host = table(host_geom);
     let off = 1u64 << 44; // host-physical = guest-physical + 16 TiB
     for gpa in guest.mem().leaks().tables {
-        host.map(gpa, gpa + off, 4096, 4096, rw()).unwrap();
+        host.map(
+            pt::VirtAddr::new(gpa),
+            pt::PhysAddr::new(gpa + off),
+            4096,
+            4096,
+            rw(),
+        )
+        .unwrap();
     }
     let base = data_gpa & !(data_page - 1);
-    host.map(base, base + off, data_page, data_page, rw())
-        .unwrap();
+    host.map(
+        pt::VirtAddr::new(base),
+        pt::PhysAddr::new(base + off),
+        data_page,
+        data_page,
+        rw(),
+    )
+    .unwrap();
     host
 }
 

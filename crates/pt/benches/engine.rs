@@ -3,7 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use pt::geometry::preset;
-use pt::{Attrs, PageTable, Perms, VirtAddr};
+use pt::{Attrs, PageTable, Perms, PhysAddr, VirtAddr};
 use std::time::Duration;
 
 const VA: u64 = 1 << 40;
@@ -29,8 +29,14 @@ fn translate(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(3));
     for (name, span) in [("x86-64-4l", 1u64 << 30), ("x86-64-5l", 1 << 30)] {
         let pt = PageTable::with_new_memory(preset(name).unwrap()).unwrap();
-        pt.map(VA, PA, span, 4096, Attrs::new(Perms::USER_RW))
-            .unwrap();
+        pt.map(
+            VirtAddr::new(VA),
+            PhysAddr::new(PA),
+            span,
+            4096,
+            Attrs::new(Perms::USER_RW),
+        )
+        .unwrap();
         let addrs = addresses(1 << 16, span);
         g.throughput(Throughput::Elements(addrs.len() as u64));
         let seq: Vec<VirtAddr> = (0..addrs.len() as u64)
@@ -69,8 +75,14 @@ fn map(c: &mut Criterion) {
         b.iter_batched(
             || PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap(),
             |pt| {
-                pt.map(VA, PA, LEN, 4096, Attrs::new(Perms::USER_RW))
-                    .unwrap();
+                pt.map(
+                    VirtAddr::new(VA),
+                    PhysAddr::new(PA),
+                    LEN,
+                    4096,
+                    Attrs::new(Perms::USER_RW),
+                )
+                .unwrap();
                 pt
             },
             BatchSize::PerIteration,

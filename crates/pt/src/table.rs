@@ -342,35 +342,34 @@ impl PageTable {
     /// of the range is mapped, [`PtError::Mem`] if tables run out.
     pub fn map(
         &self,
-        va: u64,
-        pa: u64,
+        va: VirtAddr,
+        pa: PhysAddr,
         len: u64,
         leaf_size: u64,
         attrs: Attrs,
     ) -> Result<(), PtError> {
         let kind = self.leaf_kind(leaf_size)?;
         self.check_representable(&attrs)?;
-        Self::check_aligned("virtual address", va, leaf_size)?;
-        Self::check_aligned("physical address", pa, leaf_size)?;
+        Self::check_aligned("virtual address", va.get(), leaf_size)?;
+        Self::check_aligned("physical address", pa.get(), leaf_size)?;
         Self::check_aligned("length", len, leaf_size)?;
-        self.check_va(va, len)?;
+        self.check_va(va.get(), len)?;
         let oa = self.geom.oa_bits();
-        if pa.checked_add(len).is_none_or(|end| end > 1u64 << oa) {
+        if pa.checked_add(len).is_none_or(|end| end.get() > 1u64 << oa) {
             return Err(PtError::PhysOutOfRange {
-                pa,
+                pa: pa.get(),
                 len,
                 oa_bits: oa,
             });
         }
         if let Some(m) = self.first_mapping(va, len)? {
             return Err(PtError::AlreadyMapped {
-                va: m.va.get().max(va),
+                va: m.va.max(va).get(),
             });
         }
-        let (va_start, pa_start) = (VirtAddr::new(va), PhysAddr::new(pa));
         let mut done = 0;
         while done < len {
-            match self.map_in_one_table(va_start + done, pa_start + done, len - done, kind, attrs) {
+            match self.map_in_one_table(va + done, pa + done, len - done, kind, attrs) {
                 Ok(n) => done += n,
                 Err(e) => {
                     if done > 0 {
@@ -583,7 +582,7 @@ impl PageTable {
     /// [`PtError::Corrupt`] for a reserved encoding.
     pub fn for_each_mapping(
         &self,
-        va: u64,
+        va: VirtAddr,
         len: u64,
         f: &mut dyn FnMut(Mapping),
     ) -> Result<(), PtError> {
@@ -593,8 +592,8 @@ impl PageTable {
         self.walk_range(
             self.root_table(),
             self.root_level(),
-            VirtAddr::new(va),
-            VirtAddr::new(va.saturating_add(len - 1)),
+            va,
+            va.saturating_add(len - 1),
             f,
         )
     }
@@ -684,13 +683,13 @@ impl PageTable {
     ///
     /// # Errors
     /// As [`PageTable::for_each_mapping`].
-    pub fn mappings(&self, va: u64, len: u64) -> Result<Vec<Mapping>, PtError> {
+    pub fn mappings(&self, va: VirtAddr, len: u64) -> Result<Vec<Mapping>, PtError> {
         let mut v = Vec::new();
         self.for_each_mapping(va, len, &mut |m| v.push(m))?;
         Ok(v)
     }
 
-    fn first_mapping(&self, va: u64, len: u64) -> Result<Option<Mapping>, PtError> {
+    fn first_mapping(&self, va: VirtAddr, len: u64) -> Result<Option<Mapping>, PtError> {
         // The walk is cheap for a sparse range; stop reporting after one.
         let mut found = None;
         self.for_each_mapping(va, len, &mut |m| {
@@ -712,11 +711,11 @@ impl PageTable {
     /// [`PtError::Misaligned`] (va or len not multiples of the base page),
     /// [`PtError::OutOfRange`], [`PtError::Mem`] if a split needs a table
     /// page and none can be had (the tree is unchanged for the leaf being split).
-    pub fn unmap(&self, va: u64, len: u64) -> Result<Unmapped, PtError> {
+    pub fn unmap(&self, va: VirtAddr, len: u64) -> Result<Unmapped, PtError> {
         let page = self.geom.page_size();
-        Self::check_aligned("virtual address", va, page)?;
+        Self::check_aligned("virtual address", va.get(), page)?;
         Self::check_aligned("length", len, page)?;
-        self.check_va(va, len)?;
+        self.check_va(va.get(), len)?;
         let mut out = Unmapped::default();
         self.edit_range(va, len, &mut |pt, table, level, m| {
             let step = pt.entry_size(level);
@@ -735,12 +734,12 @@ impl PageTable {
     ///
     /// # Errors
     /// As [`PageTable::unmap`].
-    pub fn protect(&self, va: u64, len: u64, perms: Perms) -> Result<Flush, PtError> {
+    pub fn protect(&self, va: VirtAddr, len: u64, perms: Perms) -> Result<Flush, PtError> {
         let page = self.geom.page_size();
         self.check_representable(&Attrs::new(perms))?;
-        Self::check_aligned("virtual address", va, page)?;
+        Self::check_aligned("virtual address", va.get(), page)?;
         Self::check_aligned("length", len, page)?;
-        self.check_va(va, len)?;
+        self.check_va(va.get(), len)?;
         let mut flush = Flush::default();
         self.edit_range(va, len, &mut |pt, table, level, m| {
             let step = pt.entry_size(level);
@@ -757,20 +756,23 @@ impl PageTable {
     /// contiguous leaves).
     fn edit_range(
         &self,
-        va: u64,
+        va: VirtAddr,
         len: u64,
         edit: &mut dyn FnMut(&PageTable, TableAddr, Level, Mapping),
     ) -> Result<(), PtError> {
-        self.split_at(VirtAddr::new(va))?;
+        self.split_at(va)?;
         // The end needs a split only if something can lie beyond it.
-        if let Some(end) = va.checked_add(len).filter(|e| self.geom.is_canonical(*e)) {
-            self.split_at(VirtAddr::new(end))?;
+        if let Some(end) = va
+            .checked_add(len)
+            .filter(|e| self.geom.is_canonical(e.get()))
+        {
+            self.split_at(end)?;
         }
         self.edit_walk(
             self.root_table(),
             self.root_level(),
-            VirtAddr::new(va),
-            VirtAddr::new(va + (len - 1)),
+            va,
+            va + (len - 1),
             edit,
         )
     }
@@ -851,14 +853,14 @@ impl PageTable {
     ///
     /// # Errors
     /// [`PtError::Corrupt`] for a reserved encoding.
-    pub fn free_empty(&self, va: u64, len: u64) -> Result<FreedTables, PtError> {
+    pub fn free_empty(&self, va: VirtAddr, len: u64) -> Result<FreedTables, PtError> {
         let mut out = FreedTables::default();
         if len > 0 {
             self.free_walk(
                 self.root_table(),
                 self.root_level(),
-                VirtAddr::new(va),
-                VirtAddr::new(va.saturating_add(len - 1)),
+                va,
+                va.saturating_add(len - 1),
                 &mut out,
             )?;
         }
@@ -931,7 +933,7 @@ impl PageTable {
     ///
     /// # Errors
     /// [`PtError::Corrupt`] for a reserved encoding.
-    pub fn dump(&self, va: u64, len: u64) -> Result<String, PtError> {
+    pub fn dump(&self, va: VirtAddr, len: u64) -> Result<String, PtError> {
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -944,8 +946,8 @@ impl PageTable {
             self.dump_walk(
                 self.root_table(),
                 self.root_level(),
-                VirtAddr::new(va),
-                VirtAddr::new(va.saturating_add(len - 1)),
+                va,
+                va.saturating_add(len - 1),
                 1,
                 &mut s,
             )?;

@@ -75,7 +75,7 @@ fn runs(pages: impl Iterator<Item = (u64, u64, Perms)>, page: u64) -> Vec<(u64, 
 fn check_against(pt: &PageTable, reference: &Reference, span: u64) {
     let page = pt.geometry().page_size();
     let mut pages = Vec::new();
-    for m in pt.mappings(WINDOW, span).unwrap() {
+    for m in pt.mappings(v(WINDOW), span).unwrap() {
         for off in (0..m.size).step_by(page as usize) {
             pages.push(((m.va + off).get(), (m.pa + off).get(), m.attrs.perms));
         }
@@ -108,9 +108,9 @@ fn run_sequence(name: &str, ops: &[Op]) {
                 if !overlap {
                     // Empty tables left by earlier unmaps would stand in the
                     // way of a huge leaf: free them, as an OS would first.
-                    pt.free_empty(va, len).unwrap().release(&pt).unwrap();
+                    pt.free_empty(v(va), len).unwrap().release(&pt).unwrap();
                 }
-                let r = pt.map(va, pa, len, size, attrs);
+                let r = pt.map(v(va), PhysAddr::new(pa), len, size, attrs);
                 if overlap {
                     assert!(matches!(r, Err(PtError::AlreadyMapped { .. })), "{r:?}");
                 } else {
@@ -123,7 +123,7 @@ fn run_sequence(name: &str, ops: &[Op]) {
             Op::Unmap(a, n) => {
                 let va = WINDOW + a * page;
                 let len = n * page;
-                let u = pt.unmap(va, len).unwrap();
+                let u = pt.unmap(v(va), len).unwrap();
                 let removed: u64 = u.pieces.iter().map(|p| p.2).sum();
                 let before = reference.len();
                 reference.retain(|v, _| *v < va || *v >= va + len);
@@ -133,7 +133,7 @@ fn run_sequence(name: &str, ops: &[Op]) {
             Op::Protect(a, n, p) => {
                 let va = WINDOW + a * page;
                 let len = n * page;
-                pt.protect(va, len, perms_of(p)).unwrap().done();
+                pt.protect(v(va), len, perms_of(p)).unwrap().done();
                 for (_, v) in reference.range_mut(va..va + len) {
                     v.1 = perms_of(p);
                 }
@@ -151,14 +151,14 @@ fn run_sequence(name: &str, ops: &[Op]) {
     }
     check_against(&pt, &reference, span);
     // Unmap everything and free the empty tables: nothing but the root remains.
-    pt.unmap(WINDOW, span).unwrap().flush.done();
-    let freed = pt.free_empty(WINDOW, span).unwrap();
+    pt.unmap(v(WINDOW), span).unwrap().flush.done();
+    let freed = pt.free_empty(v(WINDOW), span).unwrap();
     freed.release(&pt).unwrap();
     assert_eq!(
         pt.mem().live_tables(),
         1,
         "only the root is left:\n{}",
-        pt.dump(0, u64::MAX).unwrap()
+        pt.dump(v(0), u64::MAX).unwrap()
     );
     for l in 0..pt.geometry().root_level() {
         assert_eq!(pt.tables_at(Level::new(l)), 0);
@@ -196,8 +196,14 @@ fn every_geometry_survives_a_fixed_mixed_sequence() {
 #[test]
 fn one_gib_of_4k_pages_needs_exactly_what_the_hardware_needs() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(1 << 40, PBASE, 1 << 30, 4096, Attrs::new(Perms::USER_RW))
-        .unwrap();
+    pt.map(
+        v(1 << 40),
+        p(PBASE),
+        1 << 30,
+        4096,
+        Attrs::new(Perms::USER_RW),
+    )
+    .unwrap();
     assert_eq!(pt.tables_at(Level::PTE), 512, "PTE tables");
     assert_eq!(pt.tables_at(Level::PMD), 1, "PMD tables");
     assert_eq!(pt.tables_at(Level::PUD), 1, "PUD tables");
@@ -214,8 +220,14 @@ fn one_gib_of_4k_pages_needs_exactly_what_the_hardware_needs() {
 #[test]
 fn the_same_gib_in_2m_leaves_needs_no_pte_tables() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(1 << 40, PBASE, 1 << 30, 2 << 20, Attrs::new(Perms::USER_RW))
-        .unwrap();
+    pt.map(
+        v(1 << 40),
+        p(PBASE),
+        1 << 30,
+        2 << 20,
+        Attrs::new(Perms::USER_RW),
+    )
+    .unwrap();
     assert_eq!(pt.tables_at(Level::PTE), 0);
     let t = pt.translate(v((1 << 40) + (3 << 20) + 5)).unwrap();
     assert_eq!(
@@ -234,7 +246,7 @@ fn five_levels_read_one_more_entry_than_four() {
     ] {
         let pt = PageTable::with_new_memory(preset(name).unwrap()).unwrap();
         let page = pt.geometry().page_size();
-        pt.map(WINDOW, PBASE, page, page, Attrs::new(Perms::USER_RW))
+        pt.map(v(WINDOW), p(PBASE), page, page, Attrs::new(Perms::USER_RW))
             .unwrap();
         let t = pt.translate(v(WINDOW)).unwrap();
         assert_eq!(t.reads, reads, "{name}");
@@ -248,43 +260,43 @@ fn misaligned_and_unknown_leaves_are_refused() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
     let a = Attrs::new(Perms::USER_RW);
     assert!(matches!(
-        pt.map(WINDOW + 4096, PBASE, 2 << 20, 2 << 20, a),
+        pt.map(v(WINDOW + 4096), p(PBASE), 2 << 20, 2 << 20, a),
         Err(PtError::Misaligned {
             what: "virtual address",
             ..
         })
     ));
     assert!(matches!(
-        pt.map(WINDOW, PBASE + 4096, 2 << 20, 2 << 20, a),
+        pt.map(v(WINDOW), p(PBASE + 4096), 2 << 20, 2 << 20, a),
         Err(PtError::Misaligned {
             what: "physical address",
             ..
         })
     ));
     assert!(matches!(
-        pt.map(WINDOW, PBASE, 64 << 10, 64 << 10, a),
+        pt.map(v(WINDOW), p(PBASE), 64 << 10, 64 << 10, a),
         Err(PtError::BadLeafSize { .. })
     ));
     assert!(matches!(
-        pt.map(0x8000_0000_0000, PBASE, 4096, 4096, a),
+        pt.map(v(0x8000_0000_0000), p(PBASE), 4096, 4096, a),
         Err(PtError::OutOfRange { .. })
     ));
     assert_eq!(pt.mem().live_tables(), 1, "refusals allocate nothing");
     // A 2 MiB leaf cannot replace a PTE table, even an empty one.
-    pt.map(WINDOW, PBASE, 4096, 4096, a).unwrap();
-    pt.unmap(WINDOW, 4096).unwrap().flush.done();
+    pt.map(v(WINDOW), p(PBASE), 4096, 4096, a).unwrap();
+    pt.unmap(v(WINDOW), 4096).unwrap().flush.done();
     assert!(matches!(
-        pt.map(WINDOW, PBASE, 2 << 20, 2 << 20, a),
+        pt.map(v(WINDOW), p(PBASE), 2 << 20, 2 << 20, a),
         Err(PtError::TableInTheWay {
             level: Level::PMD,
             ..
         })
     ));
-    pt.free_empty(WINDOW, 2 << 20)
+    pt.free_empty(v(WINDOW), 2 << 20)
         .unwrap()
         .release(&pt)
         .unwrap();
-    pt.map(WINDOW, PBASE, 2 << 20, 2 << 20, a).unwrap();
+    pt.map(v(WINDOW), p(PBASE), 2 << 20, 2 << 20, a).unwrap();
     assert_eq!(pt.mem().live_tables(), 3, "root, PUD and PMD tables");
 }
 
@@ -293,8 +305,10 @@ fn a_napot_run_is_whole_and_breaks_into_pages_when_cut() {
     let pt = PageTable::with_new_memory(preset("riscv-sv39").unwrap()).unwrap();
     let a = Attrs::new(Perms::USER_RW);
     // Runs must be aligned to their 64 KiB.
-    assert!(pt.map(WINDOW + 4096, PBASE, 64 << 10, 64 << 10, a).is_err());
-    pt.map(WINDOW, PBASE, 64 << 10, 64 << 10, a).unwrap();
+    assert!(pt
+        .map(v(WINDOW + 4096), p(PBASE), 64 << 10, 64 << 10, a)
+        .is_err());
+    pt.map(v(WINDOW), p(PBASE), 64 << 10, 64 << 10, a).unwrap();
     let t = pt.translate(v(WINDOW + 0x5123)).unwrap();
     assert!(t.contiguous);
     assert_eq!((t.pa, t.size), (p(PBASE + 0x5123), 64 << 10));
@@ -305,8 +319,8 @@ fn a_napot_run_is_whole_and_breaks_into_pages_when_cut() {
         assert_eq!(w >> 63, 1, "word {i} is NAPOT");
     }
     // Unmapping one page leaves 15 plain pages.
-    pt.unmap(WINDOW + 0x3000, 4096).unwrap().flush.done();
-    let maps = pt.mappings(WINDOW, 64 << 10).unwrap();
+    pt.unmap(v(WINDOW + 0x3000), 4096).unwrap().flush.done();
+    let maps = pt.mappings(v(WINDOW), 64 << 10).unwrap();
     assert_eq!(maps.len(), 15);
     assert!(maps.iter().all(|m| !m.contiguous && m.size == 4096));
     assert_eq!(
@@ -319,7 +333,7 @@ fn a_napot_run_is_whole_and_breaks_into_pages_when_cut() {
 fn riscv_64k_pages_are_16_hardware_words_and_tables_are_64k() {
     let pt = PageTable::with_new_memory(preset("riscv-sv39-64k").unwrap()).unwrap();
     let a = Attrs::new(Perms::USER_RW);
-    pt.map(WINDOW, PBASE, 64 << 10, 64 << 10, a).unwrap();
+    pt.map(v(WINDOW), p(PBASE), 64 << 10, 64 << 10, a).unwrap();
     let t = pt.translate(v(WINDOW + 0x7008)).unwrap();
     assert_eq!(t.pa, p(PBASE + 0x7008));
     assert_eq!(t.size, 64 << 10);
@@ -343,8 +357,8 @@ fn riscv_64k_pages_are_16_hardware_words_and_tables_are_64k() {
 fn partial_unmap_of_a_huge_leaf_splits_it() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
     let a = Attrs::new(Perms::USER_RW);
-    pt.map(WINDOW, PBASE, 1 << 30, 1 << 30, a).unwrap();
-    let u = pt.unmap(WINDOW + (2 << 20) + 4096, 4096).unwrap();
+    pt.map(v(WINDOW), p(PBASE), 1 << 30, 1 << 30, a).unwrap();
+    let u = pt.unmap(v(WINDOW + (2 << 20) + 4096), 4096).unwrap();
     assert_eq!(
         u.pieces,
         vec![(WINDOW + (2 << 20) + 4096, PBASE + (2 << 20) + 4096, 4096)]
@@ -369,8 +383,8 @@ fn protect_keeps_accessed_and_dirty() {
     let mut a = Attrs::new(Perms::USER_RW);
     a.accessed = true;
     a.dirty = true;
-    pt.map(WINDOW, PBASE, 4096, 4096, a).unwrap();
-    pt.protect(WINDOW, 4096, Perms::USER_R).unwrap().done();
+    pt.map(v(WINDOW), p(PBASE), 4096, 4096, a).unwrap();
+    pt.protect(v(WINDOW), 4096, Perms::USER_R).unwrap().done();
     let t = pt.translate(v(WINDOW)).unwrap();
     assert_eq!(t.attrs.perms, Perms::USER_R);
     assert!(t.attrs.accessed);
@@ -379,10 +393,10 @@ fn protect_keeps_accessed_and_dirty() {
 #[test]
 fn freeing_tables_waits_for_release() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(WINDOW, PBASE, 4096, 4096, Attrs::new(Perms::USER_RW))
+    pt.map(v(WINDOW), p(PBASE), 4096, 4096, Attrs::new(Perms::USER_RW))
         .unwrap();
-    pt.unmap(WINDOW, 4096).unwrap().flush.done();
-    let freed = pt.free_empty(WINDOW, 1 << 30).unwrap();
+    pt.unmap(v(WINDOW), 4096).unwrap().flush.done();
+    let freed = pt.free_empty(v(WINDOW), 1 << 30).unwrap();
     assert_eq!(freed.tables.len(), 3, "PTE, PMD and PUD tables");
     assert_eq!(pt.mem().live_tables(), 4, "unlinked, not yet freed");
     assert!(matches!(
@@ -396,9 +410,15 @@ fn freeing_tables_waits_for_release() {
 #[test]
 fn dump_groups_runs() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(WINDOW, PBASE, 64 << 10, 4096, Attrs::new(Perms::USER_RW))
-        .unwrap();
-    let d = pt.dump(WINDOW, 1 << 21).unwrap();
+    pt.map(
+        v(WINDOW),
+        p(PBASE),
+        64 << 10,
+        4096,
+        Attrs::new(Perms::USER_RW),
+    )
+    .unwrap();
+    let d = pt.dump(v(WINDOW), 1 << 21).unwrap();
     let leaf_lines: Vec<_> = d
         .lines()
         .filter(|l| l.contains("->") && l.contains("PTE rw"))

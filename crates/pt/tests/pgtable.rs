@@ -20,7 +20,7 @@ fn rw() -> Attrs {
 fn pmd_table(pt: &PageTable) -> TableAddr {
     if pt.translate(VA).is_err() {
         let page = pt.geometry().page_size();
-        pt.map(VA.get(), PA.get(), page, page, rw()).unwrap();
+        pt.map(VA, PA, page, page, rw()).unwrap();
     }
     let mut t = pt.root_table();
     let mut level = pt.root_level();
@@ -110,8 +110,7 @@ fn split_huge_leaf_maps_the_same_pages_below_or_one_page_everywhere() {
         let pt = tree("x86-64-4l");
         let huge = 2u64 << 20;
         let va = VA + (8 << 20);
-        pt.map(va.get(), (PA + huge).get(), huge, huge, rw())
-            .unwrap();
+        pt.map(va, PA + huge, huge, huge, rw()).unwrap();
         let pmd = pmd_table(&pt);
         let before = pt.tables_at(Level::PTE);
         let child = pt.alloc_table(Level::PTE).unwrap();
@@ -151,7 +150,7 @@ fn contpte_try_unfold_keeps_every_page_of_a_napot_or_contiguous_run() {
         let n = pt.contig_entries(Level::PTE);
         assert!(n > 1, "{name} has runs");
         let run = n * 4096;
-        pt.map(VA.get(), PA.get(), 2 * run, run, rw()).unwrap();
+        pt.map(VA, PA, 2 * run, run, rw()).unwrap();
         let pmd = pmd_table(&pt);
         let t = pt.next_table(pmd, Level::PMD, VA).unwrap();
         // A run-aligned address is already a boundary: nothing changes.

@@ -24,8 +24,14 @@ pub fn ro() -> Attrs {
 /// Maps `pages` 4 KiB pages at `va` to consecutive frames from
 /// `DATA + (va mod 64 GiB)` (so `BASE` maps to `DATA`).
 pub fn map4k(pt: &PageTable, va: u64, pages: u64, attrs: Attrs) {
-    pt.map(va, DATA + (va & ((1 << 36) - 1)), pages * 4096, 4096, attrs)
-        .unwrap();
+    pt.map(
+        pt::VirtAddr::new(va),
+        pt::PhysAddr::new(DATA + (va & ((1 << 36) - 1))),
+        pages * 4096,
+        4096,
+        attrs,
+    )
+    .unwrap();
 }
 
 pub fn array(name: &str, entries: u32, ways: u32, sizes: &[&str]) -> TlbArrayConfig {

@@ -197,7 +197,13 @@ mod tests {
                     let va = (1 + (k + round * 3) % 8) * step + (r >> 20) % 64 * size;
                     let va = va - va % size;
                     if pt
-                        .map(va, va % (1 << 40), size, size, Attrs::new(Perms::USER_RW))
+                        .map(
+                            VirtAddr::new(va),
+                            PhysAddr::new(va % (1 << 40)),
+                            size,
+                            size,
+                            Attrs::new(Perms::USER_RW),
+                        )
                         .is_ok()
                     {
                         mapped.push((va, size));
@@ -216,8 +222,14 @@ mod tests {
                 }
                 // Tear everything down and free the tables: the memo's
                 // tables are gone and may come back for other regions.
-                pt.unmap(step, 8 * step).unwrap().flush.done();
-                pt.free_empty(step, 8 * step).unwrap().release(&pt).unwrap();
+                pt.unmap(VirtAddr::new(step), 8 * step)
+                    .unwrap()
+                    .flush
+                    .done();
+                pt.free_empty(VirtAddr::new(step), 8 * step)
+                    .unwrap()
+                    .release(&pt)
+                    .unwrap();
                 for &(va, _) in &mapped {
                     check(va);
                 }

@@ -23,14 +23,19 @@
 //!   of any geometry ends past `u64::MAX`, so an overflow is a caller's bug.
 //!
 //! ## Where the typed world begins
-//! Every function of the table layer (`pt`'s primitives, translate, the
-//! iteration's [`crate::table::Mapping`]), the MMU model's walker and the OS
-//! model's walks and fault paths take and return these types. Addresses
-//! arrive as bare `u64` only at the outer edges that read them from a
-//! workload or a test: the machine's `access`, the OS model's system calls
-//! (`mmap`, `munmap`, `fault`, ...), the MMU's `access`, and the tree-wide
-//! conveniences of [`crate::PageTable`] (`map`, `unmap`, `protect`,
-//! `free_empty`, `dump`), which convert once on entry.
+//! Every function of the table layer takes and returns these types: its
+//! primitives (`read_entry`, `set_entry`, `install_table`, ...), translate
+//! and its [`crate::Translation`], the iteration's [`crate::table::Mapping`]
+//! and the tree-wide conveniences (`map`, `unmap`, `protect`, `free_empty`,
+//! `dump`); so do the MMU model's hardware walk and the OS model's walks
+//! and fault paths. Addresses arrive as bare `u64` only at the outer edges
+//! that read them from a workload: the machine's `access`, the MMU's
+//! `access` (its TLBs are keyed by the word), and the OS model's system
+//! calls (`mmap`, `munmap`, `fault`, ...), each of which converts once on
+//! entry. Below the table layer the words stay bare: [`crate::PhysMem`]
+//! reads and writes words by physical address, and an entry's codec
+//! ([`crate::Entry`]) holds the address bits as the hardware does. Error
+//! values and the flush ranges handed to the TLBs carry bare words too.
 
 use std::fmt;
 use std::ops::{Add, AddAssign};
