@@ -538,7 +538,7 @@ mod tests {
                     [(r >> 5) as usize % 3];
                 let pa = k * size.max(1 << 30);
                 if tables.iter().all(|t| {
-                    t.map(pt::VirtAddr::new(va), pt::PhysAddr::new(pa), size, size, a)
+                    t.map(VirtAddr::new(va), PhysAddr::new(pa), size, size, a)
                         .is_ok()
                 }) {
                     vas.push((va, size));

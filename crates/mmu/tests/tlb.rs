@@ -5,7 +5,7 @@ use common::*;
 
 use mmu::{HitLevel, MmuConfig};
 use proptest::prelude::*;
-use pt::VirtAddr;
+use pt::{PhysAddr, VirtAddr};
 use std::collections::HashMap;
 
 fn page(n: u64) -> u64 {
@@ -134,16 +134,16 @@ fn walk_caches_skip_exactly_the_levels_they_cover() {
 fn huge_pages_fill_their_own_arrays_and_shorter_walks() {
     let pt = table("x86-64-4l");
     pt.map(
-        pt::VirtAddr::new(BASE),
-        pt::PhysAddr::new(DATA),
+        VirtAddr::new(BASE),
+        PhysAddr::new(DATA),
         2 << 20,
         2 << 20,
         rw(),
     )
     .unwrap();
     pt.map(
-        pt::VirtAddr::new(BASE + (1 << 30)),
-        pt::PhysAddr::new(DATA + (1 << 30)),
+        VirtAddr::new(BASE + (1 << 30)),
+        PhysAddr::new(DATA + (1 << 30)),
         1 << 30,
         1 << 30,
         rw(),
@@ -174,8 +174,8 @@ fn huge_pages_fill_their_own_arrays_and_shorter_walks() {
 fn amd_l2_smashes_1g_pages_into_2m_entries() {
     let pt = table("x86-64-4l");
     pt.map(
-        pt::VirtAddr::new(BASE),
-        pt::PhysAddr::new(DATA),
+        VirtAddr::new(BASE),
+        PhysAddr::new(DATA),
         1 << 30,
         1 << 30,
         rw(),
@@ -191,8 +191,8 @@ fn amd_l2_smashes_1g_pages_into_2m_entries() {
     cpu.access(&pt, BASE, false, true).unwrap();
     // Push the 1 GiB entry out of the 2-entry L1 with two other pages.
     pt.map(
-        pt::VirtAddr::new(BASE + (1 << 30)),
-        pt::PhysAddr::new(DATA + (1 << 30)),
+        VirtAddr::new(BASE + (1 << 30)),
+        PhysAddr::new(DATA + (1 << 30)),
         2 * 4096,
         4096,
         rw(),
@@ -217,8 +217,8 @@ fn riscv_napot_fills_64k_entries_only_where_the_tlb_has_them() {
     ] {
         let pt = table(geom);
         pt.map(
-            pt::VirtAddr::new(BASE >> 8),
-            pt::PhysAddr::new(DATA),
+            VirtAddr::new(BASE >> 8),
+            PhysAddr::new(DATA),
             64 << 10,
             64 << 10,
             rw(),
@@ -274,8 +274,8 @@ fn asids_keep_address_spaces_apart() {
     let b = PageTable_with_same_memory(&a);
     map4k(&a, BASE, 1, rw());
     b.map(
-        pt::VirtAddr::new(BASE),
-        pt::PhysAddr::new(DATA + (1 << 30)),
+        VirtAddr::new(BASE),
+        PhysAddr::new(DATA + (1 << 30)),
         4096,
         4096,
         rw(),
@@ -410,7 +410,7 @@ proptest! {
         let pt = table("x86-64-4l");
         map4k(&pt, BASE, 48, rw());
         // A 2 MiB page next to them, accessed too.
-        pt.map(pt::VirtAddr::new(BASE + (2 << 20)), pt::PhysAddr::new(DATA + (2 << 20)), 2 << 20, 2 << 20, rw()).unwrap();
+        pt.map(VirtAddr::new(BASE + (2 << 20)), PhysAddr::new(DATA + (2 << 20)), 2 << 20, 2 << 20, rw()).unwrap();
         let m = mmu(MmuConfig::preset(preset).unwrap(), &pt, 1);
         let mut cpu = m.attach(0, 1);
         let mut frame = 1u64 << 20;
@@ -429,7 +429,7 @@ proptest! {
                     }
                 }
                 2 => {
-                    if let Ok(un) = pt.unmap(pt::VirtAddr::new(va), 4096) {
+                    if let Ok(un) = pt.unmap(VirtAddr::new(va), 4096) {
                         m.shootdown(&mut cpu, 1, &un.flush, mmu::FlushKind::Leaves);
                         un.flush.done();
                     }
@@ -437,11 +437,11 @@ proptest! {
                 3 => {
                     if pt.translate(VirtAddr::new(va)).is_err() {
                         frame += 1;
-                        pt.map(pt::VirtAddr::new(va), pt::PhysAddr::new(DATA + frame * 4096), 4096, 4096, rw()).unwrap();
+                        pt.map(VirtAddr::new(va), PhysAddr::new(DATA + frame * 4096), 4096, 4096, rw()).unwrap();
                     }
                 }
                 _ => {
-                    let f = pt.protect(pt::VirtAddr::new(va), 4096, pt::Perms::USER_R).unwrap();
+                    let f = pt.protect(VirtAddr::new(va), 4096, pt::Perms::USER_R).unwrap();
                     m.shootdown(&mut cpu, 1, &f, mmu::FlushKind::Leaves);
                     f.done();
                 }

@@ -79,8 +79,8 @@ fn a_software_page_gets_its_bits_in_the_hardware_word_used() {
     let pt = table("riscv-sv39-64k");
     let va = BASE >> 8;
     pt.map(
-        pt::VirtAddr::new(va),
-        pt::PhysAddr::new(DATA),
+        VirtAddr::new(va),
+        PhysAddr::new(DATA),
         64 << 10,
         64 << 10,
         rw(),
@@ -104,8 +104,8 @@ fn host_for(guest: &PageTable, host_geom: &str, data_gpa: u64, data_page: u64) -
     let off = 1u64 << 44; // host-physical = guest-physical + 16 TiB
     for gpa in guest.mem().leaks().tables {
         host.map(
-            pt::VirtAddr::new(gpa),
-            pt::PhysAddr::new(gpa + off),
+            VirtAddr::new(gpa),
+            PhysAddr::new(gpa + off),
             4096,
             4096,
             rw(),
@@ -114,8 +114,8 @@ fn host_for(guest: &PageTable, host_geom: &str, data_gpa: u64, data_page: u64) -
     }
     let base = data_gpa & !(data_page - 1);
     host.map(
-        pt::VirtAddr::new(base),
-        pt::PhysAddr::new(base + off),
+        VirtAddr::new(base),
+        PhysAddr::new(base + off),
         data_page,
         data_page,
         rw(),

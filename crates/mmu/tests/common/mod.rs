@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use mmu::{Mmu, MmuConfig, PwcConfig, Replacement, TlbArrayConfig, TlbConfig};
-use pt::{Attrs, PageTable, Perms, VirtAddr};
+use pt::{Attrs, PageTable, Perms, PhysAddr, VirtAddr};
 
 pub const BASE: u64 = 0x2000_0000_0000; // 32 TiB, where workloads place regions
 pub const DATA: u64 = 1 << 40; // pt's data zone
@@ -25,8 +25,8 @@ pub fn ro() -> Attrs {
 /// `DATA + (va mod 64 GiB)` (so `BASE` maps to `DATA`).
 pub fn map4k(pt: &PageTable, va: u64, pages: u64, attrs: Attrs) {
     pt.map(
-        pt::VirtAddr::new(va),
-        pt::PhysAddr::new(DATA + (va & ((1 << 36) - 1))),
+        VirtAddr::new(va),
+        PhysAddr::new(DATA + (va & ((1 << 36) - 1))),
         pages * 4096,
         4096,
         attrs,
