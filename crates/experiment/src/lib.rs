@@ -14,7 +14,7 @@ pub mod aggregate;
 pub mod calibrate;
 pub mod config;
 pub mod exec;
-pub mod replay;
 pub mod inspect;
+pub mod replay;
 pub mod study;
 pub mod validate;

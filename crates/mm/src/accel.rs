@@ -28,15 +28,15 @@
 //! changes no entry, counter or result of the model.
 
 use crate::vma::{Vma, Vmas};
-use pt::TableAddr;
+use pt::{TableAddr, VirtAddr};
 use std::cell::Cell;
 
 thread_local! {
     /// (address space id, its `upper_gen` then, the first VA of the PMD
     /// table's span, the PMD table). Faults of one thread mostly stay inside
     /// one PMD table's span (1 GiB on x86-64).
-    static PMD_WALK: Cell<(u64, u64, u64, TableAddr)> =
-        const { Cell::new((0, 0, 0, TableAddr::new(0))) };
+    static PMD_WALK: Cell<(u64, u64, VirtAddr, TableAddr)> =
+        const { Cell::new((0, 0, VirtAddr::new(0), TableAddr::new(0))) };
 
     /// (owner, seq, start, end, address of the VMA) of this thread's last
     /// VMA lookup.
@@ -52,14 +52,14 @@ impl PmdWalkCache {
     /// address space `space` at generation `gen`, if this thread's last
     /// walk was that one.
     #[inline]
-    pub(crate) fn get(space: u64, gen: u64, span: u64) -> Option<TableAddr> {
+    pub(crate) fn get(space: u64, gen: u64, span: VirtAddr) -> Option<TableAddr> {
         let (id, cgen, cspan, table) = PMD_WALK.with(Cell::get);
         (id == space && cgen == gen && cspan == span).then_some(table)
     }
 
     /// Remembers the walk that found `table` for the span at `span`.
     #[inline]
-    pub(crate) fn set(space: u64, gen: u64, span: u64, table: TableAddr) {
+    pub(crate) fn set(space: u64, gen: u64, span: VirtAddr, table: TableAddr) {
         PMD_WALK.with(|c| c.set((space, gen, span, table)));
     }
 }
@@ -146,7 +146,8 @@ mod tests {
             // The cached answer, under the mmap lock as faults take it.
             let vmas = s.mmap_read(&mut ctx);
             let gen = s.upper_gen.load(std::sync::atomic::Ordering::Acquire);
-            let cspan = va & !(s.pt.entry_size(Level::PUD) - 1);
+            let va = VirtAddr::new(va);
+            let cspan = va.align_down(s.pt.entry_size(Level::PUD));
             let cached = super::PmdWalkCache::get(s.id, gen, cspan);
             let walked = s.find_pmd_table(va).ok();
             if let Some(t) = cached {
@@ -233,16 +234,19 @@ mod tests {
             let Some(bits) = *bits else {
                 continue;
             };
-            let (a, b) = (2 * i as u64 * page, (2 * i as u64 + 1) * page);
+            let (a, b) = (
+                VirtAddr::new(2 * i as u64 * page),
+                VirtAddr::new((2 * i as u64 + 1) * page),
+            );
             let pa = (0x1234_5000 + i as u64) << 12;
-            s.pt.set_leaf_bits(t, Level::PTE, VirtAddr::new(a), bits, PhysAddr::new(pa));
+            s.pt.set_leaf_bits(t, Level::PTE, a, bits, PhysAddr::new(pa));
             let plain = Entry::Leaf {
                 pa,
                 attrs: crate::space::anon_leaf_attrs(Prot::from_index(i), true),
                 contiguous: false,
             };
             s.pt.set_entry(t, Level::PTE, b, &plain);
-            let word = |va| s.pt.mem().read(s.pt.entry_pa(t, Level::PTE, va));
+            let word = |va| s.pt.mem().read(s.pt.entry_pa(t, Level::PTE, va).get());
             assert_eq!(word(a), word(b), "protection {:?}", Prot::from_index(i));
             s.pt.pte_clear(t, Level::PTE, a);
             s.pt.pte_clear(t, Level::PTE, b);
@@ -262,6 +266,7 @@ mod tests {
             FaultResult::Handled { deferred, .. } => deferred.complete_without_tlb(&s).unwrap(),
             other => panic!("{other:?}"),
         }
+        let va = VirtAddr::new(va);
         let pmd = s.find_pmd_table(va).unwrap();
         let table = s.pt.next_table(pmd, Level::PMD, va).unwrap();
         let Ok(Entry::Leaf { attrs, .. }) = s.pt.read_entry(table, Level::PTE, va) else {

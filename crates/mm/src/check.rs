@@ -14,7 +14,7 @@
 use crate::config::Reclaim;
 use crate::space::{lock_plain, AddressSpace, PageKind, Rss};
 use crate::vma::Vmas;
-use pt::{Entry, Level, TableAddr};
+use pt::{Entry, Level, TableAddr, VirtAddr};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 
@@ -73,7 +73,7 @@ impl AddressSpace {
         }
         let root = self.pt.root_level();
         w.rc.tables_per_level[root.get()] = 1;
-        w.visit(self.pt.root_table(), root, 0);
+        w.visit(self.pt.root_table(), root, VirtAddr::new(0));
         let deposits = lock_plain(&self.deposits).clone();
         for (va, t) in &deposits {
             if !self.pt.mem().is_live_table(t.pa()) || !w.seen.insert(t.pa()) {
@@ -154,7 +154,7 @@ impl AddressSpace {
 }
 
 impl Walk<'_> {
-    fn visit(&mut self, table: TableAddr, level: Level, base: u64) {
+    fn visit(&mut self, table: TableAddr, level: Level, base: VirtAddr) {
         let s = self.s;
         let size = s.pt.entry_size(level);
         let mut present = 0u32;
@@ -203,21 +203,21 @@ impl Walk<'_> {
         }
     }
 
-    fn leaf(&mut self, level: Level, va: u64, pa: u64, size: u64) {
+    fn leaf(&mut self, level: Level, va: VirtAddr, pa: u64, size: u64) {
         let s = self.s;
-        let Some(vma) = self.vmas.find(va) else {
+        let Some(vma) = self.vmas.find(va.get()) else {
             self.errors
                 .push(format!("leaf at {va:#x} outside every VMA"));
             return;
         };
         if level == Level::PMD {
-            if va + size > vma.end {
+            if va.get() + size > vma.end {
                 self.errors.push(format!(
                     "huge PMD at {va:#x} straddles the end of its VMA at {:#x}",
                     vma.end
                 ));
             }
-            if !lock_plain(&s.deposits).contains_key(&va) {
+            if !lock_plain(&s.deposits).contains_key(&va.get()) {
                 self.errors
                     .push(format!("huge PMD at {va:#x} has no deposited table"));
             }
@@ -233,7 +233,7 @@ impl Walk<'_> {
             self.errors.push(format!("leaf at {level} for {va:#x}"));
             return;
         }
-        match s.classify(vma, va, pa) {
+        match s.classify(vma, va.get(), pa) {
             PageKind::Zero => {}
             PageKind::Cache(r) => self.rc.rss_pages[r as usize] += 1,
             PageKind::Anon => {

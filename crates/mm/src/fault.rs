@@ -6,6 +6,9 @@
 //! `pmd_same` re-check (see [`crate::locking`]). Frames are allocated before
 //! the lock is taken and released if the entry changed meanwhile (the fault
 //! still counts, as on Linux, and the access is retried).
+//!
+//! [`AddressSpace::fault`] takes the faulting address as the workload gave
+//! it (a bare word) and the handler carries it as a [`VirtAddr`] from there.
 
 use crate::cache::{Lookup, MemObject};
 use crate::counters::{FaultKind, ThreadCtx};
@@ -85,7 +88,8 @@ impl AddressSpace {
             return FaultResult::Segv(SegvCode::AccErr);
         }
         self.anon_vma_prepare_for_fault(&vmas, vma, va, access.write);
-        match self.handle_mm_fault(ctx, vma, va & !(self.page - 1), access.write) {
+        let va = VirtAddr::new(va).align_down(self.page);
+        match self.handle_mm_fault(ctx, vma, va, access.write) {
             Ok((deferred, major)) => {
                 let kind = if major {
                     FaultKind::Major
@@ -113,7 +117,7 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         vma: &Vma,
-        va: u64,
+        va: VirtAddr,
         write: bool,
     ) -> Result<(Deferred, bool), Errno> {
         let pmd_table = self.alloc_pmd_table(ctx, va)?;
@@ -144,13 +148,13 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         vma: &Vma,
         pmd_table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         write: bool,
         d: &mut Deferred,
     ) -> Result<Option<bool>, Errno> {
         match self.pt.read_entry(pmd_table, Level::PMD, va)? {
             Entry::Invalid => {
-                if self.thp_allowed(vma, va) {
+                if self.thp_allowed(vma, va.get()) {
                     match self.do_huge_pmd_anonymous_page(ctx, vma, pmd_table, va, write)? {
                         Huge::Done => return Ok(Some(false)),
                         Huge::Fallback => {}
@@ -190,7 +194,12 @@ impl AddressSpace {
     }
 
     // Linux: mm/memory.c, __pte_alloc (pmd_install re-checks pmd_none under the PMD lock)
-    fn pte_alloc(&self, ctx: &mut ThreadCtx, pmd_table: TableAddr, va: u64) -> Result<(), Errno> {
+    fn pte_alloc(
+        &self,
+        ctx: &mut ThreadCtx,
+        pmd_table: TableAddr,
+        va: VirtAddr,
+    ) -> Result<(), Errno> {
         let pmd_lock = || self.pmd_lock(ctx, pmd_table);
         Ok(self.pt.alloc_install(pmd_table, Level::PMD, va, pmd_lock)?)
     }
@@ -201,10 +210,10 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         vma: &Vma,
         pmd_table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         write: bool,
     ) -> Result<Huge, Errno> {
-        let haddr = va & !(self.pmd_size - 1);
+        let haddr = va.align_down(self.pmd_size);
         let mem = self.pt.mem();
         let huge_zero = self.huge_zero_pa.expect("thp_allowed checked it");
         if !write && self.cfg.thp_use_zero_page {
@@ -264,11 +273,11 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         vma: &Vma,
         pmd_table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         orig: Entry,
         d: &mut Deferred,
     ) -> Result<Huge, Errno> {
-        let haddr = va & !(self.pmd_size - 1);
+        let haddr = va.align_down(self.pmd_size);
         let mem = self.pt.mem();
         let Ok(folio) = mem.alloc_data(self.pmd_size) else {
             ctx.counters.thp_fault_fallback += 1;
@@ -283,7 +292,7 @@ impl AddressSpace {
         }
         // pmdp_huge_clear_flush, then map_anon_folio_pmd_pf.
         self.pt.pte_clear(pmd_table, Level::PMD, haddr);
-        d.add_flush(haddr, self.pmd_size);
+        d.add_flush(haddr.get(), self.pmd_size);
         let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
         self.add_folio(folio, self.pmd_size);
         self.pt.set_entry(
@@ -311,12 +320,12 @@ impl AddressSpace {
     fn set_huge_pmd(
         &self,
         pmd_table: TableAddr,
-        haddr: u64,
+        haddr: VirtAddr,
         pa: u64,
         attrs: Attrs,
         deposit: TableAddr,
     ) {
-        crate::space::lock_plain(&self.deposits).insert(haddr, deposit);
+        crate::space::lock_plain(&self.deposits).insert(haddr.get(), deposit);
         // The deposited table is page-table memory: Linux counts it in VmPTE.
         self.pt.count_table(Level::PTE);
         self.pt.set_entry(
@@ -339,7 +348,7 @@ impl AddressSpace {
         vma: &Vma,
         pmd_table: TableAddr,
         table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         write: bool,
         d: &mut Deferred,
     ) -> Result<Option<bool>, Errno> {
@@ -362,7 +371,7 @@ impl AddressSpace {
     /// Whether every PTE of `[base, base + size)` in `table` is none
     /// (Linux `pte_range_none`).
     #[inline(always)]
-    fn range_none(&self, table: TableAddr, base: u64, size: u64) -> bool {
+    fn range_none(&self, table: TableAddr, base: VirtAddr, size: u64) -> bool {
         if size == self.page {
             return self.pt.is_none(table, Level::PTE, base);
         }
@@ -374,18 +383,11 @@ impl AddressSpace {
     /// as contiguous runs where the geometry has them and the folio covers
     /// whole runs: ARM contpte, Svnapot).
     #[inline]
-    fn set_ptes(&self, table: TableAddr, base: u64, pa: u64, size: u64, attrs: Attrs) {
+    fn set_ptes(&self, table: TableAddr, base: VirtAddr, pa: u64, size: u64, attrs: Attrs) {
         let fold = self.pt.can_fold(Level::PTE, base, size);
         let nr = size >> self.page_shift;
-        self.pt.set_ptes(
-            table,
-            Level::PTE,
-            VirtAddr::new(base),
-            PhysAddr::new(pa),
-            nr,
-            attrs,
-            fold,
-        );
+        self.pt
+            .set_ptes(table, Level::PTE, base, PhysAddr::new(pa), nr, attrs, fold);
     }
 
     // Linux: mm/memory.c, do_anonymous_page (+ alloc_anon_folio for mTHP)
@@ -395,7 +397,7 @@ impl AddressSpace {
         vma: &Vma,
         pmd_table: TableAddr,
         table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         write: bool,
     ) -> Result<Option<bool>, Errno> {
         if !write {
@@ -413,8 +415,8 @@ impl AddressSpace {
         }
         let mem = self.pt.mem();
         let mut folio = None;
-        for size in self.mthp_sizes(vma, va) {
-            let base = va & !(size - 1);
+        for size in self.mthp_sizes(vma, va.get()) {
+            let base = va.align_down(size);
             if !self.range_none(table, base, size) {
                 continue;
             }
@@ -439,13 +441,10 @@ impl AddressSpace {
         match self.anon_pte_bits[vma.prot.index()] {
             // One page: the PTE from this protection's template (the
             // attributes are encoded once per address space).
-            Some(bits) if size == self.page => self.pt.set_leaf_bits(
-                table,
-                Level::PTE,
-                VirtAddr::new(base),
-                bits,
-                PhysAddr::new(pa),
-            ),
+            Some(bits) if size == self.page => {
+                self.pt
+                    .set_leaf_bits(table, Level::PTE, base, bits, PhysAddr::new(pa))
+            }
             _ => {
                 let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
                 if size > self.page {
@@ -494,7 +493,7 @@ impl AddressSpace {
         vma: &Vma,
         obj: &MemObject,
         (pmd_table, table): (TableAddr, TableAddr),
-        va: u64,
+        va: VirtAddr,
         (idx, lookup): (u64, Lookup),
         write: bool,
     ) -> Result<Option<bool>, Errno> {
@@ -527,7 +526,7 @@ impl AddressSpace {
         obj: &MemObject,
         pmd_table: TableAddr,
         table: TableAddr,
-        va: u64,
+        va: VirtAddr,
     ) -> Result<Option<bool>, Errno> {
         let nr = self.cfg.fault_around_bytes / self.page;
         let rss = Self::cache_rss(obj);
@@ -537,7 +536,7 @@ impl AddressSpace {
             // only pages already in the page cache.
             let ptrs = self.pt.ptrs_per_table(Level::PTE);
             let pte_off = self.pt.index(Level::PTE, va);
-            let vma_off = (va - vma.start) / self.page;
+            let vma_off = (va.get() - vma.start) / self.page;
             let from = (pte_off & !(nr - 1)).max(pte_off - pte_off.min(vma_off));
             let to = (from + nr)
                 .min(ptrs)
@@ -548,11 +547,11 @@ impl AddressSpace {
             let mut pages = obj.lock();
             let mut hit = false;
             for i in from..to {
-                let v = va - pte_off * self.page + i * self.page;
+                let v = va.sub(pte_off * self.page) + i * self.page;
                 if self.pt.read_entry(table, Level::PTE, v)? != Entry::Invalid {
                     continue;
                 }
-                let idx = vma.pgoff_of(v, self.page_shift);
+                let idx = vma.pgoff_of(v.get(), self.page_shift);
                 if let Some(pa) = obj.cached(&mut pages, idx) {
                     let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), false);
                     self.set_ptes(table, v, pa, self.page, attrs);
@@ -567,7 +566,7 @@ impl AddressSpace {
                 return Ok(Some(false));
             }
         }
-        let idx = vma.pgoff_of(va, self.page_shift);
+        let idx = vma.pgoff_of(va.get(), self.page_shift);
         let lookup = self.do_fault_lookup(vma, obj, idx)?;
         self.finish_cache_fault(ctx, vma, obj, (pmd_table, table), va, (idx, lookup), false)
     }
@@ -580,11 +579,11 @@ impl AddressSpace {
         obj: &MemObject,
         pmd_table: TableAddr,
         table: TableAddr,
-        va: u64,
+        va: VirtAddr,
     ) -> Result<Option<bool>, Errno> {
         let mem = self.pt.mem();
         let copy = mem.alloc_data(self.page)?;
-        let idx = vma.pgoff_of(va, self.page_shift);
+        let idx = vma.pgoff_of(va.get(), self.page_shift);
         let lookup = match self.do_fault_lookup(vma, obj, idx) {
             Ok(l) => l,
             Err(e) => {
@@ -617,9 +616,9 @@ impl AddressSpace {
         obj: &MemObject,
         pmd_table: TableAddr,
         table: TableAddr,
-        va: u64,
+        va: VirtAddr,
     ) -> Result<Option<bool>, Errno> {
-        let idx = vma.pgoff_of(va, self.page_shift);
+        let idx = vma.pgoff_of(va.get(), self.page_shift);
         let lookup = self.do_fault_lookup(vma, obj, idx)?;
         self.finish_cache_fault(ctx, vma, obj, (pmd_table, table), va, (idx, lookup), true)
     }
@@ -633,12 +632,12 @@ impl AddressSpace {
         vma: &Vma,
         pmd_table: TableAddr,
         table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         orig: Entry,
         pa: u64,
         d: &mut Deferred,
     ) -> Result<Option<bool>, Errno> {
-        let kind = self.classify(vma, va, pa);
+        let kind = self.classify(vma, va.get(), pa);
         let mem = self.pt.mem();
         let copy = match kind {
             PageKind::Zero => true,
@@ -665,7 +664,7 @@ impl AddressSpace {
             self.rss_add(Rss::Anon, 1);
             drop(g);
             ctx.fault_kind = FaultKind::Cow;
-            d.add_flush(va, self.page);
+            d.add_flush(va.get(), self.page);
             return Ok(Some(false));
         }
         // Reuse: make the PTE writable and dirty.
@@ -698,7 +697,8 @@ impl AddressSpace {
                 },
             );
             if let (PageKind::Cache(_), Some(obj)) = (kind, vma.object()) {
-                MemObject::set_dirty(&mut obj.lock(), vma.pgoff_of(va, self.page_shift), true);
+                let idx = vma.pgoff_of(va.get(), self.page_shift);
+                MemObject::set_dirty(&mut obj.lock(), idx, true);
             }
         }
         drop(g);

@@ -52,7 +52,7 @@ use crate::mmap_lock::{ReadGuard, WriteGuard};
 use crate::space::AddressSpace;
 use crate::vma::Vmas;
 use pt::sync::{SpinGuard, SpinLock};
-use pt::{Level, TableAddr};
+use pt::{Level, TableAddr, VirtAddr};
 
 impl AddressSpace {
     /// Takes `m`, counting the acquisition (and a contention if a try-lock fails).
@@ -107,7 +107,7 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         pmd_table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         table: TableAddr,
     ) -> Option<SpinGuard<'_>> {
         let (m, c) = self.pte_lockptr(table);

@@ -2,6 +2,10 @@
 //! change_protection (mprotect), MADV_FREE, MADV_PAGEOUT, writeback
 //! (msync), splitting huge PMDs, reclaiming empty PTE tables and
 //! `free_pgtables`. Each keeps the lock protocol of [`crate::locking`].
+//!
+//! The walks carry [`VirtAddr`]es; the range operations the system calls
+//! start (`zap_range`, `change_protection`, `free_pgtables`, ...) take the
+//! VMA layer's bare words and convert them once on entry.
 
 use crate::cache::MemObject;
 use crate::config::Reclaim;
@@ -27,22 +31,19 @@ impl AddressSpace {
     /// `[start, end)` whose PMD table exists, skipping missing upper tables.
     fn for_each_pmd(
         &self,
-        start: u64,
-        end: u64,
-        f: &mut dyn FnMut(TableAddr, u64, u64) -> Result<(), Errno>,
+        start: VirtAddr,
+        end: VirtAddr,
+        f: &mut dyn FnMut(TableAddr, VirtAddr, VirtAddr) -> Result<(), Errno>,
     ) -> Result<(), Errno> {
         let mut a = start;
         while a < end {
             match self.find_pmd_table(a) {
                 Ok(pmd_table) => {
-                    let next = (a | (self.pmd_size - 1)).saturating_add(1).min(end);
+                    let next = a.addr_end(self.pmd_size, end);
                     f(pmd_table, a, next)?;
                     a = next;
                 }
-                Err(level) => {
-                    let span = self.pt.entry_size(level);
-                    a = (a | (span - 1)).saturating_add(1);
-                }
+                Err(level) => a = a.addr_end(self.pt.entry_size(level), end),
             }
         }
         Ok(())
@@ -54,15 +55,15 @@ impl AddressSpace {
         &self,
         vma: &Vma,
         pmd_table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        let haddr = va & !(self.pmd_size - 1);
+        let haddr = va.align_down(self.pmd_size);
         let Entry::Leaf { pa, .. } = self.pt.read_entry(pmd_table, Level::PMD, haddr)? else {
             return Ok(());
         };
         let dep = lock_plain(&self.deposits)
-            .remove(&haddr)
+            .remove(&haddr.get())
             .ok_or_else(|| Errno::Internal(format!("no deposited table for {haddr:#x}")))?;
         let zero = Some(pa) == self.huge_zero_pa;
         // Linux: __split_huge_zero_page_pmd maps the small zero page.
@@ -79,8 +80,8 @@ impl AddressSpace {
         // The deposit was counted; installing it counts it again.
         self.pt.uncount_table(Level::PTE);
         self.pt
-            .split_huge_leaf(pmd_table, Level::PMD, VirtAddr::new(haddr), dep, each)?;
-        d.add_flush(haddr, self.pmd_size);
+            .split_huge_leaf(pmd_table, Level::PMD, haddr, dep, each)?;
+        d.add_flush(haddr.get(), self.pmd_size);
         Ok(())
     }
 
@@ -93,14 +94,14 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         vma: &Vma,
         pmd_table: TableAddr,
-        a: u64,
-        next: u64,
+        a: VirtAddr,
+        next: VirtAddr,
         d: &mut Deferred,
         whole: &mut dyn FnMut(&mut Deferred, u64, Attrs) -> Result<(), Errno>,
     ) -> Result<(), Errno> {
         let g = self.pmd_lock(ctx, pmd_table);
         if let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(pmd_table, Level::PMD, a)? {
-            if next - a == self.pmd_size {
+            if next.offset_from(a) == self.pmd_size {
                 whole(d, pa, attrs)?;
             } else {
                 self.split_huge_pmd_locked(vma, pmd_table, a, d)?;
@@ -111,10 +112,10 @@ impl AddressSpace {
     }
 
     /// Clears one present PTE and accounts it (Linux `zap_present_ptes`).
-    fn zap_pte(&self, vma: &Vma, table: TableAddr, va: u64, pa: u64, d: &mut Deferred) {
+    fn zap_pte(&self, vma: &Vma, table: TableAddr, va: VirtAddr, pa: u64, d: &mut Deferred) {
         self.pt.pte_clear(table, Level::PTE, va);
-        d.add_flush(va, self.page);
-        match self.classify(vma, va, pa) {
+        d.add_flush(va.get(), self.page);
+        match self.classify(vma, va.get(), pa) {
             PageKind::Zero => {}
             PageKind::Anon => {
                 self.rss_add(Rss::Anon, -1);
@@ -128,14 +129,14 @@ impl AddressSpace {
     fn zap_huge_pmd(
         &self,
         pmd_table: TableAddr,
-        haddr: u64,
+        haddr: VirtAddr,
         pa: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
         self.pt.pte_clear(pmd_table, Level::PMD, haddr);
-        d.add_flush(haddr, self.pmd_size);
+        d.add_flush(haddr.get(), self.pmd_size);
         let dep = lock_plain(&self.deposits)
-            .remove(&haddr)
+            .remove(&haddr.get())
             .ok_or_else(|| Errno::Internal(format!("no deposited table for {haddr:#x}")))?;
         // zap_deposited_table: freed with the gather, counted out of VmPTE.
         d.tables.tables.push((Level::PTE, dep));
@@ -164,6 +165,7 @@ impl AddressSpace {
         reclaim_pt: bool,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
+        let (start, end) = (VirtAddr::new(start), VirtAddr::new(end));
         self.for_each_pmd(start, end, &mut |pmd_table, a, next| loop {
             match self.pt.read_entry(pmd_table, Level::PMD, a)? {
                 Entry::Invalid => return Ok(()),
@@ -173,7 +175,7 @@ impl AddressSpace {
                     })?;
                     // Covered whole: done, unless a racing fault split the
                     // huge zero page meanwhile (then walk the new table).
-                    if next - a == self.pmd_size
+                    if next.offset_from(a) == self.pmd_size
                         && !matches!(
                             self.pt.read_entry(pmd_table, Level::PMD, a)?,
                             Entry::Table { .. }
@@ -201,16 +203,15 @@ impl AddressSpace {
         vma: &Vma,
         pmd_table: TableAddr,
         table: TableAddr,
-        start: u64,
-        end: u64,
+        start: VirtAddr,
+        end: VirtAddr,
         reclaim_pt: bool,
         d: &mut Deferred,
     ) -> Result<bool, Errno> {
         let eager = self.cfg.reclaim == Reclaim::Eager;
+        let whole_pmd = end.offset_from(start) >= self.pmd_size;
         // Linux: reclaim_pt_is_enabled: the zap covers the whole PMD range.
-        let can_reclaim =
-            (self.cfg.reclaim == Reclaim::On && reclaim_pt && end - start >= self.pmd_size)
-                || eager;
+        let can_reclaim = (self.cfg.reclaim == Reclaim::On && reclaim_pt && whole_pmd) || eager;
         let batch = match self.cfg.debug.zap_batch {
             0 => u64::MAX,
             n => u64::from(n),
@@ -225,7 +226,7 @@ impl AddressSpace {
             };
             first = false;
             self.pt.contpte_try_unfold(table, Level::PTE, addr)?;
-            if !end.is_multiple_of(self.pmd_size) {
+            if !end.is_aligned(self.pmd_size) {
                 self.pt.contpte_try_unfold(table, Level::PTE, end)?;
             }
             let mut n = 0;
@@ -246,7 +247,7 @@ impl AddressSpace {
                 continue;
             }
             if can_reclaim && direct {
-                let empty_known = !eager || end - start >= self.pmd_size;
+                let empty_known = !eager || whole_pmd;
                 let empty = empty_known || self.pt.present_entries(table) == 0;
                 if empty {
                     // Linux: try_get_and_clear_pmd — try-lock the PMD lock
@@ -278,7 +279,7 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         pmd_table: TableAddr,
         table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         d: &mut Deferred,
     ) -> bool {
         let (pml, class) = self.pmd_lockptr(pmd_table);
@@ -296,10 +297,10 @@ impl AddressSpace {
                 }
             }
         };
-        let haddr = va & !(self.pmd_size - 1);
+        let haddr = va.align_down(self.pmd_size);
         if let Some(t) = self.pt.unlink_table(pmd_table, Level::PMD, haddr) {
             debug_assert_eq!(t, table, "the PTE lock pins the PMD entry");
-            d.add_table(Level::PTE, t, haddr, self.pmd_size);
+            d.add_table(Level::PTE, t, haddr.get(), self.pmd_size);
         }
         drop(guard);
         true
@@ -312,10 +313,10 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         pmd_table: TableAddr,
         table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        let haddr = va & !(self.pmd_size - 1);
+        let haddr = va.align_down(self.pmd_size);
         let pml = self.pmd_lock(ctx, pmd_table);
         if self.pt.next_table(pmd_table, Level::PMD, haddr) != Some(table) {
             drop(pml);
@@ -330,7 +331,7 @@ impl AddressSpace {
         };
         if self.pt.present_entries(table) == 0 {
             self.pt.unlink_table(pmd_table, Level::PMD, haddr);
-            d.add_table(Level::PTE, table, haddr, self.pmd_size);
+            d.add_table(Level::PTE, table, haddr.get(), self.pmd_size);
         }
         drop(ptl);
         drop(pml);
@@ -343,8 +344,8 @@ impl AddressSpace {
         &self,
         ctx: &mut ThreadCtx,
         vma: &Vma,
-        start: u64,
-        end: u64,
+        start: VirtAddr,
+        end: VirtAddr,
         op: PteOp,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
@@ -386,13 +387,13 @@ impl AddressSpace {
                                     contiguous: false,
                                 },
                             );
-                            d.add_flush(a, self.pmd_size);
+                            d.add_flush(a.get(), self.pmd_size);
                         }
                         Ok(())
                     })?;
                     // Covered whole: done, unless a racing fault split the
                     // huge zero page meanwhile (then walk the new table).
-                    if next - a == self.pmd_size
+                    if next.offset_from(a) == self.pmd_size
                         && !matches!(
                             self.pt.read_entry(pmd_table, Level::PMD, a)?,
                             Entry::Table { .. }
@@ -407,7 +408,7 @@ impl AddressSpace {
                         continue;
                     };
                     self.pt.contpte_try_unfold(table, Level::PTE, a)?;
-                    if !next.is_multiple_of(self.pmd_size) {
+                    if !next.is_aligned(self.pmd_size) {
                         self.pt.contpte_try_unfold(table, Level::PTE, next)?;
                     }
                     let mut va = a;
@@ -434,7 +435,7 @@ impl AddressSpace {
         })
     }
 
-    fn huge_attrs(&self, pmd_table: TableAddr, va: u64) -> Result<Attrs, Errno> {
+    fn huge_attrs(&self, pmd_table: TableAddr, va: VirtAddr) -> Result<Attrs, Errno> {
         match self.pt.read_entry(pmd_table, Level::PMD, va)? {
             Entry::Leaf { attrs, .. } => Ok(attrs),
             _ => Err(Errno::Internal("huge leaf vanished under its lock".into())),
@@ -446,14 +447,14 @@ impl AddressSpace {
         &self,
         vma: &Vma,
         table: TableAddr,
-        va: u64,
+        va: VirtAddr,
         pa: u64,
         attrs: Attrs,
         contiguous: bool,
         op: PteOp,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        let kind = self.classify(vma, va, pa);
+        let kind = self.classify(vma, va.get(), pa);
         let new = match op {
             // Linux: change_pte_range (pte_modify + can_change_pte_writable)
             PteOp::Protect => {
@@ -479,11 +480,11 @@ impl AddressSpace {
             // file pages mapped once can go; they are unmapped and evicted.
             PteOp::PageOut => {
                 if let (PageKind::Cache(Rss::File), Some(obj)) = (kind, vma.object()) {
-                    let idx = vma.pgoff_of(va, self.page_shift);
+                    let idx = vma.pgoff_of(va.get(), self.page_shift);
                     let mut pages = obj.lock();
                     if !attrs.dirty && !MemObject::is_dirty(&pages, idx) && self.mapped_once(pa) {
                         self.pt.pte_clear(table, Level::PTE, va);
-                        d.add_flush(va, self.page);
+                        d.add_flush(va.get(), self.page);
                         self.rss_add(Rss::File, -1);
                         if let Some(f) = MemObject::evict(&mut pages, idx) {
                             d.frames.push((f, self.page));
@@ -501,7 +502,7 @@ impl AddressSpace {
                 if kind != PageKind::Cache(Rss::File) {
                     return Ok(());
                 }
-                let idx = vma.pgoff_of(va, self.page_shift);
+                let idx = vma.pgoff_of(va.get(), self.page_shift);
                 let mut pages = obj.lock();
                 if !attrs.dirty && !MemObject::is_dirty(&pages, idx) {
                     return Ok(());
@@ -521,7 +522,7 @@ impl AddressSpace {
                     contiguous,
                 },
             );
-            d.add_flush(va, self.page);
+            d.add_flush(va.get(), self.page);
         }
         Ok(())
     }
@@ -543,7 +544,14 @@ impl AddressSpace {
         end: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        self.pte_walk(ctx, vma, start, end, PteOp::Protect, d)
+        self.pte_walk(
+            ctx,
+            vma,
+            VirtAddr::new(start),
+            VirtAddr::new(end),
+            PteOp::Protect,
+            d,
+        )
     }
 
     /// Linux `madvise_free_single_vma`.
@@ -555,7 +563,14 @@ impl AddressSpace {
         end: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        self.pte_walk(ctx, vma, start, end, PteOp::Free, d)
+        self.pte_walk(
+            ctx,
+            vma,
+            VirtAddr::new(start),
+            VirtAddr::new(end),
+            PteOp::Free,
+            d,
+        )
     }
 
     /// Linux `madvise_pageout`.
@@ -567,7 +582,14 @@ impl AddressSpace {
         end: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        self.pte_walk(ctx, vma, start, end, PteOp::PageOut, d)
+        self.pte_walk(
+            ctx,
+            vma,
+            VirtAddr::new(start),
+            VirtAddr::new(end),
+            PteOp::PageOut,
+            d,
+        )
     }
 
     /// Writeback of a shared file range (msync).
@@ -579,7 +601,14 @@ impl AddressSpace {
         end: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
-        self.pte_walk(ctx, vma, start, end, PteOp::Writeback, d)
+        self.pte_walk(
+            ctx,
+            vma,
+            VirtAddr::new(start),
+            VirtAddr::new(end),
+            PteOp::Writeback,
+            d,
+        )
     }
 
     /// Linux `free_pgtables` / `free_pgd_range`: frees every table below the
@@ -597,6 +626,7 @@ impl AddressSpace {
         // Invalidates every thread's cached walk (upper tables may go).
         self.upper_gen.fetch_add(1, Ordering::Release);
         let (root, level) = (self.pt.root_table(), self.pt.root_level());
+        let [start, end, floor, ceiling] = [start, end, floor, ceiling].map(VirtAddr::new);
         self.free_walk(root, level, start, end, floor, ceiling, d)
     }
 
@@ -606,24 +636,24 @@ impl AddressSpace {
         &self,
         table: TableAddr,
         level: Level,
-        start: u64,
-        end: u64,
-        floor: u64,
-        ceiling: u64,
+        start: VirtAddr,
+        end: VirtAddr,
+        floor: VirtAddr,
+        ceiling: VirtAddr,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
         if level.is_pte() || start >= end {
             return Ok(());
         }
         let size = self.pt.entry_size(level);
-        let mut va = start & !(size - 1);
+        let mut va = start.align_down(size);
         while va < end {
             if let Some(child) = self.pt.next_table(table, level, va) {
                 let hi = va.saturating_add(size);
                 if va >= floor && hi <= ceiling {
                     self.free_subtree(child, level.down(), va, d)?;
                     self.pt.unlink_table(table, level, va);
-                    d.add_table(level.down(), child, va, size);
+                    d.add_table(level.down(), child, va.get(), size);
                 } else {
                     let (s, e) = (start.max(va), end.min(hi));
                     self.free_walk(child, level.down(), s, e, floor, ceiling, d)?;
@@ -641,7 +671,7 @@ impl AddressSpace {
         &self,
         table: TableAddr,
         level: Level,
-        base: u64,
+        base: VirtAddr,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
         if level.is_pte() {
@@ -660,7 +690,7 @@ impl AddressSpace {
                 Entry::Table { pa } => {
                     let child = TableAddr::new(pa);
                     self.free_subtree(child, level.down(), va, d)?;
-                    d.add_table(level.down(), child, va, size);
+                    d.add_table(level.down(), child, va.get(), size);
                 }
                 Entry::Leaf { .. } => {
                     return Err(Errno::Internal(format!(

@@ -3,6 +3,7 @@
 mod common;
 use common::*;
 use mm::*;
+use pt::VirtAddr;
 
 fn thp_cfg(thp: ThpMode) -> MmConfig {
     MmConfig {
@@ -20,7 +21,14 @@ fn do_anonymous_page_read_maps_the_zero_page_without_rss() {
     let c = counters(&s, &ctx);
     assert_eq!(c.minor_faults, 1);
     assert_eq!(c.rss_anon_kb, 0);
-    assert_eq!(s.page_table().translate(BASE).unwrap().pa, s.zero_page());
+    assert_eq!(
+        s.page_table()
+            .translate(VirtAddr::new(BASE))
+            .unwrap()
+            .pa
+            .get(),
+        s.zero_page()
+    );
     // PUD + PMD + PTE tables.
     assert_eq!(c.vmpte_kb, 12);
     finish(s, &mut ctx);
@@ -38,7 +46,11 @@ fn do_anonymous_page_write_allocates_and_wp_page_copy_replaces_the_zero_page() {
     assert_eq!(c.minor_faults, 3);
     assert_eq!(c.rss_anon_kb, 8);
     assert_ne!(
-        s.page_table().translate(BASE + 4096).unwrap().pa,
+        s.page_table()
+            .translate(VirtAddr::new(BASE + 4096))
+            .unwrap()
+            .pa
+            .get(),
         s.zero_page()
     );
     finish(s, &mut ctx);
@@ -74,14 +86,21 @@ fn do_huge_pmd_anonymous_page_maps_2m_and_deposits_a_table() {
     assert_eq!(c.rss_anon_kb, 2048);
     // PUD + PMD + the deposited PTE table.
     assert_eq!(c.vmpte_kb, 12);
-    assert_eq!(s.page_table().translate(BASE).unwrap().size, 2 * M);
+    assert_eq!(
+        s.page_table().translate(VirtAddr::new(BASE)).unwrap().size,
+        2 * M
+    );
     // Second huge page by a read: the huge zero page, deposited too, no RSS.
     access(&s, &mut ctx, BASE + 2 * M, false);
     let c = counters(&s, &ctx);
     assert_eq!(c.rss_anon_kb, 2048);
     assert_eq!(c.vmpte_kb, 16);
     assert_eq!(
-        s.page_table().translate(BASE + 2 * M).unwrap().pa,
+        s.page_table()
+            .translate(VirtAddr::new(BASE + 2 * M))
+            .unwrap()
+            .pa
+            .get(),
         s.huge_zero_page().unwrap()
     );
     s.check_invariants().unwrap();
@@ -96,7 +115,14 @@ fn do_huge_zero_wp_pmd_replaces_the_huge_zero_page_with_a_thp() {
     done(&s, s.madvise(&mut ctx, BASE, 4 * M, Advice::HugePage));
     access(&s, &mut ctx, BASE + 4096, false);
     let zero = s.huge_zero_page().unwrap();
-    assert_eq!(s.page_table().translate(BASE).unwrap().pa, zero);
+    assert_eq!(
+        s.page_table()
+            .translate(VirtAddr::new(BASE))
+            .unwrap()
+            .pa
+            .get(),
+        zero
+    );
     let before = counters(&s, &ctx);
     // One write fault: a new THP in place of the huge zero page.
     let r = s.fault(&mut ctx, BASE + 8192, FaultAccess::WRITE);
@@ -109,9 +135,12 @@ fn do_huge_zero_wp_pmd_replaces_the_huge_zero_page_with_a_thp() {
         "the huge zero page's TLB entry must be flushed"
     );
     deferred.complete_without_tlb(&s).unwrap();
-    let t = s.page_table().translate(BASE + 8192).unwrap();
+    let t = s
+        .page_table()
+        .translate(VirtAddr::new(BASE + 8192))
+        .unwrap();
     assert_eq!(t.size, 2 * M);
-    assert_ne!(t.pa & !(2 * M - 1), zero);
+    assert_ne!(t.pa.align_down(2 * M).get(), zero);
     assert!(t.attrs.perms.write);
     // The whole 2 MiB is now writable without another fault.
     assert!(access(&s, &mut ctx, BASE + 2 * M - 4096, true).is_none());
@@ -158,7 +187,11 @@ fn do_huge_zero_wp_pmd_falls_back_to_split_when_no_huge_page() {
         "the deposited table became the PTE table"
     );
     assert_eq!(
-        s.page_table().translate(BASE + 2 * M).unwrap().pa,
+        s.page_table()
+            .translate(VirtAddr::new(BASE + 2 * M))
+            .unwrap()
+            .pa
+            .get(),
         s.zero_page()
     );
     finish(s, &mut ctx);
@@ -231,11 +264,16 @@ fn mthp_on_riscv_uses_napot_runs() {
     let mut ctx = ThreadCtx::new();
     done(&s, s.mmap(&mut ctx, MmapArgs::anon(1 << 40, 128 * K)));
     access(&s, &mut ctx, 1 << 40, true);
-    let t = s.page_table().translate(1 << 40).unwrap();
+    let t = s.page_table().translate(VirtAddr::new(1 << 40)).unwrap();
     assert!(t.contiguous);
     assert_eq!(t.size, 64 * K);
     done(&s, s.munmap(&mut ctx, (1 << 40) + 4096, 4096));
-    assert!(!s.page_table().translate(1 << 40).unwrap().contiguous);
+    assert!(
+        !s.page_table()
+            .translate(VirtAddr::new(1 << 40))
+            .unwrap()
+            .contiguous
+    );
     finish(s, &mut ctx);
 }
 
@@ -252,8 +290,11 @@ fn a_napot_run_cut_by_munmap_or_mprotect_keeps_each_page_its_own_frame() {
     done(&s, s.mmap(&mut ctx, MmapArgs::anon(base, 128 * K)));
     access(&s, &mut ctx, base, true);
     access(&s, &mut ctx, base + 64 * K, true);
-    let first = s.page_table().translate(base).unwrap();
-    let second = s.page_table().translate(base + 64 * K).unwrap();
+    let first = s.page_table().translate(VirtAddr::new(base)).unwrap();
+    let second = s
+        .page_table()
+        .translate(VirtAddr::new(base + 64 * K))
+        .unwrap();
     assert!(first.contiguous && second.contiguous);
     done(&s, s.munmap(&mut ctx, base + 4096, 4096));
     done(
@@ -262,9 +303,13 @@ fn a_napot_run_cut_by_munmap_or_mprotect_keeps_each_page_its_own_frame() {
     );
     for i in (0..32u64).filter(|i| *i != 1) {
         let va = base + i * 4096;
-        let t = s.page_table().translate(va).unwrap();
-        let run = if i < 16 { first.pa } else { second.pa - 64 * K };
-        assert_eq!(t.pa, run + i * 4096, "page {i}");
+        let t = s.page_table().translate(VirtAddr::new(va)).unwrap();
+        let run = if i < 16 {
+            first.pa.get()
+        } else {
+            second.pa.get() - 64 * K
+        };
+        assert_eq!(t.pa.get(), run + i * 4096, "page {i}");
         assert!(!t.contiguous, "page {i}: both runs were cut");
     }
     s.check_invariants().unwrap();
@@ -364,7 +409,12 @@ fn do_shared_fault_wp_page_shared_and_folio_mkclean() {
     done(&s, s.mmap(&mut ctx, file(BASE, 64 * K, true, true)));
     access(&s, &mut ctx, BASE, false);
     assert!(
-        !s.page_table().translate(BASE).unwrap().attrs.perms.write,
+        !s.page_table()
+            .translate(VirtAddr::new(BASE))
+            .unwrap()
+            .attrs
+            .perms
+            .write,
         "writenotify"
     );
     access(&s, &mut ctx, BASE, true);
@@ -372,7 +422,14 @@ fn do_shared_fault_wp_page_shared_and_folio_mkclean() {
     let d = s.msync(&mut ctx, BASE, 64 * K).unwrap();
     assert_eq!(d.flush.ranges, vec![(BASE, 4096)]);
     d.complete_without_tlb(&s).unwrap();
-    assert!(!s.page_table().translate(BASE).unwrap().attrs.perms.write);
+    assert!(
+        !s.page_table()
+            .translate(VirtAddr::new(BASE))
+            .unwrap()
+            .attrs
+            .perms
+            .write
+    );
     access(&s, &mut ctx, BASE, true);
     assert_eq!(counters(&s, &ctx).minor_faults, 3);
     assert_eq!(counters(&s, &ctx).rss_file_kb, 64);
@@ -421,7 +478,13 @@ fn free_pgtables_invalidates_the_threads_cached_walk() {
     done(&s, s.mmap(&mut ctx, MmapArgs::anon(BASE, 64 * K)));
     access(&s, &mut ctx, BASE + 4096, true);
     assert_eq!(pmd_tables(&s), 1);
-    assert_eq!(s.page_table().translate(BASE + 4096).unwrap().size, 4096);
+    assert_eq!(
+        s.page_table()
+            .translate(VirtAddr::new(BASE + 4096))
+            .unwrap()
+            .size,
+        4096
+    );
     let c = counters(&s, &ctx);
     assert_eq!((c.minor_faults, c.rss_anon_kb), (2, 4));
     finish(s, &mut ctx);
@@ -513,7 +576,7 @@ fn mprotect_splits_vmas_and_prot_none_faults_with_segv() {
     done(&s, s.mprotect(&mut ctx, BASE, 64 * K, Prot::RW));
     assert!(
         s.page_table()
-            .translate(BASE + 4096)
+            .translate(VirtAddr::new(BASE + 4096))
             .unwrap()
             .attrs
             .perms
@@ -534,9 +597,18 @@ fn change_huge_pmd_keeps_a_whole_thp_and_splits_a_partial_one() {
     access(&s, &mut ctx, BASE, true);
     access(&s, &mut ctx, BASE + 2 * M, true);
     done(&s, s.mprotect(&mut ctx, BASE, 2 * M, Prot::R));
-    assert_eq!(s.page_table().translate(BASE).unwrap().size, 2 * M);
+    assert_eq!(
+        s.page_table().translate(VirtAddr::new(BASE)).unwrap().size,
+        2 * M
+    );
     done(&s, s.mprotect(&mut ctx, BASE + 2 * M, 4096, Prot::R));
-    assert_eq!(s.page_table().translate(BASE + 2 * M).unwrap().size, 4096);
+    assert_eq!(
+        s.page_table()
+            .translate(VirtAddr::new(BASE + 2 * M))
+            .unwrap()
+            .size,
+        4096
+    );
     let c = counters(&s, &ctx);
     assert_eq!((c.anon_huge_kb, c.rss_anon_kb), (2048, 4096));
     // Partial munmap of a PTE-mapped THP keeps the rest resident.
@@ -619,7 +691,7 @@ fn madvise_free_keeps_pages_mapped_and_counted() {
     let d = s.madvise(&mut ctx, BASE, 64 * K, Advice::Free).unwrap();
     assert_eq!(d.flush.ranges, vec![(BASE, 4096)]);
     d.complete_without_tlb(&s).unwrap();
-    let t = s.page_table().translate(BASE).unwrap();
+    let t = s.page_table().translate(VirtAddr::new(BASE)).unwrap();
     assert!(!t.attrs.dirty);
     assert_eq!(counters(&s, &ctx).rss_anon_kb, 4);
     finish(s, &mut ctx);

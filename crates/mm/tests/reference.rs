@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use mm::*;
 use proptest::prelude::*;
+use pt::VirtAddr;
 
 const PAGES: u64 = 1024; // 4 MiB: two PTE tables
 
@@ -105,13 +106,13 @@ proptest! {
             let anon = r.iter().filter(|p| matches!(p, Page::Mapped { content: Content::Anon, .. })).count() as i64;
             prop_assert_eq!(s.counters(&[&ctx]).rss_anon_kb, anon * 4);
             for (i, pg) in r.iter().enumerate() {
-                let t = s.page_table().translate(va(i as u64)).ok();
+                let t = s.page_table().translate(VirtAddr::new(va(i as u64))).ok();
                 match pg {
                     Page::Unmapped | Page::Mapped { content: Content::None, .. } => prop_assert!(t.is_none(), "page {i} {pg:?}"),
-                    Page::Mapped { content: Content::Zero, .. } => prop_assert_eq!(t.map(|t| t.pa), Some(s.zero_page())),
+                    Page::Mapped { content: Content::Zero, .. } => prop_assert_eq!(t.map(|t| t.pa.get()), Some(s.zero_page())),
                     Page::Mapped { content: Content::Anon, write } => {
                         let t = t.unwrap();
-                        prop_assert!(t.pa != s.zero_page());
+                        prop_assert!(t.pa.get() != s.zero_page());
                         prop_assert_eq!(t.attrs.perms.write, *write, "page {}", i);
                     }
                 }

@@ -22,7 +22,7 @@ mod replay;
 
 use mmu::{Mmu, MmuConfig};
 use pt::table::WalkMemo;
-use pt::PageTable;
+use pt::{PageTable, VirtAddr};
 
 const AHEAD: usize = 8;
 
@@ -33,7 +33,7 @@ fn replay_reference(r: &mut reference::Zen4, memo: &WalkMemo, pt: &PageTable, va
     let (mem, root) = (pt.mem(), pt.root());
     let mut sum = 0u64;
     for (k, &va) in vas.iter().enumerate() {
-        pt.prefetch_walk_memo(memo, vas[(k + AHEAD) % vas.len()]);
+        pt.prefetch_walk_memo(memo, VirtAddr::new(vas[(k + AHEAD) % vas.len()]));
         sum = sum.wrapping_add(r.access(mem, root, va));
     }
     sum

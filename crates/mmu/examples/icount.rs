@@ -29,7 +29,7 @@ mod replay;
 use std::hint::black_box;
 
 use mmu::{Mmu, MmuConfig};
-use pt::{Attrs, PageTable, Perms};
+use pt::{Attrs, PageTable, Perms, PhysAddr, VirtAddr};
 
 use replay::{BASE, DATA};
 
@@ -41,8 +41,8 @@ fn table() -> PageTable {
 
 fn map(pt: &PageTable, va: u64, pages: u64) {
     pt.map(
-        va,
-        DATA + (va - BASE),
+        VirtAddr::new(va),
+        PhysAddr::new(DATA + (va - BASE)),
         pages * PAGE,
         PAGE,
         Attrs::new(Perms::USER_RW),

@@ -17,7 +17,7 @@
 mod replay;
 
 use mmu::{Mmu, MmuConfig};
-use pt::PageTable;
+use pt::{PageTable, VirtAddr};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -46,7 +46,7 @@ fn main() {
             for (k, &va) in vas.iter().enumerate() {
                 let next = vas[(k + ahead) % vas.len()];
                 match mode {
-                    "walk" => pt.prefetch_walk(next),
+                    "walk" => pt.prefetch_walk(VirtAddr::new(next)),
                     "all" => cpu.prefetch(&pt, next),
                     _ => {}
                 }

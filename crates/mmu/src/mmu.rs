@@ -56,7 +56,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pt::table::{Flush, FreedTables, WalkMemo};
-use pt::{Geometry, MemError, PageTable};
+use pt::{Geometry, MemError, PageTable, VirtAddr};
 
 use crate::config::{ConfigError, MmuConfig, MAX_CPUS};
 use crate::hits::HitCache;
@@ -711,7 +711,7 @@ impl Cpu {
     /// walk cache or statistic.
     #[inline]
     pub fn prefetch(&self, pt: &PageTable, va: u64) {
-        pt.prefetch_walk_memo(&self.memo, va);
+        pt.prefetch_walk_memo(&self.memo, VirtAddr::new(va));
     }
 
     /// Translates `va` for a read or write from user or supervisor mode, as
@@ -788,11 +788,12 @@ impl Cpu {
         let (leaf, refs) = self.walk(pt, va, write, user, false)?;
         let st = &mut *self.st;
         st.stats.misses_by_size[leaf.size_shift as usize & 63] += 1;
-        let f1 = st.l1.fill(va, asid, leaf.pa, leaf.size_shift, leaf.flags);
-        let f2 = st.l2.fill(va, asid, leaf.pa, leaf.size_shift, leaf.flags);
+        let pa = leaf.pa.get();
+        let f1 = st.l1.fill(va, asid, pa, leaf.size_shift, leaf.flags);
+        let f2 = st.l2.fill(va, asid, pa, leaf.size_shift, leaf.flags);
         let shift = f1.or(f2).map_or(leaf.size_shift, u32::from);
         Ok(Access {
-            pa: leaf.pa,
+            pa,
             hit: HitLevel::Walk,
             walk_refs: refs,
             page_size: 1 << shift,
@@ -878,7 +879,17 @@ impl Cpu {
         } else {
             Some(&mut st.pwc)
         };
-        let r = walk::walk(pt, &self.mmu.gi, pwc, asid, va, write, user, &mut count);
+        // The TLBs are keyed by the bare word; the walk takes the typed address.
+        let r = walk::walk(
+            pt,
+            &self.mmu.gi,
+            pwc,
+            asid,
+            VirtAddr::new(va),
+            write,
+            user,
+            &mut count,
+        );
         if count.refs > 0 {
             st.stats.record_walk(count.refs);
         }

@@ -17,7 +17,7 @@
 //! sets them; host leaves get their accessed bit (and dirty on a data write).
 //! This walker has no TLB or walk cache: every walk is cold.
 
-use pt::PageTable;
+use pt::{PageTable, PhysAddr, VirtAddr};
 use thiserror::Error;
 
 use crate::walk::{walk, walk_with, Fault, GeomInfo, WalkCount};
@@ -32,16 +32,16 @@ pub enum NestedFault {
     /// is not mapped, or not so, by the host: an EPT violation / nested page
     /// fault the hypervisor handles.
     #[error("host fault translating guest-physical {gpa:#x}: {fault}")]
-    Host { gpa: u64, fault: Fault },
+    Host { gpa: PhysAddr, fault: Fault },
 }
 
 /// A completed nested translation and what it cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NestedWalk {
     /// Guest-physical address of the accessed byte.
-    pub gpa: u64,
+    pub gpa: PhysAddr,
     /// Host-physical address of the accessed byte.
-    pub hpa: u64,
+    pub hpa: PhysAddr,
     /// All memory references: `guest_refs + host_refs`.
     pub refs: u32,
     /// Guest entries read.
@@ -80,7 +80,7 @@ impl<'a> NestedWalker<'a> {
     /// [`NestedFault::Guest`] when the guest tables fault,
     /// [`NestedFault::Host`] when a guest-physical address they need is not
     /// mapped by the host.
-    pub fn walk(&self, va: u64, write: bool, user: bool) -> Result<NestedWalk, NestedFault> {
+    pub fn walk(&self, va: VirtAddr, write: bool, user: bool) -> Result<NestedWalk, NestedFault> {
         let mut host_refs = 0;
         let mut host_walks = 0;
         let mut host_fault = None;
@@ -98,7 +98,16 @@ impl<'a> NestedWalker<'a> {
             &mut gcount,
             |gpa| {
                 let mut hc = WalkCount::default();
-                let res = walk(self.host, &self.hi, None, 0, gpa, false, false, &mut hc);
+                let res = walk(
+                    self.host,
+                    &self.hi,
+                    None,
+                    0,
+                    host_va(gpa),
+                    false,
+                    false,
+                    &mut hc,
+                );
                 host_refs += hc.refs;
                 host_walks += 1;
                 res.map(|_| ())
@@ -111,12 +120,20 @@ impl<'a> NestedWalker<'a> {
             (Err(f), None) => return Err(NestedFault::Guest(f)),
         };
         let mut hc = WalkCount::default();
-        let data = walk(self.host, &self.hi, None, 0, leaf.pa, write, false, &mut hc).map_err(
-            |fault| NestedFault::Host {
-                gpa: leaf.pa,
-                fault,
-            },
-        )?;
+        let data = walk(
+            self.host,
+            &self.hi,
+            None,
+            0,
+            host_va(leaf.pa),
+            write,
+            false,
+            &mut hc,
+        )
+        .map_err(|fault| NestedFault::Host {
+            gpa: leaf.pa,
+            fault,
+        })?;
         host_refs += hc.refs;
         host_walks += 1;
         Ok(NestedWalk {
@@ -129,4 +146,12 @@ impl<'a> NestedWalker<'a> {
             page_size: 1 << leaf.size_shift.min(data.size_shift),
         })
     }
+}
+
+/// A guest-physical address as the input of the host's tables: the one
+/// place an address changes space without a table saying so, because here
+/// the host's table is what says so.
+#[inline(always)]
+fn host_va(gpa: PhysAddr) -> VirtAddr {
+    VirtAddr::new(gpa.get())
 }

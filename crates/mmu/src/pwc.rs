@@ -20,6 +20,7 @@ use crate::cache::{Cache, ASID_MASK};
 use crate::config::PwcConfig;
 use crate::presence::Presence;
 use pt::geometry::MAX_LEVELS;
+use pt::{TableAddr, VirtAddr};
 
 pub(crate) struct Pwc {
     caches: [Option<Cache<u64>>; MAX_LEVELS],
@@ -84,19 +85,19 @@ impl Pwc {
 
     /// The lowest level with an entry for `va`, and the table it points to.
     #[inline]
-    pub(crate) fn lookup(&mut self, va: u64, asid: u16) -> Option<(usize, u64)> {
+    pub(crate) fn lookup(&mut self, va: VirtAddr, asid: u16) -> Option<(usize, TableAddr)> {
         if self.is_empty() {
             return None;
         }
         for l in self.lowest..=self.highest {
-            let prefix = va >> self.shifts[l];
+            let prefix = va.page_index(self.shifts[l]);
             if !self.presence.maybe(l, prefix) {
                 continue;
             }
             if let Some(c) = &mut self.caches[l] {
                 let set = c.set_of(prefix);
                 if let Some(i) = c.probe(set, key(prefix, asid)) {
-                    return Some((l, c.val(i)));
+                    return Some((l, TableAddr::new(c.val(i))));
                 }
             }
         }
@@ -108,11 +109,11 @@ impl Pwc {
     /// every level, if none did), and the lookup probed those, deepest
     /// first, and missed: the entry is known to be absent (debug-checked).
     #[inline]
-    pub(crate) fn fill(&mut self, level: usize, va: u64, asid: u16, table: u64) {
-        let prefix = va >> self.shifts[level];
+    pub(crate) fn fill(&mut self, level: usize, va: VirtAddr, asid: u16, table: TableAddr) {
+        let prefix = va.page_index(self.shifts[level]);
         if let Some(c) = &mut self.caches[level] {
             let set = c.set_of(prefix);
-            let (_, evicted) = c.insert_absent(set, key(prefix, asid), !0, table);
+            let (_, evicted) = c.insert_absent(set, key(prefix, asid), !0, table.pa());
             if let Some((tag, _)) = evicted {
                 self.presence.count(level, prefix_of(tag), false);
             }

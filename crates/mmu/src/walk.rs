@@ -40,7 +40,7 @@
 
 use pt::entry::{self, DecodeError, Entry, LeafFields, TableFields};
 use pt::geometry::MAX_LEVELS;
-use pt::{Geometry, Level, PageTable, TableAddr, VirtAddr};
+use pt::{Geometry, Level, PageTable, PhysAddr, TableAddr, VirtAddr};
 use thiserror::Error;
 
 use crate::pwc::Pwc;
@@ -187,7 +187,14 @@ impl GeomInfo {
     /// needs no accessed or dirty update. `None` says nothing about the
     /// word: [`last_step`] decides.
     #[inline(always)]
-    fn fast_leaf(&self, level: usize, raw: u64, va: u64, write: bool, user: bool) -> Option<Leaf> {
+    fn fast_leaf(
+        &self,
+        level: usize,
+        raw: u64,
+        va: VirtAddr,
+        write: bool,
+        user: bool,
+    ) -> Option<Leaf> {
         let l = &self.leaf[level];
         let f = &l.fields;
         let set = f.accessed | if write { f.dirty } else { 0 };
@@ -203,15 +210,16 @@ impl GeomInfo {
         }
         let base = ((raw & f.addr) << f.addr_shift) & !l.offset;
         Some(Leaf {
-            pa: base | (va & l.offset),
+            pa: PhysAddr::new(base | va.offset_in(l.offset + 1)),
             size_shift: l.tlb_shift,
             flags,
         })
     }
 
     #[inline]
-    pub(crate) fn is_canonical(&self, va: u64) -> bool {
+    pub(crate) fn is_canonical(&self, va: VirtAddr) -> bool {
         let s = 64 - self.va_bits;
+        let va = va.get();
         (((va << s) as i64) >> s) as u64 == va
     }
 
@@ -221,10 +229,12 @@ impl GeomInfo {
 
     /// The address of the hardware word for `va` in the table at `table` of
     /// `level` (the same as [`PageTable::hw_entry_pa`], without going back
-    /// to the geometry).
+    /// to the geometry). The level is a number here: it indexes this
+    /// structure's per-level arrays, and the walk steps it down without the
+    /// check [`Level::down`] makes.
     #[inline(always)]
-    pub(crate) fn entry_pa(&self, table: u64, level: usize, va: u64) -> u64 {
-        table + ((va >> self.hw_shift[level]) & self.hw_mask[level]) * 8
+    pub(crate) fn entry_pa(&self, table: TableAddr, level: usize, va: VirtAddr) -> PhysAddr {
+        table.phys() + ((va.get() >> self.hw_shift[level]) & self.hw_mask[level]) * 8
     }
 }
 
@@ -232,7 +242,7 @@ impl GeomInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Leaf {
     /// Physical address of the accessed byte.
-    pub pa: u64,
+    pub pa: PhysAddr,
     /// log2 of the translation the hardware would cache.
     pub size_shift: u32,
     /// `tlb::flags` bits.
@@ -298,6 +308,10 @@ fn table_accessed(gi: &GeomInfo, raw: u64) -> Option<u64> {
 /// and D as the architecture does. `before_read(pa)` is called before each
 /// word is read (a nested walk translates the table address there).
 ///
+/// The walk's level is a number (0 = leaf), not a [`Level`]: it indexes
+/// [`GeomInfo`]'s arrays and steps down once per table without the check
+/// [`Level::down`] would add to every step.
+///
 /// # Errors
 /// The [`Fault`] the access raises; `count` still says what the walk read.
 #[allow(clippy::too_many_arguments)]
@@ -307,17 +321,17 @@ pub(crate) fn walk_with<F>(
     gi: &GeomInfo,
     mut pwc: Option<&mut Pwc>,
     asid: u16,
-    va: u64,
+    va: VirtAddr,
     write: bool,
     user: bool,
     count: &mut WalkCount,
     mut before_read: F,
 ) -> Result<Leaf, Fault>
 where
-    F: FnMut(u64) -> Result<(), Fault>,
+    F: FnMut(PhysAddr) -> Result<(), Fault>,
 {
     if !gi.is_canonical(va) {
-        return Err(Fault::NonCanonical { va });
+        return Err(Fault::NonCanonical { va: va.get() });
     }
     let mem = pt.mem();
     let (mut level, mut table) = match pwc.as_deref_mut().and_then(|p| p.lookup(va, asid)) {
@@ -325,28 +339,24 @@ where
             count.pwc_hit = Some(l);
             (l - 1, t)
         }
-        None => (gi.root, pt.root()),
+        None => (gi.root, pt.root_table()),
     };
     // Counted here and added to `count` once: the loop keeps them in registers.
     let (mut refs, mut ad_writes) = (0, 0);
     let result = loop {
         let epa = gi.entry_pa(table, level, va);
-        debug_assert_eq!(
-            epa,
-            pt.hw_entry_pa(TableAddr::new(table), Level::new(level), VirtAddr::new(va))
-                .get()
-        );
+        debug_assert_eq!(epa, pt.hw_entry_pa(table, Level::new(level), va));
         if let Err(f) = before_read(epa) {
             break Err(f);
         }
-        let raw = mem.read_walk(epa);
+        let raw = mem.read_walk(epa.get());
         refs += 1;
         // The common steps first, tested without decoding: a table entry,
         // then a leaf that needs no A/D update; anything else ends the walk
         // (or, rarely, makes it read again) in `last_step`.
         let t = &gi.table[level];
         let next = if raw & t.mask == t.value {
-            t.next_table(raw)
+            TableAddr::new(t.next_table(raw))
         } else if let Some(leaf) = gi.fast_leaf(level, raw, va, write, user) {
             break Ok(leaf);
         } else {
@@ -379,7 +389,7 @@ enum Step {
     /// The word changed under a compare-and-swap: read it again.
     Again,
     /// A table entry after all (its accessed bit set here).
-    Table(u64),
+    Table(TableAddr),
 }
 
 /// The walk's step for a word `raw` at `level` (read from `epa`) that is not
@@ -393,21 +403,29 @@ fn last_step(
     pt: &PageTable,
     gi: &GeomInfo,
     level: usize,
-    epa: u64,
+    epa: PhysAddr,
     raw: u64,
-    va: u64,
+    va: VirtAddr,
     write: bool,
     user: bool,
 ) -> Result<(Step, bool), Fault> {
     let g = pt.geometry();
     let mem = pt.mem();
+    let epa = epa.get();
     match entry::decode(g, level, raw) {
-        Err(error) => Err(Fault::Reserved { va, level, error }),
-        Ok(Entry::Invalid) => Err(Fault::NotPresent { va, level }),
+        Err(error) => Err(Fault::Reserved {
+            va: va.get(),
+            level,
+            error,
+        }),
+        Ok(Entry::Invalid) => Err(Fault::NotPresent {
+            va: va.get(),
+            level,
+        }),
         Ok(Entry::Table { pa }) => match table_accessed(gi, raw) {
             Some(new) if mem.compare_exchange(epa, raw, new).is_err() => Ok((Step::Again, false)),
-            Some(_) => Ok((Step::Table(pa), true)),
-            None => Ok((Step::Table(pa), false)),
+            Some(_) => Ok((Step::Table(TableAddr::new(pa)), true)),
+            None => Ok((Step::Table(TableAddr::new(pa)), false)),
         },
         Ok(Entry::Leaf {
             pa,
@@ -420,7 +438,11 @@ fn last_step(
                 | bit(p.user, flags::USER)
                 | bit(attrs.dirty || write, flags::DIRTY);
             if !permits(f, write, user) {
-                return Err(Fault::Permission { va, write, user });
+                return Err(Fault::Permission {
+                    va: va.get(),
+                    write,
+                    user,
+                });
             }
             let new = entry::mark_accessed(g, level, raw, write);
             let wrote = new != raw;
@@ -434,7 +456,7 @@ fn last_step(
                 l.entry_size()
             };
             let leaf = Leaf {
-                pa: entry::leaf_output(pa, sw_size, va),
+                pa: PhysAddr::new(entry::leaf_output(pa, sw_size, va.get())),
                 size_shift: leaf_shift(g, gi, level, raw, contiguous),
                 flags: f,
             };
@@ -463,7 +485,7 @@ pub(crate) fn walk(
     gi: &GeomInfo,
     pwc: Option<&mut Pwc>,
     asid: u16,
-    va: u64,
+    va: VirtAddr,
     write: bool,
     user: bool,
     count: &mut WalkCount,
@@ -515,7 +537,10 @@ mod tests {
                 a.mem_type = [MemType::Normal, MemType::NonCacheable, MemType::Normal]
                     [(r >> 5) as usize % 3];
                 let pa = k * size.max(1 << 30);
-                if tables.iter().all(|t| t.map(va, pa, size, size, a).is_ok()) {
+                if tables.iter().all(|t| {
+                    t.map(VirtAddr::new(va), PhysAddr::new(pa), size, size, a)
+                        .is_ok()
+                }) {
                     vas.push((va, size));
                 }
             }
@@ -535,7 +560,7 @@ mod tests {
                             infos[i],
                             None,
                             1,
-                            va,
+                            VirtAddr::new(va),
                             write,
                             user,
                             &mut counts[i],
@@ -554,7 +579,7 @@ mod tests {
             for &(va, size) in &vas {
                 let t = tables
                     .each_ref()
-                    .map(|t| t.translate(va + size / 2).unwrap());
+                    .map(|t| t.translate(VirtAddr::new(va + size / 2)).unwrap());
                 assert_eq!(t[0].attrs, t[1].attrs, "{} {va:#x}", g.name());
             }
         }
@@ -572,11 +597,10 @@ mod tests {
                 x ^= x << 17;
                 let va = x & ((1u64 << (g.va_bits() - 1)) - 1);
                 for level in 0..g.num_levels() {
-                    let t = 1u64 << 32;
+                    let (t, va) = (TableAddr::new(1u64 << 32), VirtAddr::new(va));
                     assert_eq!(
                         gi.entry_pa(t, level, va),
-                        pt.hw_entry_pa(TableAddr::new(t), Level::new(level), VirtAddr::new(va))
-                            .get(),
+                        pt.hw_entry_pa(t, Level::new(level), va),
                         "{} level {level} va {va:#x}",
                         g.name()
                     );

@@ -4,6 +4,7 @@ mod common;
 use common::*;
 
 use mmu::{FlushKind, HitLevel, MmuConfig};
+use pt::{PhysAddr, VirtAddr};
 use std::sync::{Arc, Barrier};
 
 fn page(n: u64) -> u64 {
@@ -34,7 +35,7 @@ fn munmap_in_a_two_thread_address_space_interrupts_only_the_other_cpu() {
             let mut cpu = m.attach(0, 1);
             cpu.access(&a, page(0), true, true).unwrap();
             attached.wait();
-            let un = a.unmap(page(0), 4096).unwrap();
+            let un = a.unmap(VirtAddr::new(page(0)), 4096).unwrap();
             let sd = m.shootdown(&mut cpu, 1, &un.flush, FlushKind::Leaves);
             un.flush.done();
             unmapped.wait();
@@ -91,7 +92,7 @@ fn the_single_page_ceiling_is_33_pages() {
         for p in 0..64 {
             c1.access(&pt, page(p), false, true).unwrap();
         }
-        let un = pt.unmap(page(0), pages * 4096).unwrap();
+        let un = pt.unmap(VirtAddr::new(page(0)), pages * 4096).unwrap();
         let sd = m.shootdown(&mut c0, 1, &un.flush, FlushKind::Leaves);
         un.flush.done();
         assert_eq!((sd.pages, sd.full_flush, sd.ipis), (pages, full, 1));
@@ -116,7 +117,7 @@ fn without_a_shootdown_a_stale_entry_still_translates() {
     let m = mmu(MmuConfig::preset("zen4").unwrap(), &pt, 1);
     let mut cpu = m.attach(0, 1);
     cpu.access(&pt, BASE, false, true).unwrap();
-    let un = pt.unmap(BASE, 4096).unwrap();
+    let un = pt.unmap(VirtAddr::new(BASE), 4096).unwrap();
     let stale = cpu.access(&pt, BASE, false, true).unwrap();
     assert_eq!((stale.hit, stale.pa), (HitLevel::L1, DATA));
     m.shootdown(&mut cpu, 1, &un.flush, FlushKind::Leaves);
@@ -141,7 +142,7 @@ fn a_cpu_away_during_a_shootdown_flushes_when_it_returns() {
         HitLevel::L1
     );
     c1.detach();
-    let un = pt.unmap(page(0), 4096).unwrap();
+    let un = pt.unmap(VirtAddr::new(page(0)), 4096).unwrap();
     let sd = m.shootdown(&mut c0, 1, &un.flush, FlushKind::Leaves);
     un.flush.done();
     assert_eq!(sd.ipis, 0, "CPU 1 is not running the address space");
@@ -172,8 +173,8 @@ fn tables_are_freed_only_after_every_cpu_has_flushed() {
     );
     let live = pt.mem().live_tables();
 
-    let un = pt.unmap(BASE, 4 * 4096).unwrap();
-    let freed = pt.free_empty(BASE, 2 << 20).unwrap();
+    let un = pt.unmap(VirtAddr::new(BASE), 4 * 4096).unwrap();
+    let freed = pt.free_empty(VirtAddr::new(BASE), 2 << 20).unwrap();
     assert_eq!(freed.tables.len(), 3, "the PTE, PMD and PUD tables emptied");
     let mut flush = un.flush.clone();
     flush.ranges.extend(freed.flush.ranges.iter().copied());
@@ -200,12 +201,15 @@ fn leaf_only_flushes_keep_walk_caches_except_on_x86() {
     for (geom, kept) in [("riscv-sv48", 1), ("x86-64-4l", 0)] {
         let pt = table(geom);
         let va = BASE >> 4;
-        pt.map(va, DATA, 2 * 4096, 4096, rw()).unwrap();
+        pt.map(VirtAddr::new(va), PhysAddr::new(DATA), 2 * 4096, 4096, rw())
+            .unwrap();
         let m = mmu(MmuConfig::preset("icelake").unwrap(), &pt, 2);
         let mut c0 = m.attach(0, 1);
         let mut c1 = m.attach(1, 1);
         c1.access(&pt, va, false, true).unwrap();
-        let f = pt.protect(va + 4096, 4096, pt::Perms::USER_R).unwrap();
+        let f = pt
+            .protect(VirtAddr::new(va + 4096), 4096, pt::Perms::USER_R)
+            .unwrap();
         m.shootdown(&mut c0, 1, &f, FlushKind::Leaves);
         f.done();
         c1.poll();
@@ -229,8 +233,15 @@ fn concurrent_remaps_never_yield_a_translation_that_was_never_mapped() {
             let mut cpu = m.attach(0, 1);
             start.wait();
             for i in 0..2000 {
-                let un = pt.unmap(BASE, 4096).unwrap();
-                pt.map(BASE, frames[(i + 1) % 2], 4096, 4096, rw()).unwrap();
+                let un = pt.unmap(VirtAddr::new(BASE), 4096).unwrap();
+                pt.map(
+                    VirtAddr::new(BASE),
+                    PhysAddr::new(frames[(i + 1) % 2]),
+                    4096,
+                    4096,
+                    rw(),
+                )
+                .unwrap();
                 m.shootdown(&mut cpu, 1, &un.flush, FlushKind::Leaves);
                 un.flush.done();
             }
@@ -271,7 +282,8 @@ fn a_walk_cache_keeps_an_unlinked_table_until_the_shootdown_despite_faults() {
     let pt = table("arm64-64k-48");
     let other = BASE + 0x30_0000; // another thread's chunk, in the same 512 MiB table
     let mine = BASE + 0x8_0000;
-    pt.map(other, DATA, K64, K64, rw()).unwrap();
+    pt.map(VirtAddr::new(other), PhysAddr::new(DATA), K64, K64, rw())
+        .unwrap();
     let m = mmu(MmuConfig::preset("icelake").unwrap(), &pt, 2);
     let mut c0 = m.attach(0, 1);
     let mut c1 = m.attach(1, 1);
@@ -283,13 +295,23 @@ fn a_walk_cache_keeps_an_unlinked_table_until_the_shootdown_despite_faults() {
     );
 
     // CPU 0's munmap: the chunk goes, and with it every table above it.
-    let un = pt.unmap(other, K64).unwrap();
-    let freed = pt.free_empty(BASE, 512 << 20).unwrap();
+    let un = pt.unmap(VirtAddr::new(other), K64).unwrap();
+    let freed = pt.free_empty(VirtAddr::new(BASE), 512 << 20).unwrap();
     assert_eq!(freed.tables.len(), 2, "the leaf table and the one above it");
     // Before CPU 0 shoots them down, CPU 1 maps in the same span and faults
     // the page in: new tables, linked where the old ones were.
-    pt.map(mine, DATA + K64, K64, K64, rw()).unwrap();
-    assert_eq!(pt.translate(mine).unwrap().pa, DATA + K64);
+    pt.map(
+        VirtAddr::new(mine),
+        PhysAddr::new(DATA + K64),
+        K64,
+        K64,
+        rw(),
+    )
+    .unwrap();
+    assert_eq!(
+        pt.translate(VirtAddr::new(mine)).unwrap().pa.get(),
+        DATA + K64
+    );
     for _ in 0..3 {
         assert!(
             matches!(

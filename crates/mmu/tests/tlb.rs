@@ -5,6 +5,7 @@ use common::*;
 
 use mmu::{HitLevel, MmuConfig};
 use proptest::prelude::*;
+use pt::{PhysAddr, VirtAddr};
 use std::collections::HashMap;
 
 fn page(n: u64) -> u64 {
@@ -132,9 +133,22 @@ fn walk_caches_skip_exactly_the_levels_they_cover() {
 #[test]
 fn huge_pages_fill_their_own_arrays_and_shorter_walks() {
     let pt = table("x86-64-4l");
-    pt.map(BASE, DATA, 2 << 20, 2 << 20, rw()).unwrap();
-    pt.map(BASE + (1 << 30), DATA + (1 << 30), 1 << 30, 1 << 30, rw())
-        .unwrap();
+    pt.map(
+        VirtAddr::new(BASE),
+        PhysAddr::new(DATA),
+        2 << 20,
+        2 << 20,
+        rw(),
+    )
+    .unwrap();
+    pt.map(
+        VirtAddr::new(BASE + (1 << 30)),
+        PhysAddr::new(DATA + (1 << 30)),
+        1 << 30,
+        1 << 30,
+        rw(),
+    )
+    .unwrap();
     let m = mmu(MmuConfig::preset("icelake").unwrap(), &pt, 1);
     let mut cpu = m.attach(0, 1);
     let a = cpu.access(&pt, BASE + 0x1234, true, true).unwrap();
@@ -159,7 +173,14 @@ fn huge_pages_fill_their_own_arrays_and_shorter_walks() {
 #[test]
 fn amd_l2_smashes_1g_pages_into_2m_entries() {
     let pt = table("x86-64-4l");
-    pt.map(BASE, DATA, 1 << 30, 1 << 30, rw()).unwrap();
+    pt.map(
+        VirtAddr::new(BASE),
+        PhysAddr::new(DATA),
+        1 << 30,
+        1 << 30,
+        rw(),
+    )
+    .unwrap();
     let cfg = config(
         vec![array("l1", 2, 2, &["4KiB", "2MiB", "1GiB"])],
         vec![array("l2", 16, 4, &["4KiB", "2MiB"])],
@@ -169,8 +190,14 @@ fn amd_l2_smashes_1g_pages_into_2m_entries() {
     let mut cpu = m.attach(0, 1);
     cpu.access(&pt, BASE, false, true).unwrap();
     // Push the 1 GiB entry out of the 2-entry L1 with two other pages.
-    pt.map(BASE + (1 << 30), DATA + (1 << 30), 2 * 4096, 4096, rw())
-        .unwrap();
+    pt.map(
+        VirtAddr::new(BASE + (1 << 30)),
+        PhysAddr::new(DATA + (1 << 30)),
+        2 * 4096,
+        4096,
+        rw(),
+    )
+    .unwrap();
     cpu.access(&pt, BASE + (1 << 30), false, true).unwrap();
     cpu.access(&pt, BASE + (1 << 30) + 4096, false, true)
         .unwrap();
@@ -189,7 +216,14 @@ fn riscv_napot_fills_64k_entries_only_where_the_tlb_has_them() {
         ("riscv-sv48", true, 4),
     ] {
         let pt = table(geom);
-        pt.map(BASE >> 8, DATA, 64 << 10, 64 << 10, rw()).unwrap();
+        pt.map(
+            VirtAddr::new(BASE >> 8),
+            PhysAddr::new(DATA),
+            64 << 10,
+            64 << 10,
+            rw(),
+        )
+        .unwrap();
         let sizes: &[&str] = if with_64k {
             &["4KiB", "64KiB"]
         } else {
@@ -239,7 +273,14 @@ fn asids_keep_address_spaces_apart() {
     let a = table("x86-64-4l");
     let b = PageTable_with_same_memory(&a);
     map4k(&a, BASE, 1, rw());
-    b.map(BASE, DATA + (1 << 30), 4096, 4096, rw()).unwrap();
+    b.map(
+        VirtAddr::new(BASE),
+        PhysAddr::new(DATA + (1 << 30)),
+        4096,
+        4096,
+        rw(),
+    )
+    .unwrap();
     let m = mmu(MmuConfig::preset("zen4").unwrap(), &a, 1);
     let mut cpu = m.attach(0, 1);
     assert_eq!(cpu.access(&a, BASE, false, true).unwrap().pa, DATA);
@@ -369,7 +410,7 @@ proptest! {
         let pt = table("x86-64-4l");
         map4k(&pt, BASE, 48, rw());
         // A 2 MiB page next to them, accessed too.
-        pt.map(BASE + (2 << 20), DATA + (2 << 20), 2 << 20, 2 << 20, rw()).unwrap();
+        pt.map(VirtAddr::new(BASE + (2 << 20)), PhysAddr::new(DATA + (2 << 20)), 2 << 20, 2 << 20, rw()).unwrap();
         let m = mmu(MmuConfig::preset(preset).unwrap(), &pt, 1);
         let mut cpu = m.attach(0, 1);
         let mut frame = 1u64 << 20;
@@ -380,27 +421,27 @@ proptest! {
                     let huge = BASE + (2 << 20) + p * 4096 * 7;
                     for (a, write) in [(va, op == 1), (huge, op == 1)] {
                         let got = cpu.access(&pt, a, write, true);
-                        match pt.translate(a) {
+                        match pt.translate(VirtAddr::new(a)) {
                             Ok(t) if write && !t.attrs.perms.write => prop_assert!(got.is_err()),
-                            Ok(t) => prop_assert_eq!(got.unwrap().pa, t.pa),
+                            Ok(t) => prop_assert_eq!(got.unwrap().pa, t.pa.get()),
                             Err(_) => prop_assert!(got.is_err()),
                         }
                     }
                 }
                 2 => {
-                    if let Ok(un) = pt.unmap(va, 4096) {
+                    if let Ok(un) = pt.unmap(VirtAddr::new(va), 4096) {
                         m.shootdown(&mut cpu, 1, &un.flush, mmu::FlushKind::Leaves);
                         un.flush.done();
                     }
                 }
                 3 => {
-                    if pt.translate(va).is_err() {
+                    if pt.translate(VirtAddr::new(va)).is_err() {
                         frame += 1;
-                        pt.map(va, DATA + frame * 4096, 4096, 4096, rw()).unwrap();
+                        pt.map(VirtAddr::new(va), PhysAddr::new(DATA + frame * 4096), 4096, 4096, rw()).unwrap();
                     }
                 }
                 _ => {
-                    let f = pt.protect(va, 4096, pt::Perms::USER_R).unwrap();
+                    let f = pt.protect(VirtAddr::new(va), 4096, pt::Perms::USER_R).unwrap();
                     m.shootdown(&mut cpu, 1, &f, mmu::FlushKind::Leaves);
                     f.done();
                 }

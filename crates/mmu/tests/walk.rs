@@ -5,14 +5,14 @@ use common::*;
 
 use mmu::{HitLevel, MmuConfig, NestedFault, NestedWalker};
 use pt::entry::{riscv, x86};
-use pt::PageTable;
+use pt::{PageTable, PhysAddr, VirtAddr};
 
 #[test]
 fn x86_sets_accessed_on_every_level_and_dirty_on_the_leaf() {
     let pt = table("x86-64-4l");
     map4k(&pt, BASE, 1, rw());
-    let t = pt.translate(BASE).unwrap();
-    let pas = t.entry_pas().to_vec();
+    let t = pt.translate(VirtAddr::new(BASE)).unwrap();
+    let pas: Vec<u64> = t.entry_pas().iter().map(|pa| pa.get()).collect();
     // Clear A in the PMD entry (Linux writes table entries with A set) and
     // check the leaf starts clean.
     pt.mem().write(pas[2], pt.mem().read(pas[2]) & !x86::A);
@@ -78,7 +78,14 @@ fn a_software_page_gets_its_bits_in_the_hardware_word_used() {
     // in the one it read (the OS must OR the group, as Linux's contpte does).
     let pt = table("riscv-sv39-64k");
     let va = BASE >> 8;
-    pt.map(va, DATA, 64 << 10, 64 << 10, rw()).unwrap();
+    pt.map(
+        VirtAddr::new(va),
+        PhysAddr::new(DATA),
+        64 << 10,
+        64 << 10,
+        rw(),
+    )
+    .unwrap();
     let m = mmu(MmuConfig::preset("none").unwrap(), &pt, 1);
     let mut cpu = m.attach(0, 1);
     cpu.access(&pt, va + 0x5000, false, true).unwrap();
@@ -96,11 +103,24 @@ fn host_for(guest: &PageTable, host_geom: &str, data_gpa: u64, data_page: u64) -
     let host = table(host_geom);
     let off = 1u64 << 44; // host-physical = guest-physical + 16 TiB
     for gpa in guest.mem().leaks().tables {
-        host.map(gpa, gpa + off, 4096, 4096, rw()).unwrap();
+        host.map(
+            VirtAddr::new(gpa),
+            PhysAddr::new(gpa + off),
+            4096,
+            4096,
+            rw(),
+        )
+        .unwrap();
     }
     let base = data_gpa & !(data_page - 1);
-    host.map(base, base + off, data_page, data_page, rw())
-        .unwrap();
+    host.map(
+        VirtAddr::new(base),
+        PhysAddr::new(base + off),
+        data_page,
+        data_page,
+        rw(),
+    )
+    .unwrap();
     host
 }
 
@@ -109,7 +129,7 @@ fn nested(g: &str, h: &str) -> mmu::NestedWalk {
     map4k(&guest, BASE, 1, rw());
     let host = host_for(&guest, h, DATA, 4096);
     NestedWalker::new(&guest, &host)
-        .walk(BASE + 0x10, true, true)
+        .walk(VirtAddr::new(BASE + 0x10), true, true)
         .unwrap()
 }
 
@@ -118,7 +138,13 @@ fn a_cold_4_on_4_nested_walk_makes_24_references() {
     let w = nested("x86-64-4l", "x86-64-4l");
     assert_eq!(w.refs, 24);
     assert_eq!((w.guest_refs, w.host_walks, w.host_refs), (4, 5, 20));
-    assert_eq!((w.gpa, w.hpa), (DATA + 0x10, DATA + (1 << 44) + 0x10));
+    assert_eq!(
+        (w.gpa, w.hpa),
+        (
+            PhysAddr::new(DATA + 0x10),
+            PhysAddr::new(DATA + (1 << 44) + 0x10)
+        )
+    );
 }
 
 #[test]
@@ -135,7 +161,7 @@ fn host_huge_pages_shorten_the_last_host_walk() {
     map4k(&guest, BASE, 1, rw());
     let host = host_for(&guest, "x86-64-4l", DATA, 2 << 20);
     let w = NestedWalker::new(&guest, &host)
-        .walk(BASE, false, true)
+        .walk(VirtAddr::new(BASE), false, true)
         .unwrap();
     assert_eq!(w.refs, 23, "the data's host walk stops at the 2 MiB PDE");
     assert_eq!(
@@ -150,16 +176,20 @@ fn nested_faults_say_whose_tables_fault() {
     map4k(&guest, BASE, 1, rw());
     let host = table("x86-64-4l");
     let w = NestedWalker::new(&guest, &host);
-    match w.walk(BASE, false, true) {
+    match w.walk(VirtAddr::new(BASE), false, true) {
         Err(NestedFault::Host { gpa, .. }) => {
-            assert_eq!(gpa & !0xfff, guest.root(), "the guest root's entry first")
+            assert_eq!(
+                gpa.align_down(0x1000).get(),
+                guest.root(),
+                "the guest root's entry first"
+            )
         }
         other => panic!("{other:?}"),
     }
     let host = host_for(&guest, "x86-64-4l", DATA, 4096);
     let w = NestedWalker::new(&guest, &host);
     assert!(matches!(
-        w.walk(BASE + 4096, false, true),
+        w.walk(VirtAddr::new(BASE + 4096), false, true),
         Err(NestedFault::Guest(mmu::Fault::NotPresent { level: 0, .. }))
     ));
 }

@@ -3,21 +3,21 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use pt::geometry::preset;
-use pt::{Attrs, PageTable, Perms};
+use pt::{Attrs, PageTable, Perms, PhysAddr, VirtAddr};
 use std::time::Duration;
 
 const VA: u64 = 1 << 40;
 const PA: u64 = 1 << 40;
 
 /// A small xorshift so the benchmark's addresses are random but fixed.
-fn addresses(n: usize, span: u64) -> Vec<u64> {
+fn addresses(n: usize, span: u64) -> Vec<VirtAddr> {
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     (0..n)
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            VA + ((x % span) & !0xfff) + (x & 0xff8)
+            VirtAddr::new(VA + ((x % span) & !0xfff) + (x & 0xff8))
         })
         .collect()
 }
@@ -29,16 +29,25 @@ fn translate(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(3));
     for (name, span) in [("x86-64-4l", 1u64 << 30), ("x86-64-5l", 1 << 30)] {
         let pt = PageTable::with_new_memory(preset(name).unwrap()).unwrap();
-        pt.map(VA, PA, span, 4096, Attrs::new(Perms::USER_RW))
-            .unwrap();
+        pt.map(
+            VirtAddr::new(VA),
+            PhysAddr::new(PA),
+            span,
+            4096,
+            Attrs::new(Perms::USER_RW),
+        )
+        .unwrap();
         let addrs = addresses(1 << 16, span);
         g.throughput(Throughput::Elements(addrs.len() as u64));
-        let seq: Vec<u64> = (0..addrs.len() as u64).map(|i| VA + i * 4096).collect();
+        let seq: Vec<VirtAddr> = (0..addrs.len() as u64)
+            .map(|i| VirtAddr::new(VA + i * 4096))
+            .collect();
         g.bench_function(format!("full walk, sequential pages, {name}"), |b| {
             b.iter(|| {
                 let mut sum = 0u64;
                 for &va in &seq {
-                    sum = sum.wrapping_add(pt.translate(std::hint::black_box(va)).unwrap().pa);
+                    sum =
+                        sum.wrapping_add(pt.translate(std::hint::black_box(va)).unwrap().pa.get());
                 }
                 sum
             })
@@ -47,7 +56,8 @@ fn translate(c: &mut Criterion) {
             b.iter(|| {
                 let mut sum = 0u64;
                 for &va in &addrs {
-                    sum = sum.wrapping_add(pt.translate(std::hint::black_box(va)).unwrap().pa);
+                    sum =
+                        sum.wrapping_add(pt.translate(std::hint::black_box(va)).unwrap().pa.get());
                 }
                 sum
             })
@@ -65,8 +75,14 @@ fn map(c: &mut Criterion) {
         b.iter_batched(
             || PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap(),
             |pt| {
-                pt.map(VA, PA, LEN, 4096, Attrs::new(Perms::USER_RW))
-                    .unwrap();
+                pt.map(
+                    VirtAddr::new(VA),
+                    PhysAddr::new(PA),
+                    LEN,
+                    4096,
+                    Attrs::new(Perms::USER_RW),
+                )
+                .unwrap();
                 pt
             },
             BatchSize::PerIteration,

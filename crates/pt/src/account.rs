@@ -4,7 +4,7 @@
 
 use crate::entry::Entry;
 use crate::sync::Ordering;
-use crate::table::{Level, PageTable, PtError, TableAddr};
+use crate::table::{Level, PageTable, PtError, TableAddr, VirtAddr};
 
 /// The accounting of one level of a tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +91,9 @@ fn visit(
     }
     for i in 0..l.entries() {
         let va = base + i * l.entry_size();
-        if let Entry::Table { pa } = pt.read_entry(TableAddr::new(table), Level::new(level), va)? {
+        if let Entry::Table { pa } =
+            pt.read_entry(TableAddr::new(table), Level::new(level), VirtAddr::new(va))?
+        {
             visit(pt, pa, level - 1, va, acc)?;
         }
     }

@@ -83,7 +83,8 @@ pub enum PtError {
 /// The result of a software translation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Translation {
-    pub pa: u64,
+    /// The physical address `va` translates to.
+    pub pa: PhysAddr,
     /// Bytes mapped by the leaf (the run's size for a contiguous leaf).
     pub size: u64,
     /// Level of the leaf.
@@ -91,13 +92,13 @@ pub struct Translation {
     pub attrs: Attrs,
     pub contiguous: bool,
     /// Physical addresses of the hardware words a walk reads, root first.
-    pub entry_pas: [u64; MAX_LEVELS],
+    pub entry_pas: [PhysAddr; MAX_LEVELS],
     /// How many of `entry_pas` are used (the walk's memory references).
     pub reads: usize,
 }
 
 impl Translation {
-    pub fn entry_pas(&self) -> &[u64] {
+    pub fn entry_pas(&self) -> &[PhysAddr] {
         &self.entry_pas[..self.reads]
     }
 }
@@ -105,8 +106,10 @@ impl Translation {
 /// One leaf mapping (a contiguous run counts as one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mapping {
-    pub va: u64,
-    pub pa: u64,
+    /// The first address it maps (aligned to `size`).
+    pub va: VirtAddr,
+    /// The physical address `va` maps to (aligned to `size`).
+    pub pa: PhysAddr,
     pub size: u64,
     pub level: Level,
     pub attrs: Attrs,
@@ -339,28 +342,30 @@ impl PageTable {
     /// of the range is mapped, [`PtError::Mem`] if tables run out.
     pub fn map(
         &self,
-        va: u64,
-        pa: u64,
+        va: VirtAddr,
+        pa: PhysAddr,
         len: u64,
         leaf_size: u64,
         attrs: Attrs,
     ) -> Result<(), PtError> {
         let kind = self.leaf_kind(leaf_size)?;
         self.check_representable(&attrs)?;
-        Self::check_aligned("virtual address", va, leaf_size)?;
-        Self::check_aligned("physical address", pa, leaf_size)?;
+        Self::check_aligned("virtual address", va.get(), leaf_size)?;
+        Self::check_aligned("physical address", pa.get(), leaf_size)?;
         Self::check_aligned("length", len, leaf_size)?;
-        self.check_va(va, len)?;
+        self.check_va(va.get(), len)?;
         let oa = self.geom.oa_bits();
-        if pa.checked_add(len).is_none_or(|end| end > 1u64 << oa) {
+        if pa.checked_add(len).is_none_or(|end| end.get() > 1u64 << oa) {
             return Err(PtError::PhysOutOfRange {
-                pa,
+                pa: pa.get(),
                 len,
                 oa_bits: oa,
             });
         }
         if let Some(m) = self.first_mapping(va, len)? {
-            return Err(PtError::AlreadyMapped { va: m.va.max(va) });
+            return Err(PtError::AlreadyMapped {
+                va: m.va.max(va).get(),
+            });
         }
         let mut done = 0;
         while done < len {
@@ -384,8 +389,8 @@ impl PageTable {
     /// from the root serves a whole table of leaves.
     fn map_in_one_table(
         &self,
-        va: u64,
-        pa: u64,
+        va: VirtAddr,
+        pa: PhysAddr,
         len: u64,
         kind: LeafKind,
         attrs: Attrs,
@@ -402,7 +407,7 @@ impl PageTable {
         }
         let l = g.level(kind.level);
         let step = l.entry_size();
-        let table_left = (table_end(va, l.shift + l.bits) - va) + 1;
+        let table_left = table_end(va, l.shift + l.bits).offset_from(va) + 1;
         let n = len.min(table_left);
         let contiguous = kind.is_contiguous();
         let mut off = 0;
@@ -411,21 +416,13 @@ impl PageTable {
             // (Linux maps a THP only on a pmd_none entry).
             if let Entry::Table { .. } = self.read_entry(table, leaf_level, va + off)? {
                 return Err(PtError::TableInTheWay {
-                    va: va + off,
+                    va: (va + off).get(),
                     level: leaf_level,
                 });
             }
             off += step;
         }
-        self.set_ptes(
-            table,
-            leaf_level,
-            VirtAddr::new(va),
-            PhysAddr::new(pa),
-            n / step,
-            attrs,
-            contiguous,
-        );
+        self.set_ptes(table, leaf_level, va, pa, n / step, attrs, contiguous);
         Ok(n)
     }
 
@@ -437,7 +434,12 @@ impl PageTable {
     /// # Errors
     /// [`PtError::AlreadyMapped`] if the entry is a leaf; [`PtError::Mem`]
     /// if no table page can be had.
-    fn table_below(&self, table: TableAddr, level: Level, va: u64) -> Result<TableAddr, PtError> {
+    fn table_below(
+        &self,
+        table: TableAddr,
+        level: Level,
+        va: VirtAddr,
+    ) -> Result<TableAddr, PtError> {
         if let Some(t) = self.next_table(table, level, va) {
             return Ok(t);
         }
@@ -446,7 +448,7 @@ impl PageTable {
         }
         match self.read_entry(table, level, va)? {
             Entry::Table { pa } => Ok(TableAddr::new(pa)),
-            _ => Err(PtError::AlreadyMapped { va }),
+            _ => Err(PtError::AlreadyMapped { va: va.get() }),
         }
     }
 
@@ -462,11 +464,11 @@ impl PageTable {
     /// entry; [`PtError::OutOfRange`] for a non-canonical address;
     /// [`PtError::Corrupt`] for a reserved encoding.
     #[inline]
-    pub fn translate(&self, va: u64) -> Result<Translation, PtError> {
+    pub fn translate(&self, va: VirtAddr) -> Result<Translation, PtError> {
         let g = &*self.geom;
-        if !g.is_canonical(va) {
+        if !g.is_canonical(va.get()) {
             return Err(PtError::OutOfRange {
-                va,
+                va: va.get(),
                 len: 1,
                 va_bits: g.va_bits(),
             });
@@ -479,24 +481,24 @@ impl PageTable {
     /// accepts exactly what [`entry::table_pa`] accepts, see
     /// `layout::TableFields`); any other word goes to the codec's decode.
     #[inline(always)]
-    fn walk_to_leaf(&self, va: u64) -> Result<Translation, PtError> {
+    fn walk_to_leaf(&self, va: VirtAddr) -> Result<Translation, PtError> {
         let g = &*self.geom;
-        let mut entry_pas = [0u64; MAX_LEVELS];
-        let mut table = self.root;
+        let mut entry_pas = [PhysAddr::new(0); MAX_LEVELS];
+        let mut table = self.root_table();
         for (i, (level, f)) in g.fast_levels().iter().enumerate().rev().enumerate() {
-            let epa = table + f.word_offset(va);
+            let epa = table.phys() + f.word_offset(va.get());
             entry_pas[i] = epa;
             let reads = i + 1;
-            let raw = self.mem.read_walk(epa);
+            let raw = self.mem.read_walk(epa.get());
             if raw & f.table.mask == f.table.value {
-                table = f.table.next_table(raw);
+                table = TableAddr::new(f.table.next_table(raw));
                 continue;
             }
             match entry::decode(g, level, raw)? {
-                Entry::Table { pa } => table = pa,
+                Entry::Table { pa } => table = TableAddr::new(pa),
                 Entry::Invalid => {
                     return Err(PtError::NotMapped {
-                        va,
+                        va: va.get(),
                         level: Level::new(level),
                     })
                 }
@@ -511,7 +513,7 @@ impl PageTable {
                         g.entry_size(level)
                     };
                     return Ok(Translation {
-                        pa: entry::leaf_output(pa, size, va),
+                        pa: PhysAddr::new(entry::leaf_output(pa, size, va.get())),
                         size,
                         level: Level::new(level),
                         attrs,
@@ -533,9 +535,9 @@ impl PageTable {
     /// misses in the host's caches overlap instead of queueing. Changes
     /// nothing.
     #[inline]
-    pub fn prefetch_walk(&self, va: u64) {
+    pub fn prefetch_walk(&self, va: VirtAddr) {
         if let Some(epa) = self.last_walk_word(va) {
-            self.mem.prefetch(epa);
+            self.mem.prefetch(epa.get());
         }
     }
 
@@ -544,14 +546,12 @@ impl PageTable {
     /// non-canonical `va`. It reads the levels above with each level's table
     /// test and address fields rather than the codec: a replay calls it
     /// once per access.
-    pub fn last_walk_word(&self, va: u64) -> Option<u64> {
-        if !self.geom.is_canonical(va) {
+    pub fn last_walk_word(&self, va: VirtAddr) -> Option<PhysAddr> {
+        if !self.geom.is_canonical(va.get()) {
             return None;
         }
-        Some(match self.table_on_path(va, 0) {
-            Ok(table) => self
-                .hw_entry_pa(TableAddr::new(table), Level::PTE, VirtAddr::new(va))
-                .get(),
+        Some(match self.table_on_path(va, Level::PTE) {
+            Ok(table) => self.hw_entry_pa(table, Level::PTE, va),
             Err(last) => last,
         })
     }
@@ -559,15 +559,15 @@ impl PageTable {
     /// The table of `level` a walk for (canonical) `va` reaches, or the
     /// address of the word above it where the walk stops (a leaf or an
     /// empty entry).
-    fn table_on_path(&self, va: u64, level: usize) -> Result<u64, u64> {
-        let mut table = self.root;
-        for f in self.geom.fast_levels()[level + 1..].iter().rev() {
-            let epa = table + f.word_offset(va);
-            let raw = self.mem.read_walk(epa);
+    fn table_on_path(&self, va: VirtAddr, level: Level) -> Result<TableAddr, PhysAddr> {
+        let mut table = self.root_table();
+        for f in self.geom.fast_levels()[level.get() + 1..].iter().rev() {
+            let epa = table.phys() + f.word_offset(va.get());
+            let raw = self.mem.read_walk(epa.get());
             if raw & f.table.mask != f.table.value {
                 return Err(epa);
             }
-            table = f.table.next_table(raw);
+            table = TableAddr::new(f.table.next_table(raw));
         }
         Ok(table)
     }
@@ -582,7 +582,7 @@ impl PageTable {
     /// [`PtError::Corrupt`] for a reserved encoding.
     pub fn for_each_mapping(
         &self,
-        va: u64,
+        va: VirtAddr,
         len: u64,
         f: &mut dyn FnMut(Mapping),
     ) -> Result<(), PtError> {
@@ -606,18 +606,18 @@ impl PageTable {
         &self,
         table: TableAddr,
         level: Level,
-        first: u64,
-        last: u64,
-        f: &mut dyn FnMut(u64, Entry) -> Result<u64, PtError>,
+        first: VirtAddr,
+        last: VirtAddr,
+        f: &mut dyn FnMut(VirtAddr, Entry) -> Result<u64, PtError>,
     ) -> Result<(), PtError> {
         let g = &*self.geom;
         let l = g.level(level.get());
         let size = l.entry_size();
         let stop = last.min(table_end(first, l.shift + l.bits));
-        let mut va = first & !(size - 1);
+        let mut va = first.align_down(size);
         while va <= stop {
             let step = f(va, self.read_entry(table, level, va)?)?;
-            match (va & !(step - 1)).checked_add(step) {
+            match va.align_down(step).checked_add(step) {
                 Some(n) => va = n,
                 None => break,
             }
@@ -630,7 +630,7 @@ impl PageTable {
     fn leaf_mapping(
         &self,
         level: Level,
-        va: u64,
+        va: VirtAddr,
         pa: u64,
         attrs: Attrs,
         contiguous: bool,
@@ -642,8 +642,8 @@ impl PageTable {
             size
         };
         Mapping {
-            va: va & !(run - 1),
-            pa: pa & !(run - 1),
+            va: va.align_down(run),
+            pa: PhysAddr::new(pa).align_down(run),
             size: run,
             level,
             attrs,
@@ -655,15 +655,15 @@ impl PageTable {
         &self,
         table: TableAddr,
         level: Level,
-        first: u64,
-        last: u64,
+        first: VirtAddr,
+        last: VirtAddr,
         f: &mut dyn FnMut(Mapping),
     ) -> Result<(), PtError> {
         let size = self.entry_size(level);
         self.visit_entries(table, level, first, last, &mut |va, e| match e {
             Entry::Invalid => Ok(size),
             Entry::Table { pa } => {
-                let (first, last) = (va.max(first), (va + size - 1).min(last));
+                let (first, last) = (va.max(first), (va + (size - 1)).min(last));
                 self.walk_range(TableAddr::new(pa), level.down(), first, last, f)?;
                 Ok(size)
             }
@@ -683,13 +683,13 @@ impl PageTable {
     ///
     /// # Errors
     /// As [`PageTable::for_each_mapping`].
-    pub fn mappings(&self, va: u64, len: u64) -> Result<Vec<Mapping>, PtError> {
+    pub fn mappings(&self, va: VirtAddr, len: u64) -> Result<Vec<Mapping>, PtError> {
         let mut v = Vec::new();
         self.for_each_mapping(va, len, &mut |m| v.push(m))?;
         Ok(v)
     }
 
-    fn first_mapping(&self, va: u64, len: u64) -> Result<Option<Mapping>, PtError> {
+    fn first_mapping(&self, va: VirtAddr, len: u64) -> Result<Option<Mapping>, PtError> {
         // The walk is cheap for a sparse range; stop reporting after one.
         let mut found = None;
         self.for_each_mapping(va, len, &mut |m| {
@@ -711,19 +711,19 @@ impl PageTable {
     /// [`PtError::Misaligned`] (va or len not multiples of the base page),
     /// [`PtError::OutOfRange`], [`PtError::Mem`] if a split needs a table
     /// page and none can be had (the tree is unchanged for the leaf being split).
-    pub fn unmap(&self, va: u64, len: u64) -> Result<Unmapped, PtError> {
+    pub fn unmap(&self, va: VirtAddr, len: u64) -> Result<Unmapped, PtError> {
         let page = self.geom.page_size();
-        Self::check_aligned("virtual address", va, page)?;
+        Self::check_aligned("virtual address", va.get(), page)?;
         Self::check_aligned("length", len, page)?;
-        self.check_va(va, len)?;
+        self.check_va(va.get(), len)?;
         let mut out = Unmapped::default();
         self.edit_range(va, len, &mut |pt, table, level, m| {
             let step = pt.entry_size(level);
             for i in 0..m.size / step {
                 pt.pte_clear(table, level, m.va + i * step);
             }
-            out.pieces.push((m.va, m.pa, m.size));
-            out.flush.add(m.va, m.size);
+            out.pieces.push((m.va.get(), m.pa.get(), m.size));
+            out.flush.add(m.va.get(), m.size);
         })?;
         Ok(out)
     }
@@ -734,26 +734,18 @@ impl PageTable {
     ///
     /// # Errors
     /// As [`PageTable::unmap`].
-    pub fn protect(&self, va: u64, len: u64, perms: Perms) -> Result<Flush, PtError> {
+    pub fn protect(&self, va: VirtAddr, len: u64, perms: Perms) -> Result<Flush, PtError> {
         let page = self.geom.page_size();
         self.check_representable(&Attrs::new(perms))?;
-        Self::check_aligned("virtual address", va, page)?;
+        Self::check_aligned("virtual address", va.get(), page)?;
         Self::check_aligned("length", len, page)?;
-        self.check_va(va, len)?;
+        self.check_va(va.get(), len)?;
         let mut flush = Flush::default();
         self.edit_range(va, len, &mut |pt, table, level, m| {
             let step = pt.entry_size(level);
             let attrs = Attrs { perms, ..m.attrs };
-            pt.set_ptes(
-                table,
-                level,
-                VirtAddr::new(m.va),
-                PhysAddr::new(m.pa),
-                m.size / step,
-                attrs,
-                m.contiguous,
-            );
-            flush.add(m.va, m.size);
+            pt.set_ptes(table, level, m.va, m.pa, m.size / step, attrs, m.contiguous);
+            flush.add(m.va.get(), m.size);
         })?;
         Ok(flush)
     }
@@ -764,13 +756,16 @@ impl PageTable {
     /// contiguous leaves).
     fn edit_range(
         &self,
-        va: u64,
+        va: VirtAddr,
         len: u64,
         edit: &mut dyn FnMut(&PageTable, TableAddr, Level, Mapping),
     ) -> Result<(), PtError> {
         self.split_at(va)?;
         // The end needs a split only if something can lie beyond it.
-        if let Some(end) = va.checked_add(len).filter(|e| self.geom.is_canonical(*e)) {
+        if let Some(end) = va
+            .checked_add(len)
+            .filter(|e| self.geom.is_canonical(e.get()))
+        {
             self.split_at(end)?;
         }
         self.edit_walk(
@@ -786,8 +781,8 @@ impl PageTable {
         &self,
         table: TableAddr,
         level: Level,
-        first: u64,
-        last: u64,
+        first: VirtAddr,
+        last: VirtAddr,
         edit: &mut dyn FnMut(&PageTable, TableAddr, Level, Mapping),
     ) -> Result<(), PtError> {
         let size = self.entry_size(level);
@@ -798,7 +793,7 @@ impl PageTable {
                     TableAddr::new(pa),
                     level.down(),
                     va.max(first),
-                    (va + size - 1).min(last),
+                    (va + (size - 1)).min(last),
                     edit,
                 )?;
                 Ok(size)
@@ -810,7 +805,7 @@ impl PageTable {
             } => {
                 let m = self.leaf_mapping(level, va, pa, attrs, contiguous);
                 // split_at guarantees leaves here lie wholly inside.
-                debug_assert!(m.va >= first && m.va + m.size - 1 <= last);
+                debug_assert!(m.va >= first && m.va + (m.size - 1) <= last);
                 edit(self, table, level, m);
                 Ok(m.size)
             }
@@ -821,7 +816,7 @@ impl PageTable {
     /// leaves: unfolds the contiguous run and splits the huge leaf that
     /// straddle it, through the table layer's primitives (under each
     /// table's own lock, as [`PageTable::table_below`] installs).
-    fn split_at(&self, boundary: u64) -> Result<(), PtError> {
+    fn split_at(&self, boundary: VirtAddr) -> Result<(), PtError> {
         let mut table = self.root_table();
         for level in self.root_level().down_to_pte() {
             match self.read_entry(table, level, boundary)? {
@@ -830,12 +825,12 @@ impl PageTable {
                 Entry::Leaf { .. } => {
                     let _lock = self.ptlock_ptr(table).lock();
                     self.contpte_try_unfold(table, level, boundary)?;
-                    if boundary.is_multiple_of(self.entry_size(level)) {
+                    if boundary.is_aligned(self.entry_size(level)) {
                         return Ok(());
                     }
                     // A huge leaf straddles the boundary: split it one level down.
                     let child = self.alloc_table(level.down())?;
-                    match self.split_huge_leaf(table, level, VirtAddr::new(boundary), child, None) {
+                    match self.split_huge_leaf(table, level, boundary, child, None) {
                         Ok(true) => {}
                         other => {
                             self.free_table(child)?;
@@ -858,7 +853,7 @@ impl PageTable {
     ///
     /// # Errors
     /// [`PtError::Corrupt`] for a reserved encoding.
-    pub fn free_empty(&self, va: u64, len: u64) -> Result<FreedTables, PtError> {
+    pub fn free_empty(&self, va: VirtAddr, len: u64) -> Result<FreedTables, PtError> {
         let mut out = FreedTables::default();
         if len > 0 {
             self.free_walk(
@@ -876,8 +871,8 @@ impl PageTable {
         &self,
         table: TableAddr,
         level: Level,
-        first: u64,
-        last: u64,
+        first: VirtAddr,
+        last: VirtAddr,
         out: &mut FreedTables,
     ) -> Result<(), PtError> {
         if level.is_pte() {
@@ -887,12 +882,12 @@ impl PageTable {
         self.visit_entries(table, level, first, last, &mut |va, e| {
             if let Entry::Table { pa } = e {
                 let child = TableAddr::new(pa);
-                let (first, last) = (va.max(first), (va + size - 1).min(last));
+                let (first, last) = (va.max(first), (va + (size - 1)).min(last));
                 self.free_walk(child, level.down(), first, last, out)?;
                 if self.present_entries(child) == 0 {
                     self.unlink_table(table, level, va);
                     out.tables.push((level.down(), child));
-                    out.flush.add(va, size);
+                    out.flush.add(va.get(), size);
                 }
             }
             Ok(size)
@@ -920,7 +915,7 @@ impl PageTable {
         }
         let size = self.entry_size(level);
         for i in 0..self.ptrs_per_table(level) {
-            let va = i * size;
+            let va = VirtAddr::new(i * size);
             if let Some(child) = self.next_table(table, level, va) {
                 self.teardown_walk(child, level.down())?;
                 self.free_table(child)?;
@@ -938,7 +933,7 @@ impl PageTable {
     ///
     /// # Errors
     /// [`PtError::Corrupt`] for a reserved encoding.
-    pub fn dump(&self, va: u64, len: u64) -> Result<String, PtError> {
+    pub fn dump(&self, va: VirtAddr, len: u64) -> Result<String, PtError> {
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -964,8 +959,8 @@ impl PageTable {
         &self,
         table: TableAddr,
         level: Level,
-        first: u64,
-        last: u64,
+        first: VirtAddr,
+        last: VirtAddr,
         depth: usize,
         s: &mut String,
     ) -> Result<(), PtError> {
@@ -981,7 +976,7 @@ impl PageTable {
                     s,
                     "{indent}{:#014x}-{:#014x} -> {:#x} {} {}{}",
                     m.va,
-                    m.va + m.size - 1,
+                    m.va + (m.size - 1),
                     m.pa,
                     l.name,
                     attrs_str(&m.attrs),
@@ -1011,7 +1006,7 @@ impl PageTable {
                     TableAddr::new(pa),
                     level.down(),
                     va.max(first),
-                    (va + size - 1).min(last),
+                    (va + (size - 1)).min(last),
                     depth + 1,
                     s,
                 )?;
@@ -1049,12 +1044,12 @@ impl PageTable {
 
 /// The last address covered by the table (spanning `span_bits` of VA) that
 /// contains `va`.
-fn table_end(va: u64, span_bits: u32) -> u64 {
-    if span_bits >= 64 {
+fn table_end(va: VirtAddr, span_bits: u32) -> VirtAddr {
+    VirtAddr::new(if span_bits >= 64 {
         u64::MAX
     } else {
-        va | ((1u64 << span_bits) - 1)
-    }
+        va.get() | ((1u64 << span_bits) - 1)
+    })
 }
 
 fn attrs_str(a: &Attrs) -> String {

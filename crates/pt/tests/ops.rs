@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use pt::geometry::{self, preset};
 use pt::table::PtError;
-use pt::{Attrs, Entry, Level, PageTable, Perms, PhysAddr, TableAddr, VirtAddr};
+use pt::{Attrs, Entry, Level, PageTable, Perms, PhysAddr, VirtAddr};
 use std::collections::BTreeMap;
 
 /// Base of the window the property tests work in: 1 GiB-aligned, canonical
@@ -12,6 +12,14 @@ use std::collections::BTreeMap;
 const WINDOW: u64 = 0x40_0000_0000 >> 2; // 64 GiB
 /// Physical base for data, 1 TiB.
 const PBASE: u64 = 1 << 40;
+
+/// The typed addresses the table layer's primitives and translate take.
+fn v(a: u64) -> VirtAddr {
+    VirtAddr::new(a)
+}
+fn p(a: u64) -> PhysAddr {
+    PhysAddr::new(a)
+}
 
 fn perms_of(code: u8) -> Perms {
     Perms {
@@ -67,9 +75,9 @@ fn runs(pages: impl Iterator<Item = (u64, u64, Perms)>, page: u64) -> Vec<(u64, 
 fn check_against(pt: &PageTable, reference: &Reference, span: u64) {
     let page = pt.geometry().page_size();
     let mut pages = Vec::new();
-    for m in pt.mappings(WINDOW, span).unwrap() {
+    for m in pt.mappings(v(WINDOW), span).unwrap() {
         for off in (0..m.size).step_by(page as usize) {
-            pages.push((m.va + off, m.pa + off, m.attrs.perms));
+            pages.push(((m.va + off).get(), (m.pa + off).get(), m.attrs.perms));
         }
     }
     let got = runs(pages.into_iter(), page);
@@ -100,9 +108,9 @@ fn run_sequence(name: &str, ops: &[Op]) {
                 if !overlap {
                     // Empty tables left by earlier unmaps would stand in the
                     // way of a huge leaf: free them, as an OS would first.
-                    pt.free_empty(va, len).unwrap().release(&pt).unwrap();
+                    pt.free_empty(v(va), len).unwrap().release(&pt).unwrap();
                 }
-                let r = pt.map(va, pa, len, size, attrs);
+                let r = pt.map(v(va), PhysAddr::new(pa), len, size, attrs);
                 if overlap {
                     assert!(matches!(r, Err(PtError::AlreadyMapped { .. })), "{r:?}");
                 } else {
@@ -115,7 +123,7 @@ fn run_sequence(name: &str, ops: &[Op]) {
             Op::Unmap(a, n) => {
                 let va = WINDOW + a * page;
                 let len = n * page;
-                let u = pt.unmap(va, len).unwrap();
+                let u = pt.unmap(v(va), len).unwrap();
                 let removed: u64 = u.pieces.iter().map(|p| p.2).sum();
                 let before = reference.len();
                 reference.retain(|v, _| *v < va || *v >= va + len);
@@ -125,7 +133,7 @@ fn run_sequence(name: &str, ops: &[Op]) {
             Op::Protect(a, n, p) => {
                 let va = WINDOW + a * page;
                 let len = n * page;
-                pt.protect(va, len, perms_of(p)).unwrap().done();
+                pt.protect(v(va), len, perms_of(p)).unwrap().done();
                 for (_, v) in reference.range_mut(va..va + len) {
                     v.1 = perms_of(p);
                 }
@@ -133,24 +141,24 @@ fn run_sequence(name: &str, ops: &[Op]) {
         }
         // Every page the reference knows translates as it says.
         for (va, (pa, perms)) in reference.iter().step_by(97) {
-            let t = pt.translate(*va + 8).unwrap();
-            assert_eq!(t.pa, *pa + 8);
+            let t = pt.translate(v(*va + 8)).unwrap();
+            assert_eq!(t.pa, p(*pa + 8));
             assert_eq!(t.attrs.perms, *perms);
             assert_eq!(t.reads, pt.geometry().num_levels() - t.level.get());
             // What a replay prefetches is the word the walk read last.
-            assert_eq!(pt.last_walk_word(*va + 8), t.entry_pas().last().copied());
+            assert_eq!(pt.last_walk_word(v(*va + 8)), t.entry_pas().last().copied());
         }
     }
     check_against(&pt, &reference, span);
     // Unmap everything and free the empty tables: nothing but the root remains.
-    pt.unmap(WINDOW, span).unwrap().flush.done();
-    let freed = pt.free_empty(WINDOW, span).unwrap();
+    pt.unmap(v(WINDOW), span).unwrap().flush.done();
+    let freed = pt.free_empty(v(WINDOW), span).unwrap();
     freed.release(&pt).unwrap();
     assert_eq!(
         pt.mem().live_tables(),
         1,
         "only the root is left:\n{}",
-        pt.dump(0, u64::MAX).unwrap()
+        pt.dump(v(0), u64::MAX).unwrap()
     );
     for l in 0..pt.geometry().root_level() {
         assert_eq!(pt.tables_at(Level::new(l)), 0);
@@ -188,8 +196,14 @@ fn every_geometry_survives_a_fixed_mixed_sequence() {
 #[test]
 fn one_gib_of_4k_pages_needs_exactly_what_the_hardware_needs() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(1 << 40, PBASE, 1 << 30, 4096, Attrs::new(Perms::USER_RW))
-        .unwrap();
+    pt.map(
+        v(1 << 40),
+        p(PBASE),
+        1 << 30,
+        4096,
+        Attrs::new(Perms::USER_RW),
+    )
+    .unwrap();
     assert_eq!(pt.tables_at(Level::PTE), 512, "PTE tables");
     assert_eq!(pt.tables_at(Level::PMD), 1, "PMD tables");
     assert_eq!(pt.tables_at(Level::PUD), 1, "PUD tables");
@@ -206,13 +220,19 @@ fn one_gib_of_4k_pages_needs_exactly_what_the_hardware_needs() {
 #[test]
 fn the_same_gib_in_2m_leaves_needs_no_pte_tables() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(1 << 40, PBASE, 1 << 30, 2 << 20, Attrs::new(Perms::USER_RW))
-        .unwrap();
+    pt.map(
+        v(1 << 40),
+        p(PBASE),
+        1 << 30,
+        2 << 20,
+        Attrs::new(Perms::USER_RW),
+    )
+    .unwrap();
     assert_eq!(pt.tables_at(Level::PTE), 0);
-    let t = pt.translate((1 << 40) + (3 << 20) + 5).unwrap();
+    let t = pt.translate(v((1 << 40) + (3 << 20) + 5)).unwrap();
     assert_eq!(
         (t.pa, t.size, t.level, t.reads),
-        (PBASE + (3 << 20) + 5, 2 << 20, Level::PMD, 3)
+        (p(PBASE + (3 << 20) + 5), 2 << 20, Level::PMD, 3)
     );
 }
 
@@ -226,12 +246,12 @@ fn five_levels_read_one_more_entry_than_four() {
     ] {
         let pt = PageTable::with_new_memory(preset(name).unwrap()).unwrap();
         let page = pt.geometry().page_size();
-        pt.map(WINDOW, PBASE, page, page, Attrs::new(Perms::USER_RW))
+        pt.map(v(WINDOW), p(PBASE), page, page, Attrs::new(Perms::USER_RW))
             .unwrap();
-        let t = pt.translate(WINDOW).unwrap();
+        let t = pt.translate(v(WINDOW)).unwrap();
         assert_eq!(t.reads, reads, "{name}");
         // The first read is in the root table, each next one in a distinct table.
-        assert_eq!(t.entry_pas()[0] & !(page - 1), pt.root());
+        assert_eq!(t.entry_pas()[0].align_down(page).get(), pt.root());
     }
 }
 
@@ -240,43 +260,43 @@ fn misaligned_and_unknown_leaves_are_refused() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
     let a = Attrs::new(Perms::USER_RW);
     assert!(matches!(
-        pt.map(WINDOW + 4096, PBASE, 2 << 20, 2 << 20, a),
+        pt.map(v(WINDOW + 4096), p(PBASE), 2 << 20, 2 << 20, a),
         Err(PtError::Misaligned {
             what: "virtual address",
             ..
         })
     ));
     assert!(matches!(
-        pt.map(WINDOW, PBASE + 4096, 2 << 20, 2 << 20, a),
+        pt.map(v(WINDOW), p(PBASE + 4096), 2 << 20, 2 << 20, a),
         Err(PtError::Misaligned {
             what: "physical address",
             ..
         })
     ));
     assert!(matches!(
-        pt.map(WINDOW, PBASE, 64 << 10, 64 << 10, a),
+        pt.map(v(WINDOW), p(PBASE), 64 << 10, 64 << 10, a),
         Err(PtError::BadLeafSize { .. })
     ));
     assert!(matches!(
-        pt.map(0x8000_0000_0000, PBASE, 4096, 4096, a),
+        pt.map(v(0x8000_0000_0000), p(PBASE), 4096, 4096, a),
         Err(PtError::OutOfRange { .. })
     ));
     assert_eq!(pt.mem().live_tables(), 1, "refusals allocate nothing");
     // A 2 MiB leaf cannot replace a PTE table, even an empty one.
-    pt.map(WINDOW, PBASE, 4096, 4096, a).unwrap();
-    pt.unmap(WINDOW, 4096).unwrap().flush.done();
+    pt.map(v(WINDOW), p(PBASE), 4096, 4096, a).unwrap();
+    pt.unmap(v(WINDOW), 4096).unwrap().flush.done();
     assert!(matches!(
-        pt.map(WINDOW, PBASE, 2 << 20, 2 << 20, a),
+        pt.map(v(WINDOW), p(PBASE), 2 << 20, 2 << 20, a),
         Err(PtError::TableInTheWay {
             level: Level::PMD,
             ..
         })
     ));
-    pt.free_empty(WINDOW, 2 << 20)
+    pt.free_empty(v(WINDOW), 2 << 20)
         .unwrap()
         .release(&pt)
         .unwrap();
-    pt.map(WINDOW, PBASE, 2 << 20, 2 << 20, a).unwrap();
+    pt.map(v(WINDOW), p(PBASE), 2 << 20, 2 << 20, a).unwrap();
     assert_eq!(pt.mem().live_tables(), 3, "root, PUD and PMD tables");
 }
 
@@ -285,39 +305,44 @@ fn a_napot_run_is_whole_and_breaks_into_pages_when_cut() {
     let pt = PageTable::with_new_memory(preset("riscv-sv39").unwrap()).unwrap();
     let a = Attrs::new(Perms::USER_RW);
     // Runs must be aligned to their 64 KiB.
-    assert!(pt.map(WINDOW + 4096, PBASE, 64 << 10, 64 << 10, a).is_err());
-    pt.map(WINDOW, PBASE, 64 << 10, 64 << 10, a).unwrap();
-    let t = pt.translate(WINDOW + 0x5123).unwrap();
+    assert!(pt
+        .map(v(WINDOW + 4096), p(PBASE), 64 << 10, 64 << 10, a)
+        .is_err());
+    pt.map(v(WINDOW), p(PBASE), 64 << 10, 64 << 10, a).unwrap();
+    let t = pt.translate(v(WINDOW + 0x5123)).unwrap();
     assert!(t.contiguous);
-    assert_eq!((t.pa, t.size), (PBASE + 0x5123, 64 << 10));
+    assert_eq!((t.pa, t.size), (p(PBASE + 0x5123), 64 << 10));
     // Every one of the 16 hardware words has the N bit.
-    let pte_table = t.entry_pas()[2] & !4095;
+    let pte_table = t.entry_pas()[2].align_down(4096);
     for i in 0..16 {
-        let w = pt.mem().read(pte_table + i * 8);
+        let w = pt.mem().read((pte_table + i * 8).get());
         assert_eq!(w >> 63, 1, "word {i} is NAPOT");
     }
     // Unmapping one page leaves 15 plain pages.
-    pt.unmap(WINDOW + 0x3000, 4096).unwrap().flush.done();
-    let maps = pt.mappings(WINDOW, 64 << 10).unwrap();
+    pt.unmap(v(WINDOW + 0x3000), 4096).unwrap().flush.done();
+    let maps = pt.mappings(v(WINDOW), 64 << 10).unwrap();
     assert_eq!(maps.len(), 15);
     assert!(maps.iter().all(|m| !m.contiguous && m.size == 4096));
-    assert_eq!(pt.translate(WINDOW + 0x5123).unwrap().pa, PBASE + 0x5123);
+    assert_eq!(
+        pt.translate(v(WINDOW + 0x5123)).unwrap().pa,
+        p(PBASE + 0x5123)
+    );
 }
 
 #[test]
 fn riscv_64k_pages_are_16_hardware_words_and_tables_are_64k() {
     let pt = PageTable::with_new_memory(preset("riscv-sv39-64k").unwrap()).unwrap();
     let a = Attrs::new(Perms::USER_RW);
-    pt.map(WINDOW, PBASE, 64 << 10, 64 << 10, a).unwrap();
-    let t = pt.translate(WINDOW + 0x7008).unwrap();
-    assert_eq!(t.pa, PBASE + 0x7008);
+    pt.map(v(WINDOW), p(PBASE), 64 << 10, 64 << 10, a).unwrap();
+    let t = pt.translate(v(WINDOW + 0x7008)).unwrap();
+    assert_eq!(t.pa, p(PBASE + 0x7008));
     assert_eq!(t.size, 64 << 10);
     assert_eq!(t.reads, 3);
     // The hardware word read for page 7 is the 8th word of the group.
     let group = pt.entry_pa(
-        TableAddr::new(t.entry_pas()[2] & !0xffff),
+        t.entry_pas()[2].align_down(0x10000).table(),
         Level::PTE,
-        WINDOW,
+        v(WINDOW),
     );
     assert_eq!(t.entry_pas()[2], group + 7 * 8);
     assert_eq!(pt.mem().live_tables(), 3);
@@ -332,8 +357,8 @@ fn riscv_64k_pages_are_16_hardware_words_and_tables_are_64k() {
 fn partial_unmap_of_a_huge_leaf_splits_it() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
     let a = Attrs::new(Perms::USER_RW);
-    pt.map(WINDOW, PBASE, 1 << 30, 1 << 30, a).unwrap();
-    let u = pt.unmap(WINDOW + (2 << 20) + 4096, 4096).unwrap();
+    pt.map(v(WINDOW), p(PBASE), 1 << 30, 1 << 30, a).unwrap();
+    let u = pt.unmap(v(WINDOW + (2 << 20) + 4096), 4096).unwrap();
     assert_eq!(
         u.pieces,
         vec![(WINDOW + (2 << 20) + 4096, PBASE + (2 << 20) + 4096, 4096)]
@@ -341,10 +366,10 @@ fn partial_unmap_of_a_huge_leaf_splits_it() {
     // 1G -> 512 x 2M, then the second 2M -> 512 x 4K.
     assert_eq!(pt.tables_at(Level::PMD), 1);
     assert_eq!(pt.tables_at(Level::PTE), 1);
-    assert_eq!(pt.translate(WINDOW + (2 << 20)).unwrap().size, 4096);
-    assert_eq!(pt.translate(WINDOW + (4 << 20)).unwrap().size, 2 << 20);
+    assert_eq!(pt.translate(v(WINDOW + (2 << 20))).unwrap().size, 4096);
+    assert_eq!(pt.translate(v(WINDOW + (4 << 20))).unwrap().size, 2 << 20);
     assert!(matches!(
-        pt.translate(WINDOW + (2 << 20) + 4096),
+        pt.translate(v(WINDOW + (2 << 20) + 4096)),
         Err(PtError::NotMapped {
             level: Level::PTE,
             ..
@@ -358,9 +383,9 @@ fn protect_keeps_accessed_and_dirty() {
     let mut a = Attrs::new(Perms::USER_RW);
     a.accessed = true;
     a.dirty = true;
-    pt.map(WINDOW, PBASE, 4096, 4096, a).unwrap();
-    pt.protect(WINDOW, 4096, Perms::USER_R).unwrap().done();
-    let t = pt.translate(WINDOW).unwrap();
+    pt.map(v(WINDOW), p(PBASE), 4096, 4096, a).unwrap();
+    pt.protect(v(WINDOW), 4096, Perms::USER_R).unwrap().done();
+    let t = pt.translate(v(WINDOW)).unwrap();
     assert_eq!(t.attrs.perms, Perms::USER_R);
     assert!(t.attrs.accessed);
 }
@@ -368,14 +393,14 @@ fn protect_keeps_accessed_and_dirty() {
 #[test]
 fn freeing_tables_waits_for_release() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(WINDOW, PBASE, 4096, 4096, Attrs::new(Perms::USER_RW))
+    pt.map(v(WINDOW), p(PBASE), 4096, 4096, Attrs::new(Perms::USER_RW))
         .unwrap();
-    pt.unmap(WINDOW, 4096).unwrap().flush.done();
-    let freed = pt.free_empty(WINDOW, 1 << 30).unwrap();
+    pt.unmap(v(WINDOW), 4096).unwrap().flush.done();
+    let freed = pt.free_empty(v(WINDOW), 1 << 30).unwrap();
     assert_eq!(freed.tables.len(), 3, "PTE, PMD and PUD tables");
     assert_eq!(pt.mem().live_tables(), 4, "unlinked, not yet freed");
     assert!(matches!(
-        pt.read_entry(pt.root_table(), pt.root_level(), WINDOW),
+        pt.read_entry(pt.root_table(), pt.root_level(), v(WINDOW)),
         Ok(Entry::Invalid)
     ));
     freed.release(&pt).unwrap();
@@ -385,9 +410,15 @@ fn freeing_tables_waits_for_release() {
 #[test]
 fn dump_groups_runs() {
     let pt = PageTable::with_new_memory(preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(WINDOW, PBASE, 64 << 10, 4096, Attrs::new(Perms::USER_RW))
-        .unwrap();
-    let d = pt.dump(WINDOW, 1 << 21).unwrap();
+    pt.map(
+        v(WINDOW),
+        p(PBASE),
+        64 << 10,
+        4096,
+        Attrs::new(Perms::USER_RW),
+    )
+    .unwrap();
+    let d = pt.dump(v(WINDOW), 1 << 21).unwrap();
     let leaf_lines: Vec<_> = d
         .lines()
         .filter(|l| l.contains("->") && l.contains("PTE rw"))
@@ -441,16 +472,16 @@ fn templated_leaves_are_the_words_write_entry_writes() {
                 let Some(bits) = a.leaf_bits(lv, &attrs) else {
                     continue;
                 };
-                a.set_leaf_bits(ta, lv, VirtAddr::new(va), bits, PhysAddr::new(pa));
+                a.set_leaf_bits(ta, lv, v(va), bits, p(pa));
                 let e = Entry::Leaf {
                     pa,
                     attrs,
                     contiguous: false,
                 };
-                b.set_entry(tb, lv, va, &e);
+                b.set_entry(tb, lv, v(va), &e);
                 let (wa, wb) = (
-                    a.mem().read(a.entry_pa(ta, lv, va)),
-                    b.mem().read(b.entry_pa(tb, lv, va)),
+                    a.mem().read(a.entry_pa(ta, lv, v(va)).get()),
+                    b.mem().read(b.entry_pa(tb, lv, v(va)).get()),
                 );
                 assert_eq!(wa, wb, "{} level {level} {e:?}", g.name());
                 checked += 1;

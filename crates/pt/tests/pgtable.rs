@@ -5,8 +5,8 @@ use pt::geometry::preset;
 use pt::{Attrs, Entry, Level, PageTable, Perms, PhysAddr, TableAddr, VirtAddr};
 use std::sync::Arc;
 
-const VA: u64 = 0x10_0000_0000;
-const PA: u64 = 1 << 40;
+const VA: VirtAddr = VirtAddr::new(0x10_0000_0000);
+const PA: PhysAddr = PhysAddr::new(1 << 40);
 
 fn tree(name: &str) -> PageTable {
     PageTable::with_new_memory(preset(name).unwrap()).unwrap()
@@ -35,22 +35,14 @@ fn pmd_table(pt: &PageTable) -> TableAddr {
 fn set_ptes_writes_a_run_of_leaves_and_counts_them() {
     let pt = tree("x86-64-4l");
     let t = pt.alloc_table(Level::PTE).unwrap();
-    pt.set_ptes(
-        t,
-        Level::PTE,
-        VirtAddr::new(VA),
-        PhysAddr::new(PA),
-        5,
-        rw(),
-        false,
-    );
+    pt.set_ptes(t, Level::PTE, VA, PA, 5, rw(), false);
     assert_eq!(pt.present_entries(t), 5);
     for i in 0..5 {
         let e = pt.read_entry(t, Level::PTE, VA + i * 4096).unwrap();
         assert_eq!(
             e,
             Entry::Leaf {
-                pa: PA + i * 4096,
+                pa: (PA + i * 4096).get(),
                 attrs: rw(),
                 contiguous: false
             }
@@ -58,7 +50,7 @@ fn set_ptes_writes_a_run_of_leaves_and_counts_them() {
     }
     assert!(pt.is_none(t, Level::PTE, VA + 5 * 4096));
     let old = pt.ptep_get_and_clear(t, Level::PTE, VA + 4096).unwrap();
-    assert!(matches!(old, Entry::Leaf { pa, .. } if pa == PA + 4096));
+    assert!(matches!(old, Entry::Leaf { pa, .. } if pa == (PA + 4096).get()));
     assert!(pt.is_none(t, Level::PTE, VA + 4096));
     assert_eq!(pt.present_entries(t), 4);
     for i in [0, 2, 3, 4] {
@@ -114,10 +106,7 @@ fn racing_alloc_install_leaves_one_table_and_frees_the_rest() {
 
 #[test]
 fn split_huge_leaf_maps_the_same_pages_below_or_one_page_everywhere() {
-    for each in [
-        None,
-        Some((PhysAddr::new(PA + (64 << 20)), Attrs::new(Perms::USER_R))),
-    ] {
+    for each in [None, Some((PA + (64 << 20), Attrs::new(Perms::USER_R)))] {
         let pt = tree("x86-64-4l");
         let huge = 2u64 << 20;
         let va = VA + (8 << 20);
@@ -126,7 +115,7 @@ fn split_huge_leaf_maps_the_same_pages_below_or_one_page_everywhere() {
         let before = pt.tables_at(Level::PTE);
         let child = pt.alloc_table(Level::PTE).unwrap();
         assert!(pt
-            .split_huge_leaf(pmd, Level::PMD, VirtAddr::new(va + 0x5000), child, each)
+            .split_huge_leaf(pmd, Level::PMD, va + 0x5000, child, each)
             .unwrap());
         assert_eq!(pt.next_table(pmd, Level::PMD, va), Some(child));
         assert_eq!(pt.tables_at(Level::PTE), before + 1);
@@ -140,7 +129,7 @@ fn split_huge_leaf_maps_the_same_pages_below_or_one_page_everywhere() {
                     assert_eq!(t.attrs, rw());
                 }
                 Some((one, a)) => {
-                    assert_eq!(t.pa, one.get() + 8);
+                    assert_eq!(t.pa, one + 8);
                     assert_eq!(t.attrs, a);
                 }
             }
@@ -148,7 +137,7 @@ fn split_huge_leaf_maps_the_same_pages_below_or_one_page_everywhere() {
         // Not a leaf any more: nothing to split.
         let spare = pt.alloc_table(Level::PTE).unwrap();
         assert!(!pt
-            .split_huge_leaf(pmd, Level::PMD, VirtAddr::new(va), spare, each)
+            .split_huge_leaf(pmd, Level::PMD, va, spare, each)
             .unwrap());
         pt.free_table(spare).unwrap();
     }
@@ -184,11 +173,11 @@ fn contpte_try_unfold_keeps_every_page_of_a_napot_or_contiguous_run() {
 fn can_fold_wants_whole_aligned_runs_where_the_geometry_has_them() {
     let arm = tree("arm64-4k-48");
     let run = 16 * 4096;
-    assert!(arm.can_fold(Level::PTE, 0x20_0000, run));
-    assert!(arm.can_fold(Level::PTE, 0x20_0000, 2 * run));
-    assert!(!arm.can_fold(Level::PTE, 0x20_0000 + 4096, run));
-    assert!(!arm.can_fold(Level::PTE, 0x20_0000, run + 4096));
-    assert!(!arm.can_fold(Level::PTE, 0x20_0000, 4096));
+    assert!(arm.can_fold(Level::PTE, VirtAddr::new(0x20_0000), run));
+    assert!(arm.can_fold(Level::PTE, VirtAddr::new(0x20_0000), 2 * run));
+    assert!(!arm.can_fold(Level::PTE, VirtAddr::new(0x20_0000 + 4096), run));
+    assert!(!arm.can_fold(Level::PTE, VirtAddr::new(0x20_0000), run + 4096));
+    assert!(!arm.can_fold(Level::PTE, VirtAddr::new(0x20_0000), 4096));
     let x86 = tree("x86-64-4l");
-    assert!(!x86.can_fold(Level::PTE, 0x20_0000, run));
+    assert!(!x86.can_fold(Level::PTE, VirtAddr::new(0x20_0000), run));
 }

@@ -15,6 +15,7 @@
 use super::AddressSpace;
 use crate::vma::{AnonVma, Vma, Vmas};
 use pt::Level;
+use pt::VirtAddr;
 
 impl AddressSpace {
     /// Gives `vma` an anon_vma if the fault about to be handled at `va`
@@ -38,6 +39,7 @@ impl AddressSpace {
     /// Whether the PMD entry for `va` is none (or its table missing): the
     /// condition under which a fault may map a PMD-sized THP there.
     fn pmd_none(&self, va: u64) -> bool {
+        let va = VirtAddr::new(va);
         match self.find_pmd_table(va) {
             Ok(pmd_table) => self.pt.is_none(pmd_table, Level::PMD, va),
             Err(_) => true,

@@ -6,6 +6,7 @@ use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{Vma, Vmas};
+use pt::VirtAddr;
 
 /// How [`AddressSpace::populate`] faults pages in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,19 +53,19 @@ impl AddressSpace {
                 }
                 continue;
             }
-            let mut va = v.start.max(start);
-            let e = v.end.min(end);
+            let mut va = VirtAddr::new(v.start.max(start));
+            let e = VirtAddr::new(v.end.min(end));
             let mut tries = 0;
             while va < e {
                 if let Ok(t) = self.pt.translate(va) {
                     if !write || t.attrs.perms.write || tries >= 3 {
-                        va = (va & !(t.size - 1)) + t.size;
+                        va = va.align_down(t.size) + t.size;
                         tries = 0;
                         continue;
                     }
                 }
                 tries += 1;
-                self.anon_vma_prepare_for_fault(vmas, v, va, write);
+                self.anon_vma_prepare_for_fault(vmas, v, va.get(), write);
                 match self.handle_mm_fault(ctx, v, va, write) {
                     Ok((dd, major)) => {
                         if major {

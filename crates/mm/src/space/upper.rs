@@ -5,7 +5,7 @@
 use super::AddressSpace;
 use crate::counters::ThreadCtx;
 use crate::error::Errno;
-use pt::{Entry, Level, TableAddr};
+use pt::{Entry, Level, TableAddr, VirtAddr};
 use std::sync::atomic::Ordering;
 
 impl AddressSpace {
@@ -16,7 +16,7 @@ impl AddressSpace {
     /// `Err(level)`: the walk stopped at an entry of `level` that is not a
     /// table.
     #[inline]
-    pub(crate) fn find_pmd_table(&self, va: u64) -> Result<TableAddr, Level> {
+    pub(crate) fn find_pmd_table(&self, va: VirtAddr) -> Result<TableAddr, Level> {
         let mut table = self.pt.root_table();
         let mut level = self.pt.root_level();
         while level > Level::PMD {
@@ -31,12 +31,16 @@ impl AddressSpace {
     /// `page_table_lock` if still empty). A repeat of this thread's last
     /// walk is answered by [`crate::accel::PmdWalkCache`].
     #[inline]
-    pub(crate) fn alloc_pmd_table(&self, ctx: &mut ThreadCtx, va: u64) -> Result<TableAddr, Errno> {
+    pub(crate) fn alloc_pmd_table(
+        &self,
+        ctx: &mut ThreadCtx,
+        va: VirtAddr,
+    ) -> Result<TableAddr, Errno> {
         if !self.pt.has_level(Level::PUD) {
             // The root is the PMD table.
             return Ok(self.pt.root_table());
         }
-        let span = va & !(self.pt.entry_size(Level::PUD) - 1);
+        let span = va.align_down(self.pt.entry_size(Level::PUD));
         // The mmap lock is held (read or write): `upper_gen` cannot move
         // under this walk.
         let gen = self.upper_gen.load(Ordering::Acquire);
@@ -52,7 +56,7 @@ impl AddressSpace {
     pub(crate) fn walk_alloc_pmd_table(
         &self,
         ctx: &mut ThreadCtx,
-        va: u64,
+        va: VirtAddr,
     ) -> Result<TableAddr, Errno> {
         let mut table = self.pt.root_table();
         let mut level = self.pt.root_level();

@@ -18,6 +18,7 @@ use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{Vma, Vmas};
+use pt::VirtAddr;
 use pt::{Entry, Level};
 
 impl AddressSpace {
@@ -36,18 +37,19 @@ impl AddressSpace {
         if haddr == addr || haddr < vma.start || haddr + self.pmd_size > vma.end {
             return Ok(());
         }
-        let Ok(pmd_table) = self.find_pmd_table(addr) else {
+        let Ok(pmd_table) = self.find_pmd_table(VirtAddr::new(addr)) else {
             return Ok(());
         };
         if !matches!(
-            self.pt.read_entry(pmd_table, Level::PMD, haddr)?,
+            self.pt
+                .read_entry(pmd_table, Level::PMD, VirtAddr::new(haddr))?,
             Entry::Leaf { .. }
         ) {
             return Ok(());
         }
         // Linux: split_huge_pmd_address -> __split_huge_pmd, under the PMD lock.
         let g = self.pmd_lock(ctx, pmd_table);
-        let r = self.split_huge_pmd_locked(vma, pmd_table, haddr, d);
+        let r = self.split_huge_pmd_locked(vma, pmd_table, VirtAddr::new(haddr), d);
         drop(g);
         r
     }

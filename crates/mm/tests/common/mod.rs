@@ -22,7 +22,7 @@ pub fn done(s: &AddressSpace, r: Result<Deferred, Errno>) {
 /// One access as the MMU model would do it: fault until the translation allows it.
 pub fn access(s: &AddressSpace, ctx: &mut ThreadCtx, va: u64, write: bool) -> Option<FaultResult> {
     for _ in 0..4 {
-        if let Ok(t) = s.page_table().translate(va) {
+        if let Ok(t) = s.page_table().translate(pt::VirtAddr::new(va)) {
             if t.attrs.perms.user && (!write || t.attrs.perms.write) {
                 return None;
             }

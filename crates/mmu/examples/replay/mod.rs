@@ -5,7 +5,7 @@
 //! replay its 64 GiB case).
 #![allow(dead_code)]
 
-use pt::{Attrs, PageTable, Perms};
+use pt::{Attrs, PageTable, Perms, PhysAddr, VirtAddr};
 
 /// Where the pages are mapped.
 pub const BASE: u64 = 0x2000_0000_0000;
@@ -19,8 +19,14 @@ pub const PAGES: u64 = 16 << 20;
 pub fn table(pages: u64) -> PageTable {
     pt::mem::set_arena_advisor(host::advise_huge_pages);
     let pt = PageTable::with_new_memory(pt::geometry::preset("x86-64-4l").unwrap()).unwrap();
-    pt.map(BASE, DATA, pages * 4096, 4096, Attrs::new(Perms::USER_RW))
-        .unwrap();
+    pt.map(
+        VirtAddr::new(BASE),
+        PhysAddr::new(DATA),
+        pages * 4096,
+        4096,
+        Attrs::new(Perms::USER_RW),
+    )
+    .unwrap();
     pt
 }
 

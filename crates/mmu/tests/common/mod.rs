@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use mmu::{Mmu, MmuConfig, PwcConfig, Replacement, TlbArrayConfig, TlbConfig};
-use pt::{Attrs, PageTable, Perms};
+use pt::{Attrs, PageTable, Perms, PhysAddr, VirtAddr};
 
 pub const BASE: u64 = 0x2000_0000_0000; // 32 TiB, where workloads place regions
 pub const DATA: u64 = 1 << 40; // pt's data zone
@@ -24,8 +24,14 @@ pub fn ro() -> Attrs {
 /// Maps `pages` 4 KiB pages at `va` to consecutive frames from
 /// `DATA + (va mod 64 GiB)` (so `BASE` maps to `DATA`).
 pub fn map4k(pt: &PageTable, va: u64, pages: u64, attrs: Attrs) {
-    pt.map(va, DATA + (va & ((1 << 36) - 1)), pages * 4096, 4096, attrs)
-        .unwrap();
+    pt.map(
+        VirtAddr::new(va),
+        PhysAddr::new(DATA + (va & ((1 << 36) - 1))),
+        pages * 4096,
+        4096,
+        attrs,
+    )
+    .unwrap();
 }
 
 pub fn array(name: &str, entries: u32, ways: u32, sizes: &[&str]) -> TlbArrayConfig {
@@ -64,6 +70,9 @@ pub fn mmu(cfg: MmuConfig, pt: &PageTable, cpus: usize) -> Arc<Mmu> {
 
 /// The raw hardware words a walk of `va` reads, root first.
 pub fn words(pt: &PageTable, va: u64) -> Vec<u64> {
-    let t = pt.translate(va).unwrap();
-    t.entry_pas().iter().map(|&pa| pt.mem().read(pa)).collect()
+    let t = pt.translate(VirtAddr::new(va)).unwrap();
+    t.entry_pas()
+        .iter()
+        .map(|&pa| pt.mem().read(pa.get()))
+        .collect()
 }

@@ -26,7 +26,7 @@
 
 use std::cell::Cell;
 
-use super::PageTable;
+use super::{Level, PageTable, PhysAddr, TableAddr, VirtAddr};
 
 /// Slots of a memo (a power of two): 64 GiB of 1 GiB regions fit with room.
 const SLOTS: usize = 256;
@@ -34,7 +34,7 @@ const SLOTS: usize = 256;
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     region: u64,
-    table: u64,
+    table: TableAddr,
     generation: u64,
 }
 
@@ -42,7 +42,7 @@ impl Slot {
     /// No address shifted right by a level's shift is all ones.
     const EMPTY: Slot = Slot {
         region: u64::MAX,
-        table: 0,
+        table: TableAddr::new(0),
         generation: 0,
     };
 }
@@ -85,21 +85,21 @@ impl PageTable {
     /// it remembers the region of `va` (and teaching it the region when it
     /// does not). Changes nothing in the table.
     #[inline]
-    pub fn prefetch_walk_memo(&self, memo: &WalkMemo, va: u64) {
+    pub fn prefetch_walk_memo(&self, memo: &WalkMemo, va: VirtAddr) {
         if let Some(epa) = self.last_walk_word_memo(memo, va) {
-            self.mem.prefetch(epa);
+            self.mem.prefetch(epa.get());
         }
     }
 
     /// [`PageTable::last_walk_word`] through `memo`: the same address
     /// whenever the memo is up to date (see the module docs).
     #[inline]
-    pub fn last_walk_word_memo(&self, memo: &WalkMemo, va: u64) -> Option<u64> {
+    pub fn last_walk_word_memo(&self, memo: &WalkMemo, va: VirtAddr) -> Option<PhysAddr> {
         let levels = self.geom.fast_levels();
         if levels.len() < 3 {
             return self.last_walk_word(va);
         }
-        let region = va >> levels[2].hw_shift;
+        let region = va.page_index(levels[2].hw_shift);
         let slot = &memo.slots[region as usize % SLOTS];
         let s = slot.get();
         // Only a canonical address fills a slot, and an address with the
@@ -117,13 +117,13 @@ impl PageTable {
             }
         };
         let (f1, f0) = (&levels[1], &levels[0]);
-        let epa = table + f1.word_offset(va);
-        let raw = self.mem.read_walk(epa);
+        let epa = table.phys() + f1.word_offset(va.get());
+        let raw = self.mem.read_walk(epa.get());
         if raw & f1.table.mask != f1.table.value {
             // A leaf or an empty entry: the walk's last read is this one.
             return Some(epa);
         }
-        Some(f1.table.next_table(raw) + f0.word_offset(va))
+        Some(PhysAddr::new(f1.table.next_table(raw)) + f0.word_offset(va.get()))
     }
 
     /// The level-1 table of `va`'s region, remembered in `slot` of `memo`;
@@ -136,10 +136,10 @@ impl PageTable {
         &self,
         memo: &WalkMemo,
         slot: &Cell<Slot>,
-        va: u64,
+        va: VirtAddr,
         region: u64,
-    ) -> Result<u64, Option<u64>> {
-        if !self.geom.is_canonical(va) {
+    ) -> Result<TableAddr, Option<PhysAddr>> {
+        if !self.geom.is_canonical(va.get()) {
             return Err(self.last_walk_word(va));
         }
         if memo.root.get() != self.root {
@@ -147,7 +147,7 @@ impl PageTable {
         }
         // Read before the walk: a free during it leaves the slot stale.
         let generation = self.mem.upper_table_frees();
-        let table = self.table_on_path(va, 1).map_err(Some)?;
+        let table = self.table_on_path(va, Level::PMD).map_err(Some)?;
         slot.set(Slot {
             region,
             table,
@@ -180,6 +180,7 @@ mod tests {
                 x
             };
             let check = |va: u64| {
+                let va = VirtAddr::new(va);
                 assert_eq!(
                     pt.last_walk_word_memo(&memo, va),
                     pt.last_walk_word(va),
@@ -196,7 +197,13 @@ mod tests {
                     let va = (1 + (k + round * 3) % 8) * step + (r >> 20) % 64 * size;
                     let va = va - va % size;
                     if pt
-                        .map(va, va % (1 << 40), size, size, Attrs::new(Perms::USER_RW))
+                        .map(
+                            VirtAddr::new(va),
+                            PhysAddr::new(va % (1 << 40)),
+                            size,
+                            size,
+                            Attrs::new(Perms::USER_RW),
+                        )
                         .is_ok()
                     {
                         mapped.push((va, size));
@@ -215,8 +222,14 @@ mod tests {
                 }
                 // Tear everything down and free the tables: the memo's
                 // tables are gone and may come back for other regions.
-                pt.unmap(step, 8 * step).unwrap().flush.done();
-                pt.free_empty(step, 8 * step).unwrap().release(&pt).unwrap();
+                pt.unmap(VirtAddr::new(step), 8 * step)
+                    .unwrap()
+                    .flush
+                    .done();
+                pt.free_empty(VirtAddr::new(step), 8 * step)
+                    .unwrap()
+                    .release(&pt)
+                    .unwrap();
                 for &(va, _) in &mapped {
                     check(va);
                 }

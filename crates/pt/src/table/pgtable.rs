@@ -64,8 +64,8 @@ impl PageTable {
     /// The index of the entry for `va` in a table of `level` (Linux
     /// `pte_index`, `pmd_index`).
     #[inline]
-    pub fn index(&self, level: Level, va: u64) -> u64 {
-        self.geom.index(level.get(), va)
+    pub fn index(&self, level: Level, va: VirtAddr) -> u64 {
+        self.geom.index(level.get(), va.get())
     }
 
     /// Whether entries of `level` may be leaves (PMD: PMD-sized THP).
@@ -85,10 +85,10 @@ impl PageTable {
     /// ranges): the geometry has runs, and the range is aligned to one and
     /// a multiple of one.
     #[inline]
-    pub fn can_fold(&self, level: Level, va: u64, size: u64) -> bool {
+    pub fn can_fold(&self, level: Level, va: VirtAddr, size: u64) -> bool {
         let n = self.contig_entries(level);
         let run = n * self.entry_size(level);
-        n > 1 && size >= run && size.is_multiple_of(run) && va.is_multiple_of(run)
+        n > 1 && size >= run && size.is_multiple_of(run) && va.is_aligned(run)
     }
 
     // ---------------------------------------------------------------
@@ -97,8 +97,10 @@ impl PageTable {
     /// Physical address of the first hardware word of the software entry
     /// that indexes `va` in `table` (of `level`).
     #[inline]
-    pub fn entry_pa(&self, table: TableAddr, level: Level, va: u64) -> u64 {
-        table.pa() + (self.geom.index(level.get(), va) << self.entry_shift)
+    pub fn entry_pa(&self, table: TableAddr, level: Level, va: VirtAddr) -> PhysAddr {
+        table
+            .phys()
+            .add(self.geom.index(level.get(), va.get()) << self.entry_shift)
     }
 
     /// Decodes the software entry for `va` in `table` (Linux `ptep_get`,
@@ -109,8 +111,13 @@ impl PageTable {
     // Always inlined: the fault handler reads five entries per fault, and a
     // call per read was a tenth of its cost.
     #[inline(always)]
-    pub fn read_entry(&self, table: TableAddr, level: Level, va: u64) -> Result<Entry, PtError> {
-        let raw = self.mem.read(self.entry_pa(table, level, va));
+    pub fn read_entry(
+        &self,
+        table: TableAddr,
+        level: Level,
+        va: VirtAddr,
+    ) -> Result<Entry, PtError> {
+        let raw = self.mem.read(self.entry_pa(table, level, va).get());
         if raw == 0 {
             // Every supported format encodes an empty entry as zero (x86 P,
             // RISC-V V and ARM's valid bit clear): skip the decoder.
@@ -125,8 +132,8 @@ impl PageTable {
     /// down (Linux `pmd_offset` / `pte_offset_map` after a `pmd_present`
     /// test), without building the neutral view.
     #[inline(always)]
-    pub fn next_table(&self, table: TableAddr, level: Level, va: u64) -> Option<TableAddr> {
-        let raw = self.mem.read_walk(self.entry_pa(table, level, va));
+    pub fn next_table(&self, table: TableAddr, level: Level, va: VirtAddr) -> Option<TableAddr> {
+        let raw = self.mem.read_walk(self.entry_pa(table, level, va).get());
         entry::table_pa(&self.geom, level.get(), raw).map(TableAddr::new)
     }
 
@@ -134,8 +141,8 @@ impl PageTable {
     /// every supported format encodes an empty entry as zero, and the
     /// engine writes nothing else into a non-present entry.
     #[inline(always)]
-    pub fn is_none(&self, table: TableAddr, level: Level, va: u64) -> bool {
-        self.mem.read(self.entry_pa(table, level, va)) == 0
+    pub fn is_none(&self, table: TableAddr, level: Level, va: VirtAddr) -> bool {
+        self.mem.read(self.entry_pa(table, level, va).get()) == 0
     }
 
     /// Present entries of `table` (the count kept beside it, Linux's
@@ -160,7 +167,7 @@ impl PageTable {
     /// it) and keeps the table's present count (Linux `set_pte`,
     /// `set_pmd`). The caller holds the lock over `table`'s entries.
     #[inline]
-    pub fn set_entry(&self, table: TableAddr, level: Level, va: u64, e: &Entry) {
+    pub fn set_entry(&self, table: TableAddr, level: Level, va: VirtAddr, e: &Entry) {
         if self.entry_shift != ENTRY_BYTES.trailing_zeros() {
             return self.write_group(table, level, va, e);
         }
@@ -175,7 +182,7 @@ impl PageTable {
     /// Clears the entry for `va` (Linux `pte_clear`, `pmd_clear`). Same
     /// contract as [`PageTable::set_entry`].
     #[inline]
-    pub fn pte_clear(&self, table: TableAddr, level: Level, va: u64) {
+    pub fn pte_clear(&self, table: TableAddr, level: Level, va: VirtAddr) {
         self.set_entry(table, level, va, &Entry::Invalid);
     }
 
@@ -190,7 +197,7 @@ impl PageTable {
         &self,
         table: TableAddr,
         level: Level,
-        va: u64,
+        va: VirtAddr,
     ) -> Result<Entry, PtError> {
         let old = self.read_entry(table, level, va);
         self.pte_clear(table, level, va);
@@ -214,13 +221,15 @@ impl PageTable {
         contiguous: bool,
     ) {
         let step = self.entry_size(level);
+        // Offsets from the start, not a running address: the last leaf may
+        // end at the top of the address space.
         for i in 0..nr {
             let e = Entry::Leaf {
-                pa: pa.get() + i * step,
+                pa: (pa + i * step).get(),
                 attrs,
                 contiguous,
             };
-            self.set_entry(table, level, va.get() + i * step, &e);
+            self.set_entry(table, level, va + i * step, &e);
         }
     }
 
@@ -257,15 +266,15 @@ impl PageTable {
     ) {
         debug_assert_eq!(self.entry_shift, ENTRY_BYTES.trailing_zeros());
         let w = entry::leaf_with_address(&self.geom, bits, pa.get());
-        self.write_word(table, level, va.get(), w);
+        self.write_word(table, level, va, w);
     }
 
     /// Writes `w` as the one-word entry for `va` in `table` and keeps the
     /// present count (a word is present exactly when it is not 0: every
     /// codec encodes the empty entry, and only it, as 0).
     #[inline(always)]
-    fn write_word(&self, table: TableAddr, level: Level, va: u64, w: u64) {
-        let word = self.mem.word_at(self.entry_pa(table, level, va));
+    fn write_word(&self, table: TableAddr, level: Level, va: VirtAddr, w: u64) {
+        let word = self.mem.word_at(self.entry_pa(table, level, va).get());
         let was = word.load(Ordering::Acquire) != 0;
         word.store(w, Ordering::Release);
         self.count_present(table, level, was, w != 0);
@@ -274,8 +283,8 @@ impl PageTable {
     /// [`PageTable::set_entry`] for a geometry whose software entry is a
     /// group of hardware words.
     #[inline(never)]
-    fn write_group(&self, table: TableAddr, level: Level, va: u64, e: &Entry) {
-        let pa = self.entry_pa(table, level, va);
+    fn write_group(&self, table: TableAddr, level: Level, va: VirtAddr, e: &Entry) {
+        let pa = self.entry_pa(table, level, va).get();
         let was = self.mem.read(pa) != 0;
         // Linux's set_pte order: for a group, the first word last, so that a
         // walker that sees it present sees the whole group.
@@ -336,7 +345,6 @@ impl PageTable {
         child: TableAddr,
         each: Option<(PhysAddr, Attrs)>,
     ) -> Result<bool, PtError> {
-        let va = va.get();
         let Entry::Leaf { pa, attrs, .. } = self.read_entry(table, level, va)? else {
             return Ok(false);
         };
@@ -346,25 +354,25 @@ impl PageTable {
             return Err(PtError::CannotSplit { size, level: below });
         }
         let step = self.entry_size(below);
-        let base_va = va & !(size - 1);
+        let base_va = va.align_down(size);
         let n = size / step;
         match each {
             None => self.set_ptes(
                 child,
                 below,
-                VirtAddr::new(base_va),
+                base_va,
                 PhysAddr::new(pa).align_down(size),
                 n,
                 attrs,
                 false,
             ),
             Some((one, a)) => {
+                let e = Entry::Leaf {
+                    pa: one.get(),
+                    attrs: a,
+                    contiguous: false,
+                };
                 for i in 0..n {
-                    let e = Entry::Leaf {
-                        pa: one.get(),
-                        attrs: a,
-                        contiguous: false,
-                    };
                     self.set_entry(child, below, base_va + i * step, &e);
                 }
             }
@@ -388,19 +396,19 @@ impl PageTable {
         &self,
         table: TableAddr,
         level: Level,
-        va: u64,
+        va: VirtAddr,
     ) -> Result<(), PtError> {
         let n = self.contig_entries(level);
         let step = self.entry_size(level);
         let run = n * step;
-        if n <= 1 || va.is_multiple_of(run) {
+        if n <= 1 || va.is_aligned(run) {
             return Ok(());
         }
         if let Entry::Leaf {
             contiguous: true, ..
         } = self.read_entry(table, level, va)?
         {
-            let base = va & !(run - 1);
+            let base = va.align_down(run);
             for i in 0..n {
                 let v = base + i * step;
                 if let Entry::Leaf { pa, attrs, .. } = self.read_entry(table, level, v)? {
@@ -452,7 +460,7 @@ impl PageTable {
         &self,
         parent: TableAddr,
         level: Level,
-        va: u64,
+        va: VirtAddr,
         child: TableAddr,
     ) -> bool {
         if !self.is_none(parent, level, va) {
@@ -478,7 +486,7 @@ impl PageTable {
         &self,
         parent: TableAddr,
         level: Level,
-        va: u64,
+        va: VirtAddr,
         lock: impl FnOnce() -> G,
     ) -> Result<(), PtError> {
         let child = self.alloc_table(level.down())?;
@@ -496,7 +504,7 @@ impl PageTable {
     /// through [`super::FreedTables`] after the shootdown); `None` if the
     /// entry is not a table. The caller holds the lock over `parent`'s
     /// entries and knows the child is empty.
-    pub fn unlink_table(&self, parent: TableAddr, level: Level, va: u64) -> Option<TableAddr> {
+    pub fn unlink_table(&self, parent: TableAddr, level: Level, va: VirtAddr) -> Option<TableAddr> {
         let child = self.next_table(parent, level, va)?;
         self.pte_clear(parent, level, va);
         Some(child)
