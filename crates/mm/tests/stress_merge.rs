@@ -41,7 +41,10 @@ fn no_huge_page_straddles(s: &AddressSpace) {
     let huge = 2u64 << 20;
     let mut b = BASE;
     while b < BASE + LEN {
-        if s.page_table().translate(b).is_ok_and(|t| t.size == huge) {
+        if s.page_table()
+            .translate(pt::VirtAddr::new(b))
+            .is_ok_and(|t| t.size == huge)
+        {
             let v = vmas.iter().find(|v| v.start <= b && b < v.end).unwrap();
             assert!(
                 v.end >= b + huge,

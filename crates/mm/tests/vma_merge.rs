@@ -196,7 +196,13 @@ fn split_by(op: impl Fn(&AddressSpace, &mut ThreadCtx) -> Result<Deferred, Errno
     assert_eq!(c.rss_anon_kb, 4096);
     assert_eq!(c.vmpte_kb, before.vmpte_kb);
     assert_eq!(pte_tables(&c), pte_tables(&before));
-    assert_eq!(s.page_table().translate(BASE).unwrap().size, 4096);
+    assert_eq!(
+        s.page_table()
+            .translate(pt::VirtAddr::new(BASE))
+            .unwrap()
+            .size,
+        4096
+    );
     s.check_invariants().unwrap();
     // Mapped still: writes do not fault.
     write_all(&s, &mut ctx, BASE, 4 * M);
@@ -251,7 +257,13 @@ fn munmap_of_part_of_a_thp_keeps_the_rest_pte_mapped() {
     done(&s, s.munmap(&mut ctx, BASE + M, M));
     let c = counters(&s, &ctx);
     assert_eq!((c.anon_huge_kb, c.rss_anon_kb), (0, 1024));
-    assert_eq!(s.page_table().translate(BASE).unwrap().size, 4096);
+    assert_eq!(
+        s.page_table()
+            .translate(pt::VirtAddr::new(BASE))
+            .unwrap()
+            .size,
+        4096
+    );
     finish(s, &mut ctx);
 }
 

@@ -203,8 +203,8 @@ mod tests {
         for r in runs {
             let size = g.entry_size(r.level);
             pt.map(
-                r.start,
-                r.start,
+                pt::VirtAddr::new(r.start),
+                pt::PhysAddr::new(r.start),
                 r.end - r.start,
                 size,
                 Attrs::new(Perms::USER_RW),
