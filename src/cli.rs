@@ -89,6 +89,9 @@ pub struct ModelOpts {
     /// Modeled CPUs
     #[arg(long)]
     pub cpus: Option<u32>,
+    /// KVM's paravirtual remote TLB flush: on or off (default: this host's)
+    #[arg(long = "pv-flush")]
+    pub pv_flush: Option<String>,
     /// A TOML file holding any of the above, or the same keys inline: KEY=VALUE,...
     #[arg(long = "config")]
     pub config: Option<String>,

@@ -9,6 +9,9 @@
 //!   AnonHugePages, TLB shootdowns), read without page faults of its own, for
 //!   measuring inside a workload.
 //! - [`MemInfo`], [`KernelConfig`], [`CpuInfo`]: the readers underneath.
+//! - [`FileBacking`]: the read-ahead window and large-folio support of the
+//!   filesystem under a directory; [`PvTlbFlush`]: whether KVM's
+//!   paravirtual remote TLB flush is in use.
 //! - [`advise_huge_pages`]: huge-page advice for the model's table arena.
 //! - [`thread_cpu_ns`]: the calling thread's CPU time, for benchmarks.
 //!
@@ -25,6 +28,8 @@ pub mod fingerprint;
 pub mod kconfig;
 pub mod meminfo;
 pub mod procfs;
+pub mod pvflush;
+pub mod storage;
 
 pub use advise::advise_huge_pages;
 pub use audit::{audit, audit_with, Audit, AuditOptions, Item, Status};
@@ -34,3 +39,5 @@ pub use cpu::CpuInfo;
 pub use fingerprint::{Fingerprint, Hypervisor, MthpSetting};
 pub use kconfig::KernelConfig;
 pub use meminfo::MemInfo;
+pub use pvflush::PvTlbFlush;
+pub use storage::FileBacking;

@@ -62,7 +62,9 @@ impl AddressSpace {
             && !vma.flags.nohugepage
             && haddr >= vma.start
             && haddr + self.pmd_size <= vma.end
-            && vma.pgoff_of(haddr, self.page_shift).is_multiple_of(pmd_pages)
+            && vma
+                .pgoff_of(haddr, self.page_shift)
+                .is_multiple_of(pmd_pages)
     }
 
     /// A fault at `va` whose PMD entry is none, in a VMA with an object:

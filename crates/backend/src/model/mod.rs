@@ -27,4 +27,6 @@ mod settings;
 pub use config::{host_tlb_preset, ModelConfig, OptionError};
 pub use options::{planned_accesses, ProgressFn, RunOptions, CHECK_EVERY};
 pub use run::{run, run_with, ModelError};
-pub use settings::{Locking, ModelOptions, MthpPolicy, MthpSize, Named, Reclaim, Thp, MTHP_SIZES};
+pub use settings::{
+    Locking, ModelOptions, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,
+};

@@ -73,6 +73,12 @@ named_option! {
 }
 
 named_option! {
+    /// KVM's paravirtual remote TLB flush (a shootdown defers its flush to
+    /// a target CPU that is not running instead of interrupting it).
+    PvFlush { On = "on", Off = "off" }
+}
+
+named_option! {
     /// Transparent huge pages (PMD-sized).
     Thp { Always = "always", Madvise = "madvise", Never = "never" }
 }
@@ -133,6 +139,9 @@ pub struct ModelOptions {
     pub tlb: Option<String>,
     /// Modeled CPUs, 1 to 256.
     pub cpus: Option<u32>,
+    /// KVM's paravirtual remote TLB flush (default: whether this host's
+    /// kernel uses it).
+    pub pv_flush: Option<PvFlush>,
 }
 
 impl ModelOptions {
@@ -161,6 +170,7 @@ impl ModelOptions {
         );
         put("tlb", self.tlb.clone());
         put("cpus", self.cpus.map(|v| v.to_string()));
+        put("pv-flush", self.pv_flush.map(|v| v.to_string()));
         m
     }
 }
