@@ -119,8 +119,9 @@ impl MemObject {
         Ok(())
     }
 
-    /// A hit at `idx`: if its folio carries the read-ahead mark, read the
-    /// next window, larger folios.
+    /// A hit at `idx` (a fault that reached the page cache): pays back a
+    /// miss, and if the page's folio carries the read-ahead mark, reads the
+    /// next window, in larger folios.
     // Linux: mm/filemap.c, do_async_mmap_readahead → page_cache_async_ra
     pub(crate) fn async_mmap_readahead(
         &self,
@@ -128,18 +129,18 @@ impl MemObject {
         idx: u64,
         r: &RaRequest,
     ) -> Result<(), Errno> {
+        if r.ra_pages == 0 {
+            return Ok(());
+        }
+        let mut ra = *crate::space::lock_plain(&self.ra);
+        ra.mmap_miss = ra.mmap_miss.saturating_sub(1);
+        *crate::space::lock_plain(&self.ra) = ra;
         let Some(folio) = Self::folio_of(pages, idx) else {
             return Ok(());
         };
         let n = 1u64 << folio.order;
         let head = idx & !(n - 1);
         if !Self::folio_of(pages, head).is_some_and(|f| f.readahead) {
-            return Ok(());
-        }
-        let mut ra = *crate::space::lock_plain(&self.ra);
-        ra.mmap_miss = ra.mmap_miss.saturating_sub(1);
-        if r.ra_pages == 0 && !r.hugepage {
-            *crate::space::lock_plain(&self.ra) = ra;
             return Ok(());
         }
         Self::clear_readahead(pages, head);
