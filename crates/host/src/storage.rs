@@ -94,8 +94,10 @@ pub fn fs_type_in_mountinfo(text: &str, device: &str, path: &Path) -> Option<Str
 
 /// Whether `fs` gives regular files large folios on kernel `release`: the
 /// kernel version since which the filesystem asks for them
-/// (`mapping_set_large_folios`). Other filesystems do not (`Some(false)`);
-/// `None` if the release does not parse.
+/// (`mapping_set_large_folios`: XFS since 5.18, ext4 since 6.16, except
+/// with data journalling, encryption or verity, not seen here). Other
+/// filesystems are taken not to (`Some(false)`; btrfs has them only in
+/// experimental builds); `None` if the release does not parse.
 pub fn large_folio_fs(fs: &str, release: &str) -> Option<bool> {
     let mut parts = release.split(|c: char| !c.is_ascii_digit());
     let major: u32 = parts.next()?.parse().ok()?;
@@ -103,8 +105,6 @@ pub fn large_folio_fs(fs: &str, release: &str) -> Option<bool> {
     let since = match fs {
         "xfs" => (5, 18),
         "ext4" => (6, 16),
-        "bcachefs" => (6, 7),
-        "erofs" => (6, 2),
         _ => return Some(false),
     };
     Some((major, minor) >= since)

@@ -152,10 +152,6 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/file-thp-hugepage-read.toml"),
     ),
     (
-        "file-thp-sequential",
-        include_str!("../validate/file-thp-sequential.toml"),
-    ),
-    (
         "file-thp-private-write",
         include_str!("../validate/file-thp-private-write.toml"),
     ),
