@@ -100,6 +100,9 @@ pub struct ModelOpts {
     /// A cost file (ptlab calibrate writes one) for the model's predicted time (default: built-in assumed figures)
     #[arg(long, value_name = "FILE")]
     pub costs: Option<String>,
+    /// KVM's paravirtual remote TLB flush: on or off (default: this host's)
+    #[arg(long = "pv-flush")]
+    pub pv_flush: Option<String>,
     /// A TOML file holding any of the above, or the same keys inline: KEY=VALUE,...
     #[arg(long = "config")]
     pub config: Option<String>,

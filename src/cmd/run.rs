@@ -62,6 +62,7 @@ pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
         ("tlb", m.tlb.as_deref()),
         ("cpus", cpus.as_deref()),
         ("costs", m.costs.as_deref()),
+        ("pv-flush", m.pv_flush.as_deref()),
     ];
     for (k, v) in pairs {
         if let Some(v) = v {

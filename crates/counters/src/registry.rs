@@ -562,6 +562,18 @@ pub const IPIS_RECEIVED: Counter = Counter {
     members: Members::One,
 };
 
+/// Remote flushes deferred to a CPU that was not running (KVM's
+/// paravirtual remote TLB flush): no IPI, a full flush when it runs again.
+pub const DEFERRED_FLUSHES: Counter = Counter {
+    name: "deferred_flushes",
+    unit: Unit::Count,
+    meaning: "Remote TLB flushes deferred to a CPU that was not running (paravirtual flush): no IPI, a full flush when it runs again.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
 /// Invalidations that flushed a whole address space.
 pub const FULL_FLUSHES: Counter = Counter {
     name: "full_flushes",
@@ -702,6 +714,7 @@ pub const ALL: &[Counter] = &[
     FAULTS_RESERVED,
     FAULTS_NONCANONICAL,
     IPIS_RECEIVED,
+    DEFERRED_FLUSHES,
     FULL_FLUSHES,
     PAGE_INVALIDATIONS,
     PWC_FLUSHED,

@@ -11,6 +11,9 @@
 //! - [`MemInfo`], [`KernelConfig`], [`CpuInfo`]: the readers underneath.
 //! - [`pagemap`]: a live process's VMAs, present pages (PAGEMAP_SCAN or
 //!   pagemap entries) and VmPTE, for `ptlab inspect`.
+//! - [`FileBacking`]: the read-ahead window and large-folio support of the
+//!   filesystem under a directory; [`PvTlbFlush`]: whether KVM's
+//!   paravirtual remote TLB flush is in use.
 //! - [`advise_huge_pages`]: huge-page advice for the model's table arena.
 //! - [`thread_cpu_ns`]: the calling thread's CPU time, for benchmarks.
 //!
@@ -28,6 +31,8 @@ pub mod kconfig;
 pub mod meminfo;
 pub mod pagemap;
 pub mod procfs;
+pub mod pvflush;
+pub mod storage;
 
 pub use advise::advise_huge_pages;
 pub use audit::{audit, audit_with, Audit, AuditOptions, Item, Status};
@@ -37,3 +42,5 @@ pub use cpu::CpuInfo;
 pub use fingerprint::{Fingerprint, Hypervisor, MthpSetting};
 pub use kconfig::KernelConfig;
 pub use meminfo::MemInfo;
+pub use pvflush::PvTlbFlush;
+pub use storage::FileBacking;

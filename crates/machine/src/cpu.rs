@@ -208,6 +208,14 @@ impl<'m> CpuHandle<'m> {
         self.cpu.prefetch(self.space.mm.page_table(), va);
     }
 
+    /// Marks this CPU as not running (`false`: its thread waits at a
+    /// barrier or sleeps, as a preempted vCPU) or running again. With the
+    /// MMU's `pv_tlb_flush`, shootdowns defer their flush to a CPU that is
+    /// not running instead of sending it an IPI; resuming applies them.
+    pub fn set_running(&mut self, running: bool) {
+        self.cpu.set_running(running);
+    }
+
     /// Applies this CPU's pending invalidations now: what a CPU that waits
     /// (at a barrier, idle) does when it takes its IPIs. The CPU stays
     /// attached, so it keeps receiving shootdowns while it waits.

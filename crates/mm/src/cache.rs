@@ -2,14 +2,25 @@
 //! state.
 //!
 //! A file starts either wholly cached (every page is a hit; its frame is
-//! created on first use) or cold (every page misses until read in). Pages
-//! evicted later are cold again. Shmem pages exist once touched (a shmem
-//! read of a hole allocates: Linux `shmem_fault` has no zero page).
+//! created on first use, as a base-page folio) or cold (every page misses
+//! until read in: [`crate::readahead`] decides how much is read and in
+//! which folio sizes). Pages evicted later are cold again. Shmem pages exist
+//! once touched (a shmem read of a hole allocates: Linux `shmem_fault` has
+//! no zero page).
 //!
 //! ## Invariants
-//! - Each cached page owns one data frame of the base page size, freed when
-//!   the page is evicted or the object dropped (its last VMA went away and
-//!   the TLBs were flushed: objects leave through `Deferred`).
+//! - Each cached page belongs to one folio, naturally aligned in the file
+//!   (its head index is a multiple of its size), and every page of a folio
+//!   is cached with the same [`CacheFolio`].
+//! - A folio of less than the PMD size owns one data frame of the base page
+//!   size per page; a PMD-sized folio (`block`) owns one contiguous frame
+//!   of the PMD size, so a PMD entry can map it: it is freed whole, when the
+//!   object is dropped, and never evicted page by page.
+//! - Frames are freed when the page is evicted or the object dropped (its
+//!   last VMA went away and the TLBs were flushed: objects leave through
+//!   `Deferred`).
+//! - The read-ahead mark (Linux `PG_readahead`) is kept on the head page of
+//!   a folio only.
 //! - Lock order: a table lock may be held when the object's lock is taken,
 //!   never the reverse.
 
@@ -28,12 +39,25 @@ pub enum ObjectKind {
     Shmem,
 }
 
+/// The folio a cached page belongs to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheFolio {
+    /// log2 of the folio's pages.
+    pub order: u8,
+    /// One contiguous frame for the whole folio (PMD-sized folios).
+    pub block: bool,
+    /// Linux `PG_readahead` (on the head page): a fault that finds this
+    /// folio starts the next asynchronous read-ahead.
+    pub readahead: bool,
+}
+
 /// State of one page of an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
     Cached {
         pa: u64,
         dirty: bool,
+        folio: CacheFolio,
     },
     /// Evicted: the next use is a miss (a major fault).
     Evicted,
@@ -44,8 +68,12 @@ pub struct MemObject {
     pub kind: ObjectKind,
     /// Whether pages never seen start in the page cache.
     initially_cached: bool,
-    mem: Arc<PhysMem>,
+    pub(crate) mem: Arc<PhysMem>,
     pages: Mutex<HashMap<u64, Slot>>,
+    /// Pages in the file (Linux `i_size`), if known: read-ahead stops there.
+    size_pages: std::sync::OnceLock<u64>,
+    /// The read-ahead state of the open file (Linux `file->f_ra`).
+    pub(crate) ra: Mutex<crate::readahead::RaState>,
 }
 
 impl std::fmt::Debug for MemObject {
@@ -65,6 +93,17 @@ pub struct Lookup {
     pub major: bool,
 }
 
+impl Slot {
+    /// A clean page of a base-page folio.
+    pub(crate) fn cached(pa: u64) -> Slot {
+        Slot::Cached {
+            pa,
+            dirty: false,
+            folio: CacheFolio::default(),
+        }
+    }
+}
+
 impl MemObject {
     pub(crate) fn new(kind: ObjectKind, initially_cached: bool, mem: Arc<PhysMem>) -> MemObject {
         MemObject {
@@ -72,7 +111,20 @@ impl MemObject {
             initially_cached,
             mem,
             pages: Mutex::new(HashMap::new()),
+            size_pages: std::sync::OnceLock::new(),
+            ra: Mutex::new(crate::readahead::RaState::default()),
         }
+    }
+
+    /// The object with its size in pages (a file as large as its mapping).
+    pub(crate) fn sized(self, pages: u64) -> MemObject {
+        let _ = self.size_pages.set(pages);
+        self
+    }
+
+    /// Pages in the file, if known.
+    pub(crate) fn size_pages(&self) -> Option<u64> {
+        self.size_pages.get().copied()
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, HashMap<u64, Slot>> {
@@ -87,16 +139,25 @@ impl MemObject {
             Some(Slot::Evicted) => None,
             None if self.initially_cached && self.kind == ObjectKind::File => {
                 let pa = self.mem.alloc_data(1 << self.mem.page_shift()).ok()?;
-                pages.insert(idx, Slot::Cached { pa, dirty: false });
+                pages.insert(idx, Slot::cached(pa));
                 Some(pa)
             }
             None => None,
         }
     }
 
-    /// The frame of page `idx`, reading it in (and `readaround` pages
-    /// around it, Linux `do_sync_mmap_readahead`'s read-around) on a miss.
-    /// A shmem hole is allocated (a minor fault).
+    /// The folio of page `idx` if it is cached (after [`MemObject::cached`]).
+    pub(crate) fn folio_of(pages: &HashMap<u64, Slot>, idx: u64) -> Option<CacheFolio> {
+        match pages.get(&idx) {
+            Some(Slot::Cached { folio, .. }) => Some(*folio),
+            _ => None,
+        }
+    }
+
+    /// The frame of page `idx`, reading it in on a miss with the read-ahead
+    /// that `ra` asks for (Linux `filemap_fault`: `do_sync_mmap_readahead`
+    /// on a miss, `do_async_mmap_readahead` on a hit of a marked folio). A
+    /// shmem hole is allocated (a minor fault).
     ///
     /// # Errors
     /// [`Errno::NoMem`] when no frame can be had.
@@ -104,30 +165,94 @@ impl MemObject {
         &self,
         pages: &mut HashMap<u64, Slot>,
         idx: u64,
-        readaround: u64,
-        limit: u64,
+        ra: &crate::readahead::RaRequest,
     ) -> Result<Lookup, Errno> {
         if let Some(pa) = self.cached(pages, idx) {
+            if self.kind == ObjectKind::File {
+                self.async_mmap_readahead(pages, idx, ra)?;
+            }
             return Ok(Lookup { pa, major: false });
+        }
+        if self.kind == ObjectKind::Shmem {
+            let pa = self.mem.alloc_data(1 << self.mem.page_shift())?;
+            pages.insert(idx, Slot::cached(pa));
+            return Ok(Lookup { pa, major: false });
+        }
+        self.sync_mmap_readahead(pages, idx, ra)?;
+        match self.cached(pages, idx) {
+            Some(pa) => Ok(Lookup { pa, major: true }),
+            None => Err(Errno::NoMem("no frame for a page-cache page")),
+        }
+    }
+
+    /// Adds a folio of `1 << order` pages at `index` (naturally aligned,
+    /// every page absent), marked for read-ahead if `mark`. `Ok(false)` if a
+    /// page is already there (Linux `filemap_add_folio` fails with EEXIST).
+    ///
+    /// # Errors
+    /// [`Errno::NoMem`] when no frame can be had.
+    pub(crate) fn add_folio(
+        &self,
+        pages: &mut HashMap<u64, Slot>,
+        index: u64,
+        order: u8,
+        mark: bool,
+        pmd_order: u8,
+    ) -> Result<bool, Errno> {
+        let n = 1u64 << order;
+        if (index..index + n).any(|i| matches!(pages.get(&i), Some(Slot::Cached { .. }))) {
+            return Ok(false);
         }
         let page = 1u64 << self.mem.page_shift();
-        let pa = self.mem.alloc_data(page)?;
-        pages.insert(idx, Slot::Cached { pa, dirty: false });
-        if self.kind == ObjectKind::Shmem {
-            return Ok(Lookup { pa, major: false });
-        }
-        // Read-around: a window of `readaround` pages centred on the miss.
-        // Not verified against a kernel trace: Linux also adapts the window
-        // to mmap_miss and sequential hints.
-        let start = idx.saturating_sub(readaround / 2);
-        for i in start..(start + readaround).min(limit) {
-            if i != idx && self.cached(pages, i).is_none() {
-                if let Ok(pa) = self.mem.alloc_data(page) {
-                    pages.insert(i, Slot::Cached { pa, dirty: false });
+        let block = order >= pmd_order && order > 0;
+        let folio = CacheFolio {
+            order,
+            block,
+            readahead: false,
+        };
+        let mut frames = Vec::with_capacity(if block { 1 } else { n as usize });
+        if block {
+            frames.push(self.mem.alloc_data(page << order)?);
+        } else {
+            for _ in 0..n {
+                match self.mem.alloc_data(page) {
+                    Ok(pa) => frames.push(pa),
+                    Err(e) => {
+                        for pa in frames {
+                            let _ = self.mem.free_data(pa, page);
+                        }
+                        return Err(e.into());
+                    }
                 }
             }
         }
-        Ok(Lookup { pa, major: true })
+        for i in 0..n {
+            let pa = if block {
+                frames[0] + i * page
+            } else {
+                frames[i as usize]
+            };
+            let folio = CacheFolio {
+                readahead: mark && i == 0,
+                ..folio
+            };
+            pages.insert(
+                index + i,
+                Slot::Cached {
+                    pa,
+                    dirty: false,
+                    folio,
+                },
+            );
+        }
+        Ok(true)
+    }
+
+    /// Clears the read-ahead mark of the folio whose head is `head`.
+    pub(crate) fn clear_readahead(pages: &mut HashMap<u64, Slot>, head: u64) {
+        if let Some(Slot::Cached { folio, .. }) = pages.get_mut(&head) {
+            folio.readahead = false;
+        }
     }
 
     /// Reads pages `[first, first + n)` into the cache (MADV_WILLNEED).
@@ -141,7 +266,7 @@ impl MemObject {
             if self.cached(&mut pages, i).is_none() {
                 match self.mem.alloc_data(page) {
                     Ok(pa) => {
-                        pages.insert(i, Slot::Cached { pa, dirty: false });
+                        pages.insert(i, Slot::cached(pa));
                     }
                     Err(_) => return,
                 }
@@ -162,19 +287,31 @@ impl MemObject {
     }
 
     /// Evicts page `idx` (it must be unmapped everywhere) and returns its
-    /// frame, which the caller frees after the TLB flush.
+    /// frame, which the caller frees after the TLB flush. A page of a
+    /// PMD-sized folio stays (its frame is one block; Linux would have to
+    /// split the folio first, which the model does not do).
     pub(crate) fn evict(pages: &mut HashMap<u64, Slot>, idx: u64) -> Option<u64> {
+        if matches!(pages.get(&idx), Some(Slot::Cached { folio, .. }) if folio.block) {
+            return None;
+        }
         match pages.insert(idx, Slot::Evicted) {
             Some(Slot::Cached { pa, .. }) => Some(pa),
             _ => None,
         }
     }
 
-    /// Frames the object holds (for the leak check).
+    /// Frames the object holds (for the leak check): one per page, one per
+    /// PMD-sized folio.
     pub(crate) fn frames(&self) -> u64 {
         self.lock()
-            .values()
-            .filter(|s| matches!(s, Slot::Cached { .. }))
+            .iter()
+            .filter(|(idx, s)| match s {
+                Slot::Cached { folio, .. } if folio.block => {
+                    *idx & ((1u64 << folio.order) - 1) == 0
+                }
+                Slot::Cached { .. } => true,
+                Slot::Evicted => false,
+            })
             .count() as u64
     }
 }
@@ -183,9 +320,18 @@ impl Drop for MemObject {
     fn drop(&mut self) {
         let page = 1u64 << self.mem.page_shift();
         let pages = std::mem::take(&mut *self.lock());
-        for s in pages.into_values() {
-            if let Slot::Cached { pa, .. } = s {
-                let _ = self.mem.free_data(pa, page);
+        for (idx, s) in pages {
+            match s {
+                Slot::Cached { pa, folio, .. } if folio.block => {
+                    // The head frees the folio's one frame.
+                    if idx & ((1u64 << folio.order) - 1) == 0 {
+                        let _ = self.mem.free_data(pa, page << folio.order);
+                    }
+                }
+                Slot::Cached { pa, .. } => {
+                    let _ = self.mem.free_data(pa, page);
+                }
+                Slot::Evicted => {}
             }
         }
     }

@@ -217,6 +217,11 @@ impl Walk<'_> {
                     vma.end
                 ));
             }
+            if let Some(rss) = s.file_pmd_rss(vma) {
+                // A page-cache folio mapped whole: no deposit.
+                self.rc.rss_pages[rss as usize] += (size / s.page) as i64;
+                return;
+            }
             if !lock_plain(&s.deposits).contains_key(&va.get()) {
                 self.errors
                     .push(format!("huge PMD at {va:#x} has no deposited table"));

@@ -72,8 +72,13 @@ pub struct MmConfig {
     pub thp_use_zero_page: bool,
     /// `/sys/kernel/mm/fault_around_bytes` (debugfs).
     pub fault_around_bytes: u64,
-    /// Read-around window of a page-cache miss (the device's `read_ahead_kb`).
+    /// Read-ahead window of the device backing files (its `read_ahead_kb`;
+    /// Linux `ra_pages`): a page-cache miss reads this much around it.
     pub readaround_bytes: u64,
+    /// Whether the filesystem of files gives large page-cache folios (ext4
+    /// and XFS on 6.18 do): read-ahead then grows folios up to the PMD size,
+    /// and PMD-sized ones are mapped by one PMD entry.
+    pub large_folios: bool,
     #[doc(hidden)]
     pub debug: DebugKnobs,
 }
@@ -81,7 +86,9 @@ pub struct MmConfig {
 impl Default for MmConfig {
     /// Linux 6.18 on x86-64 as this host runs it: split PMD locks,
     /// PT_RECLAIM on, THP "madvise", every mTHP size "never", the huge zero
-    /// page on, fault-around 64 KiB, read-ahead 128 KiB.
+    /// page on, fault-around 64 KiB, read-ahead 128 KiB (Linux's
+    /// `VM_READAHEAD_PAGES`; the host's device may differ: the backend
+    /// reads it), large page-cache folios.
     fn default() -> MmConfig {
         let mthp = (14..20).map(|s| (1u64 << s, MthpPolicy::Never)).collect();
         MmConfig {
@@ -92,6 +99,7 @@ impl Default for MmConfig {
             thp_use_zero_page: true,
             fault_around_bytes: 64 << 10,
             readaround_bytes: 128 << 10,
+            large_folios: true,
             debug: DebugKnobs::default(),
         }
     }

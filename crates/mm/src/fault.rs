@@ -154,6 +154,13 @@ impl AddressSpace {
     ) -> Result<Option<bool>, Errno> {
         match self.pt.read_entry(pmd_table, Level::PMD, va)? {
             Entry::Invalid => {
+                if let Some(obj) = vma.object() {
+                    if let Some(major) =
+                        self.file_pmd_fault(ctx, vma, obj, pmd_table, va.get(), write)?
+                    {
+                        return Ok(Some(major));
+                    }
+                }
                 if self.thp_allowed(vma, va.get()) {
                     match self.do_huge_pmd_anonymous_page(ctx, vma, pmd_table, va, write)? {
                         Huge::Done => return Ok(Some(false)),
@@ -164,6 +171,18 @@ impl AddressSpace {
                 Ok(None)
             }
             orig @ Entry::Leaf { pa, attrs, .. } => {
+                if write && attrs.perms.user && !attrs.perms.write && vma.object().is_some() {
+                    // Linux: wp_huge_pmd on a page-cache folio: split (for a
+                    // file: unmap) and fall back; the retry finds the PMD
+                    // none (do_cow_fault copies one page into a PTE table;
+                    // do_shared_fault maps the folio again, writable).
+                    let g = self.pmd_lock(ctx, pmd_table);
+                    if self.pt.read_entry(pmd_table, Level::PMD, va)? == orig {
+                        self.split_huge_pmd_locked(vma, pmd_table, va, d)?;
+                    }
+                    drop(g);
+                    return Ok(None);
+                }
                 if write && !attrs.perms.write && Some(pa) == self.huge_zero_pa {
                     // Linux: do_huge_pmd_wp_page on the huge zero page:
                     // replace it by a THP (6.12+), and only if no huge
@@ -471,14 +490,12 @@ impl AddressSpace {
         }
     }
 
-    // Linux: mm/memory.c, __do_fault (filemap_fault, reading around a
-    // missing page)
-    /// The page of `obj` at page offset `idx`, read in (with the pages
-    /// around it, up to the VMA's end) if it is not cached.
+    // Linux: mm/memory.c, __do_fault (filemap_fault: read-ahead on a miss
+    // or on a marked folio, see crate::readahead)
+    /// The page of `obj` at page offset `idx`, read in if it is not cached.
     fn do_fault_lookup(&self, vma: &Vma, obj: &MemObject, idx: u64) -> Result<Lookup, Errno> {
-        let readaround = (self.cfg.readaround_bytes / self.page).max(1);
-        let limit = vma.pgoff_of(vma.start, self.page_shift) + vma.pages(self.page_shift);
-        obj.get(&mut obj.lock(), idx, readaround, limit)
+        let ra = self.ra_request(vma, obj);
+        obj.get(&mut obj.lock(), idx, &ra)
     }
 
     // Linux: mm/memory.c, finish_fault
@@ -518,7 +535,8 @@ impl AddressSpace {
         Ok(Some(lookup.major))
     }
 
-    // Linux: mm/memory.c, do_read_fault (do_fault_around, then __do_fault)
+    // Linux: mm/memory.c, do_read_fault (do_fault_around, then __do_fault
+    // and finish_fault; a major fault is retried, running fault-around)
     fn do_read_fault(
         &self,
         ctx: &mut ThreadCtx,
@@ -528,38 +546,12 @@ impl AddressSpace {
         table: TableAddr,
         va: VirtAddr,
     ) -> Result<Option<bool>, Errno> {
-        let nr = self.cfg.fault_around_bytes / self.page;
-        let rss = Self::cache_rss(obj);
-        if nr > 1 {
-            // Linux: do_fault_around: a window aligned to fault_around_bytes,
-            // clipped to the VMA and the PTE table; filemap_map_pages maps
-            // only pages already in the page cache.
-            let ptrs = self.pt.ptrs_per_table(Level::PTE);
-            let pte_off = self.pt.index(Level::PTE, va);
-            let vma_off = (va.get() - vma.start) / self.page;
-            let from = (pte_off & !(nr - 1)).max(pte_off - pte_off.min(vma_off));
-            let to = (from + nr)
-                .min(ptrs)
-                .min(pte_off + vma.pages(self.page_shift) - vma_off);
+        let around = self.cfg.fault_around_bytes / self.page > 1;
+        if around {
             let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
                 return Ok(None);
             };
-            let mut pages = obj.lock();
-            let mut hit = false;
-            for i in from..to {
-                let v = va.sub(pte_off * self.page) + i * self.page;
-                if self.pt.read_entry(table, Level::PTE, v)? != Entry::Invalid {
-                    continue;
-                }
-                let idx = vma.pgoff_of(v.get(), self.page_shift);
-                if let Some(pa) = obj.cached(&mut pages, idx) {
-                    let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), false);
-                    self.set_ptes(table, v, pa, self.page, attrs);
-                    self.rss_add(rss, 1);
-                    hit |= v == va;
-                }
-            }
-            drop(pages);
+            let hit = self.filemap_map_pages(vma, obj, table, va.get())?;
             drop(g);
             if hit {
                 ctx.fault_kind = FaultKind::FileRead;
@@ -568,7 +560,19 @@ impl AddressSpace {
         }
         let idx = vma.pgoff_of(va.get(), self.page_shift);
         let lookup = self.do_fault_lookup(vma, obj, idx)?;
-        self.finish_cache_fault(ctx, vma, obj, (pmd_table, table), va, (idx, lookup), false)
+        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
+            return Ok(None);
+        };
+        if lookup.major && around && self.filemap_map_pages(vma, obj, table, va.get())? {
+            // The retry after the read: fault-around mapped it.
+            drop(g);
+            return Ok(Some(true));
+        }
+        if self.pt.read_entry(table, Level::PTE, va)? == Entry::Invalid {
+            self.finish_read_fault(vma, obj, table, va.get())?;
+        }
+        drop(g);
+        Ok(Some(lookup.major))
     }
 
     // Linux: mm/memory.c, do_cow_fault

@@ -4,7 +4,9 @@
 //! - [`space`]: the address space, its VMAs and system calls (mmap, munmap,
 //!   mprotect, madvise, mlock, msync).
 //! - [`fault`]: the fault handler (zero page, copy-on-write, file pages with
-//!   fault-around, shmem, THP and multi-size THP).
+//!   fault-around, shmem, THP and multi-size THP); `filemap`: mapping
+//!   page-cache folios (fault-around, PMD-mapped file folios); [`readahead`]:
+//!   which pages and folio sizes a file fault reads.
 //! - [`walk`]: range operations (zap, protect, PT reclaim, free_pgtables).
 //! - [`locking`]: the lock protocol, written as invariants (the mmap lock's
 //!   per-thread reader slots are in the private `mmap_lock` module, the
@@ -33,9 +35,12 @@
 //! `is_mergeable_anon_vma`), `find_mergeable_anon_vma`,
 //! `vma_adjust_trans_huge`, `mprotect_fixup`'s VM_ACCOUNT and locked
 //! populate (all but VM_ACCOUNT are also held to the kernel by validation
-//! workloads). Not modelled: fork, swap, khugepaged, mremap, file THP,
-//! shmem THP, the page-cache read-ahead heuristics (a fixed read-around
-//! window is used: see [`cache`]).
+//! workloads). The read-ahead of a file read through a mapping
+//! ([`readahead`]) and the mapping of large page-cache folios (`filemap`)
+//! follow Linux 6.18 as recalled and as measured on a 6.18 host
+//! (`ptlab validate`'s file-readaround-*, file-thp-* workloads), not re-read
+//! line by line. Not modelled: fork, swap, khugepaged, mremap, shmem THP,
+//! MADV_SEQUENTIAL/MADV_RANDOM read-ahead, VM_EXEC folio sizes.
 //!
 //! Every operation returns a [`Deferred`] the caller completes after the
 //! shootdown (or with [`Deferred::complete_without_tlb`]). Counters are read
@@ -49,9 +54,11 @@ pub mod counters;
 pub mod deferred;
 pub mod error;
 pub mod fault;
+mod filemap;
 pub mod locking;
 mod mmap_lock;
 mod percpu;
+pub mod readahead;
 pub mod space;
 pub mod vma;
 pub mod walk;

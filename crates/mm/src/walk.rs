@@ -62,6 +62,14 @@ impl AddressSpace {
         let Entry::Leaf { pa, .. } = self.pt.read_entry(pmd_table, Level::PMD, haddr)? else {
             return Ok(());
         };
+        if let Some(rss) = self.file_pmd_rss(vma) {
+            // Linux: __split_huge_pmd_locked on a file VMA only unmaps: the
+            // page cache keeps the folio, later faults map it again.
+            self.pt.pte_clear(pmd_table, Level::PMD, haddr);
+            d.add_flush(haddr.get(), self.pmd_size);
+            self.rss_add(rss, -((self.pmd_size / self.page) as i64));
+            return Ok(());
+        }
         let dep = lock_plain(&self.deposits)
             .remove(&haddr.get())
             .ok_or_else(|| Errno::Internal(format!("no deposited table for {haddr:#x}")))?;
@@ -128,6 +136,7 @@ impl AddressSpace {
     /// Linux `zap_huge_pmd` (caller holds the PMD lock).
     fn zap_huge_pmd(
         &self,
+        vma: &Vma,
         pmd_table: TableAddr,
         haddr: VirtAddr,
         pa: u64,
@@ -135,6 +144,12 @@ impl AddressSpace {
     ) -> Result<(), Errno> {
         self.pt.pte_clear(pmd_table, Level::PMD, haddr);
         d.add_flush(haddr.get(), self.pmd_size);
+        if let Some(rss) = self.file_pmd_rss(vma) {
+            // A page-cache folio: no deposit (x86-64 deposits none for
+            // file THP), the cache keeps the frame.
+            self.rss_add(rss, -((self.pmd_size / self.page) as i64));
+            return Ok(());
+        }
         let dep = lock_plain(&self.deposits)
             .remove(&haddr.get())
             .ok_or_else(|| Errno::Internal(format!("no deposited table for {haddr:#x}")))?;
@@ -171,7 +186,7 @@ impl AddressSpace {
                 Entry::Invalid => return Ok(()),
                 Entry::Leaf { .. } => {
                     self.huge_pmd_range(ctx, vma, pmd_table, a, next, d, &mut |d, pa, _| {
-                        self.zap_huge_pmd(pmd_table, a, pa, d)
+                        self.zap_huge_pmd(vma, pmd_table, a, pa, d)
                     })?;
                     // Covered whole: done, unless a racing fault split the
                     // huge zero page meanwhile (then walk the new table).
@@ -363,6 +378,8 @@ impl AddressSpace {
                             PteOp::Protect => {
                                 let kind = if Some(pa) == self.huge_zero_pa {
                                     PageKind::Zero
+                                } else if let Some(rss) = self.file_pmd_rss(vma) {
+                                    PageKind::Cache(rss)
                                 } else {
                                     PageKind::Anon
                                 };

@@ -236,6 +236,13 @@ pub struct MmuConfig {
     /// instead of page by page.
     #[serde(default = "default_ceiling")]
     pub flush_ceiling: u32,
+    /// KVM's paravirtual remote TLB flush (a guest kernel that logs "KVM
+    /// setup pv remote TLB flush"): a shootdown sends no IPI to a target CPU
+    /// that is not running; its flush is deferred to when it runs again,
+    /// and then flushes its whole TLB. Not part of a TLB preset: the
+    /// machine it runs under decides.
+    #[serde(default)]
+    pub pv_tlb_flush: bool,
 }
 
 /// Why a configuration cannot be used.
@@ -428,6 +435,7 @@ impl MmuConfig {
             tlb,
             pwc,
             flush_ceiling: LINUX_FLUSH_CEILING,
+            pv_tlb_flush: false,
         })
     }
 

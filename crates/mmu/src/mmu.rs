@@ -31,6 +31,15 @@
 //! one flushes the ASID. A CPU applies its messages at its next access (or
 //! [`Cpu::poll`], or detach).
 //!
+//! With `pv_tlb_flush` (Linux: arch/x86/kernel/kvm.c, `kvm_flush_tlb_multi`)
+//! a target CPU that is not running ([`Cpu::set_running`]: its thread
+//! waits at a barrier or sleeps, as a preempted vCPU) gets its message
+//! without an IPI, marked deferred: when it applies it, it flushes its whole
+//! TLB and walk caches, as KVM flushes a vCPU's TLB before it runs again
+//! (`record_steal_time` with `KVM_VCPU_FLUSH_TLB`). The message is posted
+//! and `pending` set exactly as for an IPI, so invariant 3 holds and the
+//! CPU cannot use a stale translation when it resumes.
+//!
 //! ## Invariants
 //!
 //! 1. Membership (the active mask of an ASID) changes, and shootdowns read
@@ -116,6 +125,8 @@ pub struct ShootdownStats {
     pub targets: Vec<usize>,
     /// IPIs sent (`targets.len()`).
     pub ipis: u32,
+    /// Flushes deferred to targets that were not running (no IPI).
+    pub deferred: u32,
     /// Whether the flush was a whole-ASID flush (past the ceiling).
     pub full_flush: bool,
     /// Base pages the flush spans.
@@ -139,6 +150,8 @@ struct Message {
     asid: Asid,
     inval: Arc<Invalidation>,
     ipi: bool,
+    /// Deferred to a CPU that was not running (paravirtual flush).
+    deferred: bool,
 }
 
 /// What `Mmu` keeps per CPU. Aligned so that CPUs' flags share no line.
@@ -147,6 +160,9 @@ struct CpuSlot {
     pending: AtomicBool,
     mailbox: Mutex<Vec<Message>>,
     attached: AtomicBool,
+    /// Whether the CPU runs (false: preempted, its flushes are deferred
+    /// under `pv_tlb_flush`).
+    running: AtomicBool,
     parked: Mutex<Option<Box<CpuState>>>,
     ipis_received: AtomicU64,
 }
@@ -217,6 +233,7 @@ impl Mmu {
                         pending: AtomicBool::new(false),
                         mailbox: Mutex::new(Vec::new()),
                         attached: AtomicBool::new(false),
+                        running: AtomicBool::new(true),
                         parked: Mutex::new(None),
                         ipis_received: AtomicU64::new(0),
                     })
@@ -373,6 +390,7 @@ impl Mmu {
         if out.generation != 0 {
             st.shootdowns += 1;
             st.ipis += u64::from(out.ipis);
+            st.deferred_flushes += u64::from(out.deferred);
         }
         out
     }
@@ -393,6 +411,7 @@ impl Mmu {
             let mut s = lock(&self.shared);
             s.shootdowns += 1;
             s.ipis += u64::from(out.ipis);
+            s.deferred_flushes += u64::from(out.deferred);
         }
         out
     }
@@ -439,11 +458,15 @@ impl Mmu {
                 if !self.is_active(asid, cpu) {
                     continue;
                 }
-                let ipi = Some(cpu) != initiator;
-                if !ipi && applied_here {
+                let remote = Some(cpu) != initiator;
+                if !remote && applied_here {
                     continue;
                 }
                 let slot = &self.slots[cpu];
+                // kvm_flush_tlb_multi: a preempted vCPU is not interrupted.
+                let deferred =
+                    remote && self.config.pv_tlb_flush && !slot.running.load(Ordering::Acquire);
+                let ipi = remote && !deferred;
                 {
                     let mut mb = lock(&slot.mailbox);
                     mb.push(Message {
@@ -451,8 +474,12 @@ impl Mmu {
                         asid,
                         inval: Arc::clone(&inval),
                         ipi,
+                        deferred,
                     });
                     slot.pending.store(true, Ordering::Release);
+                }
+                if deferred {
+                    out.deferred += 1;
                 }
                 if ipi {
                     slot.ipis_received.fetch_add(1, Ordering::Relaxed);
@@ -679,6 +706,17 @@ impl Cpu {
         n
     }
 
+    /// Marks this CPU running or not (its thread waits at a barrier or
+    /// sleeps: a preempted vCPU). Under `pv_tlb_flush` a shootdown defers
+    /// its flush to a CPU that is not running instead of sending an IPI.
+    /// Resuming applies what was deferred before anything else runs.
+    pub fn set_running(&mut self, running: bool) {
+        self.slot.running.store(running, Ordering::Release);
+        if running {
+            self.poll();
+        }
+    }
+
     /// Applies any pending invalidations now (an idle CPU taking its IPIs).
     pub fn poll(&mut self) {
         if self.slot.pending.load(Ordering::Relaxed) {
@@ -696,11 +734,23 @@ impl Cpu {
         self.clear_hits();
         let mut mb = lock(&self.slot.mailbox);
         let st = &mut *self.st;
+        let mut flush_all = false;
         for m in mb.drain(..) {
-            apply(st, &self.mmu.gi, m.asid, &m.inval);
+            if m.deferred {
+                // The host flushes the whole TLB before the vCPU runs.
+                flush_all = true;
+            } else {
+                apply(st, &self.mmu.gi, m.asid, &m.inval);
+            }
             if m.ipi {
                 st.stats.ipis_received += 1;
             }
+        }
+        if flush_all {
+            let n = st.l1.flush_all() + st.l2.flush_all();
+            st.stats.flushed_entries += n;
+            st.stats.full_flushes += 1;
+            st.stats.pwc_flushed += st.pwc.flush_all();
         }
         self.slot.pending.store(false, Ordering::Relaxed);
     }

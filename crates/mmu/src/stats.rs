@@ -73,6 +73,9 @@ pub struct MmuStats {
     pub ipis: u64,
     /// IPIs this CPU received and handled.
     pub ipis_received: u64,
+    /// Remote flushes this CPU initiated that were deferred to a target
+    /// that was not running (paravirtual flush: no IPI sent).
+    pub deferred_flushes: u64,
     /// Invalidations that flushed a whole address space.
     pub full_flushes: u64,
     /// Single-page invalidations (INVLPG / TLBI VA / SFENCE.VMA va).
@@ -110,6 +113,7 @@ impl Default for MmuStats {
             shootdowns: 0,
             ipis: 0,
             ipis_received: 0,
+            deferred_flushes: 0,
             full_flushes: 0,
             page_invalidations: 0,
             flushed_entries: 0,
@@ -154,6 +158,7 @@ impl AddAssign<&MmuStats> for MmuStats {
         self.page_invalidations += o.page_invalidations;
         self.flushed_entries += o.flushed_entries;
         self.pwc_flushed += o.pwc_flushed;
+        self.deferred_flushes += o.deferred_flushes;
     }
 }
 
@@ -238,6 +243,7 @@ impl MmuStats {
                 c(self.faults_noncanonical),
             ),
             (counters::IPIS_RECEIVED.name, c(self.ipis_received)),
+            (counters::DEFERRED_FLUSHES.name, c(self.deferred_flushes)),
             (counters::FULL_FLUSHES.name, c(self.full_flushes)),
             (
                 counters::PAGE_INVALIDATIONS.name,

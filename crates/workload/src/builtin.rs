@@ -131,6 +131,34 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/file-private.toml"),
     ),
     ("file-shared", include_str!("../validate/file-shared.toml")),
+    (
+        "file-readaround-window",
+        include_str!("../validate/file-readaround-window.toml"),
+    ),
+    (
+        "file-readaround-middle",
+        include_str!("../validate/file-readaround-middle.toml"),
+    ),
+    (
+        "file-faultaround-major",
+        include_str!("../validate/file-faultaround-major.toml"),
+    ),
+    (
+        "file-faultaround-major-shared",
+        include_str!("../validate/file-faultaround-major-shared.toml"),
+    ),
+    (
+        "file-thp-hugepage-read",
+        include_str!("../validate/file-thp-hugepage-read.toml"),
+    ),
+    (
+        "file-thp-private-write",
+        include_str!("../validate/file-thp-private-write.toml"),
+    ),
+    (
+        "file-thp-private-write-read",
+        include_str!("../validate/file-thp-private-write-read.toml"),
+    ),
     ("shmem", include_str!("../validate/shmem.toml")),
     ("madv-free", include_str!("../validate/madv-free.toml")),
     (

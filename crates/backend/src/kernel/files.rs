@@ -94,7 +94,7 @@ fn setup(what: String, source: std::io::Error) -> KernelError {
 /// The system's temporary directory, unless it is on tmpfs (where a "file"
 /// would be shared memory, counted in RssShmem rather than RssFile); then
 /// /var/tmp if that is on a disk.
-fn default_base() -> PathBuf {
+pub(crate) fn default_base() -> PathBuf {
     let tmp = std::env::temp_dir();
     if is_tmpfs(&tmp) != Some(true) {
         return tmp;

@@ -83,6 +83,13 @@ impl Default for KernelOptions {
     }
 }
 
+/// The directory under which file regions' files are made by default (see
+/// [`KernelOptions::temp_dir`]): the model reads its files' read-ahead
+/// window and large-folio support from the filesystem there.
+pub fn default_file_dir() -> PathBuf {
+    files::default_base()
+}
+
 /// Runs `w` on this machine's kernel in a child process.
 ///
 /// # Errors

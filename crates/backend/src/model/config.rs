@@ -62,6 +62,24 @@ fn host_thp() -> ThpMode {
     }
 }
 
+/// The read-ahead window and large-folio support of the files the kernel
+/// backend maps (in its default directory), so that the model reads files
+/// as this host does; Linux's defaults where they cannot be read.
+fn host_files(mm: &mut MmConfig) {
+    #[cfg(target_os = "linux")]
+    {
+        let b = host::FileBacking::of(&crate::kernel::default_file_dir());
+        if let Some(kb) = b.read_ahead_kb {
+            mm.readaround_bytes = kb << 10;
+        }
+        if let Some(large) = b.large_folios {
+            mm.large_folios = large;
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = mm;
+}
+
 /// The OS model's policy for an mTHP option.
 fn mthp_policy(p: opt::MthpPolicy) -> MthpPolicy {
     match p {
@@ -134,6 +152,7 @@ impl ModelConfig {
             Some(opt::Thp::Never) => ThpMode::Never,
         };
         host_mthp(&mut mm.mthp);
+        host_files(&mut mm);
         for &(size, policy) in opts.mthp.iter().flatten() {
             let bytes = size.bytes();
             if bytes < 2 * geometry.page_size() || bytes >= 2 << 20 {
@@ -151,7 +170,7 @@ impl ModelConfig {
             .tlb
             .clone()
             .unwrap_or_else(|| host_tlb_preset().to_string());
-        let mmu = if tlb.ends_with(".toml") {
+        let mut mmu = if tlb.ends_with(".toml") {
             let text = std::fs::read_to_string(&tlb)
                 .map_err(|e| err("tlb", format!("cannot read {tlb}: {e}")))?;
             MmuConfig::from_toml(&tlb, &text).map_err(|e| err("tlb", e.to_string()))?
@@ -159,6 +178,12 @@ impl ModelConfig {
             MmuConfig::preset(&tlb)
                 .map_err(|e| err("tlb", e.to_string()))?
                 .fit_to(&geometry)
+        };
+        // KVM's paravirtual remote TLB flush, as this guest uses it.
+        mmu.pv_tlb_flush = match opts.pv_flush {
+            Some(opt::PvFlush::On) => true,
+            Some(opt::PvFlush::Off) => false,
+            None => host::PvTlbFlush::read().is_some_and(|p| p.in_use),
         };
         let cpus = match opts.cpus {
             Some(c) => c as usize,
@@ -200,6 +225,7 @@ mod tests {
             cpus: Some(3),
             costs: None,
             executor: Some(Executor::Threads),
+            pv_flush: Some(opt::PvFlush::On),
         };
         let c = ModelConfig::new(&opts).unwrap();
         assert_eq!(c.geometry.name(), "x86-64-5l");
@@ -211,6 +237,7 @@ mod tests {
         assert_eq!((c.tlb.as_str(), c.cpus), ("zen4", 3));
         assert_eq!(c.executor, Executor::Threads);
         assert_eq!(c.costs.origin, "built-in (assumed)");
+        assert!(c.mmu.pv_tlb_flush);
         // Another value of each goes through too: nothing is a constant.
         let other = ModelOptions {
             locking: Some(opt::Locking::SplitPte),
@@ -218,6 +245,7 @@ mod tests {
             thp: Some(opt::Thp::Always),
             cpus: Some(1),
             executor: None,
+            pv_flush: Some(opt::PvFlush::Off),
             ..opts
         };
         let c = ModelConfig::new(&other).unwrap();
@@ -226,6 +254,7 @@ mod tests {
         assert_eq!(c.mm.thp, ThpMode::Always);
         assert_eq!(c.cpus, 1);
         assert_eq!(c.executor, Executor::Virtual);
+        assert!(!c.mmu.pv_tlb_flush);
     }
 
     #[test]

@@ -138,15 +138,23 @@ impl<'a, 'w> Worker<'a, 'w> {
         match op {
             Op::Touch(t) => self.touch(t),
             Op::Sleep(d) => {
+                // Not running while it sleeps: a preempted vCPU's flushes
+                // are deferred under the paravirtual flush.
+                self.cpu.set_running(false);
                 std::thread::sleep(*d);
+                self.cpu.set_running(true);
                 Ok(())
             }
             Op::Barrier => {
                 self.cpu.publish();
                 // A CPU waiting at a barrier runs nothing of this address
                 // space, but stays attached (the thread is alive), so it
-                // keeps receiving shootdowns, as an idle Linux thread would.
-                if !self.barrier.wait() {
+                // keeps receiving shootdowns, as an idle Linux thread would
+                // (deferred instead under the paravirtual flush).
+                self.cpu.set_running(false);
+                let passed = self.barrier.wait();
+                self.cpu.set_running(true);
+                if !passed {
                     return Err(ModelError::Aborted { tid: self.tid });
                 }
                 self.cpu.poll();

@@ -225,6 +225,7 @@ fn release_barrier(vcpus: &mut [Vcpu<'_, '_>]) {
     let t = waiting().fold(Ns3::ZERO, |m, v| m.max(v.clock));
     for v in vcpus.iter_mut().filter(|v| v.state == State::Barrier) {
         v.clock = t;
+        v.cpu.set_running(true);
         v.cpu.poll();
         v.state = State::Ready;
     }
@@ -320,6 +321,9 @@ impl<'s, 'w> Exec<'s, 'w> {
                 }
                 Op::Barrier => {
                     v.cpu.publish();
+                    // Not running while it waits: under the paravirtual
+                    // flush its invalidations are deferred to its release.
+                    v.cpu.set_running(false);
                     v.state = State::Barrier;
                     return Ok(());
                 }

@@ -36,5 +36,5 @@ pub use exec_virtual::QUANTUM_NS;
 pub use options::{planned_accesses, ProgressFn, RunOptions, CHECK_EVERY};
 pub use run::{run, run_with, ModelError};
 pub use settings::{
-    Executor, Locking, ModelOptions, MthpPolicy, MthpSize, Named, Reclaim, Thp, MTHP_SIZES,
+    Executor, Locking, ModelOptions, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,
 };

@@ -73,6 +73,12 @@ named_option! {
 }
 
 named_option! {
+    /// KVM's paravirtual remote TLB flush (a shootdown defers its flush to
+    /// a target CPU that is not running instead of interrupting it).
+    PvFlush { On = "on", Off = "off" }
+}
+
+named_option! {
     /// Transparent huge pages (PMD-sized).
     Thp { Always = "always", Madvise = "madvise", Never = "never" }
 }
@@ -145,6 +151,9 @@ pub struct ModelOptions {
     pub costs: Option<String>,
     /// The executor (default: virtual).
     pub executor: Option<Executor>,
+    /// KVM's paravirtual remote TLB flush (default: whether this host's
+    /// kernel uses it).
+    pub pv_flush: Option<PvFlush>,
 }
 
 impl ModelOptions {
@@ -175,6 +184,7 @@ impl ModelOptions {
         put("cpus", self.cpus.map(|v| v.to_string()));
         put("costs", self.costs.clone());
         put("executor", self.executor.map(|v| v.to_string()));
+        put("pv-flush", self.pv_flush.map(|v| v.to_string()));
         m
     }
 }

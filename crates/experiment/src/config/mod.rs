@@ -16,7 +16,9 @@ mod values;
 
 pub use backend::model::ModelOptions;
 pub use parse::{from_pairs, parse_arg, parse_inline, parse_toml};
-pub use values::{BackendKind, Locking, MthpPolicy, MthpSize, Named, Reclaim, Thp, MTHP_SIZES};
+pub use values::{
+    BackendKind, Locking, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,
+};
 
 use serde::Serialize;
 use thiserror::Error;
@@ -24,6 +26,7 @@ use thiserror::Error;
 /// The keys a configuration may set.
 pub const KEYS: &[&str] = &[
     "backend", "geometry", "locking", "reclaim", "thp", "mthp", "tlb", "cpus", "costs", "executor",
+    "pv-flush",
 ];
 
 /// JSON shows the model options as `options`, a map of the written strings.
@@ -166,6 +169,7 @@ impl Builder {
             "locking" => self.model.locking = Some(self.named(key, value)?),
             "reclaim" => self.model.reclaim = Some(self.named(key, value)?),
             "thp" => self.model.thp = Some(self.named(key, value)?),
+            "pv-flush" => self.model.pv_flush = Some(self.named(key, value)?),
             "geometry" => {
                 pt::geometry::load(value).map_err(|e| self.bad(key, e.to_string()))?;
                 self.model.geometry = Some(value.into());

@@ -437,6 +437,26 @@ pub(super) fn tlb_shootdowns(ctx: &Context) -> Item {
     }
 }
 
+pub(super) fn pv_tlb_flush() -> Item {
+    let why = "Under KVM with the paravirtual remote TLB flush, a shootdown does not interrupt \
+               a vCPU the host has preempted: its flush is left in its steal-time area and done \
+               before it runs again. /proc/interrupts then counts fewer TLB shootdown IPIs than \
+               CPUs flushed (on a host whose vCPUs share few cores, a fraction of one per \
+               munmap of a two-thread process), and a shootdown's cost depends on whether its \
+               targets are running.";
+    let Some(p) = crate::pvflush::PvTlbFlush::read() else {
+        return Item::unavailable("pv_tlb_flush", "CPUID (x86-64 only)", why);
+    };
+    let value = serde_json::to_value(p).unwrap_or(Value::Null);
+    let fix = if p.in_use {
+        "Nothing to change: the model's --pv-flush is on by default on such a host; a host \
+         that pins vCPUs and sets KVM_HINTS_REALTIME turns it off (one IPI per target)."
+    } else {
+        "Nothing to do: every target CPU gets an IPI."
+    };
+    Item::new("pv_tlb_flush", value, Status::Info, why, fix)
+}
+
 pub(super) fn writable_file_mappings() -> Item {
     let why = "A shared writable mapping of a file on a disk filesystem is written back: \
                writeback write-protects its page-table entries (TLB shootdowns) and the next \

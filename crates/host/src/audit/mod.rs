@@ -107,6 +107,7 @@ pub fn audit_with(opts: &AuditOptions) -> Audit {
         checks::split_ptlocks(&ctx),
         checks::hypervisor(&ctx),
         checks::tlb_shootdowns(&ctx),
+        checks::pv_tlb_flush(),
         checks::writable_file_mappings(),
     ];
     Audit { host, items }
@@ -156,6 +157,7 @@ mod tests {
         "split_ptlocks",
         "hypervisor",
         "tlb_shootdowns",
+        "pv_tlb_flush",
         "writable_file_mappings",
     ];
 

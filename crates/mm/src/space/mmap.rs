@@ -103,7 +103,10 @@ impl AddressSpace {
                 pgoff: 0,
             },
             (MapKind::File { cached }, _) => Backing::Object {
-                obj: Arc::new(MemObject::new(ObjectKind::File, cached, self.mem().clone())),
+                obj: Arc::new(
+                    MemObject::new(ObjectKind::File, cached, self.mem().clone())
+                        .sized(len >> self.page_shift),
+                ),
                 pgoff: 0,
             },
         };

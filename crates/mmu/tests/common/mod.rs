@@ -52,6 +52,7 @@ pub fn config(l1: Vec<TlbArrayConfig>, l2: Vec<TlbArrayConfig>, pwc: Vec<PwcConf
         tlb: TlbConfig { l1, l2 },
         pwc,
         flush_ceiling: 33,
+        pv_tlb_flush: false,
     }
 }
 

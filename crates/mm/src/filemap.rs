@@ -1,0 +1,317 @@
+//! Mapping page-cache folios on a read fault, as Linux 6.18 does it
+//! (mm/filemap.c `filemap_map_pages`, `filemap_map_pmd`; mm/memory.c
+//! `do_fault_around`, `finish_fault`, `do_set_pmd`).
+//!
+//! - Fault-around maps the cached folios of a window of
+//!   `fault_around_bytes` around the fault, each large folio whole when it
+//!   lies in the VMA, in one PTE table and before the end of the file; it
+//!   skips a folio carrying the read-ahead mark, so that the fault reaches
+//!   `filemap_fault` and starts the next read-ahead.
+//! - A major fault is retried once the page is read (Linux returns
+//!   `VM_FAULT_RETRY` after dropping the mmap lock for the I/O): the retry
+//!   runs fault-around again, so one major fault maps the window.
+//! - Where the PMD entry is none, a PMD-sized folio is mapped by one PMD
+//!   leaf (no PTE table, and on x86-64 no deposited one either). A write to
+//!   it in a private mapping unmaps the PMD and copies one page into a new
+//!   PTE table; in a shared one the PMD is mapped again, writable.
+//!
+//! ## Invariants
+//! - A PMD leaf in a VMA with an object maps a PMD-sized page-cache folio
+//!   (`CacheFolio::block`) at the file offset of its address; it counts
+//!   `pmd_size / page` pages in the object's RSS counter.
+//! - Entries are set under the lock that covers them (PMD lock for a PMD
+//!   leaf, PTE lock for PTEs) after re-checking that they are still none.
+
+use crate::cache::{MemObject, ObjectKind, Slot};
+use crate::counters::ThreadCtx;
+use crate::error::Errno;
+use crate::readahead::RaRequest;
+use crate::space::{AddressSpace, PageKind, Rss};
+use crate::vma::Vma;
+use pt::VirtAddr;
+use pt::{Entry, Level, TableAddr};
+
+impl AddressSpace {
+    /// The RSS counter of a PMD leaf in `vma` if the leaf maps a page-cache
+    /// folio (any PMD leaf in a VMA with an object does).
+    pub(crate) fn file_pmd_rss(&self, vma: &Vma) -> Option<Rss> {
+        vma.object().map(|o| match o.kind {
+            ObjectKind::File => Rss::File,
+            ObjectKind::Shmem => Rss::Shmem,
+        })
+    }
+
+    /// What a fault in `vma` may read ahead in `obj`.
+    pub(crate) fn ra_request(&self, vma: &Vma, obj: &MemObject) -> RaRequest {
+        let vma_end = vma.pgoff_of(vma.start, self.page_shift) + vma.pages(self.page_shift);
+        RaRequest {
+            ra_pages: self.cfg.readaround_bytes >> self.page_shift,
+            large_folios: self.cfg.large_folios,
+            max_order: (self.pmd_size >> self.page_shift).trailing_zeros() as u8,
+            eof: obj.size_pages().unwrap_or(vma_end),
+            hugepage: vma.flags.hugepage && self.huge_zero_pa.is_some(),
+        }
+    }
+
+    /// Whether a PMD leaf may map the PMD-sized folio at `va` in `vma`
+    /// (Linux `do_set_pmd`: `thp_vma_suitable_order`, which also wants the
+    /// file offset aligned like the address, and no `MADV_NOHUGEPAGE`).
+    fn file_pmd_suitable(&self, vma: &Vma, va: u64) -> bool {
+        let haddr = va & !(self.pmd_size - 1);
+        let pmd_pages = self.pmd_size >> self.page_shift;
+        self.huge_zero_pa.is_some()
+            && !vma.flags.nohugepage
+            && haddr >= vma.start
+            && haddr + self.pmd_size <= vma.end
+            && vma
+                .pgoff_of(haddr, self.page_shift)
+                .is_multiple_of(pmd_pages)
+    }
+
+    /// A fault at `va` whose PMD entry is none, in a VMA with an object:
+    /// maps a PMD-sized folio by one PMD leaf where Linux does. `Ok(None)`:
+    /// not here, take the PTE path (the caller allocates the table).
+    // Linux: mm/memory.c, do_read_fault / do_shared_fault → finish_fault →
+    // do_set_pmd, with filemap_map_pmd for the fault-around of a read.
+    pub(crate) fn file_pmd_fault(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        obj: &MemObject,
+        pmd_table: TableAddr,
+        va: u64,
+        write: bool,
+    ) -> Result<Option<bool>, Errno> {
+        // A private write copies one page into a PTE table (do_cow_fault).
+        if (write && !vma.shared)
+            || obj.kind != ObjectKind::File
+            || !self.file_pmd_suitable(vma, va)
+        {
+            return Ok(None);
+        }
+        let idx = vma.pgoff_of(va, self.page_shift);
+        let ra = self.ra_request(vma, obj);
+        let mut pages = obj.lock();
+        let major = match obj.cached(&mut pages, idx) {
+            Some(_) => false,
+            // Only a MADV_HUGEPAGE miss reads PMD folios synchronously.
+            None if ra.hugepage && ra.large_folios => true,
+            None => return Ok(None),
+        };
+        // filemap_fault: a miss reads ahead, a hit on a marked folio reads on.
+        obj.get(&mut pages, idx, &ra)?;
+        let Some(folio) = MemObject::folio_of(&pages, idx) else {
+            return Ok(None);
+        };
+        if !folio.block {
+            return Ok(None);
+        }
+        let head = idx & !((1u64 << folio.order) - 1);
+        let Some(Slot::Cached { pa, .. }) = pages.get(&head).copied() else {
+            return Ok(None);
+        };
+        if write {
+            for i in head..head + (1u64 << folio.order) {
+                MemObject::set_dirty(&mut pages, i, true);
+            }
+        }
+        drop(pages);
+        self.do_set_pmd(ctx, vma, pmd_table, va, pa, write);
+        Ok(Some(major))
+    }
+
+    /// Maps the PMD-sized folio at `pa` by one PMD leaf if the entry is
+    /// still none under the PMD lock.
+    // Linux: mm/memory.c, do_set_pmd
+    fn do_set_pmd(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: TableAddr,
+        va: u64,
+        pa: u64,
+        write: bool,
+    ) {
+        let haddr = va & !(self.pmd_size - 1);
+        let rss = self.file_pmd_rss(vma).unwrap_or(Rss::File);
+        let g = self.pmd_lock(ctx, pmd_table);
+        if self.pt.is_none(pmd_table, Level::PMD, VirtAddr::new(haddr)) {
+            let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), write);
+            self.pt.set_entry(
+                pmd_table,
+                Level::PMD,
+                VirtAddr::new(haddr),
+                &Entry::Leaf {
+                    pa,
+                    attrs,
+                    contiguous: false,
+                },
+            );
+            self.rss_add(rss, (self.pmd_size / self.page) as i64);
+        }
+        drop(g);
+    }
+
+    /// The pages `[first, first + n)` of the folio holding page `idx` at
+    /// `va` if it may be mapped whole there (in the VMA, in the PTE table
+    /// of `va`, before the end of the file); else just `(idx, va)`.
+    fn folio_span(
+        &self,
+        vma: &Vma,
+        obj: &MemObject,
+        va: u64,
+        idx: u64,
+        order: u8,
+    ) -> (u64, u64, u64) {
+        let n = 1u64 << order;
+        let head = idx & !(n - 1);
+        let first_va = va - (idx - head) * self.page;
+        let last_va = first_va + n * self.page - 1;
+        let eof = obj.size_pages().unwrap_or(u64::MAX);
+        if n > 1
+            && first_va >= vma.start
+            && last_va < vma.end
+            && first_va & !(self.pmd_size - 1) == last_va & !(self.pmd_size - 1)
+            && head + n <= eof
+        {
+            (head, first_va, n)
+        } else {
+            (idx, va, 1)
+        }
+    }
+
+    /// Maps every cached, unmarked folio of the fault-around window of `va`
+    /// (with the PTE lock of `table` held by the caller's guard); returns
+    /// whether `va` got mapped.
+    // Linux: mm/memory.c, do_fault_around → mm/filemap.c, filemap_map_pages
+    pub(crate) fn filemap_map_pages(
+        &self,
+        vma: &Vma,
+        obj: &MemObject,
+        table: TableAddr,
+        va: u64,
+    ) -> Result<bool, Errno> {
+        let nr = (self.cfg.fault_around_bytes / self.page).max(1);
+        let rss = if obj.kind == ObjectKind::File {
+            Rss::File
+        } else {
+            Rss::Shmem
+        };
+        // The window: aligned to fault_around_bytes, clipped to the VMA and
+        // the PTE table.
+        let ptrs = self.pt.ptrs_per_table(Level::PTE);
+        let pte_off = self.pt.index(Level::PTE, VirtAddr::new(va));
+        let vma_off = (va - vma.start) / self.page;
+        let from = (pte_off & !(nr - 1)).max(pte_off - pte_off.min(vma_off));
+        let to = (from + nr)
+            .min(ptrs)
+            .min(pte_off + vma.pages(self.page_shift) - vma_off);
+        let table_base = va - pte_off * self.page;
+        let mut pages = obj.lock();
+        let mut hit = false;
+        let mut mapped = 0;
+        let mut i = from;
+        while i < to {
+            let v = table_base + i * self.page;
+            let idx = vma.pgoff_of(v, self.page_shift);
+            if obj.cached(&mut pages, idx).is_none() {
+                i += 1;
+                continue;
+            }
+            let folio = MemObject::folio_of(&pages, idx).unwrap_or_default();
+            let n = 1u64 << folio.order;
+            let head = idx & !(n - 1);
+            let next = i + (head + n - idx);
+            // next_uptodate_folio: a marked folio is left to filemap_fault.
+            if MemObject::folio_of(&pages, head).is_some_and(|f| f.readahead) {
+                i = next;
+                continue;
+            }
+            let (first, first_va, count) = self.folio_span(vma, obj, v, idx, folio.order);
+            let (first, first_va, count) = if count > 1 {
+                (first, first_va, count)
+            } else {
+                // Only the part inside the window.
+                (idx, v, (next.min(to) - i))
+            };
+            for k in 0..count {
+                let pv = first_va + k * self.page;
+                if self.pt.read_entry(table, Level::PTE, VirtAddr::new(pv))? != Entry::Invalid {
+                    continue;
+                }
+                let Some(Slot::Cached { pa, .. }) = pages.get(&(first + k)).copied() else {
+                    continue;
+                };
+                let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), false);
+                self.pt.set_entry(
+                    table,
+                    Level::PTE,
+                    VirtAddr::new(pv),
+                    &Entry::Leaf {
+                        pa,
+                        attrs,
+                        contiguous: false,
+                    },
+                );
+                mapped += 1;
+                hit |= pv == va;
+            }
+            i = next;
+        }
+        drop(pages);
+        self.rss_add(rss, mapped as i64);
+        obj.mmap_hits(mapped);
+        Ok(hit)
+    }
+
+    /// Maps, for a read fault, the folio of the page-cache page at `va`
+    /// (whole where [`AddressSpace::filemap_map_pages`] would map it whole)
+    /// under the PTE lock held by the caller's guard.
+    // Linux: mm/memory.c, finish_fault
+    pub(crate) fn finish_read_fault(
+        &self,
+        vma: &Vma,
+        obj: &MemObject,
+        table: TableAddr,
+        va: u64,
+    ) -> Result<(), Errno> {
+        let rss = if obj.kind == ObjectKind::File {
+            Rss::File
+        } else {
+            Rss::Shmem
+        };
+        let idx = vma.pgoff_of(va, self.page_shift);
+        let pages = obj.lock();
+        let order = MemObject::folio_of(&pages, idx).map_or(0, |f| f.order);
+        let (first, first_va, count) = if obj.kind == ObjectKind::File {
+            self.folio_span(vma, obj, va, idx, order)
+        } else {
+            (idx, va, 1)
+        };
+        let mut mapped = 0;
+        for k in 0..count {
+            let pv = first_va + k * self.page;
+            if self.pt.read_entry(table, Level::PTE, VirtAddr::new(pv))? != Entry::Invalid {
+                continue;
+            }
+            let Some(Slot::Cached { pa, .. }) = pages.get(&(first + k)).copied() else {
+                continue;
+            };
+            let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), false);
+            self.pt.set_entry(
+                table,
+                Level::PTE,
+                VirtAddr::new(pv),
+                &Entry::Leaf {
+                    pa,
+                    attrs,
+                    contiguous: false,
+                },
+            );
+            mapped += 1;
+        }
+        drop(pages);
+        self.rss_add(rss, mapped);
+        Ok(())
+    }
+}
