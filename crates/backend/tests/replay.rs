@@ -37,6 +37,11 @@ op = [
   { touch = "a", access = "read", pattern = "random", count = 20000, seed = 7 },
   { madvise = "a", advice = "hugepage" },
   { touch = "b", access = "read", stride = "64KiB" },
+  { touch = "a", offset = "1MiB", len = "8KiB", access = "read", count = 300 },
+  { touch = "a", offset = "1MiB", len = "4KiB", access = "write", count = 50 },
+  { touch = "a", offset = "3MiB", len = "4KiB", access = "read", count = 40 },
+  { touch = "b", offset = "64KiB", len = "4KiB", access = "read", count = 5 },
+  { touch = "b", offset = "64KiB", len = "4KiB", access = "write", count = 5 },
   { mark = "read" },
   { mprotect = "a", offset = "4MiB", len = "4MiB", prot = "r" },
   { madvise = "a", offset = "8MiB", len = "8MiB", advice = "dontneed" },
@@ -92,6 +97,72 @@ fn a_workload_replayed_as_a_trace_counts_as_the_workload() {
         let faults = ran.marks[0].counters.get("minor_faults").unwrap();
         assert!(faults >= 4096 + 32 || thp == Thp::Madvise, "{faults}");
     }
+}
+
+#[test]
+fn repeated_accesses_to_one_page_are_counted_as_first_level_hits_exactly() {
+    // The workload's repeated reads and writes of one page: the replay
+    // skips translating them, and its counters (every TLB level and size,
+    // walks, dirty assists) still equal the run's.
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload::parse(WORK, "replayed.toml", 48).unwrap();
+    let path = dir.path().join("t.ptl");
+    write_trace(&path, &from_workload::records(&w).unwrap());
+    for thp in [Thp::Never, Thp::Madvise] {
+        let cfg = config("x86-64-4l", thp);
+        let ran = model::run(&w, &cfg).unwrap();
+        let replayed = replay::replay(&path, &cfg, &ReplayOptions::default()).unwrap();
+        same_counts(&ran, &replayed.run);
+        let read = &replayed.run.marks[1].counters;
+        assert!(read.get("tlb_l1_hits").unwrap() >= 380, "{read:?}");
+    }
+}
+
+#[test]
+fn another_threads_fault_ends_the_shortcut() {
+    // Thread 0 reads a page (the zero page), thread 1 writes it (a COW
+    // fault that shoots down thread 0's entry), thread 0 reads it again:
+    // that read must miss and walk, not count as a repeat.
+    use trace::{MapEvent, MapFlags, Prot, RegionKind};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.ptl");
+    let read = |write| Record::Access {
+        id: 0,
+        offset: 8,
+        write,
+    };
+    write_trace(
+        &path,
+        &[
+            Record::Map(MapEvent {
+                id: 0,
+                size: 1 << 20,
+                native: 0x2000_0000_0000,
+                kind: RegionKind::Anon,
+                prot: Prot(Prot::READ | Prot::WRITE),
+                flags: MapFlags::default(),
+                name: "a".into(),
+            }),
+            Record::Thread { tid: 0 },
+            read(false),
+            Record::Thread { tid: 1 },
+            read(true),
+            Record::Thread { tid: 0 },
+            read(false),
+            read(false),
+            Record::Mark { name: "m".into() },
+        ],
+    );
+    let mut cfg = config("x86-64-4l", Thp::Never);
+    cfg.cpus = 2;
+    let r = replay::replay(&path, &cfg, &ReplayOptions::default()).unwrap();
+    let c = &r.run.marks[0].counters;
+    // Translations: the read and the write each miss, fault and miss again
+    // on the retry; the third read misses (its entry was shot down); the
+    // fourth is the only hit.
+    assert_eq!(c.get("accesses"), Some(6), "{c:?}");
+    assert_eq!(c.get("tlb_misses"), Some(5), "{c:?}");
+    assert_eq!(c.get("tlb_l1_hits"), Some(1), "{c:?}");
 }
 
 #[test]

@@ -20,8 +20,9 @@ use pt::geometry::MAX_LEVELS;
 /// Buckets of the walk-reference histogram; the last holds everything above.
 pub const HIST_LEN: usize = 40;
 
-/// Page sizes with a named breakdown (log2, label); the rest count as "other".
-const SIZE_SHIFTS: [u32; 7] = [12, 14, 16, 21, 25, 29, 30];
+/// Page sizes (log2) with a named breakdown, in the order of the counters' size
+/// families; the rest count as "other".
+pub const SIZE_SHIFTS: [u32; 7] = [12, 14, 16, 21, 25, 29, 30];
 
 const L1_HITS: [&str; 8] = counters::TLB_L1_HITS_BY_SIZE;
 const L2_HITS: [&str; 8] = counters::TLB_L2_HITS_BY_SIZE;

@@ -220,9 +220,37 @@ impl Cursor<'_> {
 /// [`DecodeError`] at the first byte that is not a well-formed record.
 pub fn decode_all(buf: &[u8], out: &mut Vec<Record>) -> Result<(), DecodeError> {
     out.clear();
-    let mut st = State::default();
-    let mut c = Cursor { buf, pos: 0 };
-    while c.pos < buf.len() {
+    let mut d = Decoder::new(buf);
+    while let Some(r) = d.next_record() {
+        out.push(r?);
+    }
+    Ok(())
+}
+
+/// Decodes the records of one chunk's contents one at a time, with no list
+/// built (a replay's hot loop).
+pub struct Decoder<'a> {
+    c: Cursor<'a>,
+    st: State,
+}
+
+impl<'a> Decoder<'a> {
+    pub fn new(buf: &'a [u8]) -> Decoder<'a> {
+        Decoder {
+            c: Cursor { buf, pos: 0 },
+            st: State::default(),
+        }
+    }
+
+    /// The next record, `None` at the chunk's end.
+    #[inline]
+    pub fn next_record(&mut self) -> Option<Result<Record, DecodeError>> {
+        (self.c.pos < self.c.buf.len()).then(|| self.decode_one())
+    }
+
+    #[inline]
+    fn decode_one(&mut self) -> Result<Record, DecodeError> {
+        let (c, st) = (&mut self.c, &mut self.st);
         let tag_at = c.pos;
         let tag = c.byte("tag")?;
         let r = match tag {
@@ -333,9 +361,8 @@ pub fn decode_all(buf: &[u8], out: &mut Vec<Record>) -> Result<(), DecodeError> 
                 })
             }
         };
-        out.push(r);
+        Ok(r)
     }
-    Ok(())
 }
 
 /// Encodes `records` as one chunk's contents (for tests and tools).

@@ -215,6 +215,54 @@ impl<W: Write> TraceWriter<W> {
     }
 }
 
+/// One chunk's records, decompressed, not yet decoded.
+pub struct RawChunk<'a> {
+    /// Byte offset of the chunk in the file.
+    pub at: u64,
+    /// Records its header announces.
+    pub count: u32,
+    pub bytes: &'a [u8],
+    path: &'a Path,
+}
+
+impl<'a> RawChunk<'a> {
+    /// The chunk's records, one at a time.
+    pub fn decoder(&self) -> codec::Decoder<'a> {
+        codec::Decoder::new(self.bytes)
+    }
+
+    /// A record that did not decode, as an error naming the file and the
+    /// chunk's offset.
+    pub fn error(&self, e: codec::DecodeError) -> TraceError {
+        TraceError::Format {
+            path: self.path.to_path_buf(),
+            offset: self.at,
+            what: format!(
+                "in the chunk at byte {}, byte {} of its records: {}",
+                self.at, e.at, e.what
+            ),
+        }
+    }
+
+    /// Checks that `n` records were decoded, as the header says.
+    ///
+    /// # Errors
+    /// [`TraceError::Format`] if not.
+    pub fn check_count(&self, n: u64) -> Result<(), TraceError> {
+        if n == u64::from(self.count) {
+            return Ok(());
+        }
+        Err(TraceError::Format {
+            path: self.path.to_path_buf(),
+            offset: self.at,
+            what: format!(
+                "the chunk holds {n} records, its header says {}",
+                self.count
+            ),
+        })
+    }
+}
+
 /// Reads a trace, one chunk at a time.
 pub struct TraceReader<R: Read> {
     pub(crate) input: R,
@@ -363,8 +411,23 @@ impl<R: Read> TraceReader<R> {
     /// that does not decode.
     pub fn next_chunk(&mut self, out: &mut Vec<Record>) -> Result<bool, TraceError> {
         out.clear();
-        if self.ended {
+        let Some(chunk) = self.next_raw_chunk()? else {
             return Ok(false);
+        };
+        codec::decode_all(chunk.bytes, out).map_err(|e| chunk.error(e))?;
+        chunk.check_count(out.len() as u64)?;
+        Ok(true)
+    }
+
+    /// Reads and decompresses the next chunk, leaving its records to be
+    /// decoded one at a time ([`RawChunk::decoder`]); `None` once the end
+    /// marker has been read.
+    ///
+    /// # Errors
+    /// As [`TraceReader::next_chunk`], except what only decoding finds.
+    pub fn next_raw_chunk(&mut self) -> Result<Option<RawChunk<'_>>, TraceError> {
+        if self.ended {
+            return Ok(None);
         }
         let at = self.offset;
         let mut magic = [0u8; 4];
@@ -387,7 +450,7 @@ impl<R: Read> TraceReader<R> {
                 ));
             }
             self.ended = true;
-            return Ok(false);
+            return Ok(None);
         }
         if &magic != CHUNK {
             return Err(self.bad(
@@ -427,27 +490,14 @@ impl<R: Read> TraceReader<R> {
                 format!("the chunk decompresses to {n} bytes, its header says {raw_len}"),
             ));
         }
-        codec::decode_all(&self.raw, out).map_err(|e| {
-            self.bad(
-                at,
-                format!(
-                    "in the chunk at byte {at}, byte {} of its records: {}",
-                    e.at, e.what
-                ),
-            )
-        })?;
-        if out.len() != count as usize {
-            return Err(self.bad(
-                at,
-                format!(
-                    "the chunk holds {} records, its header says {count}",
-                    out.len()
-                ),
-            ));
-        }
         self.records += u64::from(count);
         self.chunks += 1;
-        Ok(true)
+        Ok(Some(RawChunk {
+            at,
+            count,
+            bytes: &self.raw,
+            path: &self.path,
+        }))
     }
 
     /// Calls `f` on every record of the rest of the file, chunk by chunk.

@@ -109,21 +109,28 @@ pub fn replay(
         index: 0,
         skipped: Default::default(),
         page: layout::base_page(&cfg.geometry),
+        last: Vec::new(),
+        repeats: [0; 64],
     };
     d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
     let mut reader = TraceReader::open(path)?;
-    let mut chunk = Vec::new();
-    while reader.next_chunk(&mut chunk)? {
+    while let Some(chunk) = reader.next_raw_chunk()? {
         if opts.deadline.is_some_and(|t| Instant::now() >= t) {
             return Err(ReplayError::Timeout {
                 done: d.index,
                 total: scan.records,
             });
         }
-        for r in &chunk {
-            d.step(r)?;
+        // Records are decoded one at a time, straight into the step: no
+        // list of a chunk's records is built.
+        let mut records = chunk.decoder();
+        let mut n = 0;
+        while let Some(r) = records.next_record() {
+            d.step(&r.map_err(|e| chunk.error(e))?)?;
             d.index += 1;
+            n += 1;
         }
+        chunk.check_count(n)?;
     }
     d.mark("end")?;
     let marks = std::mem::take(&mut d.marks);
@@ -161,6 +168,29 @@ struct Driver<'m> {
     skipped: std::collections::BTreeMap<u8, u64>,
     /// The geometry's base page.
     page: u64,
+    /// Per thread, the page its last access went to (see [`Last`]).
+    last: Vec<Last>,
+    /// Accesses counted as first-level hits without translating, by log2
+    /// of the page size that holds them (see [`Last`]).
+    repeats: [u64; 64],
+}
+
+/// The page of a thread's last access and its kind. The next access of
+/// that thread to the same page, of the same kind, with nothing in between
+/// that could change a translation (a system call, or a fault of any
+/// thread, resets every thread's), can only hit the first-level TLB: the
+/// entry is there (the last access put it there), it is the most recently
+/// used (so skipping its touch leaves the replacement order as it was),
+/// and its accessed and dirty bits are already set. The replay counts such
+/// an access as a first-level hit of that page size without translating
+/// it: the counters are exactly those of translating it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Last {
+    /// `!(page size - 1)`; 0: nothing known.
+    mask: u64,
+    base: u64,
+    write: bool,
+    shift: u8,
 }
 
 impl<'m> Driver<'m> {
@@ -192,13 +222,35 @@ impl<'m> Driver<'m> {
     #[inline]
     fn access(&mut self, id: u32, offset: u64, write: bool) -> Result<(), ReplayError> {
         let va = self.addr[id as usize] + offset;
+        if let Some(l) = self.last.get(self.tid) {
+            if l.mask != 0 && va & l.mask == l.base && l.write == write {
+                self.repeats[usize::from(l.shift)] += 1;
+                return Ok(());
+            }
+        }
         let kind = if write {
             AccessKind::Write
         } else {
             AccessKind::Read
         };
         match self.cpu()?.access(va, kind) {
-            Ok(_) => Ok(()),
+            Ok(o) => {
+                if o.faults > 0 {
+                    // A fault may have changed other CPUs' translations.
+                    self.forget();
+                }
+                let size = o.translation.page_size;
+                if self.last.len() <= self.tid {
+                    self.last.resize(self.tid + 1, Last::default());
+                }
+                self.last[self.tid] = Last {
+                    mask: !(size - 1),
+                    base: va & !(size - 1),
+                    write,
+                    shift: size.trailing_zeros() as u8,
+                };
+                Ok(())
+            }
             Err(AccessError::Segv { va, code }) => {
                 Err(self.refused(format!("SIGSEGV at {va:#x} ({code:?})")))
             }
@@ -241,7 +293,25 @@ impl<'m> Driver<'m> {
         (end > start).then(|| (self.addr[id as usize] + start, end - start))
     }
 
+    /// Every thread's last page is forgotten: something may have changed
+    /// a translation.
+    fn forget(&mut self) {
+        for l in &mut self.last {
+            l.mask = 0;
+        }
+    }
+
     fn step(&mut self, r: &Record) -> Result<(), ReplayError> {
+        if !matches!(
+            r,
+            Record::Access { .. }
+                | Record::Fault { .. }
+                | Record::Hits { .. }
+                | Record::Thread { .. }
+                | Record::Mark { .. }
+        ) {
+            self.forget();
+        }
         match r {
             Record::Access { id, offset, write } | Record::Fault { id, offset, write } => {
                 self.access(*id, *offset, *write)
@@ -372,13 +442,19 @@ impl<'m> Driver<'m> {
         let now = snapshot::counters(self.machine, self.space).map_err(internal)?;
         let mut c = now.since(&self.baseline);
         c.pt_pages = now.pt_pages;
+        let repeats: u64 = self.repeats.iter().sum();
         for name in [
             counters::ACCESSES.name,
             counters::TLB_HITS.name,
             counters::TLB_L1_HITS.name,
         ] {
             let v = c.get(name).unwrap_or(0);
-            c.set(name, v + self.hits as i64);
+            c.set(name, v + (self.hits + repeats) as i64);
+        }
+        for (shift, &n) in self.repeats.iter().enumerate().filter(|(_, &n)| n > 0) {
+            let name = l1_hits_name(shift as u32);
+            let v = c.get(name).unwrap_or(0);
+            c.set(name, v + n as i64);
         }
         c.set(
             counters::MODEL_WALL_NS.name,
@@ -391,6 +467,17 @@ impl<'m> Driver<'m> {
         });
         Ok(())
     }
+}
+
+/// The counter of first-level hits on pages of `1 << shift` bytes (the
+/// sizes the MMU's statistics name, the rest as "other").
+fn l1_hits_name(shift: u32) -> &'static str {
+    let shifts = mmu::stats::SIZE_SHIFTS;
+    let i = shifts
+        .iter()
+        .position(|&s| s == shift)
+        .unwrap_or(shifts.len());
+    counters::TLB_L1_HITS_BY_SIZE[i]
 }
 
 fn prot(p: trace::Prot) -> Prot {
