@@ -250,6 +250,31 @@ fn an_access_the_model_refuses_names_its_record() {
 }
 
 #[test]
+fn an_access_outside_its_region_names_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = workload::parse(WORK, "replayed.toml", 48).unwrap();
+    let mut recs = from_workload::records(&w).unwrap();
+    recs.insert(
+        3,
+        Record::Access {
+            id: 1,
+            offset: 64 << 20,
+            write: false,
+        },
+    );
+    let path = dir.path().join("t.ptl");
+    write_trace(&path, &recs);
+    let cfg = config("x86-64-4l", Thp::Never);
+    match replay::replay(&path, &cfg, &ReplayOptions::default()) {
+        Err(ReplayError::Record { index, what }) => {
+            assert_eq!(index, 3);
+            assert!(what.contains("region 1"), "{what}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn a_cut_trace_is_refused_with_its_offset() {
     let dir = tempfile::tempdir().unwrap();
     let w = workload::parse(WORK, "replayed.toml", 48).unwrap();

@@ -186,6 +186,7 @@ impl Cursor<'_> {
         })
     }
 
+    #[inline]
     fn byte(&mut self, field: &str) -> Result<u8, DecodeError> {
         let b = *self
             .buf
@@ -246,6 +247,34 @@ impl<'a> Decoder<'a> {
     #[inline]
     pub fn next_record(&mut self) -> Option<Result<Record, DecodeError>> {
         (self.c.pos < self.c.buf.len()).then(|| self.decode_one())
+    }
+
+    /// The next record that is not an access, counting the accesses passed
+    /// over in `accesses` without decoding them (a pass that needs only the
+    /// regions). An access's fields are not checked here: a replay decodes
+    /// and checks them.
+    #[inline]
+    pub fn next_non_access(&mut self, accesses: &mut u64) -> Option<Result<Record, DecodeError>> {
+        let buf = self.c.buf;
+        loop {
+            let tag = *buf.get(self.c.pos)?;
+            let fields = match tag {
+                READ_NEAR | WRITE_NEAR => 1,
+                READ_AT | WRITE_AT => 2,
+                _ => return Some(self.decode_one()),
+            };
+            // Skip the tag and the LEB128 fields: a field ends at its first
+            // byte below 0x80.
+            let mut pos = self.c.pos + 1;
+            for _ in 0..fields {
+                while *buf.get(pos)? >= 0x80 {
+                    pos += 1;
+                }
+                pos += 1;
+            }
+            self.c.pos = pos;
+            *accesses += 1;
+        }
     }
 
     #[inline]

@@ -1,6 +1,8 @@
 //! A first pass over a trace: every region's kind, largest size, native
 //! address and lifetime (for the placement of a replay), the trace's
-//! totals, and the checks of the crate's invariants 1 and 2.
+//! totals, and the checks of the crate's invariants 1 and 2 for every
+//! record but accesses, which it passes over without decoding (the replay
+//! decodes and checks them).
 
 use crate::file::{TraceError, TraceReader};
 use crate::record::{Record, RegionId, RegionKind};
@@ -50,14 +52,23 @@ pub fn scan<R: Read>(reader: &mut TraceReader<R>) -> Result<Scan, TraceError> {
     // Current size of each live region.
     let mut live: BTreeMap<RegionId, u64> = BTreeMap::new();
     let mut tid = 0u32;
-    let mut buf = Vec::new();
     let path = reader.path().to_path_buf();
-    loop {
-        let at = reader.offset();
-        if !reader.next_chunk(&mut buf)? {
-            break;
-        }
-        for r in &buf {
+    while let Some(chunk) = reader.next_raw_chunk()? {
+        let at = chunk.at;
+        let mut records = chunk.decoder();
+        // Accesses passed over in this chunk, those of them already
+        // counted, and the other records.
+        let (mut passed, mut counted, mut others) = (0u64, 0u64, 0u64);
+        loop {
+            let next = records.next_non_access(&mut passed);
+            s.records += passed - counted;
+            s.accesses += passed - counted;
+            counted = passed;
+            let Some(r) = next else {
+                break;
+            };
+            others += 1;
+            let r = r.map_err(|e| chunk.error(e))?;
             let index = s.records;
             s.records += 1;
             let bad = |what: String| TraceError::Format {
@@ -77,7 +88,7 @@ pub fn scan<R: Read>(reader: &mut TraceReader<R>) -> Result<Scan, TraceError> {
                     }
                     Some(_) => Ok(()),
                 };
-            match r {
+            match &r {
                 Record::Map(m) => {
                     if s.regions.contains_key(&m.id) {
                         return Err(bad(format!("region {} is introduced twice", m.id)));
@@ -163,6 +174,7 @@ pub fn scan<R: Read>(reader: &mut TraceReader<R>) -> Result<Scan, TraceError> {
                 Record::Mark { .. } => {}
             }
         }
+        chunk.check_count(passed + others)?;
     }
     Ok(s)
 }

@@ -246,9 +246,16 @@ fn scan_collects_lifetimes_and_refuses_an_unmapped_region() {
     assert_eq!(s.regions[&1].tid, 2);
     assert_eq!(s.regions[&1].died, None);
 
+    // Accesses are passed over (the replay checks them); a fault outside
+    // its region is refused with its index, counting the accesses before.
     let bad = write(&[
         map(0, 4096),
         Record::Access {
+            id: 0,
+            offset: 8,
+            write: false,
+        },
+        Record::Fault {
             id: 0,
             offset: 4096,
             write: false,
@@ -257,7 +264,7 @@ fn scan_collects_lifetimes_and_refuses_an_unmapped_region() {
     let mut r = TraceReader::new(&bad[..], Path::new("t.ptl")).unwrap();
     let e = regions::scan(&mut r).unwrap_err().to_string();
     assert!(
-        e.contains("record 1") && e.contains("outside region 0"),
+        e.contains("record 2") && e.contains("outside region 0"),
         "{e}"
     );
 }

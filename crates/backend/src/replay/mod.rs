@@ -221,6 +221,23 @@ impl<'m> Driver<'m> {
 
     #[inline]
     fn access(&mut self, id: u32, offset: u64, write: bool) -> Result<(), ReplayError> {
+        // The first pass did not decode accesses (`Decoder::next_non_access`):
+        // each is checked against its region here.
+        let Some(&size) = self.size.get(id as usize) else {
+            return Err(self.refused(format!(
+                "an access to region {id}, which the trace never maps"
+            )));
+        };
+        if offset >= size {
+            return Err(self.refused(format!(
+                "an access at offset {offset:#x} of region {id}, which is {}",
+                if size == 0 {
+                    "not mapped".to_string()
+                } else {
+                    format!("{size:#x} bytes")
+                }
+            )));
+        }
         let va = self.addr[id as usize] + offset;
         if let Some(l) = self.last.get(self.tid) {
             if l.mask != 0 && va & l.mask == l.base && l.write == write {
@@ -317,7 +334,12 @@ impl<'m> Driver<'m> {
                 self.access(*id, *offset, *write)
             }
             Record::Hits { count } => {
-                self.hits += count;
+                // Hits in the page of the thread's last access: counted at
+                // its size when the replay knows it.
+                match self.last.get(self.tid).filter(|l| l.mask != 0) {
+                    Some(l) => self.repeats[usize::from(l.shift)] += count,
+                    None => self.hits += count,
+                }
                 Ok(())
             }
             Record::Thread { tid } => {
@@ -331,10 +353,14 @@ impl<'m> Driver<'m> {
                 self.map(m, a, m.size.next_multiple_of(self.page))
             }
             Record::Unmap { id, offset, len } => {
+                let whole = *offset == 0 && *len >= self.size[*id as usize];
                 let Some((a, len)) = self.pages(*id, *offset, *len) else {
                     return Ok(());
                 };
                 let r = self.cpu()?.munmap(a, len);
+                if whole {
+                    self.size[*id as usize] = 0;
+                }
                 self.syscall(r, "munmap")
             }
             Record::Protect {
