@@ -27,7 +27,7 @@ with open(f"{d}/lines.txt", "w") as f:
 with open(f"{d}/dict.py", "w") as f:
     f.write("d = {i: str(i) for i in range(3_000_000)}\nprint(len(d))\n")
 PY
-head -c 200000000 "$work/lines.txt" > "$work/zip.in"
+head -c 100000000 "$work/lines.txt" > "$work/zip.in"
 python3_bin=$(python3 -c 'import sys; print(sys.executable)')
 
 programs=(

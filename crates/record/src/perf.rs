@@ -27,6 +27,7 @@ const FLAG_INHERIT: u64 = 1 << 1;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const FLAG_ENABLE_ON_EXEC: u64 = 1 << 12;
+const FLAG_WATERMARK: u64 = 1 << 14;
 const FLAG_USE_CLOCKID: u64 = 1 << 25;
 const RECORD_LOST: u32 = 2;
 const RECORD_SAMPLE: u32 = 9;
@@ -167,9 +168,14 @@ impl Sampler {
                 | FLAG_ENABLE_ON_EXEC
                 | FLAG_EXCLUDE_HV
                 | FLAG_USE_CLOCKID
+                | FLAG_WATERMARK
                 | extra,
             clockid: libc::CLOCK_MONOTONIC,
-            wakeup_events: 0,
+            // With `watermark`, this is `wakeup_watermark`: bytes before
+            // the kernel wakes a reader. Nobody waits on the ring (the
+            // drainer polls it), so a wake-up per sample would be wasted
+            // work in the program's fault path.
+            wakeup_events: 1 << 20,
             ..Attr::default()
         };
         // The kernel refuses to map the ring of an inherited per-task event
