@@ -30,6 +30,7 @@ use crate::space::{AddressSpace, PageKind, Rss};
 use crate::vma::Vma;
 use pt::VirtAddr;
 use pt::{Entry, Level, TableAddr};
+use std::collections::HashMap;
 
 impl AddressSpace {
     /// The RSS counter of a PMD leaf in `vma` if the leaf maps a page-cache
@@ -234,28 +235,10 @@ impl AddressSpace {
                 // Only the part inside the window.
                 (idx, v, (next.min(to) - i))
             };
-            for k in 0..count {
-                let pv = first_va + k * self.page;
-                if self.pt.read_entry(table, Level::PTE, VirtAddr::new(pv))? != Entry::Invalid {
-                    continue;
-                }
-                let Some(Slot::Cached { pa, .. }) = pages.get(&(first + k)).copied() else {
-                    continue;
-                };
-                let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), false);
-                self.pt.set_entry(
-                    table,
-                    Level::PTE,
-                    VirtAddr::new(pv),
-                    &Entry::Leaf {
-                        pa,
-                        attrs,
-                        contiguous: false,
-                    },
-                );
-                mapped += 1;
-                hit |= pv == va;
-            }
+            let (n, h) =
+                self.map_cached_run(vma, table, &pages, first, first_va, count, rss, va)?;
+            mapped += n;
+            hit |= h;
             i = next;
         }
         drop(pages);
@@ -288,7 +271,30 @@ impl AddressSpace {
         } else {
             (idx, va, 1)
         };
-        let mut mapped = 0;
+        let (mapped, _) =
+            self.map_cached_run(vma, table, &pages, first, first_va, count, rss, va)?;
+        drop(pages);
+        self.rss_add(rss, mapped as i64);
+        Ok(())
+    }
+
+    /// Maps the cached pages `first..first + count` of `vma`'s object at
+    /// `first_va` onwards into the PTE table `table`, where its entries are
+    /// empty (the caller holds the table's lock and the object's pages);
+    /// returns how many it mapped and whether `va` was one of them.
+    #[allow(clippy::too_many_arguments)]
+    fn map_cached_run(
+        &self,
+        vma: &Vma,
+        table: TableAddr,
+        pages: &HashMap<u64, Slot>,
+        first: u64,
+        first_va: u64,
+        count: u64,
+        rss: Rss,
+        va: u64,
+    ) -> Result<(u64, bool), Errno> {
+        let (mut mapped, mut hit) = (0, false);
         for k in 0..count {
             let pv = first_va + k * self.page;
             if self.pt.read_entry(table, Level::PTE, VirtAddr::new(pv))? != Entry::Invalid {
@@ -309,9 +315,8 @@ impl AddressSpace {
                 },
             );
             mapped += 1;
+            hit |= pv == va;
         }
-        drop(pages);
-        self.rss_add(rss, mapped);
-        Ok(())
+        Ok((mapped, hit))
     }
 }
