@@ -313,19 +313,24 @@ mod tests {
         Prot(Prot::READ | Prot::WRITE)
     }
 
-    #[test]
-    fn a_partial_unmap_leaves_the_rest_located() {
-        let mut s = Space::default();
-        let mut out = Vec::new();
-        let id = s.map(
-            0x10000,
-            0x8000,
+    /// A private anonymous read-write mapping.
+    fn anon(s: &mut Space, addr: u64, len: u64, out: &mut Vec<Record>) -> RegionId {
+        s.map(
+            addr,
+            len,
             RegionKind::Anon,
             rw(),
             MapFlags::default(),
             String::new(),
-            &mut out,
-        );
+            out,
+        )
+    }
+
+    #[test]
+    fn a_partial_unmap_leaves_the_rest_located() {
+        let mut s = Space::default();
+        let mut out = Vec::new();
+        let id = anon(&mut s, 0x10000, 0x8000, &mut out);
         s.unmap(0x12000, 0x2000, &mut out);
         assert_eq!(s.locate(0x11000), Some((id, 0x1000)));
         assert_eq!(s.locate(0x12000), None);
@@ -344,34 +349,10 @@ mod tests {
     fn a_fixed_map_over_two_regions_unmaps_their_parts_first() {
         let mut s = Space::default();
         let mut out = Vec::new();
-        let a = s.map(
-            0x10000,
-            0x4000,
-            RegionKind::Anon,
-            rw(),
-            MapFlags::default(),
-            String::new(),
-            &mut out,
-        );
-        let b = s.map(
-            0x14000,
-            0x4000,
-            RegionKind::Anon,
-            rw(),
-            MapFlags::default(),
-            String::new(),
-            &mut out,
-        );
+        let a = anon(&mut s, 0x10000, 0x4000, &mut out);
+        let b = anon(&mut s, 0x14000, 0x4000, &mut out);
         out.clear();
-        let c = s.map(
-            0x12000,
-            0x4000,
-            RegionKind::Anon,
-            rw(),
-            MapFlags::default(),
-            String::new(),
-            &mut out,
-        );
+        let c = anon(&mut s, 0x12000, 0x4000, &mut out);
         assert_eq!(
             out[..2],
             [
@@ -428,15 +409,7 @@ mod tests {
     fn a_whole_region_moved_by_mremap_keeps_its_pages_under_a_new_id() {
         let mut s = Space::default();
         let mut out = Vec::new();
-        let a = s.map(
-            0x10000,
-            0x4000,
-            RegionKind::Anon,
-            rw(),
-            MapFlags::default(),
-            String::new(),
-            &mut out,
-        );
+        let a = anon(&mut s, 0x10000, 0x4000, &mut out);
         out.clear();
         s.mremap(0x10000, 0x4000, 0x80000, 0x8000, &mut out);
         let Record::Move {
