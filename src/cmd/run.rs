@@ -292,9 +292,7 @@ fn print_prediction(r: &ConfigResult) -> Result<(), Failure> {
         .model
         .costs
         .as_deref()
-        .map_or("the built-in assumed costs".to_string(), |f| {
-            format!("costs {f}")
-        });
+        .map_or(timing::SHIPPED.to_string(), |f| format!("costs {f}"));
     outln!(
         "{}: predicted {} [{}, {}] from {from} (the modeled system's time, not measured)",
         r.config.label,

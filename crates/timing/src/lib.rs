@@ -28,5 +28,5 @@ pub mod model;
 pub mod ns3;
 
 pub use locks::{Acquired, VirtualLocks};
-pub use model::{CostModel, SyscallKind};
+pub use model::{CostModel, SyscallKind, SHIPPED};
 pub use ns3::Ns3;

@@ -43,6 +43,10 @@ pub enum SyscallKind {
 
 const SYSCALLS: usize = 5;
 
+/// How reports name the shipped cost file.
+pub const SHIPPED: &str =
+    "costs/this-host.toml (shipped: ptlab calibrate --long on the development machine)";
+
 /// A cost file resolved for the hot path (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct CostModel {
@@ -139,6 +143,16 @@ impl CostModel {
         CostModel::new(&assumed::assumed(), "built-in (assumed)")
     }
 
+    /// The model of the cost file shipped with ptlab, `costs/this-host.toml`
+    /// (`ptlab calibrate --long` on the development machine): the default
+    /// when no `--costs` is given. Names it lacks take the built-in figures.
+    pub fn shipped() -> CostModel {
+        let text = include_str!("../../../costs/this-host.toml");
+        let file = costs::CostFile::parse(text, std::path::Path::new(SHIPPED))
+            .expect("the shipped cost file is valid (tested)");
+        CostModel::new(&file, SHIPPED)
+    }
+
     /// One access whose translation completed at `hit` after a walk of
     /// `walk_refs` references (0 for a clean TLB hit).
     #[inline(always)]
@@ -219,6 +233,14 @@ mod tests {
         assert!(m.missing.contains(&"fault.cow"));
         assert_eq!(m.origin, "t.toml");
         assert!(CostModel::builtin().missing.is_empty());
+        // The shipped file parses and prices a write fault as it measured.
+        let shipped = CostModel::shipped();
+        let text = include_str!("../../../costs/this-host.toml");
+        let file = costs::CostFile::parse(text, std::path::Path::new("x")).unwrap();
+        assert_eq!(
+            shipped.faults[FaultKind::AnonWrite as usize].ns,
+            file.get("fault.anon_write").unwrap().ns
+        );
     }
 
     #[test]

@@ -191,7 +191,7 @@ impl ModelConfig {
         };
         let costs = match &opts.costs {
             Some(path) => load_costs(path).map_err(|m| err("costs", m))?,
-            None => CostModel::builtin(),
+            None => CostModel::shipped(),
         };
         Ok(ModelConfig {
             geometry: Arc::new(geometry),
@@ -236,7 +236,7 @@ mod tests {
         assert_eq!(c.mm.mthp[&(16 << 10)], MthpPolicy::Inherit);
         assert_eq!((c.tlb.as_str(), c.cpus), ("zen4", 3));
         assert_eq!(c.executor, Executor::Threads);
-        assert_eq!(c.costs.origin, "built-in (assumed)");
+        assert_eq!(c.costs.origin, timing::SHIPPED);
         assert!(c.mmu.pv_tlb_flush);
         // Another value of each goes through too: nothing is a constant.
         let other = ModelOptions {
