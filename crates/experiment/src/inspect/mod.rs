@@ -168,30 +168,37 @@ pub fn inspect(snap: &Snapshot, host: &Geometry, what_if: &[Geometry]) -> Inspec
     }
 }
 
+/// A private read-write VMA of `[start, end)` for the tests: anonymous
+/// when `inode` is 0, else of the file "/f".
+#[cfg(test)]
+pub(crate) fn test_vma(start: u64, end: u64, inode: u64) -> host::pagemap::Vma {
+    host::pagemap::Vma {
+        start,
+        end,
+        perms: "rw-p".into(),
+        offset: 0,
+        inode,
+        path: if inode == 0 {
+            String::new()
+        } else {
+            "/f".into()
+        },
+        anon_huge_kb: None,
+        file_pmd_kb: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use host::pagemap::{PageRun, Vma};
+    use host::pagemap::PageRun;
     use pt::geometry::preset;
 
     const M2: u64 = 2 << 20;
 
     fn snapshot(vm_pte_kb: u64) -> Snapshot {
         let base = 1u64 << 40;
-        let vma = |start: u64, end: u64, inode: u64| Vma {
-            start,
-            end,
-            perms: "rw-p".into(),
-            offset: 0,
-            inode,
-            path: if inode == 0 {
-                String::new()
-            } else {
-                "/f".into()
-            },
-            anon_huge_kb: None,
-            file_pmd_kb: None,
-        };
+        let vma = test_vma;
         let run = |start: u64, end: u64, flags: PageFlags| PageRun { start, end, flags };
         let p = PageFlags::PRESENT;
         Snapshot {

@@ -211,16 +211,7 @@ mod tests {
     use pt::geometry::preset;
 
     fn vma(start: u64, end: u64) -> Vma {
-        Vma {
-            start,
-            end,
-            perms: "rw-p".into(),
-            offset: 0,
-            inode: 0,
-            path: String::new(),
-            anon_huge_kb: None,
-            file_pmd_kb: None,
-        }
+        super::super::test_vma(start, end, 0)
     }
 
     #[test]

@@ -129,16 +129,7 @@ mod tests {
     const M2: u64 = 2 << 20;
 
     fn vma(start: u64, end: u64) -> Vma {
-        Vma {
-            start,
-            end,
-            perms: "rw-p".into(),
-            offset: 0,
-            inode: 0,
-            path: String::new(),
-            anon_huge_kb: None,
-            file_pmd_kb: None,
-        }
+        super::super::test_vma(start, end, 0)
     }
 
     /// 4 MiB at 1 TiB, 2 MiB-aligned; one page touched per 64 KiB of the
