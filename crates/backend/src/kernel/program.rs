@@ -312,28 +312,11 @@ fn mark_files(ops: &[Op], out: &mut [bool]) {
 }
 
 pub(crate) fn prot_bits(p: Prot) -> libc::c_int {
-    match p {
-        Prot::None => libc::PROT_NONE,
-        Prot::R => libc::PROT_READ,
-        Prot::Rw => libc::PROT_READ | libc::PROT_WRITE,
-        Prot::Rx => libc::PROT_READ | libc::PROT_EXEC,
-        Prot::Rwx => libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
-    }
+    libc::c_int::from(crate::abi::prot_bits(p))
 }
 
 pub(crate) fn advice_number(a: Advice) -> libc::c_int {
-    match a {
-        Advice::DontNeed => libc::MADV_DONTNEED,
-        Advice::Free => libc::MADV_FREE,
-        Advice::HugePage => libc::MADV_HUGEPAGE,
-        Advice::NoHugePage => libc::MADV_NOHUGEPAGE,
-        // Since Linux 5.14.
-        Advice::PopulateRead => libc::MADV_POPULATE_READ,
-        Advice::PopulateWrite => libc::MADV_POPULATE_WRITE,
-        Advice::WillNeed => libc::MADV_WILLNEED,
-        // Since Linux 5.4.
-        Advice::PageOut => libc::MADV_PAGEOUT,
-    }
+    libc::c_int::from(crate::abi::advice_number(a))
 }
 
 /// What one pass over some ops records.

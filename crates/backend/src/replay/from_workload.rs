@@ -100,7 +100,7 @@ fn emit(
                 id: *region as u32,
                 offset: range.offset,
                 len: range.len,
-                advice: madv(*advice),
+                advice: crate::abi::advice_number(*advice),
             })?,
             Op::Mlock { region, range } => out(Record::Lock {
                 id: *region as u32,
@@ -137,25 +137,5 @@ fn emit(
 }
 
 fn prot(p: plan::Prot) -> Prot {
-    Prot(match p {
-        plan::Prot::None => 0,
-        plan::Prot::R => Prot::READ,
-        plan::Prot::Rw => Prot::READ | Prot::WRITE,
-        plan::Prot::Rx => Prot::READ | Prot::EXEC,
-        plan::Prot::Rwx => Prot::READ | Prot::WRITE | Prot::EXEC,
-    })
-}
-
-/// Linux's MADV_* number.
-fn madv(a: plan::Advice) -> u8 {
-    match a {
-        plan::Advice::WillNeed => 3,
-        plan::Advice::DontNeed => 4,
-        plan::Advice::Free => 8,
-        plan::Advice::HugePage => 14,
-        plan::Advice::NoHugePage => 15,
-        plan::Advice::PageOut => 21,
-        plan::Advice::PopulateRead => 22,
-        plan::Advice::PopulateWrite => 23,
-    }
+    Prot(crate::abi::prot_bits(p))
 }

@@ -29,8 +29,8 @@ pub mod layout;
 use crate::model::{snapshot, ModelConfig};
 pub use layout::{Layout, LayoutMode};
 use machine::{
-    AccessError, AccessKind, Advice, CpuHandle, Machine, MachineConfig, MapKind, MmapArgs, Prot,
-    SpaceId, SyscallError,
+    AccessError, AccessKind, CpuHandle, Machine, MachineConfig, MapKind, MmapArgs, Prot, SpaceId,
+    SyscallError,
 };
 use std::path::Path;
 use std::time::Instant;
@@ -381,7 +381,7 @@ impl<'m> Driver<'m> {
                 len,
                 advice,
             } => {
-                let Some(adv) = advice_of(*advice) else {
+                let Some(adv) = crate::abi::model_advice(*advice) else {
                     *self.skipped.entry(*advice).or_default() += 1;
                     return Ok(());
                 };
@@ -512,19 +512,4 @@ fn prot(p: trace::Prot) -> Prot {
         write: p.writable(),
         exec: p.executable(),
     }
-}
-
-/// The model's advice for Linux's MADV_* number, if it has it.
-fn advice_of(n: u8) -> Option<Advice> {
-    Some(match n {
-        3 => Advice::WillNeed,
-        4 => Advice::DontNeed,
-        8 => Advice::Free,
-        14 => Advice::HugePage,
-        15 => Advice::NoHugePage,
-        21 => Advice::PageOut,
-        22 => Advice::PopulateRead,
-        23 => Advice::PopulateWrite,
-        _ => return None,
-    })
 }
