@@ -82,9 +82,10 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          THP on and split PMD locks.",
     );
     sec.method = format!(
-        "{} Only the mechanism is reported: how long these faults would take on a machine needs \
-         a calibrated cost model, which is not built yet, and the model's own wall-clock time is \
-         ptlab's speed, not the modeled system's, so it is not shown. {INTERVALS}",
+        "{} Only the mechanism is reported: this section runs real threads to count the \
+         host's contention, and predicted times come only from the virtual-time executor, which \
+         this section does not use yet; the model's own wall-clock time is ptlab's speed, not \
+         the modeled system's, so it is not shown. {INTERVALS}",
         sec.method
     );
     let (threads, size) = (threads(o), chunk(o));
@@ -141,8 +142,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     sec.findings.push(format!(
         "THP cuts the faults from {} to {}. Contended lock acquisitions per run, with PMD \
          updates under the one page_table_lock: {}; with split PMD locks: {}; with one lock for \
-         everything: {}. These are counts of the mechanism behind the seed's 49.9 s vs 33.9 s; the \
-         model gives no time for them until a calibrated cost model exists.",
+         everything: {}. These are counts of the mechanism behind the seed's 49.9 s vs 33.9 s; this \
+         section gives no time for them yet (it does not run in virtual time).",
         count(faults(0)),
         count(faults(1)),
         text(&contended[1]),
