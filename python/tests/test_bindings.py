@@ -2,6 +2,7 @@
 messages for the same input."""
 
 import json
+import re
 
 import pytest
 
@@ -59,7 +60,10 @@ def test_a_configured_machine_gives_the_clis_document(cli_json):
     assert strip_clock(got)["config"] == want["config"]
     assert [mark_counters(got)] == [mark_counters(want)]
     assert got["runs"] == want["runs"] == 2
-    assert got["host"] == want["host"]
+    # The whole document, ptlab's own clock and the host's free memory aside.
+    for d in (got, want):
+        d["host"].pop("mem_available_kb", None)
+    assert strip_clock(got) == strip_clock(want)
 
 
 def test_compare_gives_the_clis_document(cli_json):
@@ -111,7 +115,10 @@ def test_bad_configurations_raise_the_clis_message(cli, kwargs, args):
     assert rc == 2
     with pytest.raises(ptlab.BadInput) as e:
         ptlab.Machine(**kwargs).run("anon-write")
-    assert "error: " + str(e.value) == err.strip().splitlines()[-1]
+    # The command line's "did you mean" hints for presets are its own
+    # (docs/python.md); the rest of the message is the same.
+    cli_message = re.sub(r', did you mean "[^"]*"\?', "", err.strip().splitlines()[-1])
+    assert "error: " + str(e.value) == cli_message
 
 
 def test_a_bad_workload_file_names_line_and_column(cli, tmp_path):
