@@ -68,15 +68,16 @@ fn a_failed_task_is_kept_in_the_table_and_the_rest_complete() {
     }
     let ok = rows.iter().filter(|r| r[at("status")] == "ok");
     assert!(ok.clone().all(|r| r[at("minor_faults")].as_i64().is_some()));
-    // The 4- and 5-level runs differ where the geometry shows: table pages.
-    let pgd = |g: &str| {
+    // The 4- and 5-level runs differ where the geometry shows: a 4-level
+    // table has no P4D level at all, a 5-level one has P4D pages.
+    let p4d = |g: &str| -> Vec<Value> {
         rows.iter()
-            .find(|r| r[at("geometry")] == g && r[at("status")] == "ok")
+            .filter(|r| r[at("geometry")] == g && r[at("status")] == "ok")
             .map(|r| r[at("pt_pages.P4D")].clone())
-            .unwrap()
+            .collect()
     };
-    assert_eq!(pgd("x86-64-4l"), Value::Null);
-    assert!(pgd("x86-64-5l").as_i64().unwrap() >= 1);
+    assert!(p4d("x86-64-4l").iter().all(Value::is_null));
+    assert!(p4d("x86-64-5l").iter().any(|v| v.as_i64() >= Some(1)));
 }
 
 #[test]
