@@ -38,6 +38,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Run a program natively and record its address-space calls and page faults into a trace
     Record(RecordArgs),
+    /// Run a sweep file (workloads by configuration axes) on this machine's cores into one table
+    Sweep(SweepArgs),
     /// Run workloads on the kernel and on the model configured like this host; exit 1 on any difference
     Validate(ValidateArgs),
     /// A live process's page tables: tables per level, VmPTE explained, other geometries
@@ -188,6 +190,21 @@ pub struct CompareArgs {
     pub costs: Option<String>,
     #[command(flatten)]
     pub repeat: RepeatOpts,
+}
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// A sweep file (TOML: workloads, [config], [axes]; see docs/sweep.md)
+    pub file: std::path::PathBuf,
+    /// Tasks run at once (default: this machine's cores)
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Write the table to FILE.csv or FILE.json instead of stdout
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
+    /// On stdout, the table as one JSON document instead of CSV
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]

@@ -8,6 +8,7 @@ mod inspect;
 mod record;
 mod run;
 mod study;
+mod sweep;
 mod validate;
 mod workloads;
 
@@ -29,6 +30,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Calibrate(args) => calibrate::run(args),
         Command::Audit { json, fast } => audit::run(json, fast),
         Command::Validate(args) => validate::run(args),
+        Command::Sweep(args) => sweep::run(args),
     }
 }
 

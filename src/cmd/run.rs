@@ -12,7 +12,7 @@ use crate::out::{out, outln};
 use crate::progress::Progress;
 use experiment::config::{self, RunConfig};
 use experiment::exec::{self, ConfigResult, ExecError, ExecOptions};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -33,13 +33,11 @@ impl From<ExecError> for Failure {
 /// already; every other one (a refused option, the backend) gets the name
 /// in front.
 pub fn about_workload(workload: &str, e: ExecError) -> Failure {
-    if matches!(e, ExecError::Workload(_)) {
-        return Failure::from(e);
-    }
-    match Failure::from(e) {
-        Failure::BadInput(m) => Failure::BadInput(format!("workload {workload:?}: {m}")),
-        Failure::Error(e) => Failure::Error(e.context(format!("workload {workload:?}"))),
-        Failure::Closed => Failure::Closed,
+    let message = experiment::document::error_message(workload, &e);
+    if e.is_bad_input() {
+        Failure::BadInput(message)
+    } else {
+        Failure::Error(anyhow::anyhow!(message))
     }
 }
 
@@ -122,59 +120,6 @@ fn execute(
     res.map_err(|e| about_workload(workload, e))
 }
 
-/// One configuration's result as JSON: the marks of its (first) run, with
-/// the spread of every counter when repeated, and every run's raw values
-/// (`samples`: counter -> one value per measured run, in run order).
-pub fn result_json(r: &ConfigResult) -> Value {
-    let marks: Vec<Value> = r
-        .aggregate
-        .marks
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let first = r.runs.first().and_then(|run| run.marks.get(i));
-            let mut mark = json!({
-                "name": m.name,
-                "counters": first.map(|f| serde_json::to_value(&f.counters).unwrap_or(Value::Null)),
-            });
-            let mut samples: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
-            for run in &r.runs {
-                if let Some(rm) = run.marks.get(i) {
-                    for (k, v) in report::views::flatten(&rm.counters) {
-                        samples.entry(k).or_default().push(v);
-                    }
-                }
-            }
-            mark["samples"] = serde_json::to_value(samples).unwrap_or(Value::Null);
-            if r.runs.len() > 1 {
-                let stats: serde_json::Map<String, Value> = m
-                    .counters
-                    .iter()
-                    .map(|(k, c)| {
-                        (
-                            k.clone(),
-                            serde_json::to_value(&c.stats).unwrap_or(Value::Null),
-                        )
-                    })
-                    .collect();
-                mark["stats"] = Value::Object(stats);
-            }
-            if let Some(l) = first.and_then(|f| f.latency.as_ref()) {
-                mark["latency"] = serde_json::to_value(l).unwrap_or(Value::Null);
-            }
-            mark
-        })
-        .collect();
-    json!({
-        "workload": r.workload,
-        "backend": r.config.backend,
-        "config": r.config,
-        "marks": marks,
-        "runs": r.runs.len(),
-        "warnings": r.aggregate.warnings,
-    })
-}
-
 /// Whether a table shows counter `k` unless `--all`: the registry's main
 /// counters (those the tables order) and the derived per-fault and per-access
 /// times.
@@ -193,10 +138,6 @@ fn main_counters(runs: &[Run], all: bool) -> Vec<Run> {
         }
     }
     runs
-}
-
-fn host_json() -> Value {
-    serde_json::to_value(host::Fingerprint::read()).unwrap_or(Value::Null)
 }
 
 /// The per-access histogram of a touch with `latency = true`. On the kernel
@@ -307,8 +248,7 @@ pub fn run(args: RunArgs) -> CmdResult {
     let cfg = config_from(&args.backend, &args.model)?;
     let results = execute(&args.workload, std::slice::from_ref(&cfg), &args.repeat)?;
     let r = &results[0];
-    let mut v = result_json(r);
-    v["host"] = host_json();
+    let v = experiment::document::run(r);
     let table = report::views::run_table(&main_counters(&r.runs, args.repeat.all));
     let heading = format!(
         "{} on {} ({}), {} run(s)",
@@ -371,11 +311,7 @@ pub fn compare(args: CompareArgs) -> CmdResult {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let results = execute(&args.workload, &configs, &args.repeat)?;
-    let v = json!({
-        "workload": results.first().map(|r| r.workload.clone()),
-        "configs": results.iter().map(result_json).collect::<Vec<_>>(),
-        "host": host_json(),
-    });
+    let v = experiment::document::compare(&results);
     let shown: Vec<Vec<Run>> = results
         .iter()
         .map(|r| main_counters(&r.runs, args.repeat.all))

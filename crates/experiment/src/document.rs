@@ -1,0 +1,98 @@
+//! The JSON documents of `ptlab run --json` and `ptlab compare --json`, made
+//! here once so that the command line and the Python bindings give the same
+//! bytes for the same runs (docs/python.md).
+//!
+//! Invariant: a document holds every measured run's raw values (`samples`:
+//! counter -> one value per run, in run order), the first run's counters per
+//! mark, and the spread of every counter when repeated.
+
+use crate::exec::{ConfigResult, ExecError};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// One configuration's result: the marks of its (first) run, with the
+/// spread of every counter when repeated, and every run's raw values.
+pub fn config_result(r: &ConfigResult) -> Value {
+    let marks: Vec<Value> = r
+        .aggregate
+        .marks
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let first = r.runs.first().and_then(|run| run.marks.get(i));
+            let mut mark = json!({
+                "name": m.name,
+                "counters": first.map(|f| serde_json::to_value(&f.counters).unwrap_or(Value::Null)),
+            });
+            let mut samples: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+            for run in &r.runs {
+                if let Some(rm) = run.marks.get(i) {
+                    for (k, v) in report::views::flatten(&rm.counters) {
+                        samples.entry(k).or_default().push(v);
+                    }
+                }
+            }
+            mark["samples"] = serde_json::to_value(samples).unwrap_or(Value::Null);
+            if r.runs.len() > 1 {
+                let stats: serde_json::Map<String, Value> = m
+                    .counters
+                    .iter()
+                    .map(|(k, c)| {
+                        (
+                            k.clone(),
+                            serde_json::to_value(&c.stats).unwrap_or(Value::Null),
+                        )
+                    })
+                    .collect();
+                mark["stats"] = Value::Object(stats);
+            }
+            if let Some(l) = first.and_then(|f| f.latency.as_ref()) {
+                mark["latency"] = serde_json::to_value(l).unwrap_or(Value::Null);
+            }
+            mark
+        })
+        .collect();
+    json!({
+        "workload": r.workload,
+        "backend": r.config.backend,
+        "config": r.config,
+        "marks": marks,
+        "runs": r.runs.len(),
+        "warnings": r.aggregate.warnings,
+    })
+}
+
+/// This host's fingerprint, as every document carries it.
+pub fn host() -> Value {
+    serde_json::to_value(host::Fingerprint::read()).unwrap_or(Value::Null)
+}
+
+/// The document of `ptlab run --json`: one configuration's result and the host.
+pub fn run(r: &ConfigResult) -> Value {
+    let mut v = config_result(r);
+    v["host"] = host();
+    v
+}
+
+/// The document of `ptlab compare --json`: every configuration's result, in
+/// the order given, and the host.
+pub fn compare(results: &[ConfigResult]) -> Value {
+    json!({
+        "workload": results.first().map(|r| r.workload.clone()),
+        "configs": results.iter().map(config_result).collect::<Vec<_>>(),
+        "host": host(),
+    })
+}
+
+/// The message an error about `workload` is reported with: the command
+/// line's (after its `error: `), the Python bindings' exceptions and the
+/// sweep table's `error` column alike. Errors of the workload itself (its
+/// file, line and column, or "not found") name it already; every other one
+/// (a refused option, the backend) gets the name in front.
+pub fn error_message(workload: &str, e: &ExecError) -> String {
+    if matches!(e, ExecError::Workload(_)) {
+        e.to_string()
+    } else {
+        format!("workload {workload:?}: {e}")
+    }
+}
