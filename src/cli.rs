@@ -200,6 +200,15 @@ pub struct ValidateArgs {
     /// Print one JSON document on stdout
     #[arg(long)]
     pub json: bool,
+    /// Compare time instead of counters: the model's predicted time against the kernel's measured one (default workloads: the suite and the built-ins, 1 and 2 threads)
+    #[arg(long)]
+    pub time: bool,
+    /// With --time: kernel runs (and model runs, alternating) per workload
+    #[arg(long, default_value_t = 5, requires = "time")]
+    pub repeat: usize,
+    /// With --time: print the table as Markdown (for BENCHMARKS.md)
+    #[arg(long, requires = "time", conflicts_with = "json")]
+    pub markdown: bool,
 }
 
 #[derive(Subcommand)]

@@ -9,6 +9,7 @@ mod record;
 mod run;
 mod study;
 mod validate;
+mod validate_time;
 mod workloads;
 
 use crate::cli::{Cli, Command};

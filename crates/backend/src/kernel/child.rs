@@ -67,6 +67,9 @@ struct MarkLog {
     n_hists: usize,
     /// Latency pending in workers when they finished, for the `end` mark.
     end_hist: Box<FineHist>,
+    /// Nanoseconds the marks so far spent reading the counters (their sum:
+    /// `elapsed_ns` minus it is the workload's own time).
+    read_ns: u64,
 }
 
 /// What a worker owns.
@@ -120,6 +123,7 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
             hists,
             n_hists: 0,
             end_hist,
+            read_ns: 0,
         }),
     };
 
@@ -235,10 +239,15 @@ impl MarkLog {
             hists,
             n_hists,
             end_hist,
+            read_ns,
             ..
         } = self;
+        // The read is timed too: it happens inside the measured time (before
+        // the clock), and validate --time takes it out.
+        let before = t0.elapsed().as_nanos() as u64;
         let sample = reader.read();
         let elapsed = t0.elapsed().as_nanos() as u64;
+        *read_ns += elapsed.saturating_sub(before);
         let pending = pending.unwrap_or(&mut **end_hist);
         let mut hist = NONE;
         if pending.count > 0 && (*n_hists + 1) * HIST_WORDS <= hists.len() {
@@ -259,7 +268,8 @@ impl MarkLog {
         r[1] = hist;
         r[2] = elapsed;
         r[3] = tid;
-        r[4..].copy_from_slice(&wire::sample_words(&sample));
+        r[4] = *read_ns;
+        r[5..].copy_from_slice(&wire::sample_words(&sample));
         *n_records += 1;
     }
 }
