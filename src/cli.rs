@@ -287,4 +287,10 @@ pub struct CalibrateArgs {
     /// Tiny sizes, for the test suite (figures too rough to use)
     #[arg(long, hide = true, conflicts_with = "long")]
     pub test_scale: bool,
+    /// Measure even when other processes keep the host's CPUs busy (the figures will be slower and noisier)
+    #[arg(long)]
+    pub allow_busy: bool,
+    /// The host's load as a JSON reading instead of watching /proc (for tests)
+    #[arg(long, hide = true, value_name = "JSON")]
+    pub load_reading: Option<String>,
 }

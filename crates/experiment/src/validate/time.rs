@@ -62,11 +62,21 @@ pub fn default_cases() -> Vec<Case> {
     }
     for (name, _, _) in workload::builtin::list() {
         let text = workload::builtin::get(name).expect("listed");
+        // A built-in the suite also holds (dontneed-reclaim) is there
+        // already at the suite's thread count.
+        let in_suite = workload::builtin::get_validate(name).is_some();
         if scalable(text) {
             for t in [1, 2] {
-                out.push(case_of(name, text, Some(t)));
+                let c = case_of(name, text, Some(t));
+                if !(in_suite
+                    && out
+                        .iter()
+                        .any(|o: &Case| o.workload == name && o.threads == t))
+                {
+                    out.push(c);
+                }
             }
-        } else {
+        } else if !in_suite {
             out.push(case_of(name, text, None));
         }
     }
@@ -530,10 +540,17 @@ mod tests {
             .collect();
         assert_eq!(tlb.len(), 1);
         assert_eq!(tlb[0].threads, 2);
-        // Every suite workload is there once, and every calibration-like
-        // name is a workload that exists.
+        // Every suite workload is there once per thread count, and every
+        // calibration-like name is a workload that exists.
         for (name, _) in workload::validate_suite() {
-            assert_eq!(cases.iter().filter(|c| c.workload == name).count(), 1);
+            let mut t: Vec<usize> = cases
+                .iter()
+                .filter(|c| c.workload == name)
+                .map(|c| c.threads)
+                .collect();
+            let n = t.len();
+            t.dedup();
+            assert_eq!(t.len(), n, "{name}");
         }
         for (name, _) in CALIBRATION_LIKE {
             assert!(cases.iter().any(|c| c.workload == *name), "{name}");
