@@ -69,6 +69,7 @@ pub const MEASURED: &[&str] = &[
     "pt.alloc",
     "pt.free",
     "mmap.call",
+    "syscall.call",
     "munmap.call",
     "munmap.page",
     "mprotect.call",
