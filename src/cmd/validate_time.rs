@@ -61,7 +61,7 @@ pub fn dur(ns: f64) -> String {
     format!("{v:.digits$} {unit}")
 }
 
-fn row(c: &TimeCase) -> [String; 6] {
+fn row(c: &TimeCase) -> [String; 7] {
     [
         c.workload.clone(),
         c.threads.to_string(),
@@ -78,6 +78,9 @@ fn row(c: &TimeCase) -> [String; 6] {
             dur(c.predicted_hi_ns)
         ),
         format!("{:+.1}", c.error_pct),
+        c.cpu.as_ref().map_or("-".into(), |k| {
+            format!("{} ({:+.1})", dur(k.median.median), k.error_pct)
+        }),
         if c.calibration_like.is_some() {
             "calibration-like".into()
         } else {
@@ -86,17 +89,18 @@ fn row(c: &TimeCase) -> [String; 6] {
     ]
 }
 
-const HEAD: [&str; 6] = [
+const HEAD: [&str; 7] = [
     "workload",
     "threads",
     "measured median [interval]",
     "predicted [lo, hi]",
     "error %",
+    "kernel CPU time (error %)",
     "",
 ];
 
 fn print_table(o: &TimeOutcome, markdown: bool) -> Result<(), Failure> {
-    let rows: Vec<[String; 6]> = o.cases.iter().map(row).collect();
+    let rows: Vec<[String; 7]> = o.cases.iter().map(row).collect();
     if markdown {
         outln!("| {} |", HEAD.join(" | "))?;
         outln!("|{}", " --- |".repeat(HEAD.len()))?;
@@ -124,6 +128,15 @@ fn print_table(o: &TimeOutcome, markdown: bool) -> Result<(), Failure> {
         h.cases,
         h.overlapping,
         h.cases
+    )?;
+    let k = &o.held_out_cpu;
+    outln!(
+        "Against the kernel's CPU time (one-thread held-out cases, {}): median |error| {}, {} within 15%, {} within 30%.",
+        k.cases,
+        k.median_abs_error_pct
+            .map_or("-".into(), |e| format!("{e:.1}%")),
+        k.within_15,
+        k.within_30
     )?;
     outln!(
         "Measured: the kernel's elapsed time less its marks' counter reads, median of {} run(s) alternating with the model's; interval: {}.",

@@ -119,6 +119,20 @@ pub const MARK_READ_NS: Counter = Counter {
     members: Members::One,
 };
 
+/// The kernel backend's process CPU time since the run's first operation:
+/// what the workload's threads ran, without the time other processes took
+/// the CPUs from them (so it can be read on a busy host), less the marks'
+/// counter reads.
+pub const CPU_NS: Counter = Counter {
+    name: "cpu_ns",
+    unit: Unit::Ns,
+    meaning: "CPU time of the kernel backend's workload process (all threads) since the run's first operation, less what its marks spent reading the counters.",
+    compared: false,
+    source: Source::ProcessCpuClock,
+    view: View::All,
+    members: Members::One,
+};
+
 /// How long ptlab itself took to model the run so far: the model's own speed
 /// (for BENCHMARKS.md), never a duration of the modeled system, so it is
 /// neither shown by default nor turned into times per fault or access.
@@ -687,6 +701,7 @@ pub const ALL: &[Counter] = &[
     TLB_SHOOTDOWNS,
     ELAPSED_NS,
     MARK_READ_NS,
+    CPU_NS,
     MODEL_WALL_NS,
     PREDICTED_NS,
     PREDICTED_LO_NS,

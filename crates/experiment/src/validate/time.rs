@@ -216,6 +216,17 @@ pub fn measured(run: &Run) -> Option<f64> {
     Some((elapsed - read).max(0) as f64)
 }
 
+/// A kernel run's CPU time: `cpu_ns` at its end mark (the process's CPU
+/// time, every thread's, less the marks' counter reads; what other
+/// processes took is not in it, so it means something on a busy host; for
+/// several threads it is their sum, not the elapsed time).
+pub fn measured_cpu(run: &Run) -> Option<f64> {
+    let end = run.marks.last()?;
+    end.counters
+        .get(counters::CPU_NS.name)
+        .map(|v| v.max(0) as f64)
+}
+
 /// The verdict on one case.
 #[derive(Debug, Clone, Serialize)]
 pub struct TimeCase {
@@ -235,6 +246,18 @@ pub struct TimeCase {
     /// The calibrate probe this case repeats, if it does (then it is not
     /// held out).
     pub calibration_like: Option<&'static str>,
+    /// The kernel runs' CPU time ([`measured_cpu`]), its median and the
+    /// prediction's error against it (one-thread cases: for several
+    /// threads the CPU time is a sum, not comparable).
+    pub cpu: Option<CpuTime>,
+}
+
+/// The kernel's CPU time of a case, beside the prediction.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuTime {
+    pub runs: Vec<f64>,
+    pub median: MedianInterval,
+    pub error_pct: f64,
 }
 
 impl TimeCase {
@@ -268,7 +291,27 @@ impl TimeCase {
             predicted_hi_ns: predicted.2,
             error_pct,
             calibration_like: calibration_like(workload),
+            cpu: None,
         }
+    }
+
+    /// With the kernel runs' CPU times (one-thread cases only).
+    pub fn with_cpu(mut self, runs: Vec<f64>) -> TimeCase {
+        if self.threads == 1 && !runs.is_empty() {
+            if let Ok(median) = stats::median_interval(&runs) {
+                let error_pct = if median.median > 0.0 {
+                    (self.predicted_ns - median.median) / median.median * 100.0
+                } else {
+                    f64::INFINITY
+                };
+                self.cpu = Some(CpuTime {
+                    runs,
+                    median,
+                    error_pct,
+                });
+            }
+        }
+        self
     }
 
     /// Whether the measured interval and the predicted one overlap.
@@ -296,7 +339,24 @@ pub fn held_out(cases: &[TimeCase]) -> HeldOut {
         .iter()
         .filter(|c| c.calibration_like.is_none())
         .collect();
-    let mut errs: Vec<f64> = held.iter().map(|c| c.error_pct.abs()).collect();
+    let errs: Vec<f64> = held.iter().map(|c| c.error_pct.abs()).collect();
+    summarise(&errs, held.iter().filter(|c| c.intervals_overlap()).count())
+}
+
+/// The same summary against the kernel's CPU time, over the held-out
+/// cases that have it (one thread).
+pub fn held_out_cpu(cases: &[TimeCase]) -> HeldOut {
+    let errs: Vec<f64> = cases
+        .iter()
+        .filter(|c| c.calibration_like.is_none())
+        .filter_map(|c| c.cpu.as_ref())
+        .map(|c| c.error_pct.abs())
+        .collect();
+    summarise(&errs, 0)
+}
+
+fn summarise(errs: &[f64], overlapping: usize) -> HeldOut {
+    let mut errs = errs.to_vec();
     errs.sort_by(f64::total_cmp);
     let median = (!errs.is_empty()).then(|| {
         let n = errs.len();
@@ -307,11 +367,11 @@ pub fn held_out(cases: &[TimeCase]) -> HeldOut {
         }
     });
     HeldOut {
-        cases: held.len(),
+        cases: errs.len(),
         median_abs_error_pct: median,
         within_15: errs.iter().filter(|e| **e <= 15.0).count(),
         within_30: errs.iter().filter(|e| **e <= 30.0).count(),
-        overlapping: held.iter().filter(|c| c.intervals_overlap()).count(),
+        overlapping,
     }
 }
 
@@ -355,6 +415,8 @@ pub struct TimeOutcome {
     pub measured_interval: String,
     pub cases: Vec<TimeCase>,
     pub held_out: HeldOut,
+    /// The held-out one-thread cases against the kernel's CPU time.
+    pub held_out_cpu: HeldOut,
     /// The host's load before the first run and after the last.
     pub load_before: Option<Load>,
     pub load_after: Option<Load>,
@@ -398,6 +460,7 @@ pub fn validate_time(
         }
         let mut meas = Vec::with_capacity(repeat);
         let mut reads = Vec::with_capacity(repeat);
+        let mut cpu = Vec::with_capacity(repeat);
         let mut pred: Option<(f64, f64, f64)> = None;
         for _ in 0..repeat {
             progress(done, total, &label);
@@ -409,6 +472,7 @@ pub fn validate_time(
             let m = measured(&rk)
                 .ok_or_else(|| fail(ExecError::Model("the kernel run has no elapsed_ns".into())))?;
             meas.push(m);
+            cpu.extend(measured_cpu(&rk));
             let end = rk.marks.last().expect("measured() found an end mark");
             reads.push(end.counters.get(counters::MARK_READ_NS.name).unwrap_or(0) as f64);
             let p = predicted(&rm)
@@ -418,13 +482,16 @@ pub fn validate_time(
                 _ => pred = Some(p),
             }
         }
-        out.push(TimeCase::new(
-            &c.workload,
-            c.threads,
-            meas,
-            reads,
-            pred.expect("repeat >= 1"),
-        ));
+        out.push(
+            TimeCase::new(
+                &c.workload,
+                c.threads,
+                meas,
+                reads,
+                pred.expect("repeat >= 1"),
+            )
+            .with_cpu(cpu),
+        );
     }
     progress(done, total, "");
     nondeterministic.dedup();
@@ -434,6 +501,7 @@ pub fn validate_time(
         costs,
         measured_interval,
         held_out: held_out(&out),
+        held_out_cpu: held_out_cpu(&out),
         cases: out,
         load_before,
         load_after: Load::read(),
