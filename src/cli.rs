@@ -217,6 +217,15 @@ pub struct ValidateArgs {
     /// Print one JSON document on stdout
     #[arg(long)]
     pub json: bool,
+    /// Compare time instead of counters: the model's predicted time against the kernel's measured one (default workloads: the suite and the built-ins, 1 and 2 threads)
+    #[arg(long)]
+    pub time: bool,
+    /// With --time: kernel runs (and model runs, alternating) per workload
+    #[arg(long, default_value_t = 5, requires = "time")]
+    pub repeat: usize,
+    /// With --time: print the table as Markdown (for BENCHMARKS.md)
+    #[arg(long, requires = "time", conflicts_with = "json")]
+    pub markdown: bool,
 }
 
 #[derive(Subcommand)]
@@ -295,4 +304,10 @@ pub struct CalibrateArgs {
     /// Tiny sizes, for the test suite (figures too rough to use)
     #[arg(long, hide = true, conflicts_with = "long")]
     pub test_scale: bool,
+    /// Measure even when other processes keep the host's CPUs busy (the figures will be slower and noisier)
+    #[arg(long)]
+    pub allow_busy: bool,
+    /// The host's load as a JSON reading instead of watching /proc (for tests)
+    #[arg(long, hide = true, value_name = "JSON")]
+    pub load_reading: Option<String>,
 }

@@ -25,9 +25,11 @@ const NEED_A_QUIET_HOST: &[&str] = &["shootdown.sender", "shootdown.receiver"];
 fn calibrate_writes_every_figure_it_claims() {
     let dir = tempfile::tempdir().unwrap();
     let out_path = dir.path().join("costs.toml");
+    // --allow-busy: the test suite runs beside other tests.
     let out = ptlab(&[
         "calibrate",
         "--test-scale",
+        "--allow-busy",
         "--out",
         out_path.to_str().unwrap(),
     ]);
@@ -90,4 +92,46 @@ fn calibrate_into_a_missing_folder_is_bad_input() {
 fn calibrate_refuses_long_with_the_test_scale() {
     let out = ptlab(&["calibrate", "--long", "--test-scale"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A load reading of other processes using `others` CPUs of 2.
+fn reading(others: f64) -> String {
+    format!(
+        r#"{{"loadavg":[9.5,7.25,3.0],"cpus":2,"others_cpu":{others},"top":[["cc1plus",1.25],["rustc",0.5]]}}"#
+    )
+}
+
+#[test]
+fn calibrate_refuses_a_busy_host_naming_the_load_and_what_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("c.toml");
+    let out = ptlab(&[
+        "calibrate",
+        "--test-scale",
+        "--load-reading",
+        &reading(1.75),
+        "--out",
+        target.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for part in [
+        "busy",
+        "1.75 of its 2 CPUs",
+        "9.50 7.25 3.00",
+        "cc1plus 1.25 CPU",
+        "rustc 0.50 CPU",
+        "--allow-busy",
+    ] {
+        assert!(err.contains(part), "{part} not in: {err}");
+    }
+    assert!(out.stdout.is_empty(), "nothing measured, nothing printed");
+    assert!(!target.exists());
+}
+
+#[test]
+fn a_bad_load_reading_is_bad_input() {
+    let out = ptlab(&["calibrate", "--test-scale", "--load-reading", "{not json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--load-reading"));
 }

@@ -6,6 +6,7 @@ use crate::cli::CalibrateArgs;
 use crate::fail::{CmdResult, Failure};
 use crate::out::outln;
 use crate::progress::Progress;
+use experiment::calibrate::busy::{self, HostLoad};
 use experiment::calibrate::costs::{catalog, Cost};
 use experiment::calibrate::{self, Event, Scale};
 use std::path::Path;
@@ -16,6 +17,19 @@ const METHOD_WIDTH: usize = 72;
 
 pub fn run(args: CalibrateArgs) -> CmdResult {
     check_out(&args.out)?;
+    let load =
+        match &args.load_reading {
+            Some(json) => Some(serde_json::from_str::<HostLoad>(json).map_err(|e| {
+                Failure::BadInput(format!("--load-reading: not a load reading: {e}"))
+            })?),
+            None => HostLoad::sample(busy::WINDOW),
+        };
+    if let Some(why) = load.as_ref().and_then(HostLoad::refusal) {
+        if !args.allow_busy {
+            return Err(Failure::BadInput(why));
+        }
+        eprintln!("warning: measuring anyway (--allow-busy): {why}");
+    }
     let scale = if args.test_scale {
         Scale::Test
     } else if args.long {
@@ -51,6 +65,11 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
     });
     pb.finish();
     printed?;
+    let mut result = result;
+    if let (Some(l), Some(d)) = (&load, result.file.host.description.as_mut()) {
+        d.push_str("; ");
+        d.push_str(&l.describe());
+    }
     result
         .file
         .save(&args.out)

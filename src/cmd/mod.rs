@@ -10,6 +10,7 @@ mod run;
 mod study;
 mod sweep;
 mod validate;
+mod validate_time;
 mod workloads;
 
 use crate::cli::{Cli, Command};

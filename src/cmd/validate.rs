@@ -9,6 +9,9 @@ use experiment::validate;
 use std::process::ExitCode;
 
 pub fn run(args: ValidateArgs) -> CmdResult {
+    if args.time {
+        return super::validate_time::run(args);
+    }
     let model = config_from("model", &args.model)?;
     let names: Vec<String> = if args.workloads.is_empty() {
         workload::validate_suite()

@@ -409,3 +409,38 @@ fn one_to_eighty_modeled_cpus_run_and_agree_with_themselves() {
         assert_eq!(predictions(&a), predictions(&b), "{n} threads");
     }
 }
+
+#[test]
+fn pages_a_system_call_populates_are_priced_as_faults_of_what_they_mapped() {
+    let text = r#"
+name = "populate"
+description = "MAP_POPULATE, then MADV_POPULATE_READ of fresh anonymous memory"
+
+[[thread]]
+op = [
+  { mmap = "a", size = "256KiB", populate = true },
+  { mark = "populated" },
+  { mmap = "z", size = "128KiB" },
+  { madvise = "z", advice = "populate_read" },
+  { mark = "read" },
+]
+"#;
+    let w = parse(text);
+    let mut cfg = config(model::Locking::SplitPte);
+    cfg.costs = costs(&[
+        ("fault.anon_write", 1000.0, 1000.0, 1000.0),
+        ("fault.zero_read", 300.0, 300.0, 300.0),
+        ("mmap.call", 50.0, 50.0, 50.0),
+        ("madvise.call", 70.0, 70.0, 70.0),
+    ]);
+    let run = model::run(&w, &cfg).unwrap();
+    let p = mark(&run, "populated");
+    // 64 pages populated by the mmap: 64 write faults, none of them a touch.
+    assert_eq!(get(p, "minor_faults"), 64);
+    assert_eq!(get(p, "faults.anon_write"), 0);
+    assert_eq!(get(p, "predicted_ns"), 50 + 64 * 1000);
+    // 32 pages read-populated: the zero page, 32 read faults.
+    let r = mark(&run, "read");
+    assert_eq!(get(r, "minor_faults"), 96);
+    assert_eq!(get(r, "predicted_ns"), 50 + 64 * 1000 + 50 + 70 + 32 * 300);
+}

@@ -66,8 +66,8 @@ pub const CATALOG: &[CostName] = &[
     c("mmap.call", Per::Event, "mmap of an anonymous region (no population)."),
     c("syscall.call", Per::Event, "Any other system call of the workload format (mlock, munlock, msync), per call."),
     // TLB shootdowns.
-    c("shootdown.sender", Per::Event, "Sender's cost of a TLB shootdown IPI round (waits for the acknowledgements)."),
-    c("shootdown.receiver", Per::Event, "Interrupt, flush and acknowledgement on each receiving CPU."),
+    c("shootdown.sender", Per::Event, "Sender's cost of a TLB flush request to other CPUs running the space (IPIs and their acknowledgements, or paravirtual deferral), per request."),
+    c("shootdown.receiver", Per::Event, "Each other CPU's cost of a flush request sent to it (interrupt, flush, acknowledgement), per request."),
     c("tlb.flush_local", Per::Event, "A local TLB flush of a range (no IPI)."),
     // Memory and locks.
     c("clear.kib", Per::KiB, "Clearing memory (clear_page), per KiB."),

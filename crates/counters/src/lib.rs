@@ -62,6 +62,9 @@ pub enum Source {
     Interrupts(&'static str),
     /// `CLOCK_MONOTONIC` around the workload.
     MonotonicClock,
+    /// `CLOCK_PROCESS_CPUTIME_ID`: the CPU time of every thread of the
+    /// workload's process (preemption by other processes left out).
+    ProcessCpuClock,
     /// Computed from other counters after the run (either backend).
     Derived,
     /// Only the model has it.

@@ -106,6 +106,33 @@ pub const ELAPSED_NS: Counter = Counter {
     members: Members::One,
 };
 
+/// What the kernel backend's marks so far spent reading the counters: part
+/// of `elapsed_ns` (a mark reads before its clock) that is not the
+/// workload's. `validate --time` measures `elapsed_ns - mark_read_ns`.
+pub const MARK_READ_NS: Counter = Counter {
+    name: "mark_read_ns",
+    unit: Unit::Ns,
+    meaning: "Wall time the kernel backend's marks so far spent reading the counters (included in elapsed_ns).",
+    compared: false,
+    source: Source::MonotonicClock,
+    view: View::All,
+    members: Members::One,
+};
+
+/// The kernel backend's process CPU time since the run's first operation:
+/// what the workload's threads ran, without the time other processes took
+/// the CPUs from them (so it can be read on a busy host), less the marks'
+/// counter reads.
+pub const CPU_NS: Counter = Counter {
+    name: "cpu_ns",
+    unit: Unit::Ns,
+    meaning: "CPU time of the kernel backend's workload process (all threads) since the run's first operation, less what its marks spent reading the counters.",
+    compared: false,
+    source: Source::ProcessCpuClock,
+    view: View::All,
+    members: Members::One,
+};
+
 /// How long ptlab itself took to model the run so far: the model's own speed
 /// (for BENCHMARKS.md), never a duration of the modeled system, so it is
 /// neither shown by default nor turned into times per fault or access.
@@ -673,6 +700,8 @@ pub const ALL: &[Counter] = &[
     ANON_HUGE_KB,
     TLB_SHOOTDOWNS,
     ELAPSED_NS,
+    MARK_READ_NS,
+    CPU_NS,
     MODEL_WALL_NS,
     PREDICTED_NS,
     PREDICTED_LO_NS,

@@ -86,7 +86,9 @@ fn every_counter_of_a_kernel_run_is_registered() {
             c.source.kernel_sampled()
                 || matches!(
                     c.source,
-                    counters::Source::MonotonicClock | counters::Source::Derived
+                    counters::Source::MonotonicClock
+                        | counters::Source::ProcessCpuClock
+                        | counters::Source::Derived
                 ),
             "the kernel produced {n}, which the registry calls model-only"
         );

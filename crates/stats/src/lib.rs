@@ -15,6 +15,8 @@
 //! - [`outlier_indices`] and [`find_outliers`] (modified Z-score) and [`Warning`]:
 //!   messages that say why a figure should not be trusted and what to do about it;
 //!   [`diagnose_counter`] names the counter and the runs.
+//! - [`median_interval`]: the median with a distribution-free (order-statistic)
+//!   interval, its coverage named.
 //! - [`Log2Hist`] and [`percentiles_from_log2`]: funclatency-style latency histograms.
 //!
 //! Invariants kept by every function here:
@@ -27,6 +29,7 @@ mod bootstrap;
 mod error;
 mod hist;
 mod interval;
+mod median;
 mod outliers;
 mod quantity;
 mod ratio;
@@ -43,6 +46,7 @@ pub use hist::{
     LOG2_BUCKETS,
 };
 pub use interval::{mean_interval, MeanInterval, Method, MIN_RUNS_FOR_INTERVAL};
+pub use median::{median_interval, MedianInterval};
 pub use outliers::{find_outliers, modified_z_scores, outlier_indices, Outlier, OUTLIER_THRESHOLD};
 pub use quantity::Quantity;
 pub use ratio::{ratio_of_means, Ratio, RatioInterval};

@@ -13,10 +13,16 @@
 //!   every multi-size THP is priced as `fault.mthp_64k`).
 //! - A system call: its `*.call` figure, plus its per-page figure times the
 //!   pages it zapped (munmap, madvise) or the pages of its range (mprotect),
-//!   plus `pt.alloc` / `pt.free` per table page it added or freed.
-//! - A shootdown: `shootdown.sender` to the CPU that sent it when it sent
-//!   IPIs, `tlb.flush_local` when it stayed local; `shootdown.receiver` to
-//!   every CPU that received one.
+//!   plus `pt.alloc` / `pt.free` per table page it added or freed, plus
+//!   the faults it made populating pages (MAP_POPULATE, mlock,
+//!   MADV_POPULATE_*, mprotect of a locked range) priced as faults of the
+//!   kind of what they mapped (the virtual executor does this).
+//! - mlock, munlock and msync: `syscall.call` per call.
+//! - A shootdown: `shootdown.sender` to the CPU that sent it, per flush
+//!   request that reached another CPU (calibrate measures it per request:
+//!   under KVM's paravirtual flush only some requests become IPIs),
+//!   `tlb.flush_local` when it stayed local; `shootdown.receiver` to every
+//!   CPU that received one.
 //! - A lock: held `lock.hold_fault` by a fault and `lock.uncontended` by a
 //!   system call, per acquisition; a CPU that had to wait pays
 //!   `lock.handoff` on top (the line moving to it).

@@ -67,6 +67,13 @@ struct MarkLog {
     n_hists: usize,
     /// Latency pending in workers when they finished, for the `end` mark.
     end_hist: Box<FineHist>,
+    /// Nanoseconds the marks so far spent reading the counters (their sum:
+    /// `elapsed_ns` minus it is the workload's own time).
+    read_ns: u64,
+    /// The process's CPU time at the baseline.
+    cpu0: Option<u64>,
+    /// CPU time the marks so far spent reading the counters.
+    cpu_read_ns: u64,
 }
 
 /// What a worker owns.
@@ -120,6 +127,9 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
             hists,
             n_hists: 0,
             end_hist,
+            read_ns: 0,
+            cpu0: None,
+            cpu_read_ns: 0,
         }),
     };
 
@@ -159,6 +169,7 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
             let _ = log.t0.elapsed();
             let base = log.reader.read();
             log.base = wire::sample_words(&base);
+            log.cpu0 = process_cpu_ns();
             log.t0 = Instant::now();
         }
         sh.gate.open();
@@ -235,10 +246,26 @@ impl MarkLog {
             hists,
             n_hists,
             end_hist,
+            read_ns,
+            cpu0,
+            cpu_read_ns,
             ..
         } = self;
+        // The read is timed too: it happens inside the measured time (before
+        // the clock), and validate --time takes it out; on both clocks.
+        let cpu_before = process_cpu_ns();
+        let before = t0.elapsed().as_nanos() as u64;
         let sample = reader.read();
         let elapsed = t0.elapsed().as_nanos() as u64;
+        let cpu_after = process_cpu_ns();
+        *read_ns += elapsed.saturating_sub(before);
+        let cpu = match (cpu_before, cpu_after, *cpu0) {
+            (Some(b), Some(a), Some(then)) => {
+                *cpu_read_ns += a.saturating_sub(b);
+                a.saturating_sub(then).saturating_sub(*cpu_read_ns)
+            }
+            _ => NONE,
+        };
         let pending = pending.unwrap_or(&mut **end_hist);
         let mut hist = NONE;
         if pending.count > 0 && (*n_hists + 1) * HIST_WORDS <= hists.len() {
@@ -259,9 +286,22 @@ impl MarkLog {
         r[1] = hist;
         r[2] = elapsed;
         r[3] = tid;
-        r[4..].copy_from_slice(&wire::sample_words(&sample));
+        r[4] = *read_ns;
+        r[5] = cpu;
+        r[6..].copy_from_slice(&wire::sample_words(&sample));
         *n_records += 1;
     }
+}
+
+/// The CPU time of every thread of this process, in ns.
+fn process_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 fn write_report(log: &MarkLog) {

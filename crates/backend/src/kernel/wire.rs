@@ -5,7 +5,7 @@
 //! header   MAGIC status a b c d                      (HEADER_WORDS)
 //! status OK:        a = records, b = histograms, then
 //!   baseline        SAMPLE_WORDS
-//!   records         records x RECORD_WORDS   (name, hist, elapsed_ns, tid, sample)
+//!   records         records x RECORD_WORDS   (name, hist, elapsed_ns, tid, mark_read_ns, cpu_ns, sample)
 //!   histograms      histograms x HIST_WORDS
 //! status OP_ERROR:  a = op id, b = call, c = errno
 //! status FAULT:     a = signal number, b = address
@@ -25,7 +25,7 @@ use crate::latency::{FineHist, HIST_WORDS};
 pub(crate) const MAGIC: u64 = u64::from_be_bytes(*b"ptlab_k1");
 pub(crate) const HEADER_WORDS: usize = 6;
 pub(crate) const SAMPLE_WORDS: usize = counters::KERNEL_SAMPLED.len();
-pub(crate) const RECORD_WORDS: usize = 4 + SAMPLE_WORDS;
+pub(crate) const RECORD_WORDS: usize = 6 + SAMPLE_WORDS;
 pub(crate) const NONE: u64 = u64::MAX;
 
 pub(crate) const STATUS_OK: u64 = 0;
@@ -146,12 +146,16 @@ pub(crate) fn decode(words: &[u64], prog: &Program) -> Result<Run, KernelError> 
         };
         let mut counters = Counters::default();
         for (k, name) in COUNTER_NAMES.iter().enumerate() {
-            let (now, then) = (r[4 + k], base[k]);
+            let (now, then) = (r[6 + k], base[k]);
             if now != NONE && then != NONE {
                 counters.set(name, now as i64 - then as i64);
             }
         }
         counters.set(counters::ELAPSED_NS.name, r[2] as i64);
+        counters.set(counters::MARK_READ_NS.name, r[4] as i64);
+        if r[5] != NONE {
+            counters.set(counters::CPU_NS.name, r[5] as i64);
+        }
         marks.push(Mark {
             name,
             counters,

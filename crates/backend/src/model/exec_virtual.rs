@@ -40,9 +40,29 @@ use super::run::{Prediction, Shared, PREFETCH_AHEAD};
 use super::ModelError;
 use crate::latency::FineHist;
 use machine::{AccessKind, CpuHandle};
-use mm::{LockEvent, FAULT_KINDS};
+use mm::{FaultKind, LockEvent, FAULT_KINDS};
 use timing::{CostModel, Ns3, SyscallKind, VirtualLocks};
 use workload::plan::{self, Op};
+
+/// What the address space holds, before and after a system call.
+struct Usage {
+    /// Resident pages.
+    pages: u64,
+    /// Page-table pages.
+    tables: u64,
+    anon_kb: i64,
+    file_kb: i64,
+    shmem_kb: i64,
+    anon_huge_kb: i64,
+}
+
+/// Faults a thread handled that no fault kind counts: those a system call
+/// made populating pages (Linux counts them in `min_flt`/`maj_flt` like a
+/// touch's; the model's kinds count only faults of accesses).
+fn untyped_faults(t: &mm::ThreadCounters) -> u64 {
+    let typed: u64 = t.fault_kinds.iter().sum();
+    (t.minor_faults + t.major_faults).saturating_sub(typed)
+}
 
 /// How far (ns of virtual time) a CPU may run ahead of the next one through
 /// accesses that do not fault.
@@ -402,6 +422,7 @@ impl<'s, 'w> Exec<'s, 'w> {
     /// is not one.
     fn syscall(&mut self, v: &mut Vcpu<'s, 'w>, op: &Op) -> Option<Result<(), ModelError>> {
         let before = self.usage();
+        let untyped_before = untyped_faults(v.cpu.thread_counters());
         let (r, what, kind) = interp::syscall(&mut v.cpu, self.sh.w, op)?;
         if let Err(e) = r {
             return Some(Err(interp::syscall_error(v.tid, &v.op_label, what, e)));
@@ -413,24 +434,71 @@ impl<'s, 'w> Exec<'s, 'w> {
         };
         let page = self.sh.cfg.geometry.page_size();
         let pages = match kind {
-            SyscallKind::Munmap | SyscallKind::Madvise => before.0.saturating_sub(after.0),
+            SyscallKind::Munmap | SyscallKind::Madvise => before.pages.saturating_sub(after.pages),
             SyscallKind::Mprotect => interp::range_len(op).div_ceil(page),
             SyscallKind::Mmap | SyscallKind::Other => 0,
         };
-        let added = after.1.saturating_sub(before.1);
-        let freed = before.1.saturating_sub(after.1);
-        let cost = self.costs.syscall(kind, pages, added, freed);
+        let added = after.tables.saturating_sub(before.tables);
+        let freed = before.tables.saturating_sub(after.tables);
+        let mut cost = self.costs.syscall(kind, pages, added, freed);
+        // Pages the call populated (MAP_POPULATE, MAP_LOCKED, mlock,
+        // MADV_POPULATE_*, mprotect of a locked range) were faulted in by
+        // the kernel on the caller's behalf (Linux: mm/gup.c,
+        // populate_vma_page_range -> faultin_page -> handle_mm_fault), each
+        // a fault like a touch's: priced as faults, by what they mapped.
+        let untyped = untyped_faults(v.cpu.thread_counters()) - untyped_before;
+        if untyped > 0 {
+            cost += self.populated(untyped, &before, &after);
+        }
         self.event(v, cost, self.costs.hold_syscall);
         Some(Ok(()))
     }
 
+    /// The price of `faults` faults a system call made in populating, from
+    /// what the space gained: a PMD-mapped THP per `fault.thp`, an
+    /// anonymous page per `fault.anon_write`, a shmem page per
+    /// `fault.shmem`; the rest (reads of the zero page, file pages mapped
+    /// with fault-around) per `fault.file_read` if file pages were mapped,
+    /// else per `fault.zero_read`.
+    fn populated(&self, faults: u64, before: &Usage, after: &Usage) -> Ns3 {
+        let page = self.sh.cfg.geometry.page_size();
+        let pages = |kb: i64| kb.max(0) as u64 * 1024 / page;
+        let gain = |f: fn(&Usage) -> i64| pages(f(after) - f(before));
+        let per_huge = (2 << 20) / page;
+        let huge = (gain(|u| u.anon_huge_kb) / per_huge).min(faults);
+        let mut left = faults - huge;
+        let anon = gain(|u| u.anon_kb)
+            .saturating_sub(huge * per_huge)
+            .min(left);
+        left -= anon;
+        let shmem = gain(|u| u.shmem_kb).min(left);
+        left -= shmem;
+        let f = &self.costs.faults;
+        let rest = if gain(|u| u.file_kb) > 0 {
+            f[FaultKind::FileRead as usize]
+        } else {
+            f[FaultKind::ZeroRead as usize]
+        };
+        f[FaultKind::Thp as usize] * huge as f64
+            + f[FaultKind::AnonWrite as usize] * anon as f64
+            + f[FaultKind::Shmem as usize] * shmem as f64
+            + rest * left as f64
+    }
+
     /// Resident pages and table pages of the address space now.
-    fn usage(&self) -> Result<(u64, u64), ModelError> {
+    fn usage(&self) -> Result<Usage, ModelError> {
         let c = self.sh.machine.space(self.sh.space)?.counters(&[]);
         let kb = c.rss_anon_kb + c.rss_file_kb + c.rss_shmem_kb;
         let pages = kb.max(0) as u64 * 1024 / self.sh.cfg.geometry.page_size();
         let tables = c.pt_pages.iter().map(|(_, n)| *n).sum::<i64>().max(0) as u64;
-        Ok((pages, tables))
+        Ok(Usage {
+            pages,
+            tables,
+            anon_kb: c.rss_anon_kb,
+            file_kb: c.rss_file_kb,
+            shmem_kb: c.rss_shmem_kb,
+            anon_huge_kb: c.anon_huge_kb,
+        })
     }
 
     /// Places an event of `v` that cost `cost` before its faults, its

@@ -14,6 +14,8 @@
 //! - [`locks`]: an uncontended lock, and a lock hand-off between two CPUs
 //!   (threads in this process, pinned).
 //! - [`memory`]: clearing and copying memory per KiB (in this process).
+//! - [`busy`]: whether the host is too busy to calibrate on (the command
+//!   refuses a busy host unless `--allow-busy`).
 //! - [`latency`]: dependent-load latency by working-set size, the TLB's L2
 //!   hit and the miss with its walk, 4 KiB pages against THP (in this
 //!   process).
@@ -29,6 +31,7 @@
 //!    derived from measured figures); the file holds all of them when
 //!    `problems` is empty.
 
+pub mod busy;
 mod clock;
 pub mod estimate;
 mod faults;
@@ -66,6 +69,7 @@ pub const MEASURED: &[&str] = &[
     "pt.alloc",
     "pt.free",
     "mmap.call",
+    "syscall.call",
     "munmap.call",
     "munmap.page",
     "mprotect.call",

@@ -1,5 +1,6 @@
 //! mmap, munmap, mprotect and madvise(MADV_DONTNEED): a part per call and
-//! a part per page, on the kernel backend.
+//! a part per page, on the kernel backend; and `syscall.call`, a call that
+//! changes nothing (munlock of an unlocked region).
 //!
 //! Regions of a few sizes (1, 16 and 128 pages; more with `--long`), K of
 //! each, every page present, go through one call each per phase, K calls
@@ -151,6 +152,20 @@ fn workload(reps: usize, p: &Plan) -> String {
         op(format!("{{ touch = \"{name}\", access = \"write\" }}"));
     });
     op("{ mark = \"retouched\" }".into());
+    // munlock of a region never locked: the system call, the mmap lock and
+    // the VMA lookup, nothing to change (Linux: mm/mlock.c, mlock_fixup
+    // returns at once when the flags stay the same): `syscall.call`.
+    for (g, regions) in groups.iter().enumerate() {
+        for (i, (name, _, _)) in regions.iter().enumerate() {
+            op(format!("{{ munlock = \"{name}\" }}"));
+            if (i + 1) % p.chunk == 0 {
+                op(format!(
+                    "{{ mark = \"{}\" }}",
+                    chunk_mark("munlock", g, i / p.chunk)
+                ));
+            }
+        }
+    }
     for (g, regions) in groups.iter().enumerate() {
         for (i, (name, _, _)) in regions.iter().enumerate() {
             op(format!("{{ munmap = \"{name}\" }}"));
@@ -218,7 +233,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     for (verb, first, what) in [
         (
             "munmap",
-            "retouched".to_string(),
+            chunk_mark("munlock", last, plan.k / plan.chunk - 1),
             "munmap of a whole region, every page present",
         ),
         (
@@ -256,6 +271,19 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         measured(
             &mmap,
             &format!("kernel backend: mmap of an anonymous region at a fixed free address (MAP_FIXED_NOREPLACE, no population), {k} calls at each of sizes {sizes} pages, mean per call"),
+        ),
+    );
+    // munlock of an unlocked region does the same whatever its size: the
+    // mean per call over every size, as for mmap.
+    let munlock: Vec<f64> = per_call(&p, &plan, "munlock", "retouched")
+        .iter()
+        .map(|pts| pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64)
+        .collect();
+    figs.put(
+        "syscall.call",
+        measured(
+            &munlock,
+            &format!("kernel backend: munlock of an anonymous region never locked (the call, the mmap lock, the VMA lookup; nothing changes), {k} calls at each of sizes {sizes} pages, mean per call; priced for mlock, munlock and msync, whose pages are priced apart"),
         ),
     );
     Ok(())

@@ -9,8 +9,12 @@
 //!   side at the end mark, the kernel's over [`observed::KERNEL_RUNS`] runs
 //!   when either side has them nonzero, with a warning and its reason when
 //!   the model lies outside the kernel's spread. Warnings never fail.
+//!
+//! [`time`] (`validate --time`) compares time instead of counters: the
+//! model's predicted time against the kernel's measured one.
 
 mod observed;
+pub mod time;
 
 pub use observed::{
     any_nonzero, observe, observed_counters, warning, KernelSpread, Machine, Observed, KERNEL_RUNS,
