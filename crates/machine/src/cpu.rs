@@ -126,6 +126,11 @@ impl<'m> CpuHandle<'m> {
         self.ctx.lock_log = on.then(Vec::new);
     }
 
+    /// Whether this CPU keeps a lock log.
+    pub fn lock_log_kept(&self) -> bool {
+        self.ctx.lock_log.is_some()
+    }
+
     /// The locks taken since the last call (empty if no log is kept); the
     /// log is emptied, its storage kept.
     pub fn drain_lock_log(&mut self, into: &mut Vec<mm::LockEvent>) {

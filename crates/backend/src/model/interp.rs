@@ -77,7 +77,12 @@ pub(super) fn syscall(
             "msync",
             SyscallKind::Other,
         ),
-        Op::Touch(_) | Op::Sleep(_) | Op::Barrier | Op::Mark(_) | Op::Repeat { .. } => return None,
+        Op::Touch(_)
+        | Op::Sleep(_)
+        | Op::Barrier
+        | Op::Mark(_)
+        | Op::Repeat { .. }
+        | Op::Fork { .. } => return None,
     })
 }
 
