@@ -212,6 +212,7 @@ const VALIDATE: &[(&str, &str)] = &[
         "fork-child-unmaps",
         include_str!("../validate/fork-child-unmaps.toml"),
     ),
+    ("fork-refault", include_str!("../validate/fork-refault.toml")),
 ];
 
 /// The `description` of a TOML text, without checking anything else.
