@@ -568,11 +568,17 @@ impl AddressSpace {
         Ok(())
     }
 
-    /// Whether a page-cache page is mapped by one PTE only. The model has
-    /// one object per mapping, so a file page is mapped at most once unless
-    /// its VMA was split and remapped (not possible through the API).
+    /// Whether a page-cache page may be mapped by this PTE only (Linux
+    /// `folio_maybe_mapped_shared` false, as `madvise_cold_or_pageout_pte_range`
+    /// asks). Within one address space the model maps a file page at most
+    /// once (one object per mapping, and a VMA split keeps one PTE per
+    /// page). Across a fork family the model keeps no map count of
+    /// page-cache pages, so while another space of the family lives, every
+    /// page is taken as possibly shared and kept: the safe side (an evicted
+    /// page still mapped elsewhere would be a freed frame in use), where
+    /// Linux would still evict the pages the other process never mapped.
     fn mapped_once(&self, _pa: u64) -> bool {
-        true
+        self.shares.alone()
     }
 
     /// Linux `change_protection` over `[start, end)` of `vma` (its VMA

@@ -352,3 +352,32 @@ proptest! {
         prop_assert!(root.mem().leaks().is_empty(), "leaks: {:?}", root.mem().leaks());
     }
 }
+
+/// MADV_PAGEOUT evicts a clean file page only if no other process may map
+/// it: with a child alive the model keeps it (it keeps no map count of
+/// page-cache pages across spaces), after the child's exit it evicts.
+#[test]
+fn pageout_keeps_file_pages_while_a_child_lives() {
+    let p = space(MmConfig::default());
+    let mut pc = ThreadCtx::new();
+    let args = MmapArgs {
+        kind: MapKind::File { cached: true },
+        shared: true,
+        ..MmapArgs::anon(BASE, 16 * 4096)
+    };
+    done(&p, p.mmap(&mut pc, args));
+    access(&p, &mut pc, BASE, false);
+    let rss = counters(&p, &pc).rss_file_kb;
+    assert!(rss > 0);
+    let mut cc = ThreadCtx::new();
+    let c = fork(&p, &mut pc);
+    access(&c, &mut cc, BASE, false);
+    done(&p, p.madvise(&mut pc, BASE, 16 * 4096, Advice::PageOut));
+    assert_eq!(counters(&p, &pc).rss_file_kb, rss);
+    family(&[&p, &c]);
+    c.exit(&mut cc).unwrap();
+    done(&p, p.madvise(&mut pc, BASE, 16 * 4096, Advice::PageOut));
+    assert_eq!(counters(&p, &pc).rss_file_kb, 0);
+    drop(c);
+    finish(p, &mut pc);
+}

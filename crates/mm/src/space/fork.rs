@@ -52,6 +52,7 @@ impl AddressSpace {
         let geometry = Arc::new(self.pt.geometry().clone());
         let mut child = AddressSpace::with_memory(geometry, self.mem().clone(), self.cfg.clone())?;
         child.shares = self.shares.clone();
+        child.shares.join();
         Ok(child)
     }
 

@@ -203,7 +203,7 @@ impl AddressSpace {
             nr_folios: AtomicUsize::new(0),
             rss: Default::default(),
             anon_huge: AtomicI64::new(0),
-            shares: Arc::default(),
+            shares: Arc::new(share::AnonShares::new_family()),
             not_exclusive: share::NotExclusive::default(),
             pending: Mutex::new(Deferred::none()),
             has_pending: AtomicBool::new(false),
@@ -262,6 +262,7 @@ impl AddressSpace {
         if self.exited.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        self.shares.leave();
         let mut d = Deferred::none();
         {
             let mut vmas = self.mmap_write(ctx);

@@ -31,9 +31,34 @@ pub(crate) struct AnonShares {
     pub(crate) extra: Mutex<HashMap<u64, u64>>,
     /// Entries in `extra` (read without the lock on the fast path).
     len: AtomicUsize,
+    /// Spaces of the family not yet exited.
+    live: AtomicUsize,
 }
 
 impl AnonShares {
+    /// The table of a new family, of one space.
+    pub(crate) fn new_family() -> AnonShares {
+        AnonShares {
+            live: AtomicUsize::new(1),
+            ..AnonShares::default()
+        }
+    }
+
+    /// A space joins (fork) or leaves (exit) the family.
+    pub(crate) fn join(&self) {
+        self.live.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn leave(&self) {
+        self.live.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether no other live space of the family could map a page-cache
+    /// page this one maps (the family is this space alone).
+    pub(crate) fn alone(&self) -> bool {
+        self.live.load(Ordering::Acquire) <= 1
+    }
+
     /// One more holder of the frame at `head` (Linux `folio_try_dup_anon_rmap_*`
     /// taking a reference).
     pub(crate) fn get(&self, head: u64) {
