@@ -174,8 +174,8 @@ fn copy_back(log: &mut super::child::MarkLog, area: &ForkArea) {
         for w in 0..4 {
             log.records[at + w] = area.get(src + w);
         }
-        for k in 0..SAMPLE_WORDS {
-            let (now, cb, pb) = (area.get(src + 4 + k), child_base[k], log.base[k]);
+        for (k, &cb) in child_base.iter().enumerate() {
+            let (now, pb) = (area.get(src + 4 + k), log.base[k]);
             log.records[at + 4 + k] = if now == NONE || cb == NONE || pb == NONE {
                 NONE
             } else {

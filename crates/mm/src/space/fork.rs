@@ -136,9 +136,7 @@ impl AddressSpace {
                 Entry::Table { pa } => {
                     let dst_pmd = child.walk_alloc_pmd_table(ctx, a)?;
                     let src = TableAddr::new(pa);
-                    self.copy_pte_range(
-                        ctx, child, src_vma, dst_vma, src_pmd, src, dst_pmd, a, next, d,
-                    )?;
+                    self.copy_pte_range(ctx, child, src_vma, src_pmd, src, dst_pmd, a, next, d)?;
                 }
             }
             a = next;
@@ -153,7 +151,6 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         child: &AddressSpace,
         src_vma: &Vma,
-        dst_vma: &Vma,
         src_pmd: TableAddr,
         src: TableAddr,
         dst_pmd: TableAddr,
@@ -228,7 +225,6 @@ impl AddressSpace {
                         contiguous: false,
                     },
                 );
-                let _ = dst_vma;
             }
             addr += self.page;
         }
