@@ -10,7 +10,7 @@ use workload::plan::{self, Op, Workload};
 
 /// Runs `op` on `cpu` if it is a system call of the format: its result,
 /// the call's name and how it is priced. `None` for an operation that is
-/// not a system call (touch, sleep, barrier, mark, repeat).
+/// not a system call (touch, sleep, barrier, mark, repeat, fork).
 pub(super) fn syscall(
     cpu: &mut CpuHandle<'_>,
     w: &Workload,
