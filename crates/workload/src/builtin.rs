@@ -212,7 +212,10 @@ const VALIDATE: &[(&str, &str)] = &[
         "fork-child-unmaps",
         include_str!("../validate/fork-child-unmaps.toml"),
     ),
-    ("fork-refault", include_str!("../validate/fork-refault.toml")),
+    (
+        "fork-refault",
+        include_str!("../validate/fork-refault.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.
