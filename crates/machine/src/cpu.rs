@@ -8,7 +8,7 @@
 //! but not `Sync`.
 
 use crate::error::{AccessError, MachineError, SyscallError};
-use crate::machine::{lock, Machine, Published, Space, SpaceId};
+use crate::machine::{lock, Machine, Space, SpaceId};
 use crate::order;
 use mm::{Advice, Deferred, Errno, FaultAccess, FaultResult, MmapArgs, Prot, ThreadCtx};
 use mmu::{Access, Cpu};
@@ -85,7 +85,11 @@ impl<'m> CpuHandle<'m> {
         let claim = Claim(&slot.attached);
         let mut ctx = ThreadCtx::new();
         ctx.cpu = Some(cpu);
-        ctx.counters = lock(&slot.published).mm.clone();
+        ctx.counters = lock(&slot.published)
+            .mm
+            .get(id.0)
+            .cloned()
+            .unwrap_or_default();
         Ok(CpuHandle {
             machine,
             cpu: machine.mmu.attach(cpu, space.asid),
@@ -122,6 +126,11 @@ impl<'m> CpuHandle<'m> {
         self.ctx.lock_log = on.then(Vec::new);
     }
 
+    /// Whether this CPU keeps a lock log.
+    pub fn lock_log_kept(&self) -> bool {
+        self.ctx.lock_log.is_some()
+    }
+
     /// The locks taken since the last call (empty if no log is kept); the
     /// log is emptied, its storage kept.
     pub fn drain_lock_log(&mut self, into: &mut Vec<mm::LockEvent>) {
@@ -139,10 +148,51 @@ impl<'m> CpuHandle<'m> {
     /// [`MachineError::NoSuchSpace`].
     pub fn switch_to(&mut self, space: SpaceId) -> Result<(), MachineError> {
         let s = self.machine.space_arc(space)?;
+        // The counters so far are the old space's; the new one's resume.
+        self.publish();
+        self.ctx.counters = lock(&self.machine.cpus[self.cpu.id()].published)
+            .mm
+            .get(space.0)
+            .cloned()
+            .unwrap_or_default();
         self.cpu.switch_to(s.asid);
         self.space = s;
         self.id = space;
         Ok(())
+    }
+
+    /// Linux `fork` (the address-space half: `dup_mm`): a new address
+    /// space, a copy of this CPU's, sharing its private memory copy-on-write
+    /// (see [`mm::AddressSpace::fork`]); this space's TLB is flushed for the
+    /// entries fork write-protected before it returns. The child runs on
+    /// any CPU through [`Machine::cpu`], and ends with
+    /// [`Machine::exit_space`].
+    ///
+    /// # Errors
+    /// [`SyscallError::Errno`] (`ENOMEM`: a table could not be allocated;
+    /// the child made so far is exited) or [`SyscallError::Internal`];
+    /// also `ENOMEM` when every ASID is taken.
+    pub fn fork(&mut self) -> Result<SpaceId, SyscallError> {
+        let child = self
+            .machine
+            .new_child_space(&self.space)
+            .map_err(|e| match e {
+                MachineError::NoAsid => {
+                    SyscallError::Errno(Errno::NoMem("no ASID left for the child"))
+                }
+                e => SyscallError::Internal(e.to_string()),
+            })?;
+        let c = self
+            .machine
+            .space_arc(child)
+            .map_err(|e| SyscallError::Internal(e.to_string()))?;
+        let r = self.space.mm.fork(&mut self.ctx, &c.mm);
+        let failed = r.is_err();
+        let res = self.syscall(r);
+        if failed {
+            let _ = self.machine.exit_space(child);
+        }
+        res.map(|()| child)
     }
 
     /// One access, as the hardware and Linux do it: through the TLBs, the
@@ -226,10 +276,12 @@ impl<'m> CpuHandle<'m> {
     /// Publishes this CPU's counters for [`Machine::snapshot`].
     pub fn publish(&mut self) {
         let mut p = lock(&self.machine.cpus[self.cpu.id()].published);
-        *p = Published {
-            mm: self.ctx.counters.clone(),
-            mmu: self.cpu.stats(),
-        };
+        let i = self.id.0;
+        if p.mm.len() <= i {
+            p.mm.resize(i + 1, Default::default());
+        }
+        p.mm[i] = self.ctx.counters.clone();
+        p.mmu = self.cpu.stats();
     }
 
     /// Before counters are read: applies this CPU's pending invalidations,

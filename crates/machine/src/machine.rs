@@ -46,7 +46,10 @@ pub(crate) struct Space {
 /// What a CPU has published for snapshots.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Published {
-    pub(crate) mm: ThreadCounters,
+    /// The OS model's counters per address space the CPU ran (by space
+    /// index): a fork child's faults are not its parent's.
+    pub(crate) mm: Vec<ThreadCounters>,
+    /// The CPU's MMU statistics (a TLB is the CPU's, whichever space).
     pub(crate) mmu: MmuStats,
 }
 
@@ -148,18 +151,32 @@ impl Machine {
     /// [`MachineError::NoAsid`] when every ASID is taken;
     /// [`MachineError::Config`] if the space cannot be created.
     pub fn new_space(&self) -> Result<SpaceId, MachineError> {
+        self.add_space(|| {
+            AddressSpace::with_memory(
+                self.cfg.geometry.clone(),
+                self.mem.clone(),
+                self.cfg.mm.clone(),
+            )
+        })
+    }
+
+    /// Creates an empty child of address space `parent` (same memory, same
+    /// share table) with the next ASID, for [`CpuHandle::fork`] to fill.
+    pub(crate) fn new_child_space(&self, parent: &Space) -> Result<SpaceId, MachineError> {
+        self.add_space(|| parent.mm.new_child())
+    }
+
+    fn add_space(
+        &self,
+        make: impl FnOnce() -> Result<AddressSpace, mm::Errno>,
+    ) -> Result<SpaceId, MachineError> {
         let mut spaces = lock(&self.spaces);
         let id = spaces.len();
         let asid = Asid::try_from(id + 1)
             .ok()
             .filter(|a| usize::from(*a) < mmu::MAX_ASIDS)
             .ok_or(MachineError::NoAsid)?;
-        let mm = AddressSpace::with_memory(
-            self.cfg.geometry.clone(),
-            self.mem.clone(),
-            self.cfg.mm.clone(),
-        )
-        .map_err(|e| MachineError::Config(e.to_string()))?;
+        let mm = make().map_err(|e| MachineError::Config(e.to_string()))?;
         order::install_table_flusher(&mm, &self.mmu, asid);
         spaces.push(Arc::new(Space { asid, mm }));
         Ok(SpaceId(id))
@@ -214,7 +231,9 @@ impl Machine {
         let mut mmu = self.mmu.unowned_stats();
         for c in self.cpus.iter() {
             let p = lock(&c.published);
-            threads.merge(&p.mm);
+            if let Some(t) = p.mm.get(space.0) {
+                threads.merge(t);
+            }
             mmu += p.mmu.clone();
         }
         let ctx = ThreadCtx {

@@ -27,6 +27,15 @@ pub struct Recount {
     pub anon_frames: u64,
 }
 
+/// The frames one space accounts for, for the family check of fork.
+#[derive(Default)]
+struct Frames {
+    zero: u64,
+    anon_small: HashSet<u64>,
+    folios: HashSet<u64>,
+    objects: Vec<(*const crate::cache::MemObject, u64)>,
+}
+
 struct Walk<'a> {
     s: &'a AddressSpace,
     vmas: &'a Vmas,
@@ -42,7 +51,81 @@ impl AddressSpace {
     ///
     /// # Errors
     /// Every violation found, one per line.
+    ///
+    /// A space that shares memory with another (fork) checks its frames
+    /// with [`AddressSpace::check_family`] instead of alone.
     pub fn check_invariants(&self) -> Result<Recount, String> {
+        let alone = std::sync::Arc::strong_count(&self.shares) == 1;
+        self.check_inner(alone).map(|(rc, _)| rc)
+    }
+
+    /// Checks every live space of a fork family (the spaces sharing one
+    /// memory and share table; exited ones are skipped): each space's own
+    /// invariants, that every live data frame is held by some space, and
+    /// that the share table counts each frame's holders exactly (a base
+    /// page: one per PTE mapping it; a large folio: one per space holding
+    /// it).
+    ///
+    /// # Errors
+    /// Every violation found, one per line.
+    pub fn check_family(spaces: &[&AddressSpace]) -> Result<(), String> {
+        let mut errors = Vec::new();
+        let mut holders: HashMap<u64, u64> = HashMap::new();
+        let mut objects: Vec<*const crate::cache::MemObject> = Vec::new();
+        let mut expected = 0u64;
+        let live: Vec<&&AddressSpace> = spaces
+            .iter()
+            .filter(|s| !s.exited.load(Ordering::Acquire))
+            .collect();
+        for s in &live {
+            match s.check_inner(false) {
+                Err(e) => errors.push(e),
+                Ok((_, f)) => {
+                    expected += f.zero;
+                    for pa in f.anon_small.iter().chain(f.folios.iter()) {
+                        *holders.entry(*pa).or_default() += 1;
+                    }
+                    for (o, n) in f.objects {
+                        if !objects.contains(&o) {
+                            objects.push(o);
+                            expected += n;
+                        }
+                    }
+                }
+            }
+        }
+        expected += holders.len() as u64;
+        if let Some(first) = spaces.first() {
+            let (live_frames, _) = first.pt.mem().live_data();
+            if live_frames != expected {
+                errors.push(format!(
+                    "family: {live_frames} data frames live, {expected} held by its spaces"
+                ));
+            }
+            let table = lock_plain(&first.shares.extra).clone();
+            for (pa, h) in &holders {
+                let extra = table.get(pa).copied().unwrap_or(0);
+                if extra + 1 != *h {
+                    errors.push(format!(
+                        "frame {pa:#x}: {h} holders, share table says {}",
+                        extra + 1
+                    ));
+                }
+            }
+            for pa in table.keys() {
+                if !holders.contains_key(pa) {
+                    errors.push(format!("share table holds {pa:#x}, no space maps it"));
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("\n"))
+        }
+    }
+
+    fn check_inner(&self, leak_check: bool) -> Result<(Recount, Frames), String> {
         let (vmas, _) = self.vmas.write();
         let g = self.pt.geometry();
         let mut w = Walk {
@@ -123,13 +206,13 @@ impl AddressSpace {
         }
         // Leak check: every live data frame is a zero page, a mapped anon
         // page, a large folio or a page of a live object's cache.
-        let mut objects: Vec<*const crate::cache::MemObject> = Vec::new();
+        let mut objects: Vec<(*const crate::cache::MemObject, u64)> = Vec::new();
         let mut cache_frames = 0;
         for v in vmas.iter() {
             if let Some(o) = v.object() {
                 let p = std::sync::Arc::as_ptr(o);
-                if !objects.contains(&p) {
-                    objects.push(p);
+                if !objects.iter().any(|(q, _)| *q == p) {
+                    objects.push((p, o.frames()));
                     cache_frames += o.frames();
                 }
             }
@@ -137,7 +220,7 @@ impl AddressSpace {
         let zero = 1 + u64::from(self.huge_zero_pa.is_some());
         let expected = zero + w.anon_small.len() as u64 + folios.len() as u64 + cache_frames;
         let (live, _) = self.pt.mem().live_data();
-        if live != expected {
+        if leak_check && live != expected {
             w.errors.push(format!(
                 "data frames: {live} live, {expected} accounted for (zero pages {zero}, anon {}, folios {}, cache {cache_frames})",
                 w.anon_small.len(),
@@ -146,7 +229,13 @@ impl AddressSpace {
         }
         w.rc.anon_frames = w.anon_small.len() as u64;
         if w.errors.is_empty() {
-            Ok(w.rc)
+            let frames = Frames {
+                zero,
+                anon_small: std::mem::take(&mut w.anon_small),
+                folios: folios.keys().copied().collect(),
+                objects,
+            };
+            Ok((w.rc, frames))
         } else {
             Err(w.errors.join("\n"))
         }

@@ -202,6 +202,11 @@ impl AddressSpace {
                     drop(g);
                     return Ok(None);
                 }
+                if write && attrs.perms.user && !attrs.perms.write && vma.prot.write {
+                    // Linux: do_huge_pmd_wp_page on an anonymous THP that a
+                    // fork write-protected.
+                    return self.do_huge_pmd_wp_page(ctx, vma, pmd_table, va, orig, pa, d);
+                }
                 // Linux: huge_pmd_set_accessed (a spurious fault).
                 Ok(Some(false))
             }
@@ -332,6 +337,51 @@ impl AddressSpace {
         ctx.counters.thp_fault_alloc += 1;
         ctx.fault_kind = FaultKind::Thp;
         Ok(Huge::Done)
+    }
+
+    // Linux: mm/huge_memory.c, do_huge_pmd_wp_page (anonymous folio)
+    /// A write to a write-protected anonymous THP: reuse it (map the PMD
+    /// writable) when this space is its only holder; else split the PMD
+    /// and fall back to the PTE path (`VM_FAULT_FALLBACK`), whose
+    /// `do_wp_page` copies the one page written. `Ok(None)`: look again.
+    #[allow(clippy::too_many_arguments)]
+    fn do_huge_pmd_wp_page(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: TableAddr,
+        va: VirtAddr,
+        orig: Entry,
+        pa: u64,
+        d: &mut Deferred,
+    ) -> Result<Option<bool>, Errno> {
+        let haddr = va.align_down(self.pmd_size);
+        let g = self.pmd_lock(ctx, pmd_table);
+        if self.pt.read_entry(pmd_table, Level::PMD, haddr)? != orig {
+            drop(g);
+            return Ok(None);
+        }
+        if self.not_exclusive.exclusive(pa) || !self.shares.shared(pa) {
+            // folio_ref_count == 1: reuse (maybe_pmd_mkwrite, pmd_mkdirty).
+            self.not_exclusive.remove(pa);
+            let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
+            self.pt.set_entry(
+                pmd_table,
+                Level::PMD,
+                haddr,
+                &Entry::Leaf {
+                    pa,
+                    attrs,
+                    contiguous: false,
+                },
+            );
+            drop(g);
+            return Ok(Some(false));
+        }
+        // __split_huge_pmd, then VM_FAULT_FALLBACK.
+        self.split_huge_pmd_locked(vma, pmd_table, haddr, d)?;
+        drop(g);
+        Ok(None)
     }
 
     /// Installs a huge PMD leaf with its deposited table (caller holds the
@@ -646,7 +696,12 @@ impl AddressSpace {
         let copy = match kind {
             PageKind::Zero => true,
             PageKind::Cache(_) => !vma.shared,
-            PageKind::Anon => false,
+            // Linux: PageAnonExclusive, else wp_can_reuse_anon_folio: reuse
+            // when no other holder is left (fork's other side copied,
+            // unmapped or exited); copy while one is.
+            PageKind::Anon => {
+                !self.not_exclusive.exclusive(pa) && self.shares.shared(self.share_head(pa))
+            }
         };
         if copy {
             let new = mem.alloc_data(self.page)?;
@@ -660,12 +715,19 @@ impl AddressSpace {
                 return Ok(Some(false));
             }
             let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
+            self.pt.contpte_try_unfold(table, Level::PTE, va)?;
             self.pt.pte_clear(table, Level::PTE, va);
             self.set_ptes(table, va, new, self.page, attrs);
-            if let PageKind::Cache(rss) = kind {
-                self.rss_add(rss, -1);
+            match kind {
+                PageKind::Cache(rss) => {
+                    self.rss_add(rss, -1);
+                    self.rss_add(Rss::Anon, 1);
+                }
+                // wp_page_copy: the old anonymous page loses this holder
+                // (freed after the flush if it was the last).
+                PageKind::Anon => self.put_anon_page(pa, d),
+                PageKind::Zero => self.rss_add(Rss::Anon, 1),
             }
-            self.rss_add(Rss::Anon, 1);
             drop(g);
             ctx.fault_kind = FaultKind::Cow;
             d.add_flush(va.get(), self.page);
@@ -676,6 +738,10 @@ impl AddressSpace {
             return Ok(None);
         };
         if self.pt.read_entry(table, Level::PTE, va)? == orig {
+            if kind == PageKind::Anon {
+                // wp_page_reuse after a successful reuse check: exclusive again.
+                self.not_exclusive.remove(pa);
+            }
             let attrs = self.leaf_attrs(vma, kind, true);
             let attrs = Attrs {
                 perms: Perms {

@@ -39,7 +39,11 @@
 //! ([`readahead`]) and the mapping of large page-cache folios (`filemap`)
 //! follow Linux 6.18 as recalled and as measured on a 6.18 host
 //! (`ptlab validate`'s file-readaround-*, file-thp-* workloads), not re-read
-//! line by line. Not modelled: fork, swap, khugepaged, mremap, shmem THP,
+//! line by line. fork ([`space`]'s `fork` and `share`) follows `dup_mmap`,
+//! `copy_page_range` .. `copy_present_pte`, `copy_huge_pmd`,
+//! `vma_needs_copy`, `wp_can_reuse_anon_folio` and `do_huge_pmd_wp_page` as
+//! recalled from 6.x and held to the kernel by the fork-* validation
+//! workloads. Not modelled: swap, khugepaged, mremap, shmem THP,
 //! MADV_SEQUENTIAL/MADV_RANDOM read-ahead, VM_EXEC folio sizes.
 //!
 //! Every operation returns a [`Deferred`] the caller completes after the

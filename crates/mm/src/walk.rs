@@ -84,6 +84,13 @@ impl AddressSpace {
         if !zero {
             let n = self.pmd_size / self.page;
             self.anon_huge.fetch_sub(n as i64, Ordering::Relaxed);
+            // A folio shared by fork: every PTE of the split keeps the
+            // PMD's (cleared) PageAnonExclusive.
+            if self.not_exclusive.remove(pa) {
+                for i in 0..n {
+                    self.not_exclusive.insert(pa + i * self.page);
+                }
+            }
         }
         // The deposit was counted; installing it counts it again.
         self.pt.uncount_table(Level::PTE);
@@ -162,7 +169,11 @@ impl AddressSpace {
             if lock_plain(&self.folios).remove(&pa).is_some() {
                 self.nr_folios.fetch_sub(1, Ordering::Release);
             }
-            d.frames.push((pa, self.pmd_size));
+            self.not_exclusive.remove(pa);
+            // Another space of the family (fork) may still hold the folio.
+            if !self.shares.put(pa) {
+                d.frames.push((pa, self.pmd_size));
+            }
         }
         Ok(())
     }
@@ -383,7 +394,13 @@ impl AddressSpace {
                                 } else {
                                     PageKind::Anon
                                 };
-                                self.leaf_attrs(vma, kind, attrs.dirty)
+                                let mut new = self.leaf_attrs(vma, kind, attrs.dirty);
+                                // can_change_pmd_writable: not for a folio
+                                // fork left non-exclusive.
+                                if kind == PageKind::Anon && !self.not_exclusive.exclusive(pa) {
+                                    new.perms.write = false;
+                                }
+                                new
                             }
                             // Linux: madvise_free_huge_pmd (lazyfree: clean, old)
                             PteOp::Free => Attrs {
@@ -476,15 +493,22 @@ impl AddressSpace {
             // Linux: change_pte_range (pte_modify + can_change_pte_writable)
             PteOp::Protect => {
                 let dirty = attrs.dirty;
-                Attrs {
+                let mut new = Attrs {
                     accessed: attrs.accessed,
                     ..self.leaf_attrs(vma, kind, dirty)
+                };
+                // can_change_pte_writable: an anonymous page that fork
+                // made non-exclusive stays read-only (the write faults).
+                if kind == PageKind::Anon && !self.not_exclusive.exclusive(pa) {
+                    new.perms.write = false;
                 }
+                new
             }
             // Linux: madvise_free_pte_range: anon pages become clean and old
             // (lazyfree); they stay mapped and in RSS until reclaim.
             PteOp::Free => {
-                if kind != PageKind::Anon {
+                // madvise_free_pte_range skips folios another process maps.
+                if kind != PageKind::Anon || self.shares.shared(self.share_head(pa)) {
                     return Ok(());
                 }
                 Attrs {
@@ -544,11 +568,17 @@ impl AddressSpace {
         Ok(())
     }
 
-    /// Whether a page-cache page is mapped by one PTE only. The model has
-    /// one object per mapping, so a file page is mapped at most once unless
-    /// its VMA was split and remapped (not possible through the API).
+    /// Whether a page-cache page may be mapped by this PTE only (Linux
+    /// `folio_maybe_mapped_shared` false, as `madvise_cold_or_pageout_pte_range`
+    /// asks). Within one address space the model maps a file page at most
+    /// once (one object per mapping, and a VMA split keeps one PTE per
+    /// page). Across a fork family the model keeps no map count of
+    /// page-cache pages, so while another space of the family lives, every
+    /// page is taken as possibly shared and kept: the safe side (an evicted
+    /// page still mapped elsewhere would be a freed frame in use), where
+    /// Linux would still evict the pages the other process never mapped.
     fn mapped_once(&self, _pa: u64) -> bool {
-        true
+        self.shares.alone()
     }
 
     /// Linux `change_protection` over `[start, end)` of `vma` (its VMA

@@ -201,6 +201,21 @@ const VALIDATE: &[(&str, &str)] = &[
         "dontneed-reclaim",
         include_str!("../builtin/dontneed-reclaim.toml"),
     ),
+    // fork (issue 17)
+    (
+        "fork-cow-halves",
+        include_str!("../validate/fork-cow-halves.toml"),
+    ),
+    ("fork-twice", include_str!("../validate/fork-twice.toml")),
+    ("fork-thp", include_str!("../validate/fork-thp.toml")),
+    (
+        "fork-child-unmaps",
+        include_str!("../validate/fork-child-unmaps.toml"),
+    ),
+    (
+        "fork-refault",
+        include_str!("../validate/fork-refault.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.

@@ -46,6 +46,13 @@
 //!   4 KiB, and an explicit `count` must divide evenly too (it counts the
 //!   accesses of the whole block).
 //!
+//! - **Fork.** A `fork`'s ops are walked where the fork stands, in the
+//!   thread's phase, against the regions as the parent has them; what they
+//!   change (a munmap, mprotect, mlock) is the child's alone, so the
+//!   regions' state is put back after them. What a workload with a fork
+//!   may hold at all (one thread, no fork in a repeat, no mmap or barrier
+//!   in a child) is checked first, in `crate::fork`.
+//!
 //! Limits keep the check fast: [`MAX_BARRIERS`] barriers per thread,
 //! [`MAX_STEPS`] ops walked in all, [`MAX_REGIONS`] distinct regions.
 
@@ -86,6 +93,7 @@ struct Resolved {
 }
 
 /// The current mapping of a region.
+#[derive(Clone)]
 struct Mapping {
     size: u64,
     kind: MapKind,
@@ -147,6 +155,7 @@ pub(crate) fn check(src: Source<'_>, doc: &Doc, name: String, va_bits: u32) -> R
         id_base: Vec::new(),
         seq: 0,
     };
+    crate::fork::check_forks(src, doc)?;
     c.count_barriers()?;
     c.intern()?;
     c.walk()?;
@@ -220,6 +229,7 @@ fn steps(ops: &[OpSyn]) -> u64 {
     ops.iter().fold(0u64, |n, op| {
         let k = match &op.verb {
             VerbSyn::Repeat(times, body) => steps(body).saturating_mul(passes(*times, body)),
+            VerbSyn::Fork(_, body) => steps(body).saturating_add(1),
             _ => 1,
         };
         n.saturating_add(k)
@@ -230,7 +240,7 @@ fn steps(ops: &[OpSyn]) -> u64 {
 fn each_op<'d>(ops: &'d [OpSyn], f: &mut impl FnMut(&'d OpSyn)) {
     for op in ops {
         f(op);
-        if let VerbSyn::Repeat(_, body) = &op.verb {
+        if let VerbSyn::Repeat(_, body) | VerbSyn::Fork(_, body) = &op.verb {
             each_op(body, f);
         }
     }
@@ -432,6 +442,9 @@ impl<'a, 'd> Checker<'a, 'd> {
         phase: u64,
         users: &mut HashMap<RegionId, Vec<User>>,
     ) -> Result<()> {
+        if let VerbSyn::Fork(_, body) = &op.verb {
+            return self.fork_child(t, body, phase, users);
+        }
         self.seq += 1;
         let Some(region) = self.region_of[t.tid][op.id - self.id_base[t.block]] else {
             return Ok(()); // sleep, mark: nothing to check
@@ -561,8 +574,41 @@ impl<'a, 'd> Checker<'a, 'd> {
                 }
                 self.resolve(t, op, region, slice, count)
             }
-            VerbSyn::Sleep(_) | VerbSyn::Barrier | VerbSyn::Mark(_) | VerbSyn::Repeat(..) => Ok(()),
+            VerbSyn::Sleep(_)
+            | VerbSyn::Barrier
+            | VerbSyn::Mark(_)
+            | VerbSyn::Repeat(..)
+            | VerbSyn::Fork(..) => Ok(()),
         }
+    }
+
+    /// Walks a fork's child: its ops see the parent's regions as they are
+    /// at the fork, and change only the child's copy (a munmap in the
+    /// child leaves the parent's mapping), so the regions' state is put
+    /// back after them. `crate::fork` has refused what a child may not do.
+    fn fork_child(
+        &mut self,
+        t: &Thread,
+        body: &'d [OpSyn],
+        phase: u64,
+        users: &mut HashMap<RegionId, Vec<User>>,
+    ) -> Result<()> {
+        let saved: Vec<_> = self
+            .regions
+            .iter()
+            .map(|r| (r.mapping.clone(), r.last_unmap))
+            .collect();
+        let mut evs = Vec::new();
+        let mut p = phase;
+        unroll(body, &mut p, &mut evs);
+        for ev in evs {
+            self.step(t, ev.op, phase, users)?;
+        }
+        for (r, (mapping, last_unmap)) in self.regions.iter_mut().zip(saved) {
+            r.mapping = mapping;
+            r.last_unmap = last_unmap;
+        }
+        Ok(())
     }
 
     fn mapping(&self, region: RegionId) -> &Mapping {
@@ -918,6 +964,10 @@ impl<'a, 'd> Checker<'a, 'd> {
             VerbSyn::Mark(label) => Op::Mark(label.clone()),
             VerbSyn::Repeat(times, body) => Op::Repeat {
                 times: *times,
+                ops: self.plan_ops(t, body),
+            },
+            VerbSyn::Fork(name, body) => Op::Fork {
+                name: name.clone(),
                 ops: self.plan_ops(t, body),
             },
         }

@@ -16,6 +16,7 @@
 pub mod builtin;
 mod check;
 pub mod error;
+mod fork;
 mod pages;
 pub mod placement;
 pub mod plan;

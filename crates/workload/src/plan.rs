@@ -216,6 +216,15 @@ pub enum Op {
         times: u64,
         ops: Vec<Op>,
     },
+    /// A child process (Linux `fork`): the thread waits while the child,
+    /// a copy of the address space, runs `ops` and exits. The child's marks
+    /// are reported as `name.LABEL`, with the child's own counters counted
+    /// from just after the fork. Only in a workload of one thread, at the
+    /// top level of its ops; the ops map no region and pass no barrier.
+    Fork {
+        name: String,
+        ops: Vec<Op>,
+    },
 }
 
 /// Bytes of a huge page, the unit a THP fault may populate.
@@ -225,7 +234,7 @@ const HUGE_PAGE: u64 = 2 << 20;
 fn for_each_op(ops: &[Op], f: &mut impl FnMut(&Op)) {
     for op in ops {
         f(op);
-        if let Op::Repeat { ops, .. } = op {
+        if let Op::Repeat { ops, .. } | Op::Fork { ops, .. } = op {
             for_each_op(ops, f);
         }
     }
@@ -316,10 +325,18 @@ impl Workload {
             };
             bytes[region] = bytes[region].saturating_add(b);
         });
-        self.regions.iter().zip(bytes).fold(0u64, |total, (r, b)| {
+        let one = self.regions.iter().zip(bytes).fold(0u64, |total, (r, b)| {
             let data = b.min(r.size);
             let tables = (data / FORMAT_PAGE).min(r.size / HUGE_PAGE + 2) * FORMAT_PAGE;
             total.saturating_add(data).saturating_add(tables)
-        })
+        });
+        // A fork's child (one at a time) may copy all of it once more.
+        let mut forks = false;
+        self.for_each_op(|_, op| forks |= matches!(op, Op::Fork { .. }));
+        if forks {
+            one.saturating_mul(2)
+        } else {
+            one
+        }
     }
 }

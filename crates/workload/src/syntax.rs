@@ -157,6 +157,9 @@ pub(crate) enum VerbSyn {
     Barrier,
     Mark(String),
     Repeat(u64, Vec<OpSyn>),
+    /// A child process named by the string, running the ops (see `fork`
+    /// in docs/format.md).
+    Fork(String, Vec<OpSyn>),
 }
 
 impl VerbSyn {
@@ -175,6 +178,7 @@ impl VerbSyn {
             VerbSyn::Barrier => "barrier",
             VerbSyn::Mark(_) => "mark",
             VerbSyn::Repeat(..) => "repeat",
+            VerbSyn::Fork(..) => "fork",
         }
     }
 
@@ -189,7 +193,11 @@ impl VerbSyn {
             | VerbSyn::Mlock(r, _)
             | VerbSyn::Munlock(r, _)
             | VerbSyn::Sync(r, _) => Some(r),
-            VerbSyn::Sleep(_) | VerbSyn::Barrier | VerbSyn::Mark(_) | VerbSyn::Repeat(..) => None,
+            VerbSyn::Sleep(_)
+            | VerbSyn::Barrier
+            | VerbSyn::Mark(_)
+            | VerbSyn::Repeat(..)
+            | VerbSyn::Fork(..) => None,
         }
     }
 }
@@ -228,6 +236,7 @@ pub(crate) const VERBS: &[(&str, &[&str])] = &[
     ("barrier", &[]),
     ("mark", &[]),
     ("repeat", &["op"]),
+    ("fork", &["op"]),
 ];
 
 fn verb_names() -> Vec<&'static str> {
@@ -755,6 +764,20 @@ impl<'a> Parser<'a> {
                 let ops = self.ops(&table, &path)?;
                 VerbSyn::Repeat(times, ops)
             }
+            "fork" => {
+                let name = match value.get_ref() {
+                    DeValue::String(s) if valid_fork_name(s) => s.to_string(),
+                    _ => {
+                        return Err(table.bad(
+                            verb,
+                            value,
+                            "a child name of letters, digits, '-' and '_' (its marks are reported as NAME.LABEL)",
+                        ))
+                    }
+                };
+                let ops = self.ops(&table, &path)?;
+                VerbSyn::Fork(name, ops)
+            }
             _ => unreachable!("every verb of VERBS is handled"),
         };
         let id = self.next_id;
@@ -794,6 +817,15 @@ impl<'a> Parser<'a> {
             hint: one_of,
         }
     }
+}
+
+/// A fork's child name: non-empty, of letters, digits, '-' and '_' (so
+/// that `NAME.LABEL` reads back unambiguously).
+fn valid_fork_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// The region name an op's verb names: a non-empty string whose only

@@ -84,7 +84,7 @@ fn unknown_verb_with_suggestion_and_verb_count() {
     );
     assert_eq!(
         err("[[thread]]\nop = [ { size = \"4KiB\" } ]\n"),
-        "workloads/x.toml:2:8: no verb in op 1 of thread block 1; expected exactly one of mmap, munmap, mprotect, madvise, mlock, munlock, touch, sync, sleep, barrier, mark, repeat"
+        "workloads/x.toml:2:8: no verb in op 1 of thread block 1; expected exactly one of mmap, munmap, mprotect, madvise, mlock, munlock, touch, sync, sleep, barrier, mark, repeat, fork"
     );
     assert_eq!(
         err("[[thread]]\nop = [ { mmap = \"a\", size = \"4KiB\", touch = \"a\" } ]\n"),
@@ -407,4 +407,51 @@ fn limits_and_va_bits() {
 fn errors_stay_on_one_line_with_hostile_keys() {
     let e = err("\"a\\nb\" = 1\n[[thread]]\nop = [ { mark = \"m\" } ]\n");
     assert_eq!(e, "workloads/x.toml:1:1: unknown key \"a\\nb\" at the top level; the top level takes name, description and [[thread]] blocks");
+}
+
+#[test]
+fn fork_in_a_workload_of_two_threads() {
+    let text = "[[thread]]\ncount = 2\nop = [ { fork = \"c\", op = [ { mark = \"x\" } ] } ]\n";
+    assert_eq!(
+        err(text),
+        "workloads/x.toml:3:17: fork \"c\" in a workload of 2 threads; fork needs a workload of one thread (in op 1 of thread block 1)"
+    );
+}
+
+#[test]
+fn mmap_inside_a_fork() {
+    let text =
+        "[[thread]]\nop = [ { fork = \"c\", op = [ { mmap = \"a\", size = \"4KiB\" } ] } ]\n";
+    let e = err(text);
+    assert!(
+        e.starts_with("workloads/x.toml:2:38: mmap (map the region before the fork) inside fork \"c\" is not supported"),
+        "{e}"
+    );
+}
+
+#[test]
+fn fork_inside_a_repeat() {
+    let text = "[[thread]]\nop = [ { repeat = 2, op = [ { fork = \"c\", op = [ { mark = \"x\" } ] } ] } ]\n";
+    let e = err(text);
+    assert!(
+        e.starts_with("workloads/x.toml:2:38: fork \"c\" inside a repeat"),
+        "{e}"
+    );
+}
+
+#[test]
+fn fork_name_and_unmapped_region_in_child() {
+    let e = err("[[thread]]\nop = [ { fork = \"a.b\", op = [ { mark = \"x\" } ] } ]\n");
+    assert!(e.starts_with("workloads/x.toml:2:17: "), "{e}");
+    assert!(e.contains("fork"), "{e}");
+    // A region the child unmaps is still mapped in the parent afterwards;
+    // one the parent never mapped is refused inside the child.
+    let w = ok("[[thread]]\nop = [ { mmap = \"a\", size = \"8KiB\" },\n  { fork = \"c\", op = [ { munmap = \"a\" }, { mark = \"gone\" } ] },\n  { touch = \"a\" } ]\n");
+    assert!(matches!(
+        w.threads[0].ops[1],
+        workload::plan::Op::Fork { .. }
+    ));
+    let e = err("[[thread]]\nop = [ { fork = \"c\", op = [ { touch = \"a\" } ] } ]\n");
+    assert!(e.starts_with("workloads/x.toml:2:39: "), "{e}");
+    assert!(e.contains("not mapped"), "{e}");
 }

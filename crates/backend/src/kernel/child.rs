@@ -35,8 +35,8 @@ use crate::latency::{FineHist, HIST_WORDS};
 const WORKER_STACK: usize = 512 * 1024;
 const STACK_PRETOUCH: usize = 64 * 1024;
 /// Exit codes of the child (the parent reads the report, not these).
-const EXIT_OK: i32 = 0;
-const EXIT_FAILED: i32 = 3;
+pub(super) const EXIT_OK: i32 = 0;
+pub(super) const EXIT_FAILED: i32 = 3;
 
 /// Claimed by the first failure; later ones park instead of reporting.
 static FAILING: AtomicBool = AtomicBool::new(false);
@@ -52,17 +52,22 @@ pub(crate) struct Shared<'a> {
     pub cold: Vec<AtomicBool>,
     pub barrier: Barrier,
     gate: Gate,
-    log: Mutex<MarkLog>,
+    pub(super) log: Mutex<MarkLog>,
+    /// Where a fork's child hands its mark records back (if any fork).
+    pub(super) fork_area: Option<super::fork::ForkArea>,
 }
 
 /// Mark records and latency histograms, in memory written before the
 /// baseline.
-struct MarkLog {
-    reader: CounterReader,
+pub(super) struct MarkLog {
+    pub(super) reader: CounterReader,
     t0: Instant,
-    base: [u64; SAMPLE_WORDS],
-    records: Vec<u64>,
-    n_records: usize,
+    pub(super) base: [u64; SAMPLE_WORDS],
+    /// What the runner's own work around forks added to the counters (see
+    /// `super::fork`), taken off every later sample.
+    pub(super) offset: [u64; SAMPLE_WORDS],
+    pub(super) records: Vec<u64>,
+    pub(super) n_records: usize,
     hists: Vec<u64>,
     n_hists: usize,
     /// Latency pending in workers when they finished, for the `end` mark.
@@ -84,7 +89,7 @@ pub(crate) struct Local {
     pub warm: Vec<u8>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -118,10 +123,12 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
             .collect(),
         barrier: Barrier::new(n),
         gate: Gate::default(),
+        fork_area: super::fork::ForkArea::new(prog),
         log: Mutex::new(MarkLog {
             reader: CounterReader::open(),
             t0: Instant::now(),
             base: [NONE; SAMPLE_WORDS],
+            offset: [0; SAMPLE_WORDS],
             records,
             n_records: 0,
             hists,
@@ -193,7 +200,7 @@ fn worker(sh: &Shared, tid: usize) {
     }
 }
 
-fn report_panic() -> ! {
+pub(super) fn report_panic() -> ! {
     report_failure(&[MAGIC, wire::STATUS_SETUP, wire::SETUP_PANIC, 0, 0, 0])
 }
 
@@ -249,6 +256,7 @@ impl MarkLog {
             read_ns,
             cpu0,
             cpu_read_ns,
+            offset,
             ..
         } = self;
         // The read is timed too: it happens inside the measured time (before
@@ -289,6 +297,11 @@ impl MarkLog {
         r[4] = *read_ns;
         r[5] = cpu;
         r[6..].copy_from_slice(&wire::sample_words(&sample));
+        for (w, o) in r[6..].iter_mut().zip(offset.iter()) {
+            if *w != NONE {
+                *w = w.wrapping_sub(*o);
+            }
+        }
         *n_records += 1;
     }
 }
@@ -322,7 +335,7 @@ fn write_report(log: &MarkLog) {
 
 /// Writes a failure report (one header) once and exits; a second failure
 /// parks until the first has ended the process.
-fn report_failure(header: &[u64; HEADER_WORDS]) -> ! {
+pub(super) fn report_failure(header: &[u64; HEADER_WORDS]) -> ! {
     if FAILING.swap(true, Ordering::SeqCst) {
         loop {
             // SAFETY: pause only waits for a signal.
@@ -377,7 +390,7 @@ fn install_fault_handlers() {
 }
 
 /// Writes every page of a buffer (see `host::counters::prefault_write`).
-fn prefault_words(words: &mut [u64]) {
+pub(super) fn prefault_words(words: &mut [u64]) {
     // SAFETY: a `u64` slice is plain bytes; the view covers exactly its memory
     // and is the only borrow while it lives.
     let bytes = unsafe {
@@ -392,7 +405,7 @@ fn prefault_words(words: &mut [u64]) {
 /// Writes [`STACK_PRETOUCH`] bytes of this thread's stack below the current
 /// frame, so that ops, which never go that deep, do not fault on the stack.
 #[inline(never)]
-fn pretouch_stack() {
+pub(super) fn pretouch_stack() {
     let mut area = [0u8; STACK_PRETOUCH];
     for i in (0..STACK_PRETOUCH).step_by(4096) {
         // SAFETY: `i` is inside `area`.

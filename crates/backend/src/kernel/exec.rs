@@ -67,6 +67,7 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
                     run_ops(sh, tid, body, local);
                 }
             }
+            KOpKind::Fork { body } => super::fork::fork(sh, tid, op.id, body, local),
         }
     }
 }

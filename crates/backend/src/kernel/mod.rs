@@ -41,6 +41,7 @@ mod child;
 mod error;
 mod exec;
 mod files;
+mod fork;
 mod parent;
 mod program;
 mod quiesce;
@@ -106,7 +107,8 @@ pub fn default_file_dir() -> PathBuf {
 ///   RLIMIT_MEMLOCK), [`KernelError::Fault`] (an access the protection
 ///   forbids), [`KernelError::Timeout`], [`KernelError::ChildFailed`].
 pub fn run(w: &Workload, opts: &KernelOptions) -> Result<Run, KernelError> {
-    let prog = Program::build(w);
+    let mut prog = Program::build(w);
+    prog.fork_timeout = opts.timeout;
     if prog.mark_records > MAX_MARKS {
         return Err(KernelError::TooManyMarks {
             marks: prog.mark_records,
@@ -141,6 +143,7 @@ fn resident_bound(w: &Workload, prog: &Program) -> u64 {
     };
     let buffers = prog
         .mark_records
+        .saturating_add(prog.fork_records)
         .saturating_mul(RECORD_WORDS as u64 * 8)
         .saturating_add(prog.latency_slots.saturating_mul(HIST_WORDS as u64 * 8));
     touched.saturating_add(buffers)

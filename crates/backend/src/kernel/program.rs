@@ -74,6 +74,11 @@ pub(crate) enum KOpKind {
         times: u64,
         body: Vec<KOp>,
     },
+    /// A child process running `body` (see `super::fork`); its marks are
+    /// named `NAME.LABEL` in [`Program::mark_names`].
+    Fork {
+        body: Vec<KOp>,
+    },
 }
 
 /// Everything the child needs, plus what the parent needs to read its report.
@@ -93,6 +98,11 @@ pub(crate) struct Program {
     pub latency_slots: u64,
     /// The workload maps at least one file region.
     pub file_regions: Vec<bool>,
+    /// Most mark records one fork's child can produce (0: no fork); the
+    /// size of the area a child hands its records back through.
+    pub fork_records: u64,
+    /// A fork's child is killed past this (the run's own time limit).
+    pub fork_timeout: Duration,
 }
 
 impl Program {
@@ -101,6 +111,7 @@ impl Program {
             w,
             mark_names: Vec::new(),
             op_desc: Vec::new(),
+            fork: None,
         };
         let threads: Vec<Vec<KOp>> = w.threads.iter().map(|t| b.ops(&t.ops, t.tid, "")).collect();
         let end = b.mark_index(END_MARK);
@@ -118,6 +129,15 @@ impl Program {
         if latency {
             latency_slots = latency_slots.saturating_add(1); // the end mark
         }
+        let fork_records = threads
+            .iter()
+            .flat_map(|ops| ops.iter())
+            .filter_map(|op| match &op.kind {
+                KOpKind::Fork { body } => Some(count(body, false).marks),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
         let mut file_regions = vec![false; w.regions.len()];
         w.threads
             .iter()
@@ -130,6 +150,8 @@ impl Program {
             mark_records,
             latency_slots,
             file_regions,
+            fork_records,
+            fork_timeout: Duration::from_secs(120),
         }
     }
 
@@ -138,7 +160,7 @@ impl Program {
         fn find(ops: &[KOp], id: u32) -> Option<&KOp> {
             ops.iter().find_map(|op| match &op.kind {
                 _ if op.id == id => Some(op),
-                KOpKind::Repeat { body, .. } => find(body, id),
+                KOpKind::Repeat { body, .. } | KOpKind::Fork { body } => find(body, id),
                 _ => None,
             })
         }
@@ -161,6 +183,8 @@ struct Builder<'a> {
     w: &'a Workload,
     mark_names: Vec<String>,
     op_desc: Vec<String>,
+    /// The name of the fork whose ops are being built, if any.
+    fork: Option<String>,
 }
 
 impl Builder<'_> {
@@ -266,11 +290,20 @@ impl Builder<'_> {
             }
             Op::Sleep(d) => KOpKind::Sleep(*d),
             Op::Barrier => KOpKind::Barrier,
-            Op::Mark(name) => KOpKind::Mark(self.mark_index(name)),
+            Op::Mark(name) => match &self.fork {
+                Some(child) => KOpKind::Mark(self.mark_index(&format!("{child}.{name}"))),
+                None => KOpKind::Mark(self.mark_index(name)),
+            },
             Op::Repeat { times, ops } => KOpKind::Repeat {
                 times: *times,
                 body: self.ops(ops, tid, &format!("{number}.")),
             },
+            Op::Fork { name, ops } => {
+                self.fork = Some(name.clone());
+                let body = self.ops(ops, tid, &format!("{number}."));
+                self.fork = None;
+                KOpKind::Fork { body }
+            }
         }
     }
 
@@ -297,6 +330,7 @@ impl Builder<'_> {
             Op::Barrier => "barrier".to_string(),
             Op::Mark(label) => format!("mark {label:?}"),
             Op::Repeat { times, .. } => format!("repeat {times}"),
+            Op::Fork { name, .. } => format!("fork {name:?}"),
         }
     }
 }
@@ -305,7 +339,7 @@ fn mark_files(ops: &[Op], out: &mut [bool]) {
     for op in ops {
         match op {
             Op::Mmap(m) if m.kind == MapKind::File => out[m.region] = true,
-            Op::Repeat { ops, .. } => mark_files(ops, out),
+            Op::Repeat { ops, .. } | Op::Fork { ops, .. } => mark_files(ops, out),
             _ => {}
         }
     }
@@ -359,6 +393,10 @@ fn count(ops: &[KOp], mut pending: bool) -> Count {
                     c.latency_marks += 1;
                     pending = false;
                 }
+            }
+            KOpKind::Fork { body } => {
+                // The child's marks are copied into the parent's records.
+                c.marks = c.marks.saturating_add(count(body, false).marks);
             }
             KOpKind::Repeat { times: 0, .. } => {}
             KOpKind::Repeat { times, body } => {

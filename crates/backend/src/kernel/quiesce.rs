@@ -40,6 +40,16 @@ const CHUNK: usize = 4096;
 /// documentation). Best effort: failures are ignored, the tests of the
 /// backend check the outcome (an empty workload counts zero faults).
 pub(crate) fn quiesce() {
+    quiesce_except(&[], false);
+}
+
+/// As [`quiesce`], leaving alone every mapping that overlaps one of the
+/// `skip` ranges (`(start, len)`: the workload's regions, in a fork's
+/// child or its parent). With `all`, every present page of a private
+/// writable mapping is written through MADV_POPULATE_WRITE, shared or not:
+/// after a fork's child has exited, the parent's pages are its own again
+/// but still write-protected, and the first write to each would fault.
+pub(crate) fn quiesce_except(skip: &[(u64, u64)], all: bool) {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return;
     };
@@ -52,18 +62,25 @@ pub(crate) fn quiesce() {
         if m.special || m.end - m.start > MAX_POPULATE {
             continue;
         }
+        if skip
+            .iter()
+            .any(|&(s, len)| m.start < s.saturating_add(len) && s < m.end)
+        {
+            continue;
+        }
         if m.read && !m.write {
             madvise(m.start, m.end - m.start, libc::MADV_POPULATE_READ);
         } else if m.write && !m.shared {
             if let Some(pm) = &pagemap {
-                unshare_present(pm, &m, page);
+                unshare_present(pm, &m, page, all);
             }
         }
     }
 }
 
-/// MADV_POPULATE_WRITE on every run of present pages that are still shared.
-fn unshare_present(pagemap: &File, m: &Mapping, page: u64) {
+/// MADV_POPULATE_WRITE on every run of present pages that are still shared
+/// (with `all`: every run of present pages).
+fn unshare_present(pagemap: &File, m: &Mapping, page: u64, all: bool) {
     let first = m.start / page;
     let pages = (m.end - m.start) / page;
     let mut run_start: Option<u64> = None;
@@ -80,7 +97,7 @@ fn unshare_present(pagemap: &File, m: &Mapping, page: u64) {
         for (i, chunk) in bytes[..n * 8].chunks_exact(8).enumerate() {
             let e = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
             let shared = e & PAGEMAP_PRESENT != 0
-                && (e & PAGEMAP_EXCLUSIVE == 0 || e & PAGEMAP_FILE_OR_SHARED_ANON != 0);
+                && (all || e & PAGEMAP_EXCLUSIVE == 0 || e & PAGEMAP_FILE_OR_SHARED_ANON != 0);
             let idx = done + i as u64;
             match (shared, run_start) {
                 (true, None) => run_start = Some(idx),

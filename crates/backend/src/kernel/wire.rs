@@ -50,6 +50,7 @@ pub(crate) enum Call {
     Fdatasync,
     PosixFadvise,
     Pread,
+    Fork,
 }
 
 const CALL_NAMES: &[&str] = &[
@@ -65,14 +66,17 @@ const CALL_NAMES: &[&str] = &[
     "fdatasync",
     "posix_fadvise",
     "pread",
+    "fork",
 ];
 
 /// Steps of the child's set-up that can fail, by wire code.
 pub(crate) const SETUP_SPAWN: u64 = 0;
 pub(crate) const SETUP_PANIC: u64 = 1;
+pub(crate) const SETUP_FORK: u64 = 2;
 const SETUP_NAMES: &[&str] = &[
     "spawning the workload's threads",
     "running the workload (a panic in the child; see its message above)",
+    "running a fork's child (it was killed, died of a signal or passed the time limit)",
 ];
 
 /// Counter names in sample-word order: the registry's kernel-sampled
@@ -264,7 +268,8 @@ mod tests {
 
     #[test]
     fn call_names_cover_every_call() {
-        assert_eq!(CALL_NAMES.len(), Call::Pread as usize + 1);
+        assert_eq!(CALL_NAMES.len(), Call::Fork as usize + 1);
+        assert_eq!(CALL_NAMES[Call::Fork as usize], "fork");
         assert_eq!(CALL_NAMES[Call::Madvise as usize], "madvise");
     }
 }

@@ -172,6 +172,10 @@ impl<'a, 'w> Worker<'a, 'w> {
                 }
                 Ok(())
             }
+            Op::Fork { name, ops } => {
+                let label = self.op_label.clone();
+                super::fork::run_child(self.sh, &mut self.cpu, self.tid, &label, name, ops)
+            }
             _ => unreachable!("system calls are run above"),
         }
     }

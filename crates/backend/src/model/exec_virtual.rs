@@ -372,6 +372,14 @@ impl<'s, 'w> Exec<'s, 'w> {
                         });
                     }
                 }
+                Op::Fork { name, ops } => {
+                    // One event: the parent waits while the child runs
+                    // (only in one-thread workloads, so no other CPU runs).
+                    let op_label = v.op_label.clone();
+                    super::fork::run_child(self.sh, &mut v.cpu, v.tid, &op_label, name, ops)?;
+                    v.cpu.publish();
+                    return Ok(());
+                }
                 _ => unreachable!("system calls are run above"),
             }
         }

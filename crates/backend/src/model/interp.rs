@@ -10,7 +10,7 @@ use workload::plan::{self, Op, Workload};
 
 /// Runs `op` on `cpu` if it is a system call of the format: its result,
 /// the call's name and how it is priced. `None` for an operation that is
-/// not a system call (touch, sleep, barrier, mark, repeat).
+/// not a system call (touch, sleep, barrier, mark, repeat, fork).
 pub(super) fn syscall(
     cpu: &mut CpuHandle<'_>,
     w: &Workload,
@@ -77,7 +77,12 @@ pub(super) fn syscall(
             "msync",
             SyscallKind::Other,
         ),
-        Op::Touch(_) | Op::Sleep(_) | Op::Barrier | Op::Mark(_) | Op::Repeat { .. } => return None,
+        Op::Touch(_)
+        | Op::Sleep(_)
+        | Op::Barrier
+        | Op::Mark(_)
+        | Op::Repeat { .. }
+        | Op::Fork { .. } => return None,
     })
 }
 

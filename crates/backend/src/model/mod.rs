@@ -25,6 +25,7 @@
 mod config;
 mod exec_threads;
 mod exec_virtual;
+mod fork;
 mod interp;
 mod options;
 mod run;

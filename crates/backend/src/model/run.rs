@@ -138,7 +138,35 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Shared<'_> {
     /// The process-wide counters now (not yet relative to the baseline).
     fn snapshot(&self) -> Result<Counters, ModelError> {
-        Ok(super::snapshot::counters(&self.machine, self.space)?)
+        self.snapshot_of(self.space)
+    }
+
+    /// The counters of address space `space` now (a fork's child).
+    pub(super) fn snapshot_of(&self, space: SpaceId) -> Result<Counters, ModelError> {
+        Ok(super::snapshot::counters(&self.machine, space)?)
+    }
+
+    /// A mark of a fork's child `space`: its counters since `base` (taken
+    /// just after the fork), the table pages absolute.
+    pub(super) fn mark_space(
+        &self,
+        name: &str,
+        space: SpaceId,
+        base: &Counters,
+    ) -> Result<(), ModelError> {
+        let now = self.snapshot_of(space)?;
+        let mut c = now.since(base);
+        c.pt_pages = now.pt_pages;
+        c.set(
+            counters::MODEL_WALL_NS.name,
+            self.start.elapsed().as_nanos() as i64,
+        );
+        lock(&self.marks).push(Mark {
+            name: name.to_string(),
+            counters: c,
+            latency: None,
+        });
+        Ok(())
     }
 
     pub(super) fn mark(

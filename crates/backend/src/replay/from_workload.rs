@@ -9,7 +9,7 @@ use workload::plan::{self, Op, Workload};
 
 /// The records of `w`'s thread, or why it cannot be one trace: more than
 /// one thread (their interleaving is not fixed), a region mapped twice, or
-/// an operation a trace has no record for (sleep, barrier, msync).
+/// an operation a trace has no record for (sleep, barrier, msync, fork).
 pub fn records(w: &Workload) -> Result<Vec<Record>, String> {
     let mut out = Vec::new();
     for_each_record(w, &mut |r| {
@@ -130,6 +130,11 @@ fn emit(
             }
             Op::Sync { .. } | Op::Sleep(_) | Op::Barrier => {
                 return Err(format!("{op:?}: a trace has no record for it"));
+            }
+            Op::Fork { name, .. } => {
+                return Err(format!(
+                    "fork {name:?}: a trace holds one address space (a child has its own)"
+                ));
             }
         }
     }

@@ -10,6 +10,8 @@
 //! - `vma_change`: splitting and merging VMAs (with the huge PMDs a split
 //!   straddles);
 //! - `anon_vma`: which VMAs have an anon_vma (it decides merges);
+//! - `fork`: a child address space from this one (`dup_mmap`), COW both ways;
+//! - `share`: anonymous frames shared by fork (holders, `PageAnonExclusive`);
 //! - `upper`: the walk to the PMD table;
 //! - `usage`: the counters read from state.
 //!
@@ -19,6 +21,7 @@
 
 mod anon_vma;
 mod finish;
+mod fork;
 mod madvise;
 mod mlock;
 mod mmap;
@@ -26,6 +29,7 @@ mod mprotect;
 mod msync;
 mod pages;
 mod populate;
+mod share;
 mod thp;
 mod upper;
 mod usage;
@@ -84,12 +88,17 @@ pub struct AddressSpace {
     pub(crate) rss: crate::percpu::SplitCounters<3>,
     /// Base pages of PMD-mapped anonymous THP.
     pub(crate) anon_huge: AtomicI64,
+    /// Anonymous frames held by more than one space of this family (see
+    /// `share`): shared with the parent and children of a fork.
+    pub(crate) shares: Arc<share::AnonShares>,
+    /// This space's anonymous pages that are not `PageAnonExclusive`.
+    pub(crate) not_exclusive: share::NotExclusive,
     /// Work of operations that failed after changing something (Linux
     /// keeps what was done before the error): handed out with the next
     /// operation's [`Deferred`] or by [`AddressSpace::take_pending`].
     pending: Mutex<Deferred>,
     has_pending: AtomicBool,
-    exited: AtomicBool,
+    pub(crate) exited: AtomicBool,
     /// Unique among address spaces (keys the per-thread walk cache).
     pub(crate) id: u64,
     /// Bumped by `free_pgtables` (which alone unlinks tables above the PTE
@@ -194,6 +203,8 @@ impl AddressSpace {
             nr_folios: AtomicUsize::new(0),
             rss: Default::default(),
             anon_huge: AtomicI64::new(0),
+            shares: Arc::new(share::AnonShares::new_family()),
+            not_exclusive: share::NotExclusive::default(),
             pending: Mutex::new(Deferred::none()),
             has_pending: AtomicBool::new(false),
             exited: AtomicBool::new(false),
@@ -251,6 +262,7 @@ impl AddressSpace {
         if self.exited.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        self.shares.leave();
         let mut d = Deferred::none();
         {
             let mut vmas = self.mmap_write(ctx);

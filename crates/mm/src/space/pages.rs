@@ -86,8 +86,10 @@ impl AddressSpace {
     }
 
     /// Drops one mapping of the anonymous page at `pa`; frees its folio
-    /// (after the flush) when it was the last.
+    /// (after the flush) when it was the last holder in every space of the
+    /// family (Linux `folio_remove_rmap_pte` and `folio_put`; see `share`).
     pub(crate) fn put_anon_page(&self, pa: u64, d: &mut Deferred) {
+        self.not_exclusive.remove(pa);
         if self.nr_folios.load(Ordering::Acquire) > 0 {
             let mut f = lock_plain(&self.folios);
             let mut size = self.page << 1;
@@ -99,7 +101,9 @@ impl AddressSpace {
                         if folio.mapped == 0 {
                             f.remove(&head);
                             self.nr_folios.fetch_sub(1, Ordering::Release);
-                            d.frames.push((head, size));
+                            if !self.shares.put(head) {
+                                d.frames.push((head, size));
+                            }
                         }
                         return;
                     }
@@ -107,7 +111,9 @@ impl AddressSpace {
                 size <<= 1;
             }
         }
-        d.frames.push((pa, self.page));
+        if !self.shares.put(pa) {
+            d.frames.push((pa, self.page));
+        }
     }
 
     pub(crate) fn add_folio(&self, head: u64, size: u64) {
