@@ -4,10 +4,12 @@ mod audit;
 mod calibrate;
 mod explain;
 mod geometry;
+mod import;
 mod inspect;
 mod record;
 mod run;
 mod study;
+mod trace;
 mod validate;
 mod workloads;
 
@@ -25,6 +27,8 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Compare(args) => run::compare(args),
         Command::Replay(args) => run::replay(args),
         Command::Record(args) => record::run(args),
+        Command::Trace(args) => trace::run(args),
+        Command::Import { what } => import::run(what),
         Command::Inspect(args) => inspect::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Audit { json, fast } => audit::run(json, fast),

@@ -1,0 +1,396 @@
+// ptlab's TCG plugin for QEMU user mode: every load and store of the guest
+// program, and its memory system calls, written as compact binary words to
+// a pipe that `ptlab trace` reads and converts into a trace.
+//
+// Part of ptlab (MIT OR Apache-2.0). Built by `ptlab trace` with rustc on
+// first use; loaded by QEMU with `-plugin FILE,fd=N[,filter=off]`. It calls
+// QEMU only through the declarations in qemu_plugin_api.rs (the project's
+// own).
+//
+// ## The stream (little-endian u64 words)
+// Blocks, each one write(2): a header word `0xB10C << 48 | vcpu << 32 | n`
+// and n words. A word's top three bits say what it is:
+//   0 load (the low 61 bits: the address)     1 store (the address)
+//   2 hits: that many accesses left out (the filter, below)
+//   3 system call: bits 0-15 its number, 16-31 the bytes of a path that
+//     follows; then 7 words (6 arguments, the return value) and the path
+//     padded to whole words
+//   4 the host's /proc/self/maps when the first block was translated:
+//     bits 0-31 its bytes, then the text padded to whole words
+//   5 the end (the program exited; written once, by the first process)
+//
+// ## The filter (on unless `filter=off`)
+// An access is left out, and counted in the next hits word, when it falls
+// in the same 4 KiB page as the same thread's previous access and is a load,
+// or a store after a store to that page. The first store to a page after
+// loads is kept (a TLB entry filled by a load has its dirty bit clear).
+// Every memory system call of any thread starts every thread afresh, and a
+// thread's hits are written right after the access they follow, within one
+// block, so a replay sees them next to it.
+//
+// ## Invariants
+// 1. A vCPU's slot is used only by the thread that runs that vCPU (QEMU
+//    user mode runs each guest thread on its own host thread with its own
+//    vCPU index), except at exit, when QEMU has stopped the others.
+// 2. Blocks are written whole under one lock, so blocks of different
+//    threads never interleave; a forked child (same plugin, other pid)
+//    writes nothing.
+
+mod qemu_plugin_api;
+
+use qemu_plugin_api::*;
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::fs::File;
+use std::io::Write;
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+#[no_mangle]
+pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION;
+
+const TAG_SHIFT: u32 = 61;
+const LOAD: u64 = 0;
+const STORE: u64 = 1 << TAG_SHIFT;
+const HITS: u64 = 2 << TAG_SHIFT;
+const SYSCALL: u64 = 3 << TAG_SHIFT;
+const MAPS: u64 = 4 << TAG_SHIFT;
+const END: u64 = 5 << TAG_SHIFT;
+const BLOCK: u64 = 0xB10C << 48;
+const ADDR_MASK: u64 = (1 << TAG_SHIFT) - 1;
+
+/// Words a slot holds before it writes them (512 KiB).
+const BUF_WORDS: usize = 64 << 10;
+const MAX_VCPUS: usize = 1024;
+const NO_PAGE: u64 = u64::MAX;
+
+// The memory system calls of x86-64 Linux the stream carries.
+const MEMORY_CALLS: [i64; 9] = [9, 11, 10, 28, 149, 325, 150, 12, 25];
+// mmap: the path of its file descriptor is read at entry.
+const SYS_MMAP: i64 = 9;
+const MAP_ANONYMOUS: u64 = 0x20;
+
+struct Slot {
+    buf: Vec<u64>,
+    page: u64,
+    stored: bool,
+    hits: u64,
+    epoch: u64,
+    /// The arguments of the call in flight, and its file's path.
+    args: [u64; 6],
+    path: Vec<u8>,
+}
+
+static SLOTS: [AtomicPtr<Slot>; MAX_VCPUS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_VCPUS];
+/// Bumped by every memory system call: every thread's filter starts afresh.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+static FILTER: AtomicBool = AtomicBool::new(true);
+static SNAPSHOT_TAKEN: AtomicBool = AtomicBool::new(false);
+/// Accesses of vCPUs past MAX_VCPUS, which the stream cannot carry.
+static OVERFLOW: AtomicU64 = AtomicU64::new(0);
+static OUT: Mutex<Option<Out>> = Mutex::new(None);
+
+struct Out {
+    file: ManuallyDrop<File>,
+    pid: u32,
+    ended: bool,
+}
+
+extern "C" {
+    fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;
+}
+
+fn write_block(vcpu: u32, words: &[u64]) {
+    if words.is_empty() {
+        return;
+    }
+    let mut out = OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(o) = out.as_mut() else { return };
+    if o.pid != std::process::id() || o.ended {
+        return;
+    }
+    let head = BLOCK | u64::from(vcpu & 0xffff) << 32 | words.len() as u64;
+    let mut bytes = Vec::with_capacity((words.len() + 1) * 8);
+    bytes.extend_from_slice(&head.to_le_bytes());
+    for w in words {
+        bytes.extend_from_slice(&w.to_le_bytes());
+    }
+    // A reader that went away (ptlab killed) ends the stream, not QEMU.
+    if o.file.write_all(&bytes).is_err() {
+        o.ended = true;
+    }
+}
+
+fn slot(vcpu: c_uint) -> Option<&'static mut Slot> {
+    let cell = SLOTS.get(vcpu as usize)?;
+    let mut p = cell.load(Ordering::Acquire);
+    if p.is_null() {
+        let fresh = Box::into_raw(Box::new(Slot {
+            buf: Vec::with_capacity(BUF_WORDS + 64),
+            page: NO_PAGE,
+            stored: false,
+            hits: 0,
+            epoch: EPOCH.load(Ordering::Relaxed),
+            args: [0; 6],
+            path: Vec::new(),
+        }));
+        p = match cell.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => fresh,
+            Err(other) => {
+                // SAFETY: `fresh` came from Box::into_raw just above and was
+                // not published.
+                drop(unsafe { Box::from_raw(fresh) });
+                other
+            }
+        };
+    }
+    // SAFETY: slots are never freed, and only the thread running this vCPU
+    // uses it (invariant 1), so no other reference to it exists now.
+    Some(unsafe { &mut *p })
+}
+
+impl Slot {
+    /// Writes the pending hits word (so hits stay next to their access).
+    #[inline]
+    fn close_hits(&mut self) {
+        if self.hits > 0 {
+            self.buf.push(HITS | self.hits);
+            self.hits = 0;
+        }
+    }
+
+    fn flush(&mut self, vcpu: u32) {
+        self.close_hits();
+        // The next access is written whatever its page: the reader may see
+        // another thread's block in between.
+        self.page = NO_PAGE;
+        write_block(vcpu, &self.buf);
+        self.buf.clear();
+    }
+
+    #[inline(always)]
+    fn access(&mut self, vcpu: u32, vaddr: u64, store: bool) {
+        let epoch = EPOCH.load(Ordering::Relaxed);
+        if epoch != self.epoch {
+            self.epoch = epoch;
+            self.close_hits();
+            self.page = NO_PAGE;
+        }
+        let page = vaddr >> 12;
+        if page == self.page {
+            if !store || self.stored {
+                if FILTER.load(Ordering::Relaxed) {
+                    self.hits += 1;
+                    return;
+                }
+            } else {
+                self.stored = true;
+            }
+        } else {
+            self.page = page;
+            self.stored = store;
+        }
+        self.close_hits();
+        self.buf.push(if store { STORE } else { LOAD } | (vaddr & ADDR_MASK));
+        if self.buf.len() >= BUF_WORDS {
+            self.flush(vcpu);
+        }
+    }
+}
+
+#[inline(always)]
+fn on_access(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, store: bool) {
+    let Some(s) = slot(vcpu) else {
+        OVERFLOW.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    s.access(vcpu, vaddr, store);
+    // An access that crosses into the next page touches it too.
+    if vaddr & 0xfff > 0xfc0 {
+        // SAFETY: `info` is the descriptor QEMU passed to this callback.
+        let size = 1u64 << unsafe { qemu_plugin_mem_size_shift(info) };
+        let last = vaddr + size - 1;
+        if last >> 12 != vaddr >> 12 {
+            s.access(vcpu, last & !0xfff, store);
+        }
+    }
+}
+
+extern "C" fn on_mem(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, _u: *mut c_void) {
+    // SAFETY: `info` is the descriptor QEMU passed to this callback.
+    let store = unsafe { qemu_plugin_mem_is_store(info) };
+    on_access(vcpu, info, vaddr, store);
+}
+
+fn padded(tag: u64, bytes: &[u8], out: &mut Vec<u64>) {
+    out.push(tag | bytes.len() as u64);
+    for c in bytes.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        out.push(u64::from_le_bytes(w));
+    }
+}
+
+extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
+    if !SNAPSHOT_TAKEN.swap(true, Ordering::AcqRel) {
+        // The mappings QEMU's loader made for the program (and QEMU's own),
+        // before the program's first instruction runs.
+        let maps = std::fs::read("/proc/self/maps").unwrap_or_default();
+        let mut words = Vec::with_capacity(maps.len() / 8 + 2);
+        padded(MAPS, &maps, &mut words);
+        write_block(0, &words);
+    }
+    // SAFETY: `tb` is the block QEMU is translating, valid during this call;
+    // indices are below its instruction count.
+    unsafe {
+        let n = qemu_plugin_tb_n_insns(tb);
+        for i in 0..n {
+            let insn = qemu_plugin_tb_get_insn(tb, i);
+            // One callback for both kinds, asking each access whether it
+            // stores: QEMU 7.2 calls callbacks registered for loads only or
+            // stores only on the wrong accesses (measured: a load-only
+            // callback saw exactly the stores).
+            qemu_plugin_register_vcpu_mem_cb(
+                insn,
+                on_mem,
+                QEMU_PLUGIN_CB_NO_REGS,
+                QEMU_PLUGIN_MEM_RW,
+                std::ptr::null_mut(),
+            );
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+extern "C" fn on_syscall(
+    _id: qemu_plugin_id_t,
+    vcpu: c_uint,
+    num: i64,
+    a1: u64,
+    a2: u64,
+    a3: u64,
+    a4: u64,
+    a5: u64,
+    a6: u64,
+    _a7: u64,
+    _a8: u64,
+) {
+    if !MEMORY_CALLS.contains(&num) {
+        return;
+    }
+    let Some(s) = slot(vcpu) else { return };
+    s.args = [a1, a2, a3, a4, a5, a6];
+    s.path.clear();
+    if num == SYS_MMAP && a4 & MAP_ANONYMOUS == 0 && (a5 as i64) >= 0 {
+        // QEMU user mode shares the program's descriptors.
+        if let Ok(p) = std::fs::read_link(format!("/proc/self/fd/{}", a5 as i64)) {
+            s.path.extend_from_slice(p.as_os_str().as_encoded_bytes());
+        }
+    }
+}
+
+extern "C" fn on_syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, ret: i64) {
+    if !MEMORY_CALLS.contains(&num) {
+        return;
+    }
+    let Some(s) = slot(vcpu) else { return };
+    s.close_hits();
+    let path = std::mem::take(&mut s.path);
+    s.buf.push(SYSCALL | (path.len() as u64) << 16 | (num as u64 & 0xffff));
+    let args = s.args;
+    s.buf.extend_from_slice(&args);
+    s.buf.push(ret as u64);
+    for c in path.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        s.buf.push(u64::from_le_bytes(w));
+    }
+    s.path = path;
+    EPOCH.fetch_add(1, Ordering::Relaxed);
+    // Written now, so that other threads' later blocks come after it.
+    s.flush(vcpu);
+}
+
+extern "C" fn on_vcpu_exit(_id: qemu_plugin_id_t, vcpu: c_uint) {
+    if let Some(s) = slot(vcpu) {
+        s.flush(vcpu);
+    }
+}
+
+extern "C" fn on_exit(_id: qemu_plugin_id_t, _u: *mut c_void) {
+    for (i, cell) in SLOTS.iter().enumerate() {
+        let p = cell.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: at exit QEMU has stopped every other vCPU (invariant 1).
+            unsafe { &mut *p }.flush(i as u32);
+        }
+    }
+    let lost = OVERFLOW.load(Ordering::Relaxed);
+    write_block(0, &[END | lost.min(ADDR_MASK)]);
+    if let Some(o) = OUT.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        o.ended = true;
+    }
+}
+
+fn arg<'a>(argv: &'a [*mut c_char], key: &str) -> Option<&'a str> {
+    argv.iter().find_map(|&a| {
+        // SAFETY: QEMU passes argc NUL-terminated strings.
+        let s = unsafe { CStr::from_ptr(a) }.to_str().ok()?;
+        s.strip_prefix(key)?.strip_prefix('=')
+    })
+}
+
+fn say(msg: &str) {
+    let s = std::ffi::CString::new(msg).unwrap_or_default();
+    // SAFETY: a NUL-terminated string that lives across the call.
+    unsafe { qemu_plugin_outs(s.as_ptr()) };
+}
+
+/// # Safety
+/// Called by QEMU once, with `argc` valid strings at `argv`.
+#[no_mangle]
+pub unsafe extern "C" fn qemu_plugin_install(
+    id: qemu_plugin_id_t,
+    info: *const qemu_info_t,
+    argc: c_int,
+    argv: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: QEMU passes a valid description.
+    if unsafe { (*info).system_emulation } {
+        say("ptlab plugin: user mode only\n");
+        return -1;
+    }
+    let argv = if argc > 0 && !argv.is_null() {
+        // SAFETY: argc pointers at argv, as QEMU documents.
+        unsafe { std::slice::from_raw_parts(argv, argc as usize) }
+    } else {
+        &[]
+    };
+    let Some(fd) = arg(argv, "fd").and_then(|v| v.parse::<c_int>().ok()) else {
+        say("ptlab plugin: needs fd=N, the pipe to write to\n");
+        return -1;
+    };
+    if arg(argv, "filter") == Some("off") {
+        FILTER.store(false, Ordering::Relaxed);
+    }
+    // The pipe is QEMU's: a program the guest executes must not inherit it.
+    // SAFETY: F_SETFD (2) with FD_CLOEXEC (1) on a descriptor number.
+    unsafe { fcntl(fd, 2, 1) };
+    *OUT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Out {
+        // SAFETY: ptlab handed this descriptor to QEMU for the plugin; it
+        // is never closed through this File (ManuallyDrop).
+        file: ManuallyDrop::new(unsafe { File::from_raw_fd(fd) }),
+        pid: std::process::id(),
+        ended: false,
+    });
+    // SAFETY: registering callbacks with the id QEMU gave.
+    unsafe {
+        qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans);
+        qemu_plugin_register_vcpu_syscall_cb(id, on_syscall);
+        qemu_plugin_register_vcpu_syscall_ret_cb(id, on_syscall_ret);
+        qemu_plugin_register_vcpu_exit_cb(id, on_vcpu_exit);
+        qemu_plugin_register_atexit_cb(id, on_exit, std::ptr::null_mut());
+    }
+    0
+}
