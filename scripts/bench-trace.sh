@@ -24,12 +24,12 @@ import random, sys
 d = sys.argv[1]
 random.seed(1)
 with open(f"{d}/lines.txt", "w") as f:
-    for _ in range(1_000_000):
+    for _ in range(500_000):
         f.write("%016x %s\n" % (random.getrandbits(64), "x" * random.randint(0, 40)))
 with open(f"{d}/dict.py", "w") as f:
-    f.write("d = {i: str(i) for i in range(2_000_000)}\nprint(len(d))\n")
+    f.write("d = {i: str(i) for i in range(1_000_000)}\nprint(len(d))\n")
 PY
-head -c 40000000 "$work/lines.txt" > "$work/zip.in"
+head -c 20000000 "$work/lines.txt" > "$work/zip.in"
 python3_bin=$(python3 -c 'import sys, os; print(os.path.realpath(sys.executable))')
 
 programs=(
@@ -39,24 +39,29 @@ programs=(
 )
 
 now() { date +%s.%N; }
+# timed OUT ERR CMD...: wall and CPU (user + system, children included)
+# seconds of CMD, its stdout to OUT and its stderr to ERR.
+timed() {
+  local out=$1 err=$2; shift 2
+  /usr/bin/time -o "$work/time" -f "%e %U %S" "$@" > "$out" 2> "$err"
+  awk '{printf "%s %.2f\n", $1, $2 + $3}' "$work/time"
+}
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| program | native s | QEMU alone s | ptlab trace s | overhead (trace / native) | QEMU alone / native | accesses | written | trace size | trace produces M acc/s | replay s | replay M acc/s | replay / production |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| program | native s wall / CPU | QEMU alone wall / CPU | ptlab trace wall / CPU | overhead wall | overhead CPU | QEMU alone / native CPU | accesses | written | trace size | trace produces M acc/s (wall) | replay s | replay M acc/s | replay / production |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for p in "${programs[@]}"; do
   name=${p%%:*}; cmd=${p#*:}
-  t0=$(now); $cmd > /dev/null; t1=$(now); n=$(echo "$t1 - $t0" | bc)
-  t0=$(now); qemu-x86_64 $cmd > /dev/null; t1=$(now); q=$(echo "$t1 - $t0" | bc)
-  t0=$(now); "$ptlab" trace -o "$work/$name.ptl" -- $cmd > /dev/null 2> "$work/$name.summary"; t1=$(now)
-  t=$(echo "$t1 - $t0" | bc)
-  t0=$(now); "$ptlab" replay "$work/$name.ptl" --json > "$work/$name.json"; t1=$(now)
-  r=$(echo "$t1 - $t0" | bc)
+  read -r n nc < <(timed /dev/null /dev/null $cmd)
+  read -r q qc < <(timed /dev/null /dev/null qemu-x86_64 $cmd)
+  read -r t tc < <(timed /dev/null "$work/$name.summary" "$ptlab" trace -o "$work/$name.ptl" -- $cmd)
+  read -r r rc < <(timed "$work/$name.json" /dev/null "$ptlab" replay "$work/$name.ptl" --json)
   acc=$(sed -nE 's/.*: ([0-9]+) accesses \(([0-9]+) written.*/\1/p' "$work/$name.summary")
   wr=$(sed -nE 's/.*: ([0-9]+) accesses \(([0-9]+) written.*/\2/p' "$work/$name.summary")
   size=$(du -h "$work/$name.ptl" | cut -f1)
-  printf '| %s | %.2f | %.2f | %.2f | %.0fx | %.0fx | %s | %s | %s | %.1f | %.2f | %.1f | %.1fx |\n' \
-    "$name" "$n" "$q" "$t" "$(echo "$t / $n" | bc -l)" "$(echo "$q / $n" | bc -l)" "$acc" "$wr" "$size" \
-    "$(echo "$acc / $t / 1000000" | bc -l)" "$r" "$(echo "$acc / $r / 1000000" | bc -l)" "$(echo "$t / $r" | bc -l)"
+  printf '| %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.0fx | %.0fx | %.1fx | %s | %s | %s | %.1f | %.2f | %.1f | %.1fx |\n' \
+    "$name" "$n" "$nc" "$q" "$qc" "$t" "$tc" "$(echo "$t / $n" | bc -l)" "$(echo "$tc / $nc" | bc -l)" "$(echo "$qc / $nc" | bc -l)" \
+    "$acc" "$wr" "$size" "$(echo "$acc / $t / 1000000" | bc -l)" "$r" "$(echo "$acc / $r / 1000000" | bc -l)" "$(echo "$t / $r" | bc -l)"
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 

@@ -8,7 +8,7 @@
 // own).
 //
 // ## The stream (little-endian u64 words)
-// Blocks, each one write(2): a header word `0xB10C << 48 | vcpu << 32 | n`
+// Blocks, each written whole by the plugin's writer thread: a header word `0xB10C << 48 | vcpu << 32 | n`
 // and n words. A word's top three bits say what it is:
 //   0 load (the low 61 bits: the address)     1 store (the address)
 //   2 hits: that many accesses left out (the filter, below)
@@ -32,9 +32,11 @@
 // 1. A vCPU's slot is used only by the thread that runs that vCPU (QEMU
 //    user mode runs each guest thread on its own host thread with its own
 //    vCPU index), except at exit, when QEMU has stopped the others.
-// 2. Blocks are written whole under one lock, so blocks of different
-//    threads never interleave; a forked child (same plugin, other pid)
-//    writes nothing.
+// 2. Blocks go whole through one queue to one writer thread, so blocks of
+//    different threads never interleave; a forked child (same plugin, other
+//    pid, no writer thread) queues nothing.
+// 3. The queue is bounded (QUEUE_BLOCKS): memory stays bounded when ptlab
+//    falls behind, and QEMU waits instead.
 
 mod qemu_plugin_api;
 
@@ -42,10 +44,11 @@ use qemu_plugin_api::*;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::fs::File;
 use std::io::Write;
-use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
+use std::thread::JoinHandle;
 
 #[no_mangle]
 pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION;
@@ -92,33 +95,53 @@ static OVERFLOW: AtomicU64 = AtomicU64::new(0);
 static OUT: Mutex<Option<Out>> = Mutex::new(None);
 
 struct Out {
-    file: ManuallyDrop<File>,
+    tx: SyncSender<Vec<u64>>,
     pid: u32,
-    ended: bool,
 }
+
+/// Blocks queued for the writer thread at most (with 512 KiB blocks,
+/// 256 MiB): QEMU's threads go on while ptlab catches up.
+const QUEUE_BLOCKS: usize = 512;
+static WRITER: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
 
 extern "C" {
     fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;
 }
 
-fn write_block(vcpu: u32, words: &[u64]) {
-    if words.is_empty() {
+/// Hands `block` (its first word reserved for the header) to the writer
+/// thread, which writes it as one block; a full queue makes the caller wait.
+fn write_block(vcpu: u32, block: Vec<u64>) {
+    if block.len() <= 1 {
         return;
     }
-    let mut out = OUT.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(o) = out.as_mut() else { return };
-    if o.pid != std::process::id() || o.ended {
+    let mut block = block;
+    block[0] = BLOCK | u64::from(vcpu & 0xffff) << 32 | (block.len() - 1) as u64;
+    let out = OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(o) = out.as_ref() else { return };
+    // A forked child has the queue but no writer thread.
+    if o.pid != std::process::id() {
         return;
     }
-    let head = BLOCK | u64::from(vcpu & 0xffff) << 32 | words.len() as u64;
-    let mut bytes = Vec::with_capacity((words.len() + 1) * 8);
-    bytes.extend_from_slice(&head.to_le_bytes());
-    for w in words {
-        bytes.extend_from_slice(&w.to_le_bytes());
-    }
-    // A reader that went away (ptlab killed) ends the stream, not QEMU.
-    if o.file.write_all(&bytes).is_err() {
-        o.ended = true;
+    let tx = o.tx.clone();
+    drop(out);
+    // A writer that stopped (ptlab went away) drops what comes.
+    let _ = tx.send(block);
+}
+
+/// The writer thread: blocks from the queue to the pipe, in order.
+fn writer(mut file: File, rx: Receiver<Vec<u64>>) {
+    let mut ok = true;
+    for block in rx {
+        if !ok {
+            continue;
+        }
+        // SAFETY: the words are plain integers, read as their bytes for
+        // the length of the vector; the host is little-endian (x86-64),
+        // the stream's byte order.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(block.as_ptr().cast::<u8>(), block.len() * 8) };
+        // A reader that went away (ptlab killed) ends the stream, not QEMU.
+        ok = file.write_all(bytes).is_ok();
     }
 }
 
@@ -127,7 +150,12 @@ fn slot(vcpu: c_uint) -> Option<&'static mut Slot> {
     let mut p = cell.load(Ordering::Acquire);
     if p.is_null() {
         let fresh = Box::into_raw(Box::new(Slot {
-            buf: Vec::with_capacity(BUF_WORDS + 64),
+            // Word 0 is the block header's place.
+            buf: {
+                let mut b = Vec::with_capacity(BUF_WORDS + 64);
+                b.push(0);
+                b
+            },
             page: NO_PAGE,
             stored: false,
             hits: 0,
@@ -165,8 +193,11 @@ impl Slot {
         // The next access is written whatever its page: the reader may see
         // another thread's block in between.
         self.page = NO_PAGE;
-        write_block(vcpu, &self.buf);
-        self.buf.clear();
+        if self.buf.len() > 1 {
+            let mut fresh = Vec::with_capacity(BUF_WORDS + 64);
+            fresh.push(0);
+            write_block(vcpu, std::mem::replace(&mut self.buf, fresh));
+        }
     }
 
     #[inline(always)]
@@ -237,9 +268,10 @@ extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
         // The mappings QEMU's loader made for the program (and QEMU's own),
         // before the program's first instruction runs.
         let maps = std::fs::read("/proc/self/maps").unwrap_or_default();
-        let mut words = Vec::with_capacity(maps.len() / 8 + 2);
+        let mut words = Vec::with_capacity(maps.len() / 8 + 3);
+        words.push(0);
         padded(MAPS, &maps, &mut words);
-        write_block(0, &words);
+        write_block(0, words);
     }
     // SAFETY: `tb` is the block QEMU is translating, valid during this call;
     // indices are below its instruction count.
@@ -327,9 +359,18 @@ extern "C" fn on_exit(_id: qemu_plugin_id_t, _u: *mut c_void) {
         }
     }
     let lost = OVERFLOW.load(Ordering::Relaxed);
-    write_block(0, &[END | lost.min(ADDR_MASK)]);
-    if let Some(o) = OUT.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-        o.ended = true;
+    write_block(0, vec![0, END | lost.min(ADDR_MASK)]);
+    // The queue closes and the writer drains it before QEMU exits (in the
+    // first process only: a forked child has no writer thread to join).
+    let first = OUT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .is_some_and(|o| o.pid == std::process::id());
+    if let Some(h) = WRITER.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if first {
+            let _ = h.join();
+        }
     }
 }
 
@@ -377,12 +418,21 @@ pub unsafe extern "C" fn qemu_plugin_install(
     // The pipe is QEMU's: a program the guest executes must not inherit it.
     // SAFETY: F_SETFD (2) with FD_CLOEXEC (1) on a descriptor number.
     unsafe { fcntl(fd, 2, 1) };
+    // SAFETY: ptlab handed this descriptor to QEMU for the plugin alone;
+    // the writer thread owns it from here.
+    let file = unsafe { File::from_raw_fd(fd) };
+    let (tx, rx) = sync_channel(QUEUE_BLOCKS);
+    let Ok(h) = std::thread::Builder::new()
+        .name("ptlab-writer".into())
+        .spawn(move || writer(file, rx))
+    else {
+        say("ptlab plugin: cannot start its writer thread\n");
+        return -1;
+    };
+    *WRITER.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
     *OUT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Out {
-        // SAFETY: ptlab handed this descriptor to QEMU for the plugin; it
-        // is never closed through this File (ManuallyDrop).
-        file: ManuallyDrop::new(unsafe { File::from_raw_fd(fd) }),
+        tx,
         pid: std::process::id(),
-        ended: false,
     });
     // SAFETY: registering callbacks with the id QEMU gave.
     unsafe {
