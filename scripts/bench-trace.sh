@@ -24,12 +24,12 @@ import random, sys
 d = sys.argv[1]
 random.seed(1)
 with open(f"{d}/lines.txt", "w") as f:
-    for _ in range(500_000):
+    for _ in range(200_000):
         f.write("%016x %s\n" % (random.getrandbits(64), "x" * random.randint(0, 40)))
 with open(f"{d}/dict.py", "w") as f:
-    f.write("d = {i: str(i) for i in range(1_000_000)}\nprint(len(d))\n")
+    f.write("d = {i: str(i) for i in range(500_000)}\nprint(len(d))\n")
 PY
-head -c 20000000 "$work/lines.txt" > "$work/zip.in"
+head -c 10000000 "$work/lines.txt" > "$work/zip.in"
 python3_bin=$(python3 -c 'import sys, os; print(os.path.realpath(sys.executable))')
 
 programs=(
@@ -53,7 +53,8 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | 
 for p in "${programs[@]}"; do
   name=${p%%:*}; cmd=${p#*:}
   read -r n nc < <(timed /dev/null /dev/null $cmd)
-  read -r q qc < <(timed /dev/null /dev/null qemu-x86_64 $cmd)
+  # QEMU does not search PATH.
+  read -r q qc < <(timed /dev/null /dev/null qemu-x86_64 "$(command -v "${cmd%% *}")" ${cmd#* })
   read -r t tc < <(timed /dev/null "$work/$name.summary" "$ptlab" trace -o "$work/$name.ptl" -- $cmd)
   read -r r rc < <(timed "$work/$name.json" /dev/null "$ptlab" replay "$work/$name.ptl" --json)
   acc=$(sed -nE 's/.*: ([0-9]+) accesses \(([0-9]+) written.*/\1/p' "$work/$name.summary")
