@@ -147,7 +147,7 @@ impl<W: Write> Converter<W> {
     #[inline]
     fn access(&mut self, addr: u64, write: bool) -> std::io::Result<()> {
         let (s, e, ..) = self.cache;
-        if !(addr >= s && addr < e) && !self.refill(addr)? {
+        if !(s..e).contains(&addr) && !self.refill(addr)? {
             self.counts.unattributed += 1;
             self.last_dropped = true;
             return Ok(());

@@ -212,7 +212,7 @@ fn run(
     drop(wr);
     let mut blocks = wire::Blocks::new(BufReader::with_capacity(1 << 20, std::fs::File::from(rd)));
     let converted = (|| -> std::io::Result<()> {
-        while let Some((vcpu, words)) = blocks.next()? {
+        while let Some((vcpu, words)) = blocks.next_block()? {
             conv.block(vcpu, words)?;
             if conv.counts.ended {
                 break;

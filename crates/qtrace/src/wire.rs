@@ -41,7 +41,7 @@ impl<R: Read> Blocks<R> {
     /// # Errors
     /// A read error, or a stream that is not the plugin's (with its byte
     /// offset).
-    pub fn next(&mut self) -> std::io::Result<Option<(u32, &[u64])>> {
+    pub fn next_block(&mut self) -> std::io::Result<Option<(u32, &[u64])>> {
         let mut head = [0u8; 8];
         let mut got = 0;
         while got < 8 {
