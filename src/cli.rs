@@ -40,6 +40,13 @@ pub enum Command {
     Record(RecordArgs),
     /// Run a sweep file (workloads by configuration axes) on this machine's cores into one table
     Sweep(SweepArgs),
+    /// Run a program under QEMU user mode and trace its every load and store and its memory calls
+    Trace(TraceArgs),
+    /// Convert a trace from another tool (ChampSim, valgrind lackey) into a ptlab trace
+    Import {
+        #[command(subcommand)]
+        what: ImportCmd,
+    },
     /// Run workloads on the kernel and on the model configured like this host; exit 1 on any difference
     Validate(ValidateArgs),
     /// A live process's page tables: tables per level, VmPTE explained, other geometries
@@ -153,6 +160,36 @@ pub struct RecordArgs {
     /// The program and its arguments (after --)
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct TraceArgs {
+    /// Where the trace goes
+    #[arg(long, short, default_value = "trace.ptl")]
+    pub out: std::path::PathBuf,
+    /// Write every access (no same-page filter in the plugin; TLB counts are the same, the trace larger)
+    #[arg(long)]
+    pub no_filter: bool,
+    /// The program and its arguments (after --)
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Subcommand)]
+pub enum ImportCmd {
+    /// A ChampSim instruction trace (.xz, 64-byte input_instr records); regions inferred from 2 MiB gaps
+    Champsim(ImportArgs),
+    /// valgrind --tool=lackey --trace-mem=yes output (text); regions inferred from 2 MiB gaps
+    Lackey(ImportArgs),
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The file to import
+    pub file: std::path::PathBuf,
+    /// Where the trace goes (default: FILE with .ptl)
+    #[arg(long, short)]
+    pub out: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]

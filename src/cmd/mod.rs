@@ -4,11 +4,13 @@ mod audit;
 mod calibrate;
 mod explain;
 mod geometry;
+mod import;
 mod inspect;
 mod record;
 mod run;
 mod study;
 mod sweep;
+mod trace;
 mod validate;
 mod validate_time;
 mod workloads;
@@ -27,6 +29,8 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Compare(args) => run::compare(args),
         Command::Replay(args) => run::replay(args),
         Command::Record(args) => record::run(args),
+        Command::Trace(args) => trace::run(args),
+        Command::Import { what } => import::run(what),
         Command::Inspect(args) => inspect::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Audit { json, fast } => audit::run(json, fast),

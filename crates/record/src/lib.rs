@@ -18,6 +18,7 @@
 //!    child: without access to tracepoints the recording says that fault
 //!    kinds are unknown rather than failing.
 
+pub mod calls;
 mod child;
 pub mod maps;
 mod perf;

@@ -64,6 +64,13 @@ impl Space {
         (va < iv.end).then(|| (iv.id, va - iv.base))
     }
 
+    /// The mapped interval holding `va`: (start, end, region, the region's
+    /// native base), for a caller that caches the last lookup.
+    pub fn interval(&self, va: u64) -> Option<(u64, u64, RegionId, u64)> {
+        let (&s, iv) = self.live.range(..=va).next_back()?;
+        (va < iv.end).then_some((s, iv.end, iv.id, iv.base))
+    }
+
     /// The parts of `[addr, addr + len)` that are mapped, per interval:
     /// (interval start, overlap start, overlap end).
     fn overlaps(&self, addr: u64, len: u64) -> Vec<(u64, u64, u64)> {

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::BufWriter;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use trace::{MapFlags, Prot, Record, RegionKind, TraceWriter};
+use trace::{Record, TraceWriter};
 
 fn now_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -153,109 +153,16 @@ fn tgid_of(pid: i32) -> Option<u32> {
 
 /// The records of one finished call.
 fn handle_call(sh: &mut Shared, pid: i32, nr: i64, a: [u64; 6], ret: i64) {
-    if ret < 0 && ret > -4096 {
-        return;
-    }
-    let r = ret as u64;
     let mut out = std::mem::take(&mut sh.out);
-    match nr {
-        libc::SYS_mmap => {
-            let (len, prot, flags, fd) = (a[1], a[2] as i32, a[3] as i32, a[4] as i32);
-            let shared = flags & libc::MAP_SHARED != 0;
-            let (kind, name) = if flags & libc::MAP_ANONYMOUS != 0 {
-                (
-                    if shared {
-                        RegionKind::Shmem
-                    } else {
-                        RegionKind::Anon
-                    },
-                    String::new(),
-                )
-            } else {
-                let path = std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default();
-                let kind = if path == "/dev/zero" {
-                    if shared {
-                        RegionKind::Shmem
-                    } else {
-                        RegionKind::Anon
-                    }
-                } else if path.starts_with("/memfd:") || path.starts_with("/dev/shm/") {
-                    RegionKind::Shmem
-                } else {
-                    RegionKind::File
-                };
-                (kind, path)
-            };
-            let mut f = 0;
-            if shared {
-                f |= MapFlags::SHARED;
-            }
-            if flags & libc::MAP_NORESERVE != 0 {
-                f |= MapFlags::NORESERVE;
-            }
-            if flags & libc::MAP_POPULATE != 0 {
-                f |= MapFlags::POPULATE;
-            }
-            if flags & libc::MAP_LOCKED != 0 {
-                f |= MapFlags::LOCKED;
-            }
-            if flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE) != 0 {
-                f |= MapFlags::FIXED;
-            }
-            sh.space.map(
-                r,
-                len,
-                kind,
-                Prot(prot as u8 & 7),
-                MapFlags(f),
-                name,
-                &mut out,
-            );
-        }
-        libc::SYS_munmap => sh.space.unmap(a[0], a[1], &mut out),
-        libc::SYS_mprotect => {
-            let p = Prot(a[2] as u8 & 7);
-            sh.space
-                .ranged(a[0], a[1], &mut out, |id, offset, len| Record::Protect {
-                    id,
-                    offset,
-                    len,
-                    prot: p,
-                });
-        }
-        libc::SYS_madvise => {
-            let advice = a[2] as u8;
-            sh.space
-                .ranged(a[0], a[1], &mut out, |id, offset, len| Record::Advise {
-                    id,
-                    offset,
-                    len,
-                    advice,
-                });
-        }
-        libc::SYS_mlock | libc::SYS_mlock2 => {
-            sh.space
-                .ranged(a[0], a[1], &mut out, |id, offset, len| Record::Lock {
-                    id,
-                    offset,
-                    len,
-                });
-        }
-        libc::SYS_munlock => {
-            sh.space
-                .ranged(a[0], a[1], &mut out, |id, offset, len| Record::Unlock {
-                    id,
-                    offset,
-                    len,
-                });
-        }
-        libc::SYS_brk => sh.space.brk(r, &mut out),
-        libc::SYS_mremap => sh.space.mremap(a[0], a[1], r, a[2], &mut out),
-        _ => {}
-    }
+    crate::calls::apply(&mut sh.space, nr, a, ret, &|fd| fd_path(pid, fd), &mut out);
     sh.out = out;
+}
+
+/// The path of descriptor `fd` of process `pid` ("" if unknown).
+fn fd_path(pid: i32, fd: i32) -> String {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
 }
 
 /// Records `cmd` into `opts.out`.
