@@ -136,7 +136,7 @@ pub fn record(cmd: &[String], opts: &Options) -> Result<Summary, RecordError> {
             .insert("faults_other_processes".into(), s.faults_other_processes as i64);
         if !s.fault_kinds_known {
             header.notes.push(
-                "fault kinds unknown (no access to the exceptions tracepoints): every recorded fault replays as a write".into(),
+                "fault kinds unknown (no access to the exceptions tracepoints: is tracefs mounted at /sys/kernel/tracing, and may this user read it?): every recorded fault replays as a write".into(),
             );
         }
         header.notes.push(
