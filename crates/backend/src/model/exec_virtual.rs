@@ -40,8 +40,9 @@ use super::run::{Prediction, Shared, PREFETCH_AHEAD};
 use super::ModelError;
 use crate::latency::FineHist;
 use machine::{AccessKind, CpuHandle};
-use mm::{LockEvent, FAULT_KINDS};
-use timing::{CostModel, Ns3, SyscallKind, VirtualLocks};
+use super::pricing::{self, Pricer};
+use mm::FAULT_KINDS;
+use timing::{CostModel, Ns3};
 use workload::plan::{self, Op};
 
 /// How far (ns of virtual time) a CPU may run ahead of the next one through
@@ -119,18 +120,9 @@ enum Stepped {
 struct Exec<'s, 'w> {
     sh: &'s Shared<'w>,
     costs: &'s CostModel,
-    locks: VirtualLocks,
-    log: Vec<LockEvent>,
-    /// The MMU's flush generation and every CPU's IPIs received, as of the
-    /// last event.
-    generation: u64,
-    ipis: Vec<u64>,
-    /// IPIs received per CPU by the last event, to charge.
-    received: Vec<(usize, u64)>,
+    pricer: Pricer<'s>,
     /// The vcpu running each CPU.
     by_cpu: Vec<Option<usize>>,
-    wait: Ns3,
-    contended: u64,
     hooks: bool,
 }
 
@@ -161,18 +153,11 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
             unreported: 0,
         });
     }
-    let mmu = sh.machine.mmu();
     let mut ex = Exec {
         sh,
         costs: &sh.cfg.costs,
-        locks: VirtualLocks::new(),
-        log: Vec::new(),
-        generation: mmu.flush_generation(),
-        ipis: mmu.ipis_received(),
-        received: Vec::new(),
+        pricer: Pricer::new(&sh.cfg.costs, &sh.machine),
         by_cpu,
-        wait: Ns3::ZERO,
-        contended: 0,
         hooks: sh.hooks.active(),
     };
     loop {
@@ -192,8 +177,8 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
     Ok(End {
         makespan,
         cpus: vcpus.iter().map(|v| (v.tid, v.clock)).collect(),
-        wait: ex.wait,
-        contended: ex.contended,
+        wait: ex.pricer.wait,
+        contended: ex.pricer.contended,
     })
 }
 
@@ -337,8 +322,8 @@ impl<'s, 'w> Exec<'s, 'w> {
                     let p = Prediction {
                         at,
                         cpus: &cpus,
-                        lock_wait: self.wait,
-                        contended: self.contended,
+                        lock_wait: self.pricer.wait,
+                        contended: self.pricer.contended,
                     };
                     self.sh.mark(name, lat.as_deref(), Some(&p))?;
                 }
@@ -412,72 +397,41 @@ impl<'s, 'w> Exec<'s, 'w> {
             (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
         };
         let page = self.sh.cfg.geometry.page_size();
-        let pages = match kind {
-            SyscallKind::Munmap | SyscallKind::Madvise => before.0.saturating_sub(after.0),
-            SyscallKind::Mprotect => interp::range_len(op).div_ceil(page),
-            SyscallKind::Mmap | SyscallKind::Other => 0,
-        };
-        let added = after.1.saturating_sub(before.1);
-        let freed = before.1.saturating_sub(after.1);
-        let cost = self.costs.syscall(kind, pages, added, freed);
+        let cost = self.pricer.syscall_cost(
+            kind,
+            before,
+            after,
+            interp::range_len(op).div_ceil(page),
+        );
         self.event(v, cost, self.costs.hold_syscall);
         Some(Ok(()))
     }
 
     /// Resident pages and table pages of the address space now.
     fn usage(&self) -> Result<(u64, u64), ModelError> {
-        let c = self.sh.machine.space(self.sh.space)?.counters(&[]);
-        let kb = c.rss_anon_kb + c.rss_file_kb + c.rss_shmem_kb;
-        let pages = kb.max(0) as u64 * 1024 / self.sh.cfg.geometry.page_size();
-        let tables = c.pt_pages.iter().map(|(_, n)| *n).sum::<i64>().max(0) as u64;
-        Ok((pages, tables))
+        let page = self.sh.cfg.geometry.page_size();
+        Ok(pricing::usage(&self.sh.machine, self.sh.space, page)?)
     }
 
     /// Places an event of `v` that cost `cost` before its faults, its
-    /// shootdowns and its lock waits: adds the faults it handled (by kind,
-    /// since the last event) and the shootdowns it sent, places it with the
-    /// locks it took, and notes the IPIs others received.
+    /// shootdowns and its lock waits ([`Pricer::event`]).
     fn event(&mut self, v: &mut Vcpu<'s, 'w>, cost: Ns3, hold: Ns3) {
-        let mut cost = cost;
-        let kinds = &v.cpu.thread_counters().fault_kinds;
-        for ((now, then), price) in kinds.iter().zip(&mut v.kinds).zip(&self.costs.faults) {
-            if *now != *then {
-                cost += *price * (*now - *then) as f64;
-                *then = *now;
-            }
-        }
-        let mmu = self.sh.machine.mmu();
-        let generation = mmu.flush_generation();
-        if generation != self.generation {
-            let now = mmu.ipis_received();
-            let mut sent = 0;
-            for (cpu, (n, then)) in now.iter().zip(&self.ipis).enumerate() {
-                if n > then {
-                    self.received.push((cpu, n - then));
-                    sent += n - then;
-                }
-            }
-            cost += self
-                .costs
-                .shootdowns_sent(generation - self.generation, sent > 0);
-            self.generation = generation;
-            self.ipis = now;
-        }
-        v.cpu.drain_lock_log(&mut self.log);
-        let placed = self
-            .locks
-            .place(v.clock, cost, hold, self.costs.handoff, &self.log);
-        v.clock = placed.end;
-        self.wait += placed.wait;
-        self.contended += u64::from(placed.contended);
+        self.pricer.event(
+            &self.sh.machine,
+            &mut v.cpu,
+            &mut v.kinds,
+            &mut v.clock,
+            cost,
+            hold,
+        );
     }
 
     /// Charges the CPUs that received IPIs in the last event.
     fn charge_receivers(&mut self, vcpus: &mut [Vcpu<'s, 'w>]) {
-        if self.received.is_empty() {
+        if self.pricer.received.is_empty() {
             return;
         }
-        for (cpu, n) in self.received.drain(..) {
+        for (cpu, n) in self.pricer.received.drain(..) {
             if let Some(v) = self
                 .by_cpu
                 .get(cpu)

@@ -1,0 +1,135 @@
+//! [`Pricer`]: what one modeled CPU did, priced on its virtual clock. The
+//! virtual-time executor and the trace replay both price through it, so a
+//! one-thread trace made from a workload predicts the same nanoseconds as
+//! running that workload (the same additions in the same order).
+//!
+//! An access that does not fault is priced by the caller
+//! ([`timing::CostModel::access`], added to the CPU's clock). A fault or a
+//! system call is an *event*: [`Pricer::event`] adds the faults the CPU
+//! handled since its last event (by kind), the shootdowns the machine sent
+//! (sender's part) and places the whole with the locks the OS model logged
+//! ([`timing::VirtualLocks`]); the CPUs that received IPIs are left in
+//! [`Pricer::received`] for the caller to charge.
+//!
+//! ## Invariants
+//! 1. Nothing here reads a host clock (as `timing`'s invariant 1).
+//! 2. Every CPU's fault kinds are priced once: [`Pricer::event`] moves the
+//!    CPU's `kinds` snapshot forward to what it priced.
+
+use machine::{CpuHandle, Machine, SpaceId};
+use mm::{LockEvent, FAULT_KINDS};
+use timing::{CostModel, Ns3, SyscallKind, VirtualLocks};
+
+/// The shared part of pricing one address space's CPUs in virtual time.
+pub(crate) struct Pricer<'c> {
+    pub costs: &'c CostModel,
+    locks: VirtualLocks,
+    log: Vec<LockEvent>,
+    /// The MMU's flush generation and every CPU's IPIs received, as of the
+    /// last event.
+    generation: u64,
+    ipis: Vec<u64>,
+    /// IPIs received per CPU by the last event, for the caller to charge
+    /// (`shootdown.receiver` each).
+    pub received: Vec<(usize, u64)>,
+    /// Lock waits and contended acquisitions so far, over every CPU.
+    pub wait: Ns3,
+    pub contended: u64,
+}
+
+impl<'c> Pricer<'c> {
+    pub(crate) fn new(costs: &'c CostModel, machine: &Machine) -> Pricer<'c> {
+        let mmu = machine.mmu();
+        Pricer {
+            costs,
+            locks: VirtualLocks::new(),
+            log: Vec::new(),
+            generation: mmu.flush_generation(),
+            ipis: mmu.ipis_received(),
+            received: Vec::new(),
+            wait: Ns3::ZERO,
+            contended: 0,
+        }
+    }
+
+    /// Places an event of `cpu`, whose clock is `clock` and whose faults
+    /// were last priced at `kinds`, that cost `cost` before its faults,
+    /// shootdowns and lock waits; each lock it took is held `hold`.
+    pub(crate) fn event(
+        &mut self,
+        machine: &Machine,
+        cpu: &mut CpuHandle<'_>,
+        kinds: &mut [u64; FAULT_KINDS],
+        clock: &mut Ns3,
+        cost: Ns3,
+        hold: Ns3,
+    ) {
+        let mut cost = cost;
+        let now_kinds = &cpu.thread_counters().fault_kinds;
+        for ((now, then), price) in now_kinds.iter().zip(kinds.iter_mut()).zip(&self.costs.faults)
+        {
+            if *now != *then {
+                cost += *price * (*now - *then) as f64;
+                *then = *now;
+            }
+        }
+        let mmu = machine.mmu();
+        let generation = mmu.flush_generation();
+        if generation != self.generation {
+            let now = mmu.ipis_received();
+            let mut sent = 0;
+            for (c, (n, then)) in now.iter().zip(&self.ipis).enumerate() {
+                if n > then {
+                    self.received.push((c, n - then));
+                    sent += n - then;
+                }
+            }
+            cost += self
+                .costs
+                .shootdowns_sent(generation - self.generation, sent > 0);
+            self.generation = generation;
+            self.ipis = now;
+        }
+        cpu.drain_lock_log(&mut self.log);
+        let placed = self
+            .locks
+            .place(*clock, cost, hold, self.costs.handoff, &self.log);
+        *clock = placed.end;
+        self.wait += placed.wait;
+        self.contended += u64::from(placed.contended);
+    }
+
+    /// The cost of a system call of `kind` before its faults and
+    /// shootdowns, from the space's usage before and after it
+    /// ([`usage`]); `range_pages` is the pages of its range (priced for
+    /// mprotect, which changes entries rather than zapping pages).
+    pub(crate) fn syscall_cost(
+        &self,
+        kind: SyscallKind,
+        before: (u64, u64),
+        after: (u64, u64),
+        range_pages: u64,
+    ) -> Ns3 {
+        let pages = match kind {
+            SyscallKind::Munmap | SyscallKind::Madvise => before.0.saturating_sub(after.0),
+            SyscallKind::Mprotect => range_pages,
+            SyscallKind::Mmap | SyscallKind::Other => 0,
+        };
+        let added = after.1.saturating_sub(before.1);
+        let freed = before.1.saturating_sub(after.1);
+        self.costs.syscall(kind, pages, added, freed)
+    }
+}
+
+/// Resident pages (of `page` bytes) and table pages of `space` now.
+pub(crate) fn usage(
+    machine: &Machine,
+    space: SpaceId,
+    page: u64,
+) -> Result<(u64, u64), machine::MachineError> {
+    let c = machine.space(space)?.counters(&[]);
+    let kb = c.rss_anon_kb + c.rss_file_kb + c.rss_shmem_kb;
+    let pages = kb.max(0) as u64 * 1024 / page;
+    let tables = c.pt_pages.iter().map(|(_, n)| *n).sum::<i64>().max(0) as u64;
+    Ok((pages, tables))
+}
