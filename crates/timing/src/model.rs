@@ -19,7 +19,14 @@
 //!   every CPU that received one.
 //! - A lock: held `lock.hold_fault` by a fault and `lock.uncontended` by a
 //!   system call, per acquisition; a CPU that had to wait pays
-//!   `lock.handoff` on top (the line moving to it).
+//!   `lock.handoff` on top (the line moving to it), plus
+//!   `lock.handoff_waiter` per acquisition already waiting (a ticket lock);
+//!   a CPU that takes a free lock another CPU held last pays
+//!   `lock.handoff` (its line moves).
+//! - Memory bandwidth: the KiB a fault clears or copies (its new page, a
+//!   THP's 2 MiB, a COW's copy read and written) go through the machine's
+//!   one [`crate::MemoryChannel`] at `mem.bandwidth_kib`; the event ends no
+//!   earlier than its transfer.
 //!
 //! A file that lacks a name takes the built-in assumed figure for it
 //! ([`CostModel::missing`] lists them, so a report can say so).
@@ -71,6 +78,9 @@ pub struct CostModel {
     pub hold_fault: Ns3,
     pub hold_syscall: Ns3,
     pub handoff: Ns3,
+    pub handoff_waiter: Ns3,
+    /// The machine's memory bandwidth, ns per KiB.
+    pub bandwidth_kib: Ns3,
 }
 
 impl CostModel {
@@ -134,8 +144,18 @@ impl CostModel {
             hold_fault: get("lock.hold_fault"),
             hold_syscall: get("lock.uncontended"),
             handoff: get("lock.handoff"),
+            handoff_waiter: get("lock.handoff_waiter"),
+            bandwidth_kib: get("mem.bandwidth_kib"),
         };
         CostModel { missing, ..m }
+    }
+
+    /// What handing a lock from one CPU to another costs.
+    pub fn handoff(&self) -> crate::Handoff {
+        crate::Handoff {
+            base: self.handoff,
+            per_waiter: self.handoff_waiter,
+        }
     }
 
     /// The model of the built-in assumed figures.

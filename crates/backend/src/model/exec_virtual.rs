@@ -156,7 +156,12 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
     let mut ex = Exec {
         sh,
         costs: &sh.cfg.costs,
-        pricer: Pricer::new(&sh.cfg.costs, &sh.machine),
+        pricer: Pricer::new(
+            &sh.cfg.costs,
+            &sh.machine,
+            sh.cfg.geometry.page_size(),
+            pricing::huge_size(&sh.cfg.geometry),
+        ),
         by_cpu,
         hooks: sh.hooks.active(),
     };
@@ -418,6 +423,7 @@ impl<'s, 'w> Exec<'s, 'w> {
     fn event(&mut self, v: &mut Vcpu<'s, 'w>, cost: Ns3, hold: Ns3) {
         self.pricer.event(
             &self.sh.machine,
+            v.tid,
             &mut v.cpu,
             &mut v.kinds,
             &mut v.clock,

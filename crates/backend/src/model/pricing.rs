@@ -9,7 +9,10 @@
 //! handled since its last event (by kind), the shootdowns the machine sent
 //! (sender's part) and places the whole with the locks the OS model logged
 //! ([`timing::VirtualLocks`]); the CPUs that received IPIs are left in
-//! [`Pricer::received`] for the caller to charge.
+//! [`Pricer::received`] for the caller to charge. The pages its faults
+//! cleared or copied go through the machine's one memory channel
+//! ([`timing::MemoryChannel`]): with many CPUs faulting at once the
+//! machine's bandwidth, not each CPU's, bounds them.
 //!
 //! ## Invariants
 //! 1. Nothing here reads a host clock (as `timing`'s invariant 1).
@@ -17,13 +20,16 @@
 //!    CPU's `kinds` snapshot forward to what it priced.
 
 use machine::{CpuHandle, Machine, SpaceId};
-use mm::{LockEvent, FAULT_KINDS};
-use timing::{CostModel, Ns3, SyscallKind, VirtualLocks};
+use mm::{FaultKind, LockEvent, FAULT_KINDS};
+use timing::{CostModel, MemoryChannel, Ns3, SyscallKind, VirtualLocks};
 
 /// The shared part of pricing one address space's CPUs in virtual time.
 pub(crate) struct Pricer<'c> {
     pub costs: &'c CostModel,
     locks: VirtualLocks,
+    channel: MemoryChannel,
+    /// KiB of memory traffic per fault, by [`FaultKind`].
+    traffic_kib: [f64; FAULT_KINDS],
     log: Vec<LockEvent>,
     /// The MMU's flush generation and every CPU's IPIs received, as of the
     /// last event.
@@ -38,11 +44,37 @@ pub(crate) struct Pricer<'c> {
 }
 
 impl<'c> Pricer<'c> {
-    pub(crate) fn new(costs: &'c CostModel, machine: &Machine) -> Pricer<'c> {
+    /// Pricing for `machine`, whose base page is `page` bytes and whose
+    /// PMD-sized THP is `huge` bytes.
+    pub(crate) fn new(costs: &'c CostModel, machine: &Machine, page: u64, huge: u64) -> Pricer<'c> {
         let mmu = machine.mmu();
+        let (page, huge) = (page as f64 / 1024.0, huge as f64 / 1024.0);
+        let mut traffic_kib = [0.0; FAULT_KINDS];
+        for k in FaultKind::ALL {
+            traffic_kib[k as usize] = match k {
+                // Linux: mm/memory.c, do_anonymous_page (a zeroed folio),
+                // shmem's new page, a multi-size folio (priced as 64 KiB,
+                // as its fault is) and a THP
+                // (mm/huge_memory.c, __do_huge_pmd_anonymous_page:
+                // folio_zero_user of the whole folio).
+                FaultKind::AnonWrite | FaultKind::Shmem => page,
+                FaultKind::Mthp => 64.0,
+                FaultKind::Thp => huge,
+                // wp_page_copy: the old page read, the new one written.
+                FaultKind::Cow => 2.0 * page,
+                // The zero page, a cached page, nothing new; a major
+                // fault's read is the device's (not modeled).
+                FaultKind::ZeroRead
+                | FaultKind::FileRead
+                | FaultKind::Major
+                | FaultKind::Spurious => 0.0,
+            };
+        }
         Pricer {
             costs,
             locks: VirtualLocks::new(),
+            channel: MemoryChannel::new(),
+            traffic_kib,
             log: Vec::new(),
             generation: mmu.flush_generation(),
             ipis: mmu.ipis_received(),
@@ -52,12 +84,15 @@ impl<'c> Pricer<'c> {
         }
     }
 
-    /// Places an event of `cpu`, whose clock is `clock` and whose faults
-    /// were last priced at `kinds`, that cost `cost` before its faults,
-    /// shootdowns and lock waits; each lock it took is held `hold`.
+    /// Places an event of `cpu` (modeled CPU `cpu_id`), whose clock is
+    /// `clock` and whose faults were last priced at `kinds`, that cost
+    /// `cost` before its faults, shootdowns and lock waits; each lock it
+    /// took is held `hold`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn event(
         &mut self,
         machine: &Machine,
+        cpu_id: usize,
         cpu: &mut CpuHandle<'_>,
         kinds: &mut [u64; FAULT_KINDS],
         clock: &mut Ns3,
@@ -65,13 +100,26 @@ impl<'c> Pricer<'c> {
         hold: Ns3,
     ) {
         let mut cost = cost;
+        let mut kib = 0.0;
         let now_kinds = &cpu.thread_counters().fault_kinds;
-        for ((now, then), price) in now_kinds.iter().zip(kinds.iter_mut()).zip(&self.costs.faults)
+        for (((now, then), price), traffic) in now_kinds
+            .iter()
+            .zip(kinds.iter_mut())
+            .zip(&self.costs.faults)
+            .zip(&self.traffic_kib)
         {
             if *now != *then {
-                cost += *price * (*now - *then) as f64;
+                let n = (*now - *then) as f64;
+                cost += *price * n;
+                kib += traffic * n;
                 *then = *now;
             }
+        }
+        if kib > 0.0 {
+            // The clear starts with the event; the event cannot end before
+            // the channel has moved its pages.
+            let done = self.channel.transfer(*clock, kib, self.costs.bandwidth_kib);
+            cost = cost.max(done - *clock);
         }
         let mmu = machine.mmu();
         let generation = mmu.flush_generation();
@@ -93,7 +141,7 @@ impl<'c> Pricer<'c> {
         cpu.drain_lock_log(&mut self.log);
         let placed = self
             .locks
-            .place(*clock, cost, hold, self.costs.handoff, &self.log);
+            .place(cpu_id, *clock, cost, hold, self.costs.handoff(), &self.log);
         *clock = placed.end;
         self.wait += placed.wait;
         self.contended += u64::from(placed.contended);
@@ -132,4 +180,10 @@ pub(crate) fn usage(
     let pages = kb.max(0) as u64 * 1024 / page;
     let tables = c.pt_pages.iter().map(|(_, n)| *n).sum::<i64>().max(0) as u64;
     Ok((pages, tables))
+}
+
+/// The size of a PMD-level leaf (a THP) of `g`: the span of one entry of
+/// its second level.
+pub(crate) fn huge_size(g: &pt::geometry::Geometry) -> u64 {
+    g.levels().get(1).map_or(2 << 20, |l| l.entry_size())
 }

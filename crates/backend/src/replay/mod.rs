@@ -125,7 +125,12 @@ pub fn replay(
         page: layout::base_page(&cfg.geometry),
         last: Vec::new(),
         repeats: [0; 64],
-        pricer: Pricer::new(&cfg.costs, &machine),
+        pricer: Pricer::new(
+            &cfg.costs,
+            &machine,
+            cfg.geometry.page_size(),
+            pricing::huge_size(&cfg.geometry),
+        ),
         clocks: Vec::new(),
         kinds: Vec::new(),
         page_bytes: cfg.geometry.page_size(),
@@ -251,6 +256,7 @@ impl<'m> Driver<'m> {
         let tid = self.tid;
         self.pricer.event(
             self.machine,
+            tid,
             &mut self.cpus[tid],
             &mut self.kinds[tid],
             &mut clock,
