@@ -33,5 +33,5 @@ pub mod ns3;
 
 pub use channel::MemoryChannel;
 pub use locks::{Acquired, Handoff, VirtualLocks};
-pub use model::{CostModel, SyscallKind, SHIPPED};
+pub use model::{CostModel, SyscallKind, BARE_METAL, SHIPPED};
 pub use ns3::Ns3;

@@ -54,6 +54,25 @@ const SYSCALLS: usize = 5;
 pub const SHIPPED: &str =
     "costs/this-host.toml (shipped: ptlab calibrate --long on the development machine)";
 
+/// How reports name the shipped bare-metal file.
+pub const BARE_METAL: &str =
+    "costs/bare-metal-2013.toml (shipped: assumed figures for a 2013 bare-metal server, sources named)";
+
+/// The shipped cost files by the short names `--costs` takes besides a
+/// path, with their text.
+const SHIPPED_FILES: [(&str, &str, &str); 2] = [
+    (
+        "this-host",
+        SHIPPED,
+        include_str!("../../../costs/this-host.toml"),
+    ),
+    (
+        "bare-metal-2013",
+        BARE_METAL,
+        include_str!("../../../costs/bare-metal-2013.toml"),
+    ),
+];
+
 /// A cost file resolved for the hot path (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct CostModel {
@@ -167,10 +186,16 @@ impl CostModel {
     /// (`ptlab calibrate --long` on the development machine): the default
     /// when no `--costs` is given. Names it lacks take the built-in figures.
     pub fn shipped() -> CostModel {
-        let text = include_str!("../../../costs/this-host.toml");
-        let file = costs::CostFile::parse(text, std::path::Path::new(SHIPPED))
-            .expect("the shipped cost file is valid (tested)");
-        CostModel::new(&file, SHIPPED)
+        CostModel::named("this-host").expect("this-host is shipped")
+    }
+
+    /// A shipped cost file by its short name (`this-host`,
+    /// `bare-metal-2013`), compiled in; `None` for another name.
+    pub fn named(name: &str) -> Option<CostModel> {
+        let (_, origin, text) = SHIPPED_FILES.iter().find(|(n, _, _)| *n == name)?;
+        let file = costs::CostFile::parse(text, std::path::Path::new(origin))
+            .expect("the shipped cost files are valid (tested)");
+        Some(CostModel::new(&file, origin))
     }
 
     /// One access whose translation completed at `hit` after a walk of
@@ -250,6 +275,9 @@ mod tests {
             }
         );
         assert!(!m.missing.contains(&"fault.anon_write"));
+        let bare = CostModel::named("bare-metal-2013").unwrap();
+        assert!(bare.missing.is_empty(), "{:?}", bare.missing);
+        assert!(CostModel::named("elsewhere").is_none());
         assert!(m.missing.contains(&"fault.cow"));
         assert_eq!(m.origin, "t.toml");
         assert!(CostModel::builtin().missing.is_empty());
