@@ -331,7 +331,11 @@ fn a_one_thread_trace_predicts_the_time_of_running_its_workload() {
             assert!(lo <= ns && ns <= hi && lo > 0, "{lo} {ns} {hi}");
             // Work between marks moves time on; the end follows the last mark
             // with nothing between.
-            assert!(ns > last || b.name == "end", "{ns} after {last} at {}", b.name);
+            assert!(
+                ns > last || b.name == "end",
+                "{ns} after {last} at {}",
+                b.name
+            );
             last = ns;
         }
     }
@@ -384,5 +388,9 @@ fn each_trace_thread_has_its_own_clock() {
     assert!(c1 > first && c1 - first < first / 16, "{first} {c1}");
     assert!(c0 > c1 + first / 2, "{c0} {c1}");
     assert_eq!(m.get("predicted_ns"), Some(c1), "the mark is thread 1's");
-    assert_eq!(end.get("predicted_ns"), Some(c0), "the end is the latest clock");
+    assert_eq!(
+        end.get("predicted_ns"),
+        Some(c0),
+        "the end is the latest clock"
+    );
 }

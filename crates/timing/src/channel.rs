@@ -48,9 +48,7 @@ mod tests {
         let per = Ns3::same(10.0);
         // Eight CPUs start 2 KiB each at 0: the last is done after all
         // 16 KiB went through.
-        let done: Vec<f64> = (0..8)
-            .map(|_| c.transfer(Ns3::ZERO, 2.0, per).ns)
-            .collect();
+        let done: Vec<f64> = (0..8).map(|_| c.transfer(Ns3::ZERO, 2.0, per).ns).collect();
         assert_eq!(done[0], 20.0);
         assert_eq!(done[7], 160.0);
         // One that starts after the channel went idle does not wait.

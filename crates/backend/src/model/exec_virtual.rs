@@ -36,11 +36,11 @@
 //! `virtual_contended`.
 
 use super::interp;
+use super::pricing::{self, Pricer};
 use super::run::{Prediction, Shared, PREFETCH_AHEAD};
 use super::ModelError;
 use crate::latency::FineHist;
 use machine::{AccessKind, CpuHandle};
-use super::pricing::{self, Pricer};
 use mm::FAULT_KINDS;
 use timing::{CostModel, Ns3};
 use workload::plan::{self, Op};
@@ -402,12 +402,9 @@ impl<'s, 'w> Exec<'s, 'w> {
             (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
         };
         let page = self.sh.cfg.geometry.page_size();
-        let cost = self.pricer.syscall_cost(
-            kind,
-            before,
-            after,
-            interp::range_len(op).div_ceil(page),
-        );
+        let cost =
+            self.pricer
+                .syscall_cost(kind, before, after, interp::range_len(op).div_ceil(page));
         self.event(v, cost, self.costs.hold_syscall);
         Some(Ok(()))
     }

@@ -43,9 +43,9 @@ use machine::{
     AccessError, AccessKind, CpuHandle, Machine, MachineConfig, MapKind, MmapArgs, Prot, SpaceId,
     SyscallError,
 };
-use std::path::Path;
 use mm::FAULT_KINDS;
 use mmu::HitLevel;
+use std::path::Path;
 use std::time::Instant;
 use thiserror::Error;
 use timing::{Ns3, SyscallKind};
@@ -287,12 +287,9 @@ impl<'m> Driver<'m> {
         let r = call(self.cpu()?);
         self.syscall(r, what)?;
         let after = self.usage()?;
-        let cost = self.pricer.syscall_cost(
-            kind,
-            before,
-            after,
-            range_len.div_ceil(self.page_bytes),
-        );
+        let cost =
+            self.pricer
+                .syscall_cost(kind, before, after, range_len.div_ceil(self.page_bytes));
         let hold = self.pricer.costs.hold_syscall;
         self.event(cost, hold)
     }
@@ -510,9 +507,7 @@ impl<'m> Driver<'m> {
                 let Some((a, len)) = self.pages(*id, *offset, *len) else {
                     return Ok(());
                 };
-                self.priced_call(SyscallKind::Other, len, "munlock", |c| {
-                    c.munlock(a, len)
-                })
+                self.priced_call(SyscallKind::Other, len, "munlock", |c| c.munlock(a, len))
             }
             Record::Resize { id, size } => {
                 let i = *id as usize;

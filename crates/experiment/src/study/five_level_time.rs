@@ -40,12 +40,7 @@ pub(super) fn add(sec: &mut Section, pf: &[ConfigResult], ebizzy: &[(usize, &[Co
     for &(t, r) in ebizzy {
         let (a, b) = (time::at(&r[0], "end"), time::at(&r[1], "end"));
         let d = time::percent(&a, &b);
-        rows.push(vec![
-            t.to_string(),
-            a.text(),
-            b.text(),
-            format!("{d:+.3}%"),
-        ]);
+        rows.push(vec![t.to_string(), a.text(), b.text(), format!("{d:+.3}%")]);
         s4.push((t as f64, a.estimate()));
         s5.push((t as f64, b.estimate()));
         diffs.push((t, d));

@@ -253,6 +253,11 @@ mod tests {
         }
         // Reclaim on frees the PTE tables the last DONTNEED emptied.
         let vmpte = |c: &ConfigResult| mean(c, "done", counters::VMPTE_KB.name);
-        assert!(vmpte(&a[1]) < vmpte(&a[0]), "{} {}", vmpte(&a[1]), vmpte(&a[0]));
+        assert!(
+            vmpte(&a[1]) < vmpte(&a[0]),
+            "{} {}",
+            vmpte(&a[1]),
+            vmpte(&a[0])
+        );
     }
 }

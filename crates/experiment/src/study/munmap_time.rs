@@ -42,9 +42,10 @@ op = [
 
 /// On the kernel, the second thread reads its own memory at random for
 /// longer than the churn (a running thread of the process is sent the
-/// shootdown; an idle one is not). On the model it stays on its CPU in
-/// virtual time by sleeping: its own accesses would cost the model more
-/// than the churn and change nothing the churn sees.
+/// shootdown; an idle one is not). On the model it reads one page of its
+/// own and sleeps 20 us in virtual time, over and over, for longer than the
+/// churn: it stays on its CPU and takes its interrupts (a thread that only
+/// slept would leave them pending), while costing the model little.
 fn workload(rounds: usize, second: Option<bool>) -> String {
     let mut t = format!("name = \"study-munmap-time\"\n{}", churner(rounds));
     match second {
@@ -65,22 +66,29 @@ op = [
 "#,
             rounds.div_ceil(100)
         )),
-        Some(false) => t.push_str(
+        Some(false) => t.push_str(&format!(
             r#"
 [[thread]]
 op = [
-  { barrier = true },
-  { sleep = "1000s" },
-  { barrier = true },
+  {{ mmap = "own", size = "4KiB" }},
+  {{ touch = "own", access = "write" }},
+  {{ barrier = true }},
+  {{ repeat = {}, op = [
+    {{ touch = "own", access = "read" }},
+    {{ sleep = "20us" }},
+  ] }},
+  {{ barrier = true }},
+  {{ munmap = "own" }},
 ]
 "#,
-        ),
+            rounds * 10
+        )),
     }
     t
 }
 
 fn model_rounds(o: StudyOptions) -> usize {
-    o.pick(5_000, 100_000)
+    o.pick(5_000, 20_000)
 }
 
 fn kernel_rounds(o: StudyOptions) -> usize {
@@ -147,16 +155,21 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     };
     let k_alone = r.kernel(KERNEL_ALONE).and_then(|k| measured(k, kr));
     let k_pair = r.kernel(KERNEL_PAIR).and_then(|k| measured(k, kr));
-    let k_shoot = r.kernel(KERNEL_PAIR).and_then(|k| {
-        summary(k, "churned", counters::TLB_SHOOTDOWNS.name, Quantity::Count)
-    });
+    let k_shoot = r
+        .kernel(KERNEL_PAIR)
+        .and_then(|k| summary(k, "churned", counters::TLB_SHOOTDOWNS.name, Quantity::Count));
     let ktext = |s: &Option<stats::Summary>| {
         s.as_ref()
             .map_or("not run here".into(), |s| estimate(s, Unit::Nanoseconds))
     };
     sec.tables.push(table(
         "Time per round (mmap, write fault, munmap)",
-        &["", "model: predicted", "IPIs per munmap (model)", "kernel: measured"],
+        &[
+            "",
+            "model: predicted",
+            "IPIs per munmap (model)",
+            "kernel: measured",
+        ],
         vec![
             vec![
                 "alone".into(),

@@ -131,10 +131,7 @@ mod tests {
         };
         assert_eq!(p.per(2.0).ns, 1000.0);
         assert!(!p.per(0.0).is_some());
-        assert_eq!(
-            p.text(),
-            "2.00 us (cost-file interval 1.00 us to 4.00 us)"
-        );
+        assert_eq!(p.text(), "2.00 us (cost-file interval 1.00 us to 4.00 us)");
         let e = p.estimate();
         assert_eq!((e.value, e.ci.unwrap().low), (2000.0, 1000.0));
         assert_eq!(Predicted::NONE.text(), "n/a");
