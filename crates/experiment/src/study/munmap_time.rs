@@ -92,7 +92,7 @@ fn model_rounds(o: StudyOptions) -> usize {
 }
 
 fn kernel_rounds(o: StudyOptions) -> usize {
-    o.pick(2_000, 20_000)
+    o.pick(2_000, 10_000)
 }
 
 const KERNEL_RUNS: usize = 5;
