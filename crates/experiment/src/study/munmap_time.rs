@@ -192,7 +192,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     };
     sec.findings.push(format!(
         "The model predicts {} per round alone and {} beside a running second thread: the \
-         shootdown adds {} per munmap ({:+.1}%), over {} rounds ({:.2} IPIs per munmap).",
+         shootdown adds {} per munmap ({:+.1}%), over {} rounds (IPIs per munmap: {:.2}).",
         t_alone.short(),
         t_pair.short(),
         report::human(diff.ns, Unit::Nanoseconds),
