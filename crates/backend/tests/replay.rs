@@ -1,7 +1,8 @@
 //! Replaying a trace on the model: the same events as a workload give the
 //! same counters as running it; a trace laid out anew under a smaller
 //! address space still replays; filtered hits are counted; what the model
-//! refuses is reported with the record's index.
+//! refuses is reported with the record's index; a replay predicts time on
+//! a clock per trace thread, the same as running the workload.
 
 use backend::model::{self, Executor, ModelConfig, ModelOptions, Thp};
 use backend::replay::{self, from_workload, LayoutMode, ReplayError, ReplayOptions};
@@ -15,9 +16,9 @@ fn config(geometry: &str, thp: Thp) -> ModelConfig {
         thp: Some(thp),
         tlb: Some("zen4".into()),
         cpus: Some(1),
-        // A replay predicts no time yet: compare it with the executor that
-        // predicts none either (the counters are the same under both).
-        executor: Some(Executor::Threads),
+        // The virtual-time executor: the replay's predicted time is
+        // compared with the run's, counter for counter.
+        executor: Some(Executor::Virtual),
         ..ModelOptions::default()
     })
     .unwrap()
@@ -64,7 +65,8 @@ fn write_trace(path: &Path, records: &[Record]) {
     w.finish().unwrap();
 }
 
-/// Every counter of every mark but ptlab's own speed.
+/// Every counter of every mark but ptlab's own speed (`predicted_ns`, its
+/// ends and every CPU's clock included).
 fn same_counts(a: &Run, b: &Run) {
     assert_eq!(a.marks.len(), b.marks.len());
     for (x, y) in a.marks.iter().zip(&b.marks) {
@@ -290,4 +292,105 @@ fn a_cut_trace_is_refused_with_its_offset() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("t.ptl: byte") && e.contains("cut short"), "{e}");
+}
+
+#[test]
+fn a_one_thread_trace_predicts_the_time_of_running_its_workload() {
+    // `same_counts` above already compares every counter; this names the
+    // time: predicted_ns (and its interval, and the CPU's clock) at every
+    // mark, equal, and moving as the work does.
+    let dir = tempfile::tempdir().unwrap();
+    for (thp, geometry, va_bits) in [
+        (Thp::Never, "x86-64-4l", 48),
+        (Thp::Madvise, "x86-64-4l", 48),
+        (Thp::Never, "x86-64-5l", 57),
+    ] {
+        let w = workload::parse(WORK, "replayed.toml", va_bits).unwrap();
+        let path = dir.path().join(format!("{geometry}-{thp:?}.ptl"));
+        write_trace(&path, &from_workload::records(&w).unwrap());
+        let cfg = config(geometry, thp);
+        let ran = model::run(&w, &cfg).unwrap();
+        let replayed = replay::replay(&path, &cfg, &ReplayOptions::default()).unwrap();
+        let mut last = 0;
+        for (a, b) in ran.marks.iter().zip(&replayed.run.marks) {
+            for name in [
+                "predicted_ns",
+                "predicted_lo_ns",
+                "predicted_hi_ns",
+                "predicted_cpu0_ns",
+            ] {
+                let (x, y) = (a.counters.get(name), b.counters.get(name));
+                assert!(x.is_some(), "{name} at {}", a.name);
+                assert_eq!(x, y, "{name} at {} ({thp:?}, {geometry})", a.name);
+            }
+            let (lo, ns, hi) = (
+                b.counters.get("predicted_lo_ns").unwrap(),
+                b.counters.get("predicted_ns").unwrap(),
+                b.counters.get("predicted_hi_ns").unwrap(),
+            );
+            assert!(lo <= ns && ns <= hi && lo > 0, "{lo} {ns} {hi}");
+            // Work between marks moves time on; the end follows the last mark
+            // with nothing between.
+            assert!(
+                ns > last || b.name == "end",
+                "{ns} after {last} at {}",
+                b.name
+            );
+            last = ns;
+        }
+    }
+}
+
+#[test]
+fn each_trace_thread_has_its_own_clock() {
+    // Thread 0 writes 64 pages, thread 1 (appearing then) writes 1, thread
+    // 0 writes 64 more, thread 1 marks: thread 1's clock is one fault past
+    // where it started, thread 0's is 128 faults on; the mark is thread
+    // 1's, the end the later clock.
+    use trace::{MapEvent, MapFlags, Prot, RegionKind};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.ptl");
+    let mut recs = vec![Record::Map(MapEvent {
+        id: 0,
+        size: 1 << 20,
+        native: 0x2000_0000_0000,
+        kind: RegionKind::Anon,
+        prot: Prot(Prot::READ | Prot::WRITE),
+        flags: MapFlags::default(),
+        name: "a".into(),
+    })];
+    let write = |p: u64| Record::Access {
+        id: 0,
+        offset: p * 4096,
+        write: true,
+    };
+    recs.push(Record::Thread { tid: 0 });
+    recs.extend((0..64).map(write));
+    recs.push(Record::Mark { name: "t0".into() });
+    recs.push(Record::Thread { tid: 1 });
+    recs.push(write(200));
+    recs.push(Record::Thread { tid: 0 });
+    recs.extend((64..128).map(write));
+    recs.push(Record::Thread { tid: 1 });
+    recs.push(Record::Mark { name: "t1".into() });
+    write_trace(&path, &recs);
+    let mut cfg = config("x86-64-4l", Thp::Never);
+    cfg.cpus = 2;
+    let r = replay::replay(&path, &cfg, &ReplayOptions::default()).unwrap();
+    let first = r.run.marks[0].counters.get("predicted_ns").unwrap();
+    let (m, end) = (&r.run.marks[1].counters, &r.run.marks[2].counters);
+    let (c0, c1) = (
+        m.get("predicted_cpu0_ns").unwrap(),
+        m.get("predicted_cpu1_ns").unwrap(),
+    );
+    // Thread 1 started where the trace was when it appeared (thread 0's
+    // clock at its 64th fault) and took one fault.
+    assert!(c1 > first && c1 - first < first / 16, "{first} {c1}");
+    assert!(c0 > c1 + first / 2, "{c0} {c1}");
+    assert_eq!(m.get("predicted_ns"), Some(c1), "the mark is thread 1's");
+    assert_eq!(
+        end.get("predicted_ns"),
+        Some(c0),
+        "the end is the latest clock"
+    );
 }

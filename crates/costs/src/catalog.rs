@@ -75,6 +75,8 @@ pub const CATALOG: &[CostName] = &[
     c("lock.uncontended", Per::Event, "Taking and releasing a free spinlock."),
     c("lock.hold_fault", Per::Event, "Time a fault holds its page-table lock while it sets the entries."),
     c("lock.handoff", Per::Event, "Handing a contended spinlock from one CPU to another (cache line transfer)."),
+    c("lock.handoff_waiter", Per::Event, "Extra hand-off cost per CPU already waiting on the lock (a ticket spinlock sends its line to every waiter; a queued spinlock about 0)."),
+    c("mem.bandwidth_kib", Per::KiB, "The whole machine's memory bandwidth, shared by every CPU, for clearing and copying pages: ns per KiB moved."),
     // Translation.
     c("access.tlb_hit", Per::Event, "A memory access whose translation hits the first-level TLB, cache hit."),
     c("tlb.l2_hit", Per::Event, "Extra cost of an access that misses the L1 TLB and hits the L2 TLB."),

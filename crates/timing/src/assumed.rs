@@ -39,6 +39,10 @@ const FIGURES: &[(&str, f64, f64, f64)] = &[
     ("lock.uncontended", 20.0, 10.0, 40.0),
     ("lock.hold_fault", 100.0, 50.0, 200.0),
     ("lock.handoff", 150.0, 80.0, 300.0),
+    // Linux's queued spinlock: each waiter spins on its own node.
+    ("lock.handoff_waiter", 0.0, 0.0, 10.0),
+    // A current server's memory: 200-400 GB/s for the machine.
+    ("mem.bandwidth_kib", 3.4, 2.5, 5.0),
     ("access.tlb_hit", 1.0, 0.5, 2.0),
     ("tlb.l2_hit", 7.0, 5.0, 10.0),
     ("tlb.miss_walk", 30.0, 20.0, 60.0),

@@ -10,7 +10,10 @@
 //! - [`model`]: [`CostModel`], every cost name resolved once into plain
 //!   fields, and the linear sums that price one event.
 //! - [`locks`]: [`VirtualLocks`], each lock as "free at virtual time T", so
-//!   waiting and contention happen in virtual time.
+//!   waiting and contention happen in virtual time; a hand-off's cost
+//!   grows with the waiters where the lock is a ticket lock.
+//! - [`channel`]: [`MemoryChannel`], the memory bandwidth all CPUs share
+//!   for clearing and copying pages.
 //!
 //! ## Invariants
 //! 1. Nothing here reads a host clock: the same events in the same order
@@ -23,10 +26,12 @@
 //!    `f64` fields.
 
 pub mod assumed;
+pub mod channel;
 pub mod locks;
 pub mod model;
 pub mod ns3;
 
-pub use locks::{Acquired, VirtualLocks};
-pub use model::{CostModel, SyscallKind, SHIPPED};
+pub use channel::MemoryChannel;
+pub use locks::{Acquired, Handoff, VirtualLocks};
+pub use model::{CostModel, SyscallKind, BARE_METAL, SHIPPED};
 pub use ns3::Ns3;

@@ -25,7 +25,14 @@
 //!   CPU that received one.
 //! - A lock: held `lock.hold_fault` by a fault and `lock.uncontended` by a
 //!   system call, per acquisition; a CPU that had to wait pays
-//!   `lock.handoff` on top (the line moving to it).
+//!   `lock.handoff` on top (the line moving to it), plus
+//!   `lock.handoff_waiter` per acquisition already waiting (a ticket lock);
+//!   a CPU that takes a free lock another CPU held last pays
+//!   `lock.handoff` (its line moves).
+//! - Memory bandwidth: the KiB a fault clears or copies (its new page, a
+//!   THP's 2 MiB, a COW's copy read and written) go through the machine's
+//!   one [`crate::MemoryChannel`] at `mem.bandwidth_kib`; the event ends no
+//!   earlier than its transfer.
 //!
 //! A file that lacks a name takes the built-in assumed figure for it
 //! ([`CostModel::missing`] lists them, so a report can say so).
@@ -53,6 +60,25 @@ const SYSCALLS: usize = 5;
 pub const SHIPPED: &str =
     "costs/this-host.toml (shipped: ptlab calibrate --long on the development machine)";
 
+/// How reports name the shipped bare-metal file.
+pub const BARE_METAL: &str =
+    "costs/bare-metal-2013.toml (shipped: assumed figures for a 2013 bare-metal server, sources named)";
+
+/// The shipped cost files by the short names `--costs` takes besides a
+/// path, with their text.
+const SHIPPED_FILES: [(&str, &str, &str); 2] = [
+    (
+        "this-host",
+        SHIPPED,
+        include_str!("../../../costs/this-host.toml"),
+    ),
+    (
+        "bare-metal-2013",
+        BARE_METAL,
+        include_str!("../../../costs/bare-metal-2013.toml"),
+    ),
+];
+
 /// A cost file resolved for the hot path (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct CostModel {
@@ -77,6 +103,9 @@ pub struct CostModel {
     pub hold_fault: Ns3,
     pub hold_syscall: Ns3,
     pub handoff: Ns3,
+    pub handoff_waiter: Ns3,
+    /// The machine's memory bandwidth, ns per KiB.
+    pub bandwidth_kib: Ns3,
 }
 
 impl CostModel {
@@ -140,8 +169,18 @@ impl CostModel {
             hold_fault: get("lock.hold_fault"),
             hold_syscall: get("lock.uncontended"),
             handoff: get("lock.handoff"),
+            handoff_waiter: get("lock.handoff_waiter"),
+            bandwidth_kib: get("mem.bandwidth_kib"),
         };
         CostModel { missing, ..m }
+    }
+
+    /// What handing a lock from one CPU to another costs.
+    pub fn handoff(&self) -> crate::Handoff {
+        crate::Handoff {
+            base: self.handoff,
+            per_waiter: self.handoff_waiter,
+        }
     }
 
     /// The model of the built-in assumed figures.
@@ -153,10 +192,16 @@ impl CostModel {
     /// (`ptlab calibrate --long` on the development machine): the default
     /// when no `--costs` is given. Names it lacks take the built-in figures.
     pub fn shipped() -> CostModel {
-        let text = include_str!("../../../costs/this-host.toml");
-        let file = costs::CostFile::parse(text, std::path::Path::new(SHIPPED))
-            .expect("the shipped cost file is valid (tested)");
-        CostModel::new(&file, SHIPPED)
+        CostModel::named("this-host").expect("this-host is shipped")
+    }
+
+    /// A shipped cost file by its short name (`this-host`,
+    /// `bare-metal-2013`), compiled in; `None` for another name.
+    pub fn named(name: &str) -> Option<CostModel> {
+        let (_, origin, text) = SHIPPED_FILES.iter().find(|(n, _, _)| *n == name)?;
+        let file = costs::CostFile::parse(text, std::path::Path::new(origin))
+            .expect("the shipped cost files are valid (tested)");
+        Some(CostModel::new(&file, origin))
     }
 
     /// One access whose translation completed at `hit` after a walk of
@@ -236,6 +281,9 @@ mod tests {
             }
         );
         assert!(!m.missing.contains(&"fault.anon_write"));
+        let bare = CostModel::named("bare-metal-2013").unwrap();
+        assert!(bare.missing.is_empty(), "{:?}", bare.missing);
+        assert!(CostModel::named("elsewhere").is_none());
         assert!(m.missing.contains(&"fault.cow"));
         assert_eq!(m.origin, "t.toml");
         assert!(CostModel::builtin().missing.is_empty());

@@ -36,11 +36,18 @@ pub struct ModelConfig {
     pub executor: Executor,
 }
 
-/// The cost model of the cost file at `path`.
+/// The cost model of the cost file at `path`, or of a shipped file by its
+/// short name (`this-host`, `bare-metal-2013`).
 ///
 /// # Errors
 /// The costs crate's message (the file, and the key or line at fault).
 pub fn load_costs(path: &str) -> Result<CostModel, String> {
+    // A shipped file by its short name, unless a file of that name exists.
+    if !std::path::Path::new(path).exists() {
+        if let Some(m) = CostModel::named(path) {
+            return Ok(m);
+        }
+    }
     let f = costs::CostFile::load(std::path::Path::new(path)).map_err(|e| e.to_string())?;
     Ok(CostModel::new(&f, path))
 }

@@ -36,33 +36,14 @@
 //! `virtual_contended`.
 
 use super::interp;
+use super::pricing::{self, untyped_faults, Pricer, Usage};
 use super::run::{Prediction, Shared, PREFETCH_AHEAD};
 use super::ModelError;
 use crate::latency::FineHist;
 use machine::{AccessKind, CpuHandle};
-use mm::{FaultKind, LockEvent, FAULT_KINDS};
-use timing::{CostModel, Ns3, SyscallKind, VirtualLocks};
+use mm::FAULT_KINDS;
+use timing::{CostModel, Ns3};
 use workload::plan::{self, Op};
-
-/// What the address space holds, before and after a system call.
-struct Usage {
-    /// Resident pages.
-    pages: u64,
-    /// Page-table pages.
-    tables: u64,
-    anon_kb: i64,
-    file_kb: i64,
-    shmem_kb: i64,
-    anon_huge_kb: i64,
-}
-
-/// Faults a thread handled that no fault kind counts: those a system call
-/// made populating pages (Linux counts them in `min_flt`/`maj_flt` like a
-/// touch's; the model's kinds count only faults of accesses).
-fn untyped_faults(t: &mm::ThreadCounters) -> u64 {
-    let typed: u64 = t.fault_kinds.iter().sum();
-    (t.minor_faults + t.major_faults).saturating_sub(typed)
-}
 
 /// How far (ns of virtual time) a CPU may run ahead of the next one through
 /// accesses that do not fault.
@@ -139,18 +120,9 @@ enum Stepped {
 struct Exec<'s, 'w> {
     sh: &'s Shared<'w>,
     costs: &'s CostModel,
-    locks: VirtualLocks,
-    log: Vec<LockEvent>,
-    /// The MMU's flush generation and every CPU's IPIs received, as of the
-    /// last event.
-    generation: u64,
-    ipis: Vec<u64>,
-    /// IPIs received per CPU by the last event, to charge.
-    received: Vec<(usize, u64)>,
+    pricer: Pricer<'s>,
     /// The vcpu running each CPU.
     by_cpu: Vec<Option<usize>>,
-    wait: Ns3,
-    contended: u64,
     hooks: bool,
 }
 
@@ -181,18 +153,16 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
             unreported: 0,
         });
     }
-    let mmu = sh.machine.mmu();
     let mut ex = Exec {
         sh,
         costs: &sh.cfg.costs,
-        locks: VirtualLocks::new(),
-        log: Vec::new(),
-        generation: mmu.flush_generation(),
-        ipis: mmu.ipis_received(),
-        received: Vec::new(),
+        pricer: Pricer::new(
+            &sh.cfg.costs,
+            &sh.machine,
+            sh.cfg.geometry.page_size(),
+            pricing::huge_size(&sh.cfg.geometry),
+        ),
         by_cpu,
-        wait: Ns3::ZERO,
-        contended: 0,
         hooks: sh.hooks.active(),
     };
     loop {
@@ -212,8 +182,8 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
     Ok(End {
         makespan,
         cpus: vcpus.iter().map(|v| (v.tid, v.clock)).collect(),
-        wait: ex.wait,
-        contended: ex.contended,
+        wait: ex.pricer.wait,
+        contended: ex.pricer.contended,
     })
 }
 
@@ -357,8 +327,8 @@ impl<'s, 'w> Exec<'s, 'w> {
                     let p = Prediction {
                         at,
                         cpus: &cpus,
-                        lock_wait: self.wait,
-                        contended: self.contended,
+                        lock_wait: self.pricer.wait,
+                        contended: self.pricer.contended,
                     };
                     self.sh.mark(name, lat.as_deref(), Some(&p))?;
                 }
@@ -441,119 +411,41 @@ impl<'s, 'w> Exec<'s, 'w> {
             (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
         };
         let page = self.sh.cfg.geometry.page_size();
-        let pages = match kind {
-            SyscallKind::Munmap | SyscallKind::Madvise => before.pages.saturating_sub(after.pages),
-            SyscallKind::Mprotect => interp::range_len(op).div_ceil(page),
-            SyscallKind::Mmap | SyscallKind::Other => 0,
-        };
-        let added = after.tables.saturating_sub(before.tables);
-        let freed = before.tables.saturating_sub(after.tables);
-        let mut cost = self.costs.syscall(kind, pages, added, freed);
-        // Pages the call populated (MAP_POPULATE, MAP_LOCKED, mlock,
-        // MADV_POPULATE_*, mprotect of a locked range) were faulted in by
-        // the kernel on the caller's behalf (Linux: mm/gup.c,
-        // populate_vma_page_range -> faultin_page -> handle_mm_fault), each
-        // a fault like a touch's: priced as faults, by what they mapped.
-        let untyped = untyped_faults(v.cpu.thread_counters()) - untyped_before;
-        if untyped > 0 {
-            cost += self.populated(untyped, &before, &after);
-        }
+        let populated = untyped_faults(v.cpu.thread_counters()) - untyped_before;
+        let range_pages = interp::range_len(op).div_ceil(page);
+        let cost = self
+            .pricer
+            .syscall_cost(kind, &before, &after, range_pages, populated);
         self.event(v, cost, self.costs.hold_syscall);
         Some(Ok(()))
     }
 
-    /// The price of `faults` faults a system call made in populating, from
-    /// what the space gained: a PMD-mapped THP per `fault.thp`, an
-    /// anonymous page per `fault.anon_write`, a shmem page per
-    /// `fault.shmem`; the rest (reads of the zero page, file pages mapped
-    /// with fault-around) per `fault.file_read` if file pages were mapped,
-    /// else per `fault.zero_read`.
-    fn populated(&self, faults: u64, before: &Usage, after: &Usage) -> Ns3 {
-        let page = self.sh.cfg.geometry.page_size();
-        let pages = |kb: i64| kb.max(0) as u64 * 1024 / page;
-        let gain = |f: fn(&Usage) -> i64| pages(f(after) - f(before));
-        let per_huge = (2 << 20) / page;
-        let huge = (gain(|u| u.anon_huge_kb) / per_huge).min(faults);
-        let mut left = faults - huge;
-        let anon = gain(|u| u.anon_kb)
-            .saturating_sub(huge * per_huge)
-            .min(left);
-        left -= anon;
-        let shmem = gain(|u| u.shmem_kb).min(left);
-        left -= shmem;
-        let f = &self.costs.faults;
-        let rest = if gain(|u| u.file_kb) > 0 {
-            f[FaultKind::FileRead as usize]
-        } else {
-            f[FaultKind::ZeroRead as usize]
-        };
-        f[FaultKind::Thp as usize] * huge as f64
-            + f[FaultKind::AnonWrite as usize] * anon as f64
-            + f[FaultKind::Shmem as usize] * shmem as f64
-            + rest * left as f64
-    }
-
     /// Resident pages and table pages of the address space now.
     fn usage(&self) -> Result<Usage, ModelError> {
-        let c = self.sh.machine.space(self.sh.space)?.counters(&[]);
-        let kb = c.rss_anon_kb + c.rss_file_kb + c.rss_shmem_kb;
-        let pages = kb.max(0) as u64 * 1024 / self.sh.cfg.geometry.page_size();
-        let tables = c.pt_pages.iter().map(|(_, n)| *n).sum::<i64>().max(0) as u64;
-        Ok(Usage {
-            pages,
-            tables,
-            anon_kb: c.rss_anon_kb,
-            file_kb: c.rss_file_kb,
-            shmem_kb: c.rss_shmem_kb,
-            anon_huge_kb: c.anon_huge_kb,
-        })
+        let page = self.sh.cfg.geometry.page_size();
+        Ok(pricing::usage(&self.sh.machine, self.sh.space, page)?)
     }
 
     /// Places an event of `v` that cost `cost` before its faults, its
-    /// shootdowns and its lock waits: adds the faults it handled (by kind,
-    /// since the last event) and the shootdowns it sent, places it with the
-    /// locks it took, and notes the IPIs others received.
+    /// shootdowns and its lock waits ([`Pricer::event`]).
     fn event(&mut self, v: &mut Vcpu<'s, 'w>, cost: Ns3, hold: Ns3) {
-        let mut cost = cost;
-        let kinds = &v.cpu.thread_counters().fault_kinds;
-        for ((now, then), price) in kinds.iter().zip(&mut v.kinds).zip(&self.costs.faults) {
-            if *now != *then {
-                cost += *price * (*now - *then) as f64;
-                *then = *now;
-            }
-        }
-        let mmu = self.sh.machine.mmu();
-        let generation = mmu.flush_generation();
-        if generation != self.generation {
-            let now = mmu.ipis_received();
-            let mut sent = 0;
-            for (cpu, (n, then)) in now.iter().zip(&self.ipis).enumerate() {
-                if n > then {
-                    self.received.push((cpu, n - then));
-                    sent += n - then;
-                }
-            }
-            cost += self
-                .costs
-                .shootdowns_sent(generation - self.generation, sent > 0);
-            self.generation = generation;
-            self.ipis = now;
-        }
-        v.cpu.drain_lock_log(&mut self.log);
-        let placed = self
-            .locks
-            .place(v.clock, cost, hold, self.costs.handoff, &self.log);
-        v.clock = placed.end;
-        self.wait += placed.wait;
-        self.contended += u64::from(placed.contended);
+        self.pricer.event(
+            &self.sh.machine,
+            v.tid,
+            &mut v.cpu,
+            &mut v.kinds,
+            &mut v.clock,
+            cost,
+            hold,
+        );
     }
 
     /// Charges the CPUs that received IPIs in the last event.
     fn charge_receivers(&mut self, vcpus: &mut [Vcpu<'s, 'w>]) {
-        if self.received.is_empty() {
+        if self.pricer.received.is_empty() {
             return;
         }
-        for (cpu, n) in self.received.drain(..) {
+        for (cpu, n) in self.pricer.received.drain(..) {
             if let Some(v) = self
                 .by_cpu
                 .get(cpu)

@@ -28,6 +28,7 @@ mod exec_virtual;
 mod fork;
 mod interp;
 mod options;
+pub(crate) mod pricing;
 mod run;
 mod settings;
 pub mod snapshot;
@@ -35,6 +36,7 @@ pub mod snapshot;
 pub use config::{host_tlb_preset, load_costs, ModelConfig, OptionError};
 pub use exec_virtual::QUANTUM_NS;
 pub use options::{planned_accesses, ProgressFn, RunOptions, CHECK_EVERY};
+pub(crate) use run::Prediction;
 pub use run::{run, run_with, ModelError};
 pub use settings::{
     Executor, Locking, ModelOptions, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,

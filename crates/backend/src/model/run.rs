@@ -57,7 +57,7 @@ impl From<MachineError> for ModelError {
 pub(super) const PREFETCH_AHEAD: usize = 8;
 
 /// What the virtual-time executor predicts at a mark.
-pub(super) struct Prediction<'a> {
+pub(crate) struct Prediction<'a> {
     /// The modeled time of the mark since the run's start.
     pub at: Ns3,
     /// Each workload thread's CPU and its clock.
@@ -66,6 +66,22 @@ pub(super) struct Prediction<'a> {
     pub lock_wait: Ns3,
     /// Acquisitions that waited in virtual time so far.
     pub contended: u64,
+}
+
+impl Prediction<'_> {
+    /// Writes the prediction into a mark's counters: `predicted_ns` with
+    /// its low and high ends, each CPU's clock, the lock waits.
+    pub(crate) fn write(&self, c: &mut Counters) {
+        let ns = |v: f64| v.round() as i64;
+        c.set(counters::PREDICTED_NS.name, ns(self.at.ns));
+        c.set(counters::PREDICTED_LO_NS.name, ns(self.at.lo));
+        c.set(counters::PREDICTED_HI_NS.name, ns(self.at.hi));
+        for (cpu, clock) in self.cpus {
+            c.set(&format!("predicted_cpu{cpu}_ns"), ns(clock.ns));
+        }
+        c.set(counters::LOCK_WAIT_NS.name, ns(self.lock_wait.ns));
+        c.set(counters::VIRTUAL_CONTENDED.name, self.contended as i64);
+    }
 }
 
 /// What every executor shares: the plan, the machine, the run's hooks and
@@ -186,15 +202,7 @@ impl Shared<'_> {
             self.start.elapsed().as_nanos() as i64,
         );
         if let Some(p) = predicted {
-            let ns = |v: f64| v.round() as i64;
-            c.set(counters::PREDICTED_NS.name, ns(p.at.ns));
-            c.set(counters::PREDICTED_LO_NS.name, ns(p.at.lo));
-            c.set(counters::PREDICTED_HI_NS.name, ns(p.at.hi));
-            for (cpu, clock) in p.cpus {
-                c.set(&format!("predicted_cpu{cpu}_ns"), ns(clock.ns));
-            }
-            c.set(counters::LOCK_WAIT_NS.name, ns(p.lock_wait.ns));
-            c.set(counters::VIRTUAL_CONTENDED.name, p.contended as i64);
+            p.write(&mut c);
         }
         lock(&self.marks).push(Mark {
             name: name.to_string(),

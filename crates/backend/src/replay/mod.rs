@@ -18,6 +18,16 @@
 //! - File regions are replayed with the file cached (no major faults).
 //! - `Move` (mremap) is replayed as a new mapping and an unmap of the old
 //!   one: the pages fault in again where Linux would move the tables.
+//! - Time: each trace thread has a virtual clock, priced as the
+//!   virtual-time executor prices a run ([`crate::model::pricing`]): an
+//!   access by where its translation was found, a fault or a system call
+//!   as an event with its locks, a shootdown for its sender and each
+//!   receiver. Every mark reports `predicted_ns` (the marking thread's
+//!   clock; at the end, the latest clock) with its low and high ends and
+//!   each thread's clock. The trace's order decides who takes a lock first;
+//!   a thread that first appears starts at the clock of the thread that ran
+//!   just before it (it was created then). A one-thread trace made from a
+//!   workload ([`from_workload`]) predicts what running the workload does.
 //! - Under a geometry whose base page is larger than 4 KiB, regions are
 //!   sized up to whole pages and a range operation covers the whole pages
 //!   inside its range (a 4 KiB guard page inside a 64 KiB page is not
@@ -26,15 +36,19 @@
 pub mod from_workload;
 pub mod layout;
 
-use crate::model::{snapshot, ModelConfig};
+use crate::model::pricing::{self, Pricer};
+use crate::model::{snapshot, ModelConfig, Prediction};
 pub use layout::{Layout, LayoutMode};
 use machine::{
     AccessError, AccessKind, CpuHandle, Machine, MachineConfig, MapKind, MmapArgs, Prot, SpaceId,
     SyscallError,
 };
+use mm::FAULT_KINDS;
+use mmu::HitLevel;
 use std::path::Path;
 use std::time::Instant;
 use thiserror::Error;
+use timing::{Ns3, SyscallKind};
 use trace::regions::{self, Scan};
 use trace::{MapEvent, Record, RegionKind, TraceError, TraceReader};
 use workload::result::{Counters, Mark, Run};
@@ -111,6 +125,15 @@ pub fn replay(
         page: layout::base_page(&cfg.geometry),
         last: Vec::new(),
         repeats: [0; 64],
+        pricer: Pricer::new(
+            &cfg.costs,
+            &machine,
+            cfg.geometry.page_size(),
+            pricing::huge_size(&cfg.geometry),
+        ),
+        clocks: Vec::new(),
+        kinds: Vec::new(),
+        page_bytes: cfg.geometry.page_size(),
     };
     d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
     let mut reader = TraceReader::open(path)?;
@@ -132,7 +155,7 @@ pub fn replay(
         }
         chunk.check_count(n)?;
     }
-    d.mark("end")?;
+    d.end_mark()?;
     let marks = std::mem::take(&mut d.marks);
     let skipped_advice = d.skipped.iter().map(|(&a, &n)| (a, n)).collect();
     drop(d);
@@ -173,6 +196,14 @@ struct Driver<'m> {
     /// Accesses counted as first-level hits without translating, by log2
     /// of the page size that holds them (see [`Last`]).
     repeats: [u64; 64],
+    /// Prices every thread's events (see the module documentation).
+    pricer: Pricer<'m>,
+    /// Per trace thread: its virtual clock, and its faults by kind as of
+    /// its last priced event.
+    clocks: Vec<Ns3>,
+    kinds: Vec<[u64; FAULT_KINDS]>,
+    /// The geometry's page size, for pricing system calls per page.
+    page_bytes: u64,
 }
 
 /// The page of a thread's last access and its kind. The next access of
@@ -200,9 +231,74 @@ impl<'m> Driver<'m> {
                 .machine
                 .cpu(self.cpus.len(), self.space)
                 .map_err(internal)?;
+            self.kinds.push(c.thread_counters().fault_kinds);
             self.cpus.push(c);
         }
         Ok(&mut self.cpus[self.tid])
+    }
+
+    /// The current thread's clock: a thread seen for the first time starts
+    /// at the clock of the last event before it (the latest clock so far).
+    fn clock(&mut self) -> &mut Ns3 {
+        if self.clocks.len() <= self.tid {
+            let start = self.clocks.iter().fold(Ns3::ZERO, |m, c| m.max(*c));
+            self.clocks.resize(self.tid + 1, start);
+        }
+        &mut self.clocks[self.tid]
+    }
+
+    /// Prices an event of the current thread that cost `cost` before its
+    /// faults, shootdowns and lock waits, and charges the CPUs that
+    /// received IPIs in it.
+    fn event(&mut self, cost: Ns3, hold: Ns3) -> Result<(), ReplayError> {
+        self.cpu()?;
+        let mut clock = *self.clock();
+        let tid = self.tid;
+        self.pricer.event(
+            self.machine,
+            tid,
+            &mut self.cpus[tid],
+            &mut self.kinds[tid],
+            &mut clock,
+            cost,
+            hold,
+        );
+        self.clocks[tid] = clock;
+        let receiver = self.pricer.costs.shootdown_receiver;
+        for (cpu, n) in self.pricer.received.drain(..) {
+            // A CPU of no trace thread yet runs nothing: it pays nothing.
+            if let Some(c) = self.clocks.get_mut(cpu) {
+                *c += receiver * n as f64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a system call of `kind` (its range `range_len` bytes) as one
+    /// priced event.
+    fn priced_call(
+        &mut self,
+        kind: SyscallKind,
+        range_len: u64,
+        what: &str,
+        call: impl FnOnce(&mut CpuHandle<'m>) -> Result<(), SyscallError>,
+    ) -> Result<(), ReplayError> {
+        let before = self.usage()?;
+        let untyped_before = pricing::untyped_faults(self.cpu()?.thread_counters());
+        let r = call(self.cpu()?);
+        self.syscall(r, what)?;
+        let after = self.usage()?;
+        let populated = pricing::untyped_faults(self.cpu()?.thread_counters()) - untyped_before;
+        let range_pages = range_len.div_ceil(self.page_bytes);
+        let cost = self
+            .pricer
+            .syscall_cost(kind, &before, &after, range_pages, populated);
+        let hold = self.pricer.costs.hold_syscall;
+        self.event(cost, hold)
+    }
+
+    fn usage(&self) -> Result<pricing::Usage, ReplayError> {
+        pricing::usage(self.machine, self.space, self.page_bytes).map_err(internal)
     }
 
     fn refused(&self, what: String) -> ReplayError {
@@ -242,6 +338,8 @@ impl<'m> Driver<'m> {
         if let Some(l) = self.last.get(self.tid) {
             if l.mask != 0 && va & l.mask == l.base && l.write == write {
                 self.repeats[usize::from(l.shift)] += 1;
+                let hit = self.pricer.costs.access(HitLevel::L1, 0);
+                *self.clock() += hit;
                 return Ok(());
             }
         }
@@ -252,9 +350,17 @@ impl<'m> Driver<'m> {
         };
         match self.cpu()?.access(va, kind) {
             Ok(o) => {
+                let cost = self
+                    .pricer
+                    .costs
+                    .access(o.translation.hit, o.translation.walk_refs);
                 if o.faults > 0 {
                     // A fault may have changed other CPUs' translations.
                     self.forget();
+                    let hold = self.pricer.costs.hold_fault;
+                    self.event(cost, hold)?;
+                } else {
+                    *self.clock() += cost;
                 }
                 let size = o.translation.page_size;
                 if self.last.len() <= self.tid {
@@ -293,8 +399,7 @@ impl<'m> Driver<'m> {
             noreserve: m.flags.has(trace::MapFlags::NORESERVE),
             replace: false,
         };
-        let r = self.cpu()?.mmap(args);
-        self.syscall(r, "mmap")
+        self.priced_call(SyscallKind::Mmap, 0, "mmap", |c| c.mmap(args))
     }
 
     /// The whole pages of `[offset, offset + len)` of region `id`: a range
@@ -340,6 +445,8 @@ impl<'m> Driver<'m> {
                     Some(l) => self.repeats[usize::from(l.shift)] += count,
                     None => self.hits += count,
                 }
+                let hit = self.pricer.costs.access(HitLevel::L1, 0);
+                *self.clock() += hit * *count as f64;
                 Ok(())
             }
             Record::Thread { tid } => {
@@ -357,11 +464,10 @@ impl<'m> Driver<'m> {
                 let Some((a, len)) = self.pages(*id, *offset, *len) else {
                     return Ok(());
                 };
-                let r = self.cpu()?.munmap(a, len);
                 if whole {
                     self.size[*id as usize] = 0;
                 }
-                self.syscall(r, "munmap")
+                self.priced_call(SyscallKind::Munmap, len, "munmap", |c| c.munmap(a, len))
             }
             Record::Protect {
                 id,
@@ -372,8 +478,10 @@ impl<'m> Driver<'m> {
                 let Some((a, len)) = self.pages(*id, *offset, *len) else {
                     return Ok(());
                 };
-                let r = self.cpu()?.mprotect(a, len, prot(*p));
-                self.syscall(r, "mprotect")
+                let p = prot(*p);
+                self.priced_call(SyscallKind::Mprotect, len, "mprotect", |c| {
+                    c.mprotect(a, len, p)
+                })
             }
             Record::Advise {
                 id,
@@ -388,22 +496,21 @@ impl<'m> Driver<'m> {
                 let Some((a, len)) = self.pages(*id, *offset, *len) else {
                     return Ok(());
                 };
-                let r = self.cpu()?.madvise(a, len, adv);
-                self.syscall(r, "madvise")
+                self.priced_call(SyscallKind::Madvise, len, "madvise", |c| {
+                    c.madvise(a, len, adv)
+                })
             }
             Record::Lock { id, offset, len } => {
                 let Some((a, len)) = self.pages(*id, *offset, *len) else {
                     return Ok(());
                 };
-                let r = self.cpu()?.mlock(a, len);
-                self.syscall(r, "mlock")
+                self.priced_call(SyscallKind::Other, len, "mlock", |c| c.mlock(a, len))
             }
             Record::Unlock { id, offset, len } => {
                 let Some((a, len)) = self.pages(*id, *offset, *len) else {
                     return Ok(());
                 };
-                let r = self.cpu()?.munlock(a, len);
-                self.syscall(r, "munlock")
+                self.priced_call(SyscallKind::Other, len, "munlock", |c| c.munlock(a, len))
             }
             Record::Resize { id, size } => {
                 let i = *id as usize;
@@ -426,8 +533,10 @@ impl<'m> Driver<'m> {
                     };
                     self.map(&m, base + old, *size - old)
                 } else if *size < old {
-                    let r = self.cpu()?.munmap(base + size, old - size);
-                    self.syscall(r, "munmap (shrink)")
+                    let (a, len) = (base + size, old - size);
+                    self.priced_call(SyscallKind::Munmap, len, "munmap (shrink)", |c| {
+                        c.munmap(a, len)
+                    })
                 } else {
                     Ok(())
                 }
@@ -455,13 +564,26 @@ impl<'m> Driver<'m> {
                     self.size[*id as usize].next_multiple_of(self.page),
                 );
                 self.size[*id as usize] = 0;
-                let r = self.cpu()?.munmap(old, old_size);
-                self.syscall(r, "munmap (move)")
+                self.priced_call(SyscallKind::Munmap, old_size, "munmap (move)", |c| {
+                    c.munmap(old, old_size)
+                })
             }
         }
     }
 
+    /// A mark of the current thread: `predicted_ns` is its clock.
     fn mark(&mut self, name: &str) -> Result<(), ReplayError> {
+        let at = *self.clock();
+        self.mark_at(name, at)
+    }
+
+    /// The end: `predicted_ns` is the latest clock (the makespan).
+    fn end_mark(&mut self) -> Result<(), ReplayError> {
+        let at = self.clocks.iter().fold(Ns3::ZERO, |m, c| m.max(*c));
+        self.mark_at("end", at)
+    }
+
+    fn mark_at(&mut self, name: &str, at: Ns3) -> Result<(), ReplayError> {
         for c in &mut self.cpus {
             c.checkpoint().map_err(internal)?;
         }
@@ -486,6 +608,14 @@ impl<'m> Driver<'m> {
             counters::MODEL_WALL_NS.name,
             self.start.elapsed().as_nanos() as i64,
         );
+        let cpus: Vec<(usize, Ns3)> = self.clocks.iter().copied().enumerate().collect();
+        Prediction {
+            at,
+            cpus: &cpus,
+            lock_wait: self.pricer.wait,
+            contended: self.pricer.contended,
+        }
+        .write(&mut c);
         self.marks.push(Mark {
             name: name.to_string(),
             counters: c,

@@ -11,19 +11,25 @@
 //!
 //! The questions: [`five_level`] (4-level vs 5-level), [`riscv_64k`] (a
 //! 64 KiB base page), [`split_pmd`] (split PMD locks), [`empty_tables`]
-//! (empty PTE tables), [`hazards`] (this host's latency hazards). Shared
-//! helpers: [`read`] (a counter at a mark) and [`text`] (numbers in
-//! sentences and tables).
+//! (empty PTE tables), [`multi_fault`] (PT reclaim's cost to a fault-heavy
+//! threaded program), [`munmap_time`] (what a shootdown adds to munmap),
+//! [`hazards`] (this host's latency hazards). Shared helpers: [`read`] (a
+//! counter at a mark), [`time`] (predicted time at a mark) and [`text`]
+//! (numbers in sentences and tables).
 
 mod empty_tables;
 mod experiments;
 mod five_level;
+mod five_level_time;
 mod hazards;
+mod multi_fault;
+mod munmap_time;
 mod read;
 pub mod render;
 mod riscv_64k;
 mod split_pmd;
 mod text;
+mod time;
 
 use crate::config::{self, RunConfig};
 use crate::exec::{self, ExecError};
@@ -138,7 +144,7 @@ struct Question {
 }
 
 /// The questions, in the order of the report.
-const QUESTIONS: [Question; 5] = [
+const QUESTIONS: [Question; 7] = [
     Question {
         experiments: five_level::experiments,
         section: five_level::section,
@@ -154,6 +160,14 @@ const QUESTIONS: [Question; 5] = [
     Question {
         experiments: empty_tables::experiments,
         section: empty_tables::section,
+    },
+    Question {
+        experiments: multi_fault::experiments,
+        section: multi_fault::section,
+    },
+    Question {
+        experiments: munmap_time::experiments,
+        section: munmap_time::section,
     },
     Question {
         experiments: hazards::experiments,
@@ -248,14 +262,23 @@ fn measure(
         .map(|c| {
             let w = workload::parse(&e.toml, &format!("<study {}>", e.what), exec::va_bits_of(c))?;
             let mut c = c.clone();
-            if c.backend == config::BackendKind::Model {
+            if c.backend == config::BackendKind::Model && c.model.costs.is_none() {
                 // Not in the label: the same question under other figures.
+                // A configuration that names its cost file (a section
+                // comparing this host with the 2013 bare-metal figures)
+                // keeps it.
                 c.model.costs = costs.map(str::to_string);
             }
             Ok((c, w))
         })
         .collect::<Result<Vec<_>, ExecError>>()?;
     exec::run_plans(&plans, &e.options(), &mut |p| progress(p.done))
+}
+
+/// Runs one experiment as the study does (tests of a question's figures).
+#[cfg(test)]
+pub(crate) fn run_one(e: &Experiment) -> Vec<exec::ConfigResult> {
+    measure(e, None, &mut |_| {}).expect("the experiment runs")
 }
 
 /// Runs [`run`] makes, warm-up runs included (a progress bar's length):

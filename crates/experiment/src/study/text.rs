@@ -9,8 +9,10 @@
 //!   five runs that differ it says "no interval" instead of inventing one;
 //!   the interval's method is named once, in the method paragraph
 //!   ([`INTERVALS`]), not after every number;
-//! - time is only ever the kernel's (this machine's): the model's wall
-//!   clock is ptlab's own speed and appears nowhere in the text.
+//! - time is the kernel's (measured on this machine) or the model's
+//!   prediction in virtual time (`super::time`, with the cost file's
+//!   interval), always named as which; the model's wall clock is ptlab's
+//!   own speed and appears nowhere in the text.
 
 use super::TableData;
 use report::chart::Estimate;

@@ -1,0 +1,263 @@
+//! [`Pricer`]: what one modeled CPU did, priced on its virtual clock. The
+//! virtual-time executor and the trace replay both price through it, so a
+//! one-thread trace made from a workload predicts the same nanoseconds as
+//! running that workload (the same additions in the same order).
+//!
+//! An access that does not fault is priced by the caller
+//! ([`timing::CostModel::access`], added to the CPU's clock). A fault or a
+//! system call is an *event*: [`Pricer::event`] adds the faults the CPU
+//! handled since its last event (by kind), the shootdowns the machine sent
+//! (sender's part) and places the whole with the locks the OS model logged
+//! ([`timing::VirtualLocks`]); the CPUs that received IPIs are left in
+//! [`Pricer::received`] for the caller to charge. The pages its faults
+//! cleared or copied go through the machine's one memory channel
+//! ([`timing::MemoryChannel`]): with many CPUs faulting at once the
+//! machine's bandwidth, not each CPU's, bounds them.
+//!
+//! ## Invariants
+//! 1. Nothing here reads a host clock (as `timing`'s invariant 1).
+//! 2. Every CPU's fault kinds are priced once: [`Pricer::event`] moves the
+//!    CPU's `kinds` snapshot forward to what it priced.
+
+use machine::{CpuHandle, Machine, SpaceId};
+use mm::{FaultKind, LockEvent, FAULT_KINDS};
+use timing::{CostModel, MemoryChannel, Ns3, SyscallKind, VirtualLocks};
+
+/// The shared part of pricing one address space's CPUs in virtual time.
+pub(crate) struct Pricer<'c> {
+    pub costs: &'c CostModel,
+    locks: VirtualLocks,
+    channel: MemoryChannel,
+    /// KiB of memory traffic per fault, by [`FaultKind`].
+    traffic_kib: [f64; FAULT_KINDS],
+    log: Vec<LockEvent>,
+    /// The MMU's flush generation and every CPU's IPIs received, as of the
+    /// last event.
+    generation: u64,
+    ipis: Vec<u64>,
+    /// IPIs received per CPU by the last event, for the caller to charge
+    /// (`shootdown.receiver` each).
+    pub received: Vec<(usize, u64)>,
+    /// Lock waits and contended acquisitions so far, over every CPU.
+    pub wait: Ns3,
+    pub contended: u64,
+    /// The base page, bytes.
+    page: u64,
+}
+
+/// What the address space holds, before and after a system call.
+pub(crate) struct Usage {
+    /// Resident pages.
+    pub pages: u64,
+    /// Page-table pages.
+    pub tables: u64,
+    pub anon_kb: i64,
+    pub file_kb: i64,
+    pub shmem_kb: i64,
+    pub anon_huge_kb: i64,
+}
+
+/// Faults a thread handled that no fault kind counts: those a system call
+/// made populating pages (Linux counts them in `min_flt`/`maj_flt` like a
+/// touch's; the model's kinds count only faults of accesses).
+pub(crate) fn untyped_faults(t: &mm::ThreadCounters) -> u64 {
+    let typed: u64 = t.fault_kinds.iter().sum();
+    (t.minor_faults + t.major_faults).saturating_sub(typed)
+}
+
+impl<'c> Pricer<'c> {
+    /// Pricing for `machine`, whose base page is `page` bytes and whose
+    /// PMD-sized THP is `huge` bytes.
+    pub(crate) fn new(costs: &'c CostModel, machine: &Machine, page: u64, huge: u64) -> Pricer<'c> {
+        let mmu = machine.mmu();
+        let page_bytes = page;
+        let (page, huge) = (page as f64 / 1024.0, huge as f64 / 1024.0);
+        let mut traffic_kib = [0.0; FAULT_KINDS];
+        for k in FaultKind::ALL {
+            traffic_kib[k as usize] = match k {
+                // Linux: mm/memory.c, do_anonymous_page (a zeroed folio),
+                // shmem's new page, a multi-size folio (priced as 64 KiB,
+                // as its fault is) and a THP
+                // (mm/huge_memory.c, __do_huge_pmd_anonymous_page:
+                // folio_zero_user of the whole folio).
+                FaultKind::AnonWrite | FaultKind::Shmem => page,
+                FaultKind::Mthp => 64.0,
+                FaultKind::Thp => huge,
+                // wp_page_copy: the old page read, the new one written.
+                FaultKind::Cow => 2.0 * page,
+                // The zero page, a cached page, nothing new; a major
+                // fault's read is the device's (not modeled).
+                FaultKind::ZeroRead
+                | FaultKind::FileRead
+                | FaultKind::Major
+                | FaultKind::Spurious => 0.0,
+            };
+        }
+        Pricer {
+            costs,
+            locks: VirtualLocks::new(),
+            channel: MemoryChannel::new(),
+            traffic_kib,
+            log: Vec::new(),
+            generation: mmu.flush_generation(),
+            ipis: mmu.ipis_received(),
+            received: Vec::new(),
+            wait: Ns3::ZERO,
+            contended: 0,
+            page: page_bytes,
+        }
+    }
+
+    /// Places an event of `cpu` (modeled CPU `cpu_id`), whose clock is
+    /// `clock` and whose faults were last priced at `kinds`, that cost
+    /// `cost` before its faults, shootdowns and lock waits; each lock it
+    /// took is held `hold`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn event(
+        &mut self,
+        machine: &Machine,
+        cpu_id: usize,
+        cpu: &mut CpuHandle<'_>,
+        kinds: &mut [u64; FAULT_KINDS],
+        clock: &mut Ns3,
+        cost: Ns3,
+        hold: Ns3,
+    ) {
+        let mut cost = cost;
+        let mut kib = 0.0;
+        let now_kinds = &cpu.thread_counters().fault_kinds;
+        for (((now, then), price), traffic) in now_kinds
+            .iter()
+            .zip(kinds.iter_mut())
+            .zip(&self.costs.faults)
+            .zip(&self.traffic_kib)
+        {
+            if *now != *then {
+                let n = (*now - *then) as f64;
+                cost += *price * n;
+                kib += traffic * n;
+                *then = *now;
+            }
+        }
+        if kib > 0.0 {
+            // The clear starts with the event; the event cannot end before
+            // the channel has moved its pages.
+            let done = self.channel.transfer(*clock, kib, self.costs.bandwidth_kib);
+            cost = cost.max(done - *clock);
+        }
+        let mmu = machine.mmu();
+        let generation = mmu.flush_generation();
+        if generation != self.generation {
+            let now = mmu.ipis_received();
+            let mut sent = 0;
+            for (c, (n, then)) in now.iter().zip(&self.ipis).enumerate() {
+                if n > then {
+                    self.received.push((c, n - then));
+                    sent += n - then;
+                }
+            }
+            cost += self
+                .costs
+                .shootdowns_sent(generation - self.generation, sent > 0);
+            self.generation = generation;
+            self.ipis = now;
+        }
+        cpu.drain_lock_log(&mut self.log);
+        let placed = self
+            .locks
+            .place(cpu_id, *clock, cost, hold, self.costs.handoff(), &self.log);
+        *clock = placed.end;
+        self.wait += placed.wait;
+        self.contended += u64::from(placed.contended);
+    }
+
+    /// The cost of a system call of `kind` before its faults and
+    /// shootdowns, from the space's usage before and after it
+    /// ([`usage`]); `range_pages` is the pages of its range (priced for
+    /// mprotect, which changes entries rather than zapping pages);
+    /// `populated` the faults the call made on the caller's behalf
+    /// ([`untyped_faults`] after less before).
+    pub(crate) fn syscall_cost(
+        &self,
+        kind: SyscallKind,
+        before: &Usage,
+        after: &Usage,
+        range_pages: u64,
+        populated: u64,
+    ) -> Ns3 {
+        let pages = match kind {
+            SyscallKind::Munmap | SyscallKind::Madvise => before.pages.saturating_sub(after.pages),
+            SyscallKind::Mprotect => range_pages,
+            SyscallKind::Mmap | SyscallKind::Other => 0,
+        };
+        let added = after.tables.saturating_sub(before.tables);
+        let freed = before.tables.saturating_sub(after.tables);
+        let mut cost = self.costs.syscall(kind, pages, added, freed);
+        // Pages the call populated (MAP_POPULATE, MAP_LOCKED, mlock,
+        // MADV_POPULATE_*, mprotect of a locked range) were faulted in by
+        // the kernel on the caller's behalf (Linux: mm/gup.c,
+        // populate_vma_page_range -> faultin_page -> handle_mm_fault), each
+        // a fault like a touch's: priced as faults, by what they mapped.
+        if populated > 0 {
+            cost += self.populated(populated, before, after);
+        }
+        cost
+    }
+
+    /// The price of `faults` faults a system call made in populating, from
+    /// what the space gained: a PMD-mapped THP per `fault.thp`, an
+    /// anonymous page per `fault.anon_write`, a shmem page per
+    /// `fault.shmem`; the rest (reads of the zero page, file pages mapped
+    /// with fault-around) per `fault.file_read` if file pages were mapped,
+    /// else per `fault.zero_read`.
+    fn populated(&self, faults: u64, before: &Usage, after: &Usage) -> Ns3 {
+        let page = self.page;
+        let pages = |kb: i64| kb.max(0) as u64 * 1024 / page;
+        let gain = |f: fn(&Usage) -> i64| pages(f(after) - f(before));
+        let per_huge = (2 << 20) / page;
+        let huge = (gain(|u| u.anon_huge_kb) / per_huge.max(1)).min(faults);
+        let mut left = faults - huge;
+        let anon = gain(|u| u.anon_kb)
+            .saturating_sub(huge * per_huge)
+            .min(left);
+        left -= anon;
+        let shmem = gain(|u| u.shmem_kb).min(left);
+        left -= shmem;
+        let f = &self.costs.faults;
+        let rest = if gain(|u| u.file_kb) > 0 {
+            f[FaultKind::FileRead as usize]
+        } else {
+            f[FaultKind::ZeroRead as usize]
+        };
+        f[FaultKind::Thp as usize] * huge as f64
+            + f[FaultKind::AnonWrite as usize] * anon as f64
+            + f[FaultKind::Shmem as usize] * shmem as f64
+            + rest * left as f64
+    }
+}
+
+/// What `space` holds now, in pages of `page` bytes.
+pub(crate) fn usage(
+    machine: &Machine,
+    space: SpaceId,
+    page: u64,
+) -> Result<Usage, machine::MachineError> {
+    let c = machine.space(space)?.counters(&[]);
+    let kb = c.rss_anon_kb + c.rss_file_kb + c.rss_shmem_kb;
+    let pages = kb.max(0) as u64 * 1024 / page;
+    let tables = c.pt_pages.iter().map(|(_, n)| *n).sum::<i64>().max(0) as u64;
+    Ok(Usage {
+        pages,
+        tables,
+        anon_kb: c.rss_anon_kb,
+        file_kb: c.rss_file_kb,
+        shmem_kb: c.rss_shmem_kb,
+        anon_huge_kb: c.anon_huge_kb,
+    })
+}
+
+/// The size of a PMD-level leaf (a THP) of `g`: the span of one entry of
+/// its second level.
+pub(crate) fn huge_size(g: &pt::geometry::Geometry) -> u64 {
+    g.levels().get(1).map_or(2 << 20, |l| l.entry_size())
+}

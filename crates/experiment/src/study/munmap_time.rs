@@ -1,0 +1,258 @@
+//! Question: what does a TLB shootdown add to each munmap when another
+//! thread of the process is running? One thread maps, writes and unmaps a
+//! page over and over, alone and beside a second thread; the model predicts
+//! the time per round in virtual time, the kernel measures it.
+
+use super::experiments::{Experiment, Results};
+use super::read::{mean, per, samples, summary};
+use super::text::{count, estimate, table, INTERVALS};
+use super::time::{self, Predicted, TIME_METHOD};
+use super::{model, Section, StudyOptions};
+use crate::exec::ConfigResult;
+use report::chart::{self, ChartSpec, Estimate, Series};
+use report::Unit;
+use stats::Quantity;
+
+/// Experiment indices, in declaration order.
+const MODEL_ALONE: usize = 0;
+const MODEL_PAIR: usize = 1;
+const KERNEL_ALONE: usize = 2;
+const KERNEL_PAIR: usize = 3;
+
+/// The churning thread: `rounds` of map, write, unmap one page, marked
+/// before and after (before the closing barrier, so that the second
+/// thread's end does not count).
+fn churner(rounds: usize) -> String {
+    format!(
+        r#"[[thread]]
+op = [
+  {{ barrier = true }},
+  {{ mark = "start" }},
+  {{ repeat = {rounds}, op = [
+    {{ mmap = "page", size = "4KiB" }},
+    {{ touch = "page", access = "write" }},
+    {{ munmap = "page" }},
+  ] }},
+  {{ mark = "churned" }},
+  {{ barrier = true }},
+]
+"#
+    )
+}
+
+/// On the kernel, the second thread reads its own memory at random for
+/// longer than the churn (a running thread of the process is sent the
+/// shootdown; an idle one is not). On the model it reads one page of its
+/// own and sleeps 20 us in virtual time, over and over, for longer than the
+/// churn: it stays on its CPU and takes its interrupts (a thread that only
+/// slept would leave them pending), while costing the model little.
+fn workload(rounds: usize, second: Option<bool>) -> String {
+    let mut t = format!("name = \"study-munmap-time\"\n{}", churner(rounds));
+    match second {
+        None => {}
+        Some(true) => t.push_str(&format!(
+            r#"
+[[thread]]
+op = [
+  {{ mmap = "own", size = "16MiB" }},
+  {{ touch = "own", access = "write" }},
+  {{ barrier = true }},
+  {{ repeat = {}, op = [
+    {{ touch = "own", access = "read", pattern = "random", count = 60000 }},
+  ] }},
+  {{ barrier = true }},
+  {{ munmap = "own" }},
+]
+"#,
+            rounds.div_ceil(100)
+        )),
+        Some(false) => t.push_str(&format!(
+            r#"
+[[thread]]
+op = [
+  {{ mmap = "own", size = "4KiB" }},
+  {{ touch = "own", access = "write" }},
+  {{ barrier = true }},
+  {{ repeat = {}, op = [
+    {{ touch = "own", access = "read" }},
+    {{ sleep = "20us" }},
+  ] }},
+  {{ barrier = true }},
+  {{ munmap = "own" }},
+]
+"#,
+            rounds * 10
+        )),
+    }
+    t
+}
+
+fn model_rounds(o: StudyOptions) -> usize {
+    o.pick(5_000, 20_000)
+}
+
+fn kernel_rounds(o: StudyOptions) -> usize {
+    o.pick(2_000, 10_000)
+}
+
+const KERNEL_RUNS: usize = 5;
+
+pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+    let (m, k) = (model_rounds(o), kernel_rounds(o));
+    vec![
+        Experiment::model("munmap alone (model)", workload(m, None), &[model("")], 1),
+        Experiment::model(
+            "munmap beside a second thread (model)",
+            workload(m, Some(false)),
+            &[model("")],
+            1,
+        ),
+        Experiment::kernel("munmap alone (kernel)", workload(k, None), KERNEL_RUNS),
+        Experiment::kernel(
+            "munmap beside a second thread (kernel)",
+            workload(k, Some(true)),
+            KERNEL_RUNS,
+        ),
+    ]
+}
+
+/// The kernel's measured time per round: per run, elapsed between the
+/// marks over the rounds.
+fn measured(r: &ConfigResult, rounds: usize) -> Option<stats::Summary> {
+    let a = samples(r, "start", counters::ELAPSED_NS.name);
+    let b = samples(r, "churned", counters::ELAPSED_NS.name);
+    let v: Vec<f64> = a
+        .iter()
+        .zip(&b)
+        .map(|(a, b)| (b - a) / rounds as f64)
+        .collect();
+    stats::Summary::of_quantity(&v, Quantity::Time).ok()
+}
+
+pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
+    let mut sec = Section::new(
+        "munmap-shootdown",
+        "What a shootdown adds to munmap",
+        "How long does a munmap take with and without another running thread of the process \
+         (whose TLB must be shot down)?",
+        "One thread maps, writes and unmaps one page in a loop, alone and beside a second thread \
+         of the process that keeps running. The model predicts the time per round (mmap, one \
+         write fault, munmap) in virtual time; the kernel of this machine runs the same loop \
+         (the second thread reading its own memory) and its time per round is measured.",
+        "100,000 munmaps gave 100,016 tlb:tlb_flush events (no time given).",
+    );
+    sec.method = format!("{} {TIME_METHOD} {INTERVALS}", sec.method);
+    let (mr, kr) = (model_rounds(o), kernel_rounds(o));
+    let alone = &r.model(MODEL_ALONE)[0];
+    let pair = &r.model(MODEL_PAIR)[0];
+    let t_alone = time::between(alone, "start", "churned").per(mr as f64);
+    let t_pair = time::between(pair, "start", "churned").per(mr as f64);
+    let ipis = |r: &ConfigResult| {
+        per(
+            mean(r, "churned", counters::IPIS.name) - mean(r, "start", counters::IPIS.name),
+            mr as f64,
+        )
+    };
+    let k_alone = r.kernel(KERNEL_ALONE).and_then(|k| measured(k, kr));
+    let k_pair = r.kernel(KERNEL_PAIR).and_then(|k| measured(k, kr));
+    let k_shoot = r
+        .kernel(KERNEL_PAIR)
+        .and_then(|k| summary(k, "churned", counters::TLB_SHOOTDOWNS.name, Quantity::Count));
+    let ktext = |s: &Option<stats::Summary>| {
+        s.as_ref()
+            .map_or("not run here".into(), |s| estimate(s, Unit::Nanoseconds))
+    };
+    sec.tables.push(table(
+        "Time per round (mmap, write fault, munmap)",
+        &[
+            "",
+            "model: predicted",
+            "IPIs per munmap (model)",
+            "kernel: measured",
+        ],
+        vec![
+            vec![
+                "alone".into(),
+                t_alone.text(),
+                format!("{:.2}", ipis(alone)),
+                ktext(&k_alone),
+            ],
+            vec![
+                "beside a running second thread".into(),
+                t_pair.text(),
+                format!("{:.2}", ipis(pair)),
+                ktext(&k_pair),
+            ],
+        ],
+    ));
+    let diff = Predicted {
+        ns: t_pair.ns - t_alone.ns,
+        lo: t_pair.lo - t_alone.lo,
+        hi: t_pair.hi - t_alone.hi,
+    };
+    sec.findings.push(format!(
+        "The model predicts {} per round alone and {} beside a running second thread: the \
+         shootdown adds {} per munmap ({:+.1}%), over {} rounds (IPIs per munmap: {:.2}).",
+        t_alone.short(),
+        t_pair.short(),
+        report::human(diff.ns, Unit::Nanoseconds),
+        time::percent(&t_alone, &t_pair),
+        count(mr as f64),
+        ipis(pair)
+    ));
+    if let (Some(a), Some(b)) = (&k_alone, &k_pair) {
+        sec.findings.push(format!(
+            "This machine's kernel took {} per round alone and {} beside the reading thread \
+             ({:+.2} us per munmap; {} rounds, {KERNEL_RUNS} runs each; shootdown interrupts \
+             {}). The kernel's times are wall-clock on a shared 2-vCPU guest.",
+            estimate(a, Unit::Nanoseconds),
+            estimate(b, Unit::Nanoseconds),
+            (b.mean - a.mean) / 1000.0,
+            count(kr as f64),
+            k_shoot
+                .as_ref()
+                .map_or("n/a".into(), |s| estimate(s, Unit::Count))
+        ));
+        sec.figure("kernel_ns_per_round", [a, b]);
+    }
+    sec.figure("model_ns_per_round", [t_alone, t_pair]);
+    let cats = vec!["alone".to_string(), "beside a second thread".to_string()];
+    let mut series = vec![Series::new(
+        "model (predicted)",
+        vec![t_alone.estimate(), t_pair.estimate()],
+    )];
+    if let (Some(a), Some(b)) = (&k_alone, &k_pair) {
+        series.push(Series::new(
+            "kernel (measured)",
+            vec![Estimate::from_summary(a), Estimate::from_summary(b)],
+        ));
+    }
+    sec.chart(
+        "Time per round of mmap, write fault and munmap, alone and beside a second running \
+         thread: the model's prediction (interval from the cost file) and this machine's kernel \
+         (mean of runs with its 95% interval)",
+        chart::bar_chart(
+            &ChartSpec::new(
+                "Time per munmap round, with and without a shootdown",
+                "",
+                "time per round (ns)",
+            )
+            .unit(Unit::Nanoseconds),
+            &cats,
+            &series,
+        ),
+    );
+    sec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_workloads_parse() {
+        for second in [None, Some(true), Some(false)] {
+            workload::parse(&workload(300, second), "t", 48).unwrap();
+        }
+    }
+}
