@@ -39,7 +39,10 @@
 //! ([`readahead`]) and the mapping of large page-cache folios (`filemap`)
 //! follow Linux 6.18 as recalled and as measured on a 6.18 host
 //! (`ptlab validate`'s file-readaround-*, file-thp-* workloads), not re-read
-//! line by line. Not modelled: fork, swap, khugepaged, mremap, shmem THP,
+//! line by line. mremap (`space::mremap`) follows mm/mremap.c as recalled (shrink,
+//! `vma_expand` in place, `move_vma` with `move_page_tables`), held to the
+//! kernel by the mremap-* validation workloads. Not modelled: fork, swap,
+//! khugepaged, shmem THP,
 //! MADV_SEQUENTIAL/MADV_RANDOM read-ahead, VM_EXEC folio sizes.
 //!
 //! Every operation returns a [`Deferred`] the caller completes after the
@@ -70,5 +73,5 @@ pub use counters::{
 pub use deferred::{Deferred, Work};
 pub use error::Errno;
 pub use fault::{FaultAccess, FaultResult, SegvCode};
-pub use space::{AddressSpace, Advice, MapKind, MmapArgs};
+pub use space::{AddressSpace, Advice, MapKind, MmapArgs, MremapArgs, Remapped};
 pub use vma::{Prot, Vma};
