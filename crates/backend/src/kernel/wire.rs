@@ -50,6 +50,9 @@ pub(crate) enum Call {
     Fdatasync,
     PosixFadvise,
     Pread,
+    Mremap,
+    /// mremap succeeded at another address than the plan's (errno EADDRINUSE).
+    MremapMoved,
 }
 
 const CALL_NAMES: &[&str] = &[
@@ -65,6 +68,8 @@ const CALL_NAMES: &[&str] = &[
     "fdatasync",
     "posix_fadvise",
     "pread",
+    "mremap",
+    "mremap (the kernel moved the mapping away from its region's address: the room after it is in use)",
 ];
 
 /// Steps of the child's set-up that can fail, by wire code.
@@ -260,7 +265,7 @@ mod tests {
 
     #[test]
     fn call_names_cover_every_call() {
-        assert_eq!(CALL_NAMES.len(), Call::Pread as usize + 1);
+        assert_eq!(CALL_NAMES.len(), Call::MremapMoved as usize + 1);
         assert_eq!(CALL_NAMES[Call::Madvise as usize], "madvise");
     }
 }
