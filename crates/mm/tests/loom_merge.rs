@@ -79,7 +79,10 @@ fn split_and_remerge_against_first_write_and_read_faults_keep_every_invariant() 
         }
         let vmas = s.vmas();
         assert_eq!(vmas.len(), 1, "the pieces merge again: {vmas:?}");
-        assert!(vmas[0].anon_vma.get().is_some(), "the write fault's anon_vma");
+        assert!(
+            vmas[0].anon_vma.get().is_some(),
+            "the write fault's anon_vma"
+        );
         let t = |va: u64| s.page_table().translate(pt::VirtAddr::new(va)).unwrap();
         assert!(t(TABLE).attrs.perms.write);
         assert_ne!(t(TABLE).pa.get(), s.zero_page());

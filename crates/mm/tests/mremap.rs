@@ -31,11 +31,7 @@ fn pa(s: &AddressSpace, va: u64) -> Option<u64> {
         .map(|t| t.pa.get())
 }
 
-fn remap(
-    s: &AddressSpace,
-    ctx: &mut ThreadCtx,
-    args: MremapArgs,
-) -> Result<Remapped, Errno> {
+fn remap(s: &AddressSpace, ctx: &mut ThreadCtx, args: MremapArgs) -> Result<Remapped, Errno> {
     let (d, out) = s.mremap(ctx, args)?;
     d.complete_without_tlb(s).unwrap();
     Ok(out)
@@ -69,7 +65,10 @@ fn an_aligned_move_moves_whole_pte_tables_and_copies_no_entry() {
     assert_eq!(pa(&s, BASE), None);
     let c = counters(&s, &ctx);
     assert_eq!(level(&c, "PTE"), level(&c0, "PTE"));
-    assert_eq!((c.rss_anon_kb, c.minor_faults), (c0.rss_anon_kb, c0.minor_faults));
+    assert_eq!(
+        (c.rss_anon_kb, c.minor_faults),
+        (c0.rss_anon_kb, c0.minor_faults)
+    );
     assert_eq!(s.vmas().len(), 1);
     assert_eq!(s.vmas()[0].start, dst);
     // Writing the moved pages again faults nowhere.
@@ -157,9 +156,18 @@ fn growing_in_place_keeps_the_vma_and_merges_with_a_compatible_next() {
         fixed: None,
     };
     // The next VMA is in the way of 4 MiB: ENOMEM without MREMAP_MAYMOVE.
-    assert!(matches!(remap(&s, &mut ctx, grow(4 * M)), Err(Errno::NoMem(_))));
+    assert!(matches!(
+        remap(&s, &mut ctx, grow(4 * M)),
+        Err(Errno::NoMem(_))
+    ));
     let out = remap(&s, &mut ctx, grow(3 * M)).unwrap();
-    assert_eq!(out, Remapped { addr: BASE, ..Remapped::default() });
+    assert_eq!(
+        out,
+        Remapped {
+            addr: BASE,
+            ..Remapped::default()
+        }
+    );
     // Linux: vma_merge_extend: the grown VMA meets the next one and they merge.
     assert_eq!(s.vmas().len(), 1);
     assert_eq!((s.vmas()[0].start, s.vmas()[0].end), (BASE, BASE + 4 * M));

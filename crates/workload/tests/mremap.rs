@@ -45,11 +45,19 @@ fn a_move_plans_the_destination_as_a_region_placed_apart_from_the_source() {
     );
     let m = &mremaps(&w)[0];
     assert_eq!((m.region, m.to), (a, Some(b)));
-    assert_eq!((m.old_size, m.new_size, m.maymove), (4 << 20, 6 << 20, true));
+    assert_eq!(
+        (m.old_size, m.new_size, m.maymove),
+        (4 << 20, 6 << 20, true)
+    );
     let r = |id: usize| (w.regions[id].addr, w.regions[id].addr + w.regions[id].size);
     // Source and destination live at the same moment: they never overlap
     // (Linux refuses an overlapping move with EINVAL).
-    assert!(r(a).1 <= r(b).0 || r(b).1 <= r(a).0, "{:?} {:?}", r(a), r(b));
+    assert!(
+        r(a).1 <= r(b).0 || r(b).1 <= r(a).0,
+        "{:?} {:?}",
+        r(a),
+        r(b)
+    );
     assert_eq!(w.regions[b].size, 6 << 20);
     // After the move the source's room is free again: c reuses it.
     assert_eq!(r(c).0, r(a).0);
@@ -66,7 +74,10 @@ fn growing_in_place_reserves_the_largest_size() {
     assert_eq!(w.regions[a].size, 10 << 20);
     assert!(w.regions[n].addr >= w.regions[a].addr + (10 << 20));
     let m = mremaps(&w);
-    assert_eq!((m[1].old_size, m[1].new_size, m[1].to), (10 << 20, 4096, None));
+    assert_eq!(
+        (m[1].old_size, m[1].new_size, m[1].to),
+        (10 << 20, 4096, None)
+    );
 }
 
 #[test]
@@ -82,7 +93,10 @@ fn the_source_is_unmapped_after_a_move() {
 fn part_of_a_region_is_refused_with_where() {
     let e = err(r#"{ mmap = "a", size = "4MiB" },
 { mremap = "a", size = "1MiB", offset = "1MiB" },"#);
-    assert!(e.starts_with("workloads/x.toml:4:32: unknown key \"offset\""), "{e}");
+    assert!(
+        e.starts_with("workloads/x.toml:4:32: unknown key \"offset\""),
+        "{e}"
+    );
     assert!(e.contains("part of one is not supported"), "{e}");
 }
 

@@ -234,7 +234,9 @@ impl AddressSpace {
         }
         let limit = self.user_limit();
         if new_len > limit || new_addr > limit - new_len {
-            return Err(Errno::Inval("mremap destination past the user address space"));
+            return Err(Errno::Inval(
+                "mremap destination past the user address space",
+            ));
         }
         // Linux: vrm_overlaps
         if addr < new_addr + new_len && new_addr < addr + old_len {
@@ -546,8 +548,14 @@ impl AddressSpace {
         d: &mut Deferred,
     ) -> Result<u64, Errno> {
         let missing = || Errno::Internal(format!("move_ptes without a PTE table at {o:#x}"));
-        let old_t = self.pt.next_table(old_pmd, Level::PMD, o).ok_or_else(missing)?;
-        let new_t = self.pt.next_table(new_pmd, Level::PMD, n).ok_or_else(missing)?;
+        let old_t = self
+            .pt
+            .next_table(old_pmd, Level::PMD, o)
+            .ok_or_else(missing)?;
+        let new_t = self
+            .pt
+            .next_table(new_pmd, Level::PMD, n)
+            .ok_or_else(missing)?;
         let (m_old, c_old) = self.pte_lockptr(old_t);
         let g_old = self.lock_counted(ctx, m_old, c_old);
         let (m_new, c_new) = self.pte_lockptr(new_t);
