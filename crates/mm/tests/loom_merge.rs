@@ -6,10 +6,11 @@
 //! Thread A: mprotect of the second page to read-only, which splits the
 //! VMA in three (Linux `vma_modify` -> `split_vma`), then back to
 //! read-write, which merges the three again (`vma_merge_existing_range`).
-//! Thread B: the first write fault of the mapping, on its first page (it
-//! installs the anon_vma: on the whole VMA, or on the first piece only if
-//! the split came first). Main thread: a read fault on the third page (the
-//! zero page, no anon_vma). Whatever the interleaving, afterwards: every
+//! Main thread: the first write fault of the mapping, on its first page
+//! (it installs the anon_vma: on the whole VMA, or on the first piece only
+//! if the split came first), then a read fault on the third page (the zero
+//! page, no anon_vma). (With the two faults on a third thread as well, loom
+//! runs for minutes; the faults are ordered here to keep it to seconds.) Whatever the interleaving, afterwards: every
 //! invariant of the checker holds (counters equal a recount, no table or
 //! frame lost, each huge or present entry inside one VMA), the three
 //! pieces merged back into one VMA (a piece without an anon_vma merges with
@@ -62,18 +63,13 @@ fn split_and_remerge_against_first_write_and_read_faults_keep_every_invariant() 
                 }
             })
         };
-        let b = {
-            let s = s.clone();
-            loom::thread::spawn(move || {
-                let mut ctx = ThreadCtx::new();
-                handled(s.fault(&mut ctx, TABLE, FaultAccess::WRITE))
-            })
-        };
-        let dc = handled(s.fault(&mut ctx, TABLE + 2 * PAGE, FaultAccess::READ));
+        handled(s.fault(&mut ctx, TABLE, FaultAccess::WRITE))
+            .complete_without_tlb(&s)
+            .unwrap();
+        handled(s.fault(&mut ctx, TABLE + 2 * PAGE, FaultAccess::READ))
+            .complete_without_tlb(&s)
+            .unwrap();
         a.join().unwrap();
-        let db = b.join().unwrap();
-        db.complete_without_tlb(&s).unwrap();
-        dc.complete_without_tlb(&s).unwrap();
         if let Err(e) = s.check_invariants() {
             panic!("invariant broken: {e}");
         }
