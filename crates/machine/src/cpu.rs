@@ -11,6 +11,7 @@ use crate::error::{AccessError, MachineError, SyscallError};
 use crate::machine::{lock, Machine, Space, SpaceId};
 use crate::order;
 use mm::{Advice, Deferred, Errno, FaultAccess, FaultResult, MmapArgs, Prot, ThreadCtx};
+use mm::{MremapArgs, Remapped};
 use mmu::{Access, Cpu};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -375,6 +376,22 @@ impl<'m> CpuHandle<'m> {
     pub fn munlock(&mut self, addr: u64, len: u64) -> Result<(), SyscallError> {
         let r = self.space.mm.munlock(&mut self.ctx, addr, len);
         self.syscall(r)
+    }
+
+    /// Linux `mremap` (see [`mm::AddressSpace::mremap`]): what it did, or
+    /// Linux's errno. Its moved extents were shot down while it held the
+    /// mmap lock; this CPU applies its own invalidation before returning.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn mremap(&mut self, args: MremapArgs) -> Result<Remapped, SyscallError> {
+        let (r, out) = match self.space.mm.mremap(&mut self.ctx, args) {
+            Ok((d, out)) => (Ok(d), out),
+            Err(e) => (Err(e), Remapped::default()),
+        };
+        let done = self.syscall(r);
+        self.cpu.poll();
+        done.map(|()| out)
     }
 
     /// Linux `msync`.

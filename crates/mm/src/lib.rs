@@ -43,7 +43,10 @@
 //! `copy_page_range` .. `copy_present_pte`, `copy_huge_pmd`,
 //! `vma_needs_copy`, `wp_can_reuse_anon_folio` and `do_huge_pmd_wp_page` as
 //! recalled from 6.x and held to the kernel by the fork-* validation
-//! workloads. Not modelled: swap, khugepaged, mremap, shmem THP,
+//! workloads. mremap (`space::mremap`) follows mm/mremap.c as recalled
+//! (shrink, `vma_expand` in place, `move_vma` with `move_page_tables`), held
+//! to the kernel by the mremap-* validation workloads. Not modelled: swap,
+//! khugepaged, shmem THP,
 //! MADV_SEQUENTIAL/MADV_RANDOM read-ahead, VM_EXEC folio sizes.
 //!
 //! Every operation returns a [`Deferred`] the caller completes after the
@@ -74,5 +77,5 @@ pub use counters::{
 pub use deferred::{Deferred, Work};
 pub use error::Errno;
 pub use fault::{FaultAccess, FaultResult, SegvCode};
-pub use space::{AddressSpace, Advice, MapKind, MmapArgs};
+pub use space::{AddressSpace, Advice, MapKind, MmapArgs, MremapArgs, Remapped};
 pub use vma::{Prot, Vma};

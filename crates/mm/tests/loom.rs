@@ -16,34 +16,12 @@
 //! the checker reports the lost page (RSS counter 1, recount 0; a leaked frame).
 #![cfg(loom)]
 
+mod tiny;
+
 use loom::sync::Arc;
 use mm::config::DebugKnobs;
 use mm::*;
-use pt::geometry::{Arch, Geometry, LevelSpec};
-
-fn tiny() -> std::sync::Arc<Geometry> {
-    let lvl = |name: &str, leaf: bool| LevelSpec {
-        name: name.into(),
-        shift: 0,
-        bits: 2,
-        leaf,
-        contig: 0,
-    };
-    std::sync::Arc::new(
-        Geometry::new(
-            "tiny",
-            Arch::X86_64,
-            12,
-            12,
-            52,
-            vec![lvl("PTE", true), lvl("PMD", false)],
-        )
-        .unwrap(),
-    )
-}
-
-const PAGE: u64 = 4096;
-const TABLE: u64 = 4 * PAGE; // the range one PTE table maps
+use tiny::{tiny, PAGE, TABLE};
 
 fn model(bug: bool) {
     let mut b = loom::model::Builder::new();

@@ -198,6 +198,23 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/mprotect-locked-populate-anon.toml"),
     ),
     (
+        "mremap-grow-shrink",
+        include_str!("../validate/mremap-grow-shrink.toml"),
+    ),
+    ("mremap-move", include_str!("../validate/mremap-move.toml")),
+    (
+        "mremap-move-thp",
+        include_str!("../validate/mremap-move-thp.toml"),
+    ),
+    (
+        "mremap-move-grow-thp",
+        include_str!("../validate/mremap-move-grow-thp.toml"),
+    ),
+    (
+        "mremap-move-dontneed-reclaim",
+        include_str!("../validate/mremap-move-dontneed-reclaim.toml"),
+    ),
+    (
         "dontneed-reclaim",
         include_str!("../builtin/dontneed-reclaim.toml"),
     ),

@@ -62,8 +62,8 @@ use crate::error::WorkloadError;
 use crate::pages::{Attrs, Pages};
 use crate::placement::{self, Moment, Request};
 use crate::plan::{
-    Access, Advice, MapKind, Mmap, Op, Prot, Range, Region, RegionId, Thread, Touch, Workload,
-    FORMAT_PAGE,
+    Access, Advice, MapKind, Mmap, Mremap, Op, Prot, Range, Region, RegionId, Thread, Touch,
+    Workload, FORMAT_PAGE,
 };
 use crate::syntax::{self, Doc, OpSyn, RangeSyn, Source, VerbSyn};
 use crate::units::format_size;
@@ -152,6 +152,7 @@ pub(crate) fn check(src: Source<'_>, doc: &Doc, name: String, va_bits: u32) -> R
         by_name: HashMap::new(),
         region_of: Vec::new(),
         resolved: Vec::new(),
+        dest_of: Vec::new(),
         id_base: Vec::new(),
         seq: 0,
     };
@@ -195,6 +196,8 @@ struct Checker<'a, 'd> {
     region_of: Vec<Vec<Option<RegionId>>>,
     /// Per thread, per op of its block: the resolved range, once walked.
     resolved: Vec<Vec<Option<Resolved>>>,
+    /// Per thread, per op of its block: an `mremap`'s `to` region.
+    dest_of: Vec<Vec<Option<RegionId>>>,
     /// Per block: the smallest op id in it (op ids of a block are dense).
     id_base: Vec<usize>,
     seq: u64,
@@ -270,6 +273,7 @@ fn changes_mapping(v: &VerbSyn) -> bool {
             | VerbSyn::Mprotect(..)
             | VerbSyn::Mlock(..)
             | VerbSyn::Munlock(..)
+            | VerbSyn::Mremap(_)
     )
 }
 
@@ -364,48 +368,64 @@ impl<'a, 'd> Checker<'a, 'd> {
             let block = &self.doc.blocks[t.block];
             let base = self.id_base[t.block];
             let mut ids: Vec<Option<RegionId>> = Vec::new();
+            let mut dests: Vec<Option<RegionId>> = Vec::new();
             let mut err = None;
             each_op(&block.ops, &mut |op| {
                 let slot = op.id - base;
                 if ids.len() <= slot {
                     ids.resize(slot + 1, None);
+                    dests.resize(slot + 1, None);
                 }
                 let Some(name) = op.verb.region() else {
                     return;
                 };
-                let name = name.expand(t.tid);
-                let id = match self.by_name.get(&name) {
-                    Some(id) => *id,
-                    None => {
-                        if self.regions.len() >= MAX_REGIONS && err.is_none() {
-                            err = Some(WorkloadError::Structure {
-                                at: self.src.loc(op.at),
-                                problem: format!("more than {MAX_REGIONS} distinct regions"),
-                            });
-                            return;
-                        }
-                        self.regions.push(RegionState {
-                            name: name.clone(),
-                            max_size: 0,
-                            named_at: op.at,
-                            mapping: None,
-                            fixed: None,
-                            first_map: None,
-                            last_unmap: None,
-                        });
-                        self.by_name.insert(name, self.regions.len() - 1);
-                        self.regions.len() - 1
-                    }
+                let Some(id) = self.intern_name(name.expand(t.tid), op.at, &mut err) else {
+                    return;
                 };
                 ids[slot] = Some(id);
+                if let VerbSyn::Mremap(syntax::MremapSyn { to: Some(to), .. }) = &op.verb {
+                    dests[slot] = self.intern_name(to.v.expand(t.tid), to.at, &mut err);
+                }
             });
             if let Some(e) = err {
                 return Err(e);
             }
+            self.dest_of.push(dests);
             self.resolved.push(vec![None; ids.len()]);
             self.region_of.push(ids);
         }
         Ok(())
+    }
+
+    /// The id of region `name` (first named at `at`), a new one if it has
+    /// none yet; `None` (with `err` set) past [`MAX_REGIONS`].
+    fn intern_name(
+        &mut self,
+        name: String,
+        at: usize,
+        err: &mut Option<WorkloadError>,
+    ) -> Option<RegionId> {
+        if let Some(id) = self.by_name.get(&name) {
+            return Some(*id);
+        }
+        if self.regions.len() >= MAX_REGIONS {
+            err.get_or_insert(WorkloadError::Structure {
+                at: self.src.loc(at),
+                problem: format!("more than {MAX_REGIONS} distinct regions"),
+            });
+            return None;
+        }
+        self.regions.push(RegionState {
+            name: name.clone(),
+            max_size: 0,
+            named_at: at,
+            mapping: None,
+            fixed: None,
+            first_map: None,
+            last_unmap: None,
+        });
+        self.by_name.insert(name, self.regions.len() - 1);
+        Some(self.regions.len() - 1)
     }
 
     fn walk(&mut self) -> Result<()> {
@@ -498,6 +518,7 @@ impl<'a, 'd> Checker<'a, 'd> {
                         Attrs {
                             prot: m.prot,
                             locked: m.locked,
+                            thp: None,
                         },
                     ),
                 });
@@ -533,8 +554,18 @@ impl<'a, 'd> Checker<'a, 'd> {
             VerbSyn::Madvise(_, range, advice) => {
                 let r = self.range(t, op, region, range, true)?;
                 self.advice_allowed(t, op, region, r, *advice)?;
+                let thp = match advice {
+                    Advice::HugePage => Some(true),
+                    Advice::NoHugePage => Some(false),
+                    _ => None,
+                };
+                if thp.is_some() {
+                    self.pages_mut(region)
+                        .update(r.offset, r.offset + r.len, |a| Attrs { thp, ..a });
+                }
                 self.resolve(t, op, region, r, 0)
             }
+            VerbSyn::Mremap(m) => self.mremap(t, op, region, m, now, users),
             VerbSyn::Sync(_, range) => {
                 let r = self.range(t, op, region, range, true)?;
                 let m = self.mapping(region);
@@ -609,6 +640,88 @@ impl<'a, 'd> Checker<'a, 'd> {
             r.last_unmap = last_unmap;
         }
         Ok(())
+    }
+
+    /// `mremap` of the whole of `region` (see "mremap" in docs/format.md):
+    /// one private anonymous VMA (no hole, one set of attributes, not
+    /// locked); without `to`, resized in place (the region's largest size
+    /// reserves the room to grow); with `to`, moved onto that region, which
+    /// must be unmapped, and `region` is unmapped after.
+    fn mremap(
+        &mut self,
+        t: &Thread,
+        op: &OpSyn,
+        region: RegionId,
+        m: &syntax::MremapSyn,
+        now: Moment,
+        users: &mut HashMap<RegionId, Vec<User>>,
+    ) -> Result<()> {
+        let whole = RangeSyn::default();
+        let r = self.range(t, op, region, &whole, true)?;
+        let mapping = self.mapping(region);
+        if mapping.kind != MapKind::Anon || mapping.shared {
+            let problem = format!(
+                "is a {} mapping; mremap is supported on private anonymous mappings only",
+                kind_name(mapping.kind, mapping.shared)
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, ""));
+        }
+        let first = mapping
+            .pages
+            .first_where(0, r.len, |_| true)
+            .map(|(_, a)| a)
+            .expect("range() checked it is mapped");
+        if let Some((at, _)) = mapping.pages.first_where(0, r.len, |a| a != first) {
+            let problem = format!(
+                "changes protection, lock or hugepage advice at offset {}, so it is several VMAs; mremap of more than one VMA is not supported",
+                format_size(at)
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, ""));
+        }
+        if first.locked {
+            let problem = "is locked; mremap of locked memory is not supported".to_string();
+            return Err(self.region_err(t, op, op.at, region, problem, "; munlock it first"));
+        }
+        let (kind, shared) = (mapping.kind, mapping.shared);
+        let new = m.size.v;
+        let slot = op.id - self.id_base[t.block];
+        let Some(dest) = self.dest_of[t.tid][slot] else {
+            let state = &mut self.regions[region];
+            state.max_size = state.max_size.max(new);
+            let mapping = state.mapping.as_mut().expect("checked above");
+            mapping.size = new;
+            mapping.pages = Pages::mapped(new, first);
+            return self.resolve(t, op, region, r, 0);
+        };
+        let to = m.to.as_ref().expect("a destination region comes from `to`");
+        if dest == region {
+            let problem = "is both the mremap's source and its destination (to)".to_string();
+            return Err(self.region_err(t, op, to.at, region, problem, ""));
+        }
+        self.one_changer(t, op, dest, users)?;
+        if let Some(old) = &self.regions[dest].mapping {
+            let problem = format!(
+                "is mapped (by the mmap at {}), so it cannot be mremap's destination",
+                self.src.line_col(old.at)
+            );
+            return Err(self.region_err(t, op, to.at, dest, problem, "; munmap it first"));
+        }
+        let src = &mut self.regions[region];
+        src.mapping = None;
+        src.last_unmap = Some((now, op.at));
+        let d = &mut self.regions[dest];
+        d.max_size = d.max_size.max(new);
+        d.first_map.get_or_insert(now);
+        d.last_unmap = None;
+        d.mapping = Some(Mapping {
+            size: new,
+            kind,
+            shared,
+            at: op.at,
+            tid: t.tid,
+            pages: Pages::mapped(new, first),
+        });
+        self.resolve(t, op, region, r, 0)
     }
 
     fn mapping(&self, region: RegionId) -> &Mapping {
@@ -970,6 +1083,13 @@ impl<'a, 'd> Checker<'a, 'd> {
                 name: name.clone(),
                 ops: self.plan_ops(t, body),
             },
+            VerbSyn::Mremap(m) => Op::Mremap(Mremap {
+                region: region(),
+                old_size: res().range.len,
+                new_size: m.size.v,
+                maymove: m.maymove,
+                to: self.dest_of[t.tid][slot],
+            }),
         }
     }
 }

@@ -13,6 +13,10 @@ use crate::plan::Prot;
 pub(crate) struct Attrs {
     pub prot: Prot,
     pub locked: bool,
+    /// The last `hugepage` (`Some(true)`) or `nohugepage` (`Some(false)`)
+    /// advice: a VMA flag, so pages that differ in it are in different
+    /// VMAs (what `mremap` needs to know).
+    pub thp: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -113,10 +117,12 @@ mod tests {
     const RW: Attrs = Attrs {
         prot: Prot::Rw,
         locked: false,
+        thp: None,
     };
     const R: Attrs = Attrs {
         prot: Prot::R,
         locked: false,
+        thp: None,
     };
 
     #[test]

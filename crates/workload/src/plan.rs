@@ -179,6 +179,23 @@ impl Touch {
     }
 }
 
+/// `mremap` of a whole private anonymous region (Linux `mremap`): to
+/// `new_size` in place (shrink, or grow into the room the placement rule
+/// reserved for the region's largest size), or, with `to`, moved to that
+/// region's address (MREMAP_MAYMOVE | MREMAP_FIXED) and resized there.
+/// After a move `region` is unmapped and `to` is mapped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mremap {
+    pub region: RegionId,
+    /// The mapping's size before the call (the whole region as mapped).
+    pub old_size: u64,
+    pub new_size: u64,
+    /// MREMAP_MAYMOVE.
+    pub maymove: bool,
+    /// The destination region (MREMAP_FIXED at its address).
+    pub to: Option<RegionId>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     Mmap(Mmap),
@@ -225,6 +242,7 @@ pub enum Op {
         name: String,
         ops: Vec<Op>,
     },
+    Mremap(Mremap),
 }
 
 /// Bytes of a huge page, the unit a THP fault may populate.

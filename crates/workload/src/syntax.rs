@@ -129,6 +129,16 @@ pub(crate) struct MmapSyn {
     pub addr: Option<Sp<u64>>,
 }
 
+/// `mremap`: a whole region resized in place, or moved (and resized) to
+/// the address of the region `to` names.
+#[derive(Debug)]
+pub(crate) struct MremapSyn {
+    pub region: RegionName,
+    pub size: Sp<u64>,
+    pub maymove: bool,
+    pub to: Option<Sp<RegionName>>,
+}
+
 #[derive(Debug)]
 pub(crate) struct TouchSyn {
     pub region: RegionName,
@@ -160,6 +170,7 @@ pub(crate) enum VerbSyn {
     /// A child process named by the string, running the ops (see `fork`
     /// in docs/format.md).
     Fork(String, Vec<OpSyn>),
+    Mremap(MremapSyn),
 }
 
 impl VerbSyn {
@@ -179,6 +190,7 @@ impl VerbSyn {
             VerbSyn::Mark(_) => "mark",
             VerbSyn::Repeat(..) => "repeat",
             VerbSyn::Fork(..) => "fork",
+            VerbSyn::Mremap(_) => "mremap",
         }
     }
 
@@ -187,6 +199,7 @@ impl VerbSyn {
         match self {
             VerbSyn::Mmap(m) => Some(&m.region),
             VerbSyn::Touch(t) => Some(&t.region),
+            VerbSyn::Mremap(m) => Some(&m.region),
             VerbSyn::Munmap(r, _)
             | VerbSyn::Mprotect(r, _, _)
             | VerbSyn::Madvise(r, _, _)
@@ -237,6 +250,7 @@ pub(crate) const VERBS: &[(&str, &[&str])] = &[
     ("mark", &[]),
     ("repeat", &["op"]),
     ("fork", &["op"]),
+    ("mremap", &["size", "maymove", "to"]),
 ];
 
 fn verb_names() -> Vec<&'static str> {
@@ -702,6 +716,11 @@ impl<'a> Parser<'a> {
             } else {
                 format!("{verb} takes {}", keys.join(", "))
             };
+            if verb == "mremap" && RANGE_KEYS.contains(&key) {
+                return format!(
+                    "; mremap resizes or moves a whole region (part of one is not supported), and {takes}"
+                );
+            }
             match owner {
                 Some((other, _)) => format!("; it belongs to {other}, and {takes}"),
                 None => format!("; {takes}"),
@@ -727,6 +746,7 @@ impl<'a> Parser<'a> {
             "mlock" => VerbSyn::Mlock(region()?, table.range()?),
             "munlock" => VerbSyn::Munlock(region()?, table.range()?),
             "touch" => VerbSyn::Touch(touch(&table, region()?)?),
+            "mremap" => VerbSyn::Mremap(mremap(&table, region()?)?),
             "sync" => VerbSyn::Sync(region()?, table.range()?),
             "sleep" => {
                 let d = match value.get_ref() {
@@ -882,6 +902,37 @@ fn mmap(table: &Table<'_, '_>, region: RegionName) -> Result<MmapSyn> {
         noreserve: table.boolean("noreserve", false)?,
         file,
         addr: table.size("addr", false)?,
+    })
+}
+
+fn mremap(table: &Table<'_, '_>, region: RegionName) -> Result<MremapSyn> {
+    let Some(size) = table.size("size", false)? else {
+        return Err(table.missing("size", "mremap needs the new size of the mapping"));
+    };
+    let maymove = table.boolean("maymove", false)?;
+    let to = match table.get("to") {
+        None => None,
+        Some(v) => {
+            let name = region_name(table, "to", v)?;
+            if !maymove {
+                return Err(table.bad_found(
+                    "to",
+                    v,
+                    "maymove = true beside it (a move to a fixed address needs MREMAP_MAYMOVE; Linux: EINVAL)",
+                    format!("{} without maymove = true", describe(v.get_ref())),
+                ));
+            }
+            Some(Sp {
+                v: name,
+                at: v.span().start,
+            })
+        }
+    };
+    Ok(MremapSyn {
+        region,
+        size,
+        maymove,
+        to,
     })
 }
 

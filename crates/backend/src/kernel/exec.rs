@@ -58,6 +58,35 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
                     libc::msync(ptr(*addr), *len as usize, libc::MS_SYNC)
                 });
             }
+            KOpKind::Mremap {
+                addr,
+                old_len,
+                new_len,
+                flags,
+                new_addr,
+                expect,
+            } => {
+                // SAFETY: as above; the destination (MREMAP_FIXED) is another
+                // region's address, which the room check cleared of the
+                // program's own memory like every region, and growing in
+                // place stays inside the room the placement rule reserved
+                // for the region's largest size.
+                let p = unsafe {
+                    libc::mremap(
+                        ptr(*addr),
+                        *old_len as usize,
+                        *new_len as usize,
+                        *flags,
+                        ptr(*new_addr),
+                    )
+                };
+                if p == libc::MAP_FAILED {
+                    sh.fail(op.id, Call::Mremap, errno());
+                }
+                if p as u64 != *expect {
+                    sh.fail(op.id, Call::MremapMoved, libc::EADDRINUSE);
+                }
+            }
             KOpKind::Touch { base, touch } => self::touch(*base, touch, &mut local.hist),
             KOpKind::Sleep(d) => std::thread::sleep(*d),
             KOpKind::Barrier => sh.barrier.wait(),

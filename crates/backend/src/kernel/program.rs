@@ -66,6 +66,15 @@ pub(crate) enum KOpKind {
         addr: u64,
         len: u64,
     },
+    /// mremap; the call must return `expect` (the region's address).
+    Mremap {
+        addr: u64,
+        old_len: u64,
+        new_len: u64,
+        flags: libc::c_int,
+        new_addr: u64,
+        expect: u64,
+    },
     Sleep(Duration),
     Barrier,
     /// Index into [`Program::mark_names`].
@@ -288,6 +297,25 @@ impl Builder<'_> {
                 let (addr, len) = self.span(*region, range);
                 KOpKind::Sync { addr, len }
             }
+            Op::Mremap(m) => {
+                let addr = self.region(m.region).addr;
+                let new_addr = m.to.map_or(0, |to| self.region(to).addr);
+                let mut flags = 0;
+                if m.maymove {
+                    flags |= libc::MREMAP_MAYMOVE;
+                }
+                if m.to.is_some() {
+                    flags |= libc::MREMAP_FIXED;
+                }
+                KOpKind::Mremap {
+                    addr,
+                    old_len: m.old_size,
+                    new_len: m.new_size,
+                    flags,
+                    new_addr,
+                    expect: if m.to.is_some() { new_addr } else { addr },
+                }
+            }
             Op::Sleep(d) => KOpKind::Sleep(*d),
             Op::Barrier => KOpKind::Barrier,
             Op::Mark(name) => match &self.fork {
@@ -326,6 +354,10 @@ impl Builder<'_> {
                 format!("touch {:?} {access}", name(t.region))
             }
             Op::Sync { region, .. } => format!("sync {:?}", name(*region)),
+            Op::Mremap(m) => match m.to {
+                Some(to) => format!("mremap {:?} to {:?}", name(m.region), name(to)),
+                None => format!("mremap {:?}", name(m.region)),
+            },
             Op::Sleep(d) => format!("sleep {d:?}"),
             Op::Barrier => "barrier".to_string(),
             Op::Mark(label) => format!("mark {label:?}"),

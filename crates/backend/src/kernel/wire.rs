@@ -51,6 +51,9 @@ pub(crate) enum Call {
     PosixFadvise,
     Pread,
     Fork,
+    Mremap,
+    /// mremap succeeded at another address than the plan's (errno EADDRINUSE).
+    MremapMoved,
 }
 
 const CALL_NAMES: &[&str] = &[
@@ -67,6 +70,8 @@ const CALL_NAMES: &[&str] = &[
     "posix_fadvise",
     "pread",
     "fork",
+    "mremap",
+    "mremap (the kernel moved the mapping away from its region's address: the room after it is in use)",
 ];
 
 /// Steps of the child's set-up that can fail, by wire code.
@@ -268,8 +273,9 @@ mod tests {
 
     #[test]
     fn call_names_cover_every_call() {
-        assert_eq!(CALL_NAMES.len(), Call::Fork as usize + 1);
+        assert_eq!(CALL_NAMES.len(), Call::MremapMoved as usize + 1);
         assert_eq!(CALL_NAMES[Call::Fork as usize], "fork");
+        assert_eq!(CALL_NAMES[Call::Mremap as usize], "mremap");
         assert_eq!(CALL_NAMES[Call::Madvise as usize], "madvise");
     }
 }

@@ -4,7 +4,7 @@
 
 use super::ModelError;
 use machine::{AccessError, CpuHandle, SyscallError};
-use machine::{Advice as MmAdvice, MapKind as MmKind, MmapArgs, Prot as MmProt};
+use machine::{Advice as MmAdvice, MapKind as MmKind, MmapArgs, MremapArgs, Prot as MmProt};
 use timing::SyscallKind;
 use workload::plan::{self, Op, Workload};
 
@@ -77,6 +77,16 @@ pub(super) fn syscall(
             "msync",
             SyscallKind::Other,
         ),
+        Op::Mremap(m) => {
+            let args = MremapArgs {
+                addr: w.regions[m.region].addr,
+                old_len: m.old_size,
+                new_len: m.new_size,
+                maymove: m.maymove,
+                fixed: m.to.map(|to| w.regions[to].addr),
+            };
+            (cpu.mremap(args).map(|_| ()), "mremap", SyscallKind::Other)
+        }
         Op::Touch(_)
         | Op::Sleep(_)
         | Op::Barrier

@@ -9,7 +9,7 @@ use workload::plan::{self, Op, Workload};
 
 /// The records of `w`'s thread, or why it cannot be one trace: more than
 /// one thread (their interleaving is not fixed), a region mapped twice, or
-/// an operation a trace has no record for (sleep, barrier, msync, fork).
+/// an operation a trace has no record for (sleep, barrier, msync, fork, mremap).
 pub fn records(w: &Workload) -> Result<Vec<Record>, String> {
     let mut out = Vec::new();
     for_each_record(w, &mut |r| {
@@ -128,7 +128,7 @@ fn emit(
                     emit(w, ops, mapped, out)?;
                 }
             }
-            Op::Sync { .. } | Op::Sleep(_) | Op::Barrier => {
+            Op::Sync { .. } | Op::Sleep(_) | Op::Barrier | Op::Mremap(_) => {
                 return Err(format!("{op:?}: a trace has no record for it"));
             }
             Op::Fork { name, .. } => {

@@ -2,7 +2,8 @@
 //! its life (creation, exit) and its accessors. The rest of it lives in one
 //! file per concept:
 //!
-//! - `mmap`, `mprotect`, `madvise`, `mlock`, `msync`: the system calls;
+//! - `mmap`, `mprotect`, `madvise`, `mlock`, `msync`, `mremap`: the system
+//!   calls;
 //! - `finish`: how every system call ends (table shootdown, parked work);
 //! - `populate`: faulting a range in ahead of access;
 //! - `pages`: page kinds, RSS, folios and leaf attributes;
@@ -26,6 +27,7 @@ mod madvise;
 mod mlock;
 mod mmap;
 mod mprotect;
+mod mremap;
 mod msync;
 mod pages;
 mod populate;
@@ -37,6 +39,7 @@ mod vma_change;
 
 pub use madvise::Advice;
 pub use mmap::{MapKind, MmapArgs};
+pub use mremap::{MremapArgs, Remapped};
 pub(crate) use pages::{anon_leaf_attrs, Folio, PageKind, Rss};
 
 use crate::config::{MmConfig, MthpPolicy};

@@ -12,8 +12,10 @@
 //!   MADV_DONTNEED to cover a whole PTE table, a THP needs one VMA over its
 //!   aligned range, and fault-around stops at a VMA's ends.
 //! - A private anonymous VMA's page offset is its start in pages (Linux
-//!   sets `vm_pgoff = addr >> PAGE_SHIFT` for anonymous mmaps, and the model
-//!   has no mremap), so anonymous neighbours are always contiguous.
+//!   sets `vm_pgoff = addr >> PAGE_SHIFT` for anonymous mmaps), so
+//!   anonymous neighbours are always contiguous. Linux keeps a faulted VMA's
+//!   offset when mremap moves it; the model does not (a known limit: a
+//!   moved VMA may merge with a new neighbour where Linux's would not).
 //! - The map changes only through `insert`, `remove` and `get_mut`, and
 //!   each bumps `seq`: a VMA found while `seq` had a value is still at the
 //!   same address, unchanged, while `seq` keeps it (what the per-thread
