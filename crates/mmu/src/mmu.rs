@@ -69,6 +69,7 @@ use pt::{Geometry, MemError, PageTable, VirtAddr};
 
 use crate::config::{ConfigError, MmuConfig, MAX_CPUS};
 use crate::hits::HitCache;
+use crate::host::{self, Host, NestedCount, NestedState};
 use crate::pwc::Pwc;
 use crate::stats::MmuStats;
 use crate::tlb::{self, flags, TlbEntry, TlbLevel};
@@ -175,6 +176,9 @@ struct CpuState {
     stats: MmuStats,
     /// Per ASID, the TLB generation this CPU's entries are fresh for.
     seen_gen: Box<[u64]>,
+    /// The second dimension's caches, when the MMU has a host. No guest
+    /// flush touches them (the `host` module's invariant 1).
+    nested: Option<Box<NestedState>>,
 }
 
 struct Retired {
@@ -200,6 +204,8 @@ pub struct Mmu {
     retired: Mutex<Vec<Retired>>,
     /// Statistics of shootdowns without an initiating [`Cpu`].
     shared: Mutex<MmuStats>,
+    /// The host, when this machine is a guest: every walk is nested.
+    host: Option<Host>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -223,7 +229,9 @@ impl Mmu {
             });
         }
         let words = cpus.div_ceil(64);
+        let host = config.host.as_ref().map(Host::new).transpose()?;
         Ok(Arc::new(Mmu {
+            host,
             gi: GeomInfo::new(geom),
             geom: Arc::new(geom.clone()),
             config,
@@ -266,8 +274,15 @@ impl Mmu {
             l1: TlbLevel::new(&self.config.tlb.l1, hw, seed * 2),
             l2: TlbLevel::new(&self.config.tlb.l2, hw, seed * 2 + 1),
             pwc: Pwc::new(&self.config.pwc, self.gi.hw_shifts(), seed),
-            stats: MmuStats::default(),
+            stats: MmuStats {
+                nested: self.host.is_some(),
+                ..MmuStats::default()
+            },
             seen_gen: vec![0; MAX_ASIDS].into_boxed_slice(),
+            nested: self
+                .host
+                .as_ref()
+                .map(|h| Box::new(h.new_state(seed.wrapping_mul(0x9e37)))),
         })
     }
 
@@ -633,6 +648,7 @@ impl Cpu {
     pub fn take_stats(&mut self) -> MmuStats {
         self.clear_hits();
         let raw = std::mem::take(&mut self.st.stats);
+        self.st.stats.nested = raw.nested;
         finish(&raw, !self.st.l2.is_empty())
     }
 
@@ -921,6 +937,9 @@ impl Cpu {
             self.mmu.geom.name(),
             "the table's geometry is not the MMU's"
         );
+        if self.st.nested.is_some() {
+            return self.walk_nested(pt, va, write, user, cached);
+        }
         let asid = self.asid;
         let st = &mut *self.st;
         let mut count = WalkCount::default();
@@ -951,27 +970,127 @@ impl Cpu {
         }
         match r {
             Ok(leaf) => Ok((leaf, count.refs)),
-            Err(f) => {
-                match f {
-                    Fault::NotPresent { .. } => st.stats.faults_not_present += 1,
-                    Fault::Permission { .. } => st.stats.faults_permission += 1,
-                    Fault::Reserved { .. } => st.stats.faults_reserved += 1,
-                    Fault::NonCanonical { .. } => st.stats.faults_noncanonical += 1,
-                }
-                if cached {
-                    st.l1.invalidate_va(va, asid);
-                    st.l2.invalidate_va(va, asid);
-                } else {
-                    debug_assert_eq!(
-                        st.l1.invalidate_va(va, asid) + st.l2.invalidate_va(va, asid),
-                        0,
-                        "a TLB entry for a va both levels missed"
-                    );
-                }
-                Err(f)
-            }
+            Err(f) => Err(guest_fault(st, f, va, asid, cached)),
         }
     }
+
+    /// [`Cpu::walk`] on a guest: the guest walk with this CPU's walk caches,
+    /// every guest-physical address it reads (and the data's) translated by
+    /// the second dimension (`host` module). A host fault is an EPT
+    /// violation: the hypervisor maps the page and the access restarts
+    /// from the beginning, as the guest instruction does after the VM exit;
+    /// the abandoned attempt counts as a walk with the references it made.
+    /// The translation returned is the combined gVA -> hPA one, of the
+    /// smaller of the guest and host pages.
+    #[cold]
+    #[inline(never)]
+    fn walk_nested(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+        cached: bool,
+    ) -> Result<(walk::Leaf, u32), Fault> {
+        let host = self
+            .mmu
+            .host
+            .as_ref()
+            .expect("a nested CPU's MMU has a host");
+        let asid = self.asid;
+        let st = &mut *self.st;
+        loop {
+            let ns = st.nested.as_deref_mut().expect("checked by the caller");
+            let mut count = WalkCount::default();
+            let mut n = NestedCount::default();
+            let mut violation = None;
+            let pwc = if st.pwc.is_empty() {
+                None
+            } else {
+                Some(&mut st.pwc)
+            };
+            let r = walk::walk_with(
+                pt,
+                &self.mmu.gi,
+                pwc,
+                asid,
+                VirtAddr::new(va),
+                write,
+                user,
+                &mut count,
+                |gpa| {
+                    host::translate(host, ns, gpa, false, &mut n)
+                        .map(|_| ())
+                        .inspect_err(|_| violation = Some(gpa))
+                },
+            );
+            let r = match r {
+                Ok(leaf) if violation.is_none() => {
+                    match host::translate(host, ns, leaf.pa, write, &mut n) {
+                        Ok(hpa) => Ok(walk::Leaf {
+                            pa: hpa,
+                            size_shift: leaf.size_shift.min(host.page_shift),
+                            flags: leaf.flags,
+                        }),
+                        Err(f) => {
+                            violation = Some(leaf.pa);
+                            Err(f)
+                        }
+                    }
+                }
+                other => other,
+            };
+            let refs = count.refs + n.host_refs;
+            if refs > 0 {
+                st.stats.record_walk(refs);
+            }
+            let s = &mut st.stats;
+            s.guest_walk_refs += u64::from(count.refs);
+            s.host_walk_refs += u64::from(n.host_refs);
+            s.nested_tlb_hits += u64::from(n.ntlb_hits);
+            s.nested_tlb_misses += u64::from(n.ntlb_misses);
+            s.host_pwc_hits += u64::from(n.host_pwc_hits);
+            s.ad_writes += u64::from(count.ad_writes + n.ad_writes);
+            match count.pwc_hit {
+                Some(l) => s.pwc_hits[l] += 1,
+                None if !st.pwc.is_empty() && count.refs > 0 => s.pwc_misses += 1,
+                None => {}
+            }
+            if let Some(gpa) = violation {
+                s.ept_violations += 1;
+                host.handle_violation(gpa);
+                continue;
+            }
+            return match r {
+                Ok(leaf) => Ok((leaf, refs)),
+                Err(f) => Err(guest_fault(st, f, va, asid, cached)),
+            };
+        }
+    }
+}
+
+/// Counts a guest fault and invalidates the TLB entries of `va`, as a
+/// page fault does (SDM §4.10.4.1); returns the fault. `cached` as for
+/// [`Cpu::walk`].
+#[inline(always)]
+fn guest_fault(st: &mut CpuState, f: Fault, va: u64, asid: Asid, cached: bool) -> Fault {
+    match f {
+        Fault::NotPresent { .. } => st.stats.faults_not_present += 1,
+        Fault::Permission { .. } => st.stats.faults_permission += 1,
+        Fault::Reserved { .. } => st.stats.faults_reserved += 1,
+        Fault::NonCanonical { .. } => st.stats.faults_noncanonical += 1,
+    }
+    if cached {
+        st.l1.invalidate_va(va, asid);
+        st.l2.invalidate_va(va, asid);
+    } else {
+        debug_assert_eq!(
+            st.l1.invalidate_va(va, asid) + st.l2.invalidate_va(va, asid),
+            0,
+            "a TLB entry for a va both levels missed"
+        );
+    }
+    f
 }
 
 /// The statistics a CPU reports from those it counts: on the hit path only
@@ -1018,6 +1137,7 @@ impl CpuState {
             pwc: Pwc::new(&[], &[], 0),
             stats: MmuStats::default(),
             seen_gen: Box::new([]),
+            nested: None,
         })
     }
 }
