@@ -83,8 +83,8 @@ impl HostConfig {
     /// (default: the host geometry's base page) and the second dimension's
     /// caches `caches`: `on` (default: a nested TLB of
     /// [`NESTED_TLB_ENTRIES`] and the presets' walk caches), `off` (none),
-    /// or a TLB preset whose walk caches the host walks get (with the
-    /// nested TLB; `none` is `off`).
+    /// or a TLB preset whose walk caches the host walks get, with the
+    /// nested TLB (`none`: the nested TLB alone).
     ///
     /// # Errors
     /// [`HostError::Geometry`] if the geometry does not load,
@@ -96,7 +96,7 @@ impl HostConfig {
     ) -> Result<HostConfig, HostError> {
         let g = pt::geometry::load(geometry).map_err(|e| HostError::Geometry(e.to_string()))?;
         let (nested_tlb, pwc) = match caches.unwrap_or("on") {
-            "off" | "none" => (0, Vec::new()),
+            "off" => (0, Vec::new()),
             "on" => (
                 NESTED_TLB_ENTRIES,
                 MmuConfig::preset("zen4").expect("a preset").pwc,
