@@ -824,7 +824,53 @@ impl Cpu {
             return self.hit_needs_walk(pt, va, write, user, HitLevel::L1, slot, e);
         }
         self.clear_hits();
+        if self.st.nested.is_some() {
+            return self.miss_l1_nested(pt, va, write, user, key);
+        }
         self.miss_l1(pt, va, write, user, key)
+    }
+
+    /// [`Cpu::miss_l1`] on a guest: the same steps with the nested walk. A
+    /// copy rather than a branch inside `miss_l1`, so that the native miss
+    /// path's code stays as it was (BENCHMARKS.md, "Nested walks").
+    #[cold]
+    #[inline(never)]
+    fn miss_l1_nested(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+        key: u64,
+    ) -> Result<Access, Fault> {
+        let asid = self.asid;
+        let st = &mut *self.st;
+        if let Some((slot, e)) = st.l2.lookup(va, key) {
+            if e.flags() & needed_flags(write, user) == needed_flags(write, user) {
+                st.stats.l2_hits_by_size[usize::from(e.shift() & 63)] += 1;
+                let mut a = hit(e, va, HitLevel::L2, 0);
+                let fs = st.l1.fill(va, asid, a.pa, u32::from(e.shift()), e.flags());
+                if let Some(fs) = fs {
+                    a.page_size = 1 << fs;
+                }
+                return Ok(a);
+            }
+            return self.hit_needs_walk(pt, va, write, user, HitLevel::L2, slot, e);
+        }
+        st.stats.tlb_misses += 1;
+        let (leaf, refs) = self.walk_nested(pt, va, write, user, false)?;
+        let st = &mut *self.st;
+        st.stats.misses_by_size[leaf.size_shift as usize & 63] += 1;
+        let pa = leaf.pa.get();
+        let f1 = st.l1.fill(va, asid, pa, leaf.size_shift, leaf.flags);
+        let f2 = st.l2.fill(va, asid, pa, leaf.size_shift, leaf.flags);
+        let shift = f1.or(f2).map_or(leaf.size_shift, u32::from);
+        Ok(Access {
+            pa,
+            hit: HitLevel::Walk,
+            walk_refs: refs,
+            page_size: 1 << shift,
+        })
     }
 
     #[inline(never)]
@@ -899,7 +945,11 @@ impl Cpu {
             }
             st.stats.dirty_assists += 1;
         }
-        let (_, refs) = self.walk(pt, va, write, user, true)?;
+        let (_, refs) = if self.st.nested.is_some() {
+            self.walk_nested(pt, va, write, user, true)?
+        } else {
+            self.walk(pt, va, write, user, true)?
+        };
         let st = &mut *self.st;
         let mut a = hit(e, va, level, refs);
         match level {
@@ -937,9 +987,6 @@ impl Cpu {
             self.mmu.geom.name(),
             "the table's geometry is not the MMU's"
         );
-        if self.st.nested.is_some() {
-            return self.walk_nested(pt, va, write, user, cached);
-        }
         let asid = self.asid;
         let st = &mut *self.st;
         let mut count = WalkCount::default();
@@ -970,7 +1017,25 @@ impl Cpu {
         }
         match r {
             Ok(leaf) => Ok((leaf, count.refs)),
-            Err(f) => Err(guest_fault(st, f, va, asid, cached)),
+            Err(f) => {
+                match f {
+                    Fault::NotPresent { .. } => st.stats.faults_not_present += 1,
+                    Fault::Permission { .. } => st.stats.faults_permission += 1,
+                    Fault::Reserved { .. } => st.stats.faults_reserved += 1,
+                    Fault::NonCanonical { .. } => st.stats.faults_noncanonical += 1,
+                }
+                if cached {
+                    st.l1.invalidate_va(va, asid);
+                    st.l2.invalidate_va(va, asid);
+                } else {
+                    debug_assert_eq!(
+                        st.l1.invalidate_va(va, asid) + st.l2.invalidate_va(va, asid),
+                        0,
+                        "a TLB entry for a va both levels missed"
+                    );
+                }
+                Err(f)
+            }
         }
     }
 
