@@ -11,7 +11,7 @@ use workload::suggest::closest;
 
 /// Whether `value` of `key` names a file rather than a preset.
 fn is_file(key: &str, value: &str) -> bool {
-    value.ends_with(".toml") || (key == "geometry" && value.contains('/'))
+    value.ends_with(".toml") || (key.ends_with("geometry") && value.contains('/'))
 }
 
 /// The preset names of `key`, if it has presets.
@@ -26,6 +26,18 @@ fn presets(key: &str) -> Option<Vec<String>> {
         "tlb" => Some(
             mmu::config::PRESET_NAMES
                 .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        ),
+        "host-geometry" => Some(
+            std::iter::once("none".to_string())
+                .chain(pt::geometry::presets().iter().map(|g| g.name().to_string()))
+                .collect(),
+        ),
+        "host-caches" => Some(
+            ["on", "off"]
+                .iter()
+                .chain(mmu::config::PRESET_NAMES)
                 .map(|s| s.to_string())
                 .collect(),
         ),
@@ -51,7 +63,12 @@ pub fn check_preset(origin: &str, key: &str, value: &str) -> Result<(), Failure>
     match closest(value, &names) {
         Some(near) => Err(Failure::BadInput(format!(
             "{origin}key \"{key}\": unknown {} \"{value}\", did you mean \"{near}\"?; known: {}",
-            if key == "tlb" { "TLB preset" } else { key },
+            match key {
+                "tlb" => "TLB preset",
+                "host-geometry" => "geometry",
+                "host-caches" => "value",
+                _ => key,
+            },
             names.join(", ")
         ))),
         None => Ok(()),

@@ -634,6 +634,83 @@ pub const PWC_FLUSHED: Counter = Counter {
     members: Members::One,
 };
 
+/// Nested walks: guest page-table entries read.
+pub const GUEST_WALK_REFS: Counter = Counter {
+    name: "guest_walk_refs",
+    unit: Unit::Count,
+    meaning: "Nested walks (with a host geometry): guest page-table entries read; walk_refs is these plus host_walk_refs.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Nested walks: host page-table entries read, over every host walk.
+pub const HOST_WALK_REFS: Counter = Counter {
+    name: "host_walk_refs",
+    unit: Unit::Count,
+    meaning: "Nested walks: host (EPT/NPT) entries read to translate guest-physical addresses, over every host walk.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Guest-physical translations found in the nested TLB.
+pub const NESTED_TLB_HITS: Counter = Counter {
+    name: "nested_tlb_hits",
+    unit: Unit::Count,
+    meaning: "Nested walks: guest-physical addresses translated by the nested TLB (gPA to hPA) without a host walk.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Guest-physical translations that missed the nested TLB.
+pub const NESTED_TLB_MISSES: Counter = Counter {
+    name: "nested_tlb_misses",
+    unit: Unit::Count,
+    meaning: "Nested walks: guest-physical addresses that missed the nested TLB and walked the host's tables.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Host walks shortened by a host walk-cache hit.
+pub const HOST_PWC_HITS: Counter = Counter {
+    name: "host_pwc_hits",
+    unit: Unit::Count,
+    meaning: "Nested walks: host walks that started below a host walk-cache hit (caches keyed by guest-physical address).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// EPT violations (nested page faults) the modeled hypervisor handled.
+pub const EPT_VIOLATIONS: Counter = Counter {
+    name: "ept_violations",
+    unit: Unit::Count,
+    meaning: "Nested walks: guest-physical addresses the host had not mapped (EPT violation / nested page fault); the modeled hypervisor mapped them and the access restarted.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Memory references per 1000 hardware walks since the previous mark.
+pub const REFS_PER_1000_WALKS: Counter = Counter {
+    name: "refs_per_1000_walks",
+    unit: Unit::Count,
+    meaning: "Model: memory references per 1000 hardware walks since the previous mark (24000: 24 references per walk), rounded down.",
+    compared: false,
+    source: Source::Derived,
+    view: View::All,
+    members: Members::One,
+};
+
 /// L1 TLB hits by page size.
 pub const TLB_L1_HITS_FAMILY: Counter = Counter {
     name: "tlb_l1_hits_<size>",
@@ -747,6 +824,13 @@ pub const ALL: &[Counter] = &[
     FULL_FLUSHES,
     PAGE_INVALIDATIONS,
     PWC_FLUSHED,
+    GUEST_WALK_REFS,
+    HOST_WALK_REFS,
+    NESTED_TLB_HITS,
+    NESTED_TLB_MISSES,
+    HOST_PWC_HITS,
+    EPT_VIOLATIONS,
+    REFS_PER_1000_WALKS,
     TLB_L1_HITS_FAMILY,
     TLB_L2_HITS_FAMILY,
     TLB_MISSES_FAMILY,

@@ -19,7 +19,11 @@ use workload::result::Run;
 
 /// Derived per-segment figures: the segment of a mark is the time since the
 /// previous mark (or the start).
-pub const DERIVED: &[&str] = &[counters::NS_PER_FAULT.name, counters::NS_PER_ACCESS.name];
+pub const DERIVED: &[&str] = &[
+    counters::NS_PER_FAULT.name,
+    counters::NS_PER_ACCESS.name,
+    counters::REFS_PER_1000_WALKS.name,
+];
 
 /// One counter at one mark over the repeats.
 #[derive(Debug, Clone, Serialize)]
@@ -62,6 +66,7 @@ pub struct Aggregate {
 /// Only a run that measured the machine's time (the kernel's `elapsed_ns`)
 /// gets times per fault and per access; a model run gets none.
 pub fn derive(run: &mut Run) {
+    derive_refs_per_walk(run);
     let mut prev_elapsed = 0;
     let mut prev_faults = 0;
     let mut prev_accesses = 0;
@@ -86,6 +91,28 @@ pub fn derive(run: &mut Run) {
         }
         prev_elapsed = elapsed;
         prev_faults = faults;
+    }
+}
+
+/// A model run's memory references per 1000 walks since the previous mark
+/// (integers, like every counter: 24000 is 24 references per walk), at
+/// every mark whose segment walked.
+fn derive_refs_per_walk(run: &mut Run) {
+    let (mut prev_walks, mut prev_refs) = (0, 0);
+    for m in &mut run.marks {
+        let (Some(walks), Some(refs)) = (
+            m.counters.get(counters::WALKS.name),
+            m.counters.get(counters::WALK_REFS.name),
+        ) else {
+            continue;
+        };
+        if walks > prev_walks {
+            m.counters.set(
+                counters::REFS_PER_1000_WALKS.name,
+                (refs - prev_refs) * 1000 / (walks - prev_walks),
+            );
+        }
+        (prev_walks, prev_refs) = (walks, refs);
     }
 }
 
@@ -279,6 +306,32 @@ mod tests {
         let m = &r.marks[0].counters;
         assert_eq!(m.get(counters::NS_PER_FAULT.name), None);
         assert_eq!(m.get(counters::NS_PER_ACCESS.name), None);
+    }
+
+    #[test]
+    fn references_per_walk_are_per_segment() {
+        let mark = |name: &str, walks: i64, refs: i64| {
+            let mut c = Counters::default();
+            c.set(counters::WALKS.name, walks);
+            c.set(counters::WALK_REFS.name, refs);
+            Mark {
+                name: name.into(),
+                counters: c,
+                latency: None,
+            }
+        };
+        let mut r = Run {
+            marks: vec![
+                mark("cold", 10, 240),
+                mark("idle", 10, 240),
+                mark("cached", 110, 503),
+            ],
+        };
+        derive(&mut r);
+        let per = |i: usize| r.marks[i].counters.get(counters::REFS_PER_1000_WALKS.name);
+        assert_eq!(per(0), Some(24_000));
+        assert_eq!(per(1), None, "no walk, no figure");
+        assert_eq!(per(2), Some(2_630), "263 references over 100 walks");
     }
 
     #[test]

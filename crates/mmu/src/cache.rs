@@ -207,7 +207,9 @@ impl<V: Copy + Default> Cache<V> {
     /// As [`Cache::insert`] for an entry known not to be in the set (a
     /// lookup of its key just missed): an empty way, else the victim.
     /// Returns the index used and the evicted entry's tag and value.
-    #[inline]
+    // Always: the native walk, the nested walk and the host walk call it,
+    // and the native walk must not lose it to a call (BENCHMARKS.md).
+    #[inline(always)]
     pub(crate) fn insert_absent(
         &mut self,
         set: usize,

@@ -243,6 +243,10 @@ pub struct MmuConfig {
     /// machine it runs under decides.
     #[serde(default)]
     pub pv_tlb_flush: bool,
+    /// The host this machine runs under as a guest (nested walks), or none
+    /// (native). Like `pv_tlb_flush`, not part of a TLB file.
+    #[serde(skip)]
+    pub host: Option<crate::host_config::HostConfig>,
 }
 
 /// Why a configuration cannot be used.
@@ -315,6 +319,8 @@ pub enum ConfigError {
     BadPwcLevel { level: usize, max: usize },
     #[error("walk cache for level {level} is configured twice")]
     DuplicatePwcLevel { level: usize },
+    #[error("host: {0}")]
+    Host(#[from] crate::host_config::HostError),
     #[error("{cpus} CPUs: the model supports 1 to {max}")]
     BadCpuCount { cpus: usize, max: usize },
 }
@@ -436,6 +442,7 @@ impl MmuConfig {
             pwc,
             flush_ceiling: LINUX_FLUSH_CEILING,
             pv_tlb_flush: false,
+            host: None,
         })
     }
 

@@ -8,7 +8,13 @@
 //! - [`mmu`]: [`Mmu`] (shared by all CPUs: mailboxes, active masks, IPIs,
 //!   deferred table freeing) and [`Cpu`] (one thread's TLBs and statistics).
 //! - [`walk`]: the hardware walk and the [`Fault`]s it raises.
-//! - [`nested`]: a guest walk over a host walk.
+//! - [`nested`]: a guest walk over a host walk, cold (no caches), for
+//!   tables built by hand.
+//! - [`host_config`] and `host`: the second dimension of a nested machine
+//!   in model runs: the host's tables filled on demand by a modeled
+//!   hypervisor, a nested TLB and host walk caches per CPU; with a host
+//!   ([`MmuConfig::host`]) every [`Cpu`] walk is two-dimensional and the
+//!   TLBs cache combined gVA -> hPA translations.
 //! - [`stats`]: [`MmuStats`], merged per mark.
 //!
 //! The MMU decides nothing about what is mapped (docs/design.md): it reads the
@@ -37,6 +43,8 @@
 mod cache;
 pub mod config;
 mod hits;
+mod host;
+pub mod host_config;
 mod lru;
 pub mod mmu;
 pub mod nested;
@@ -49,6 +57,7 @@ pub mod walk;
 pub use config::{
     ConfigError, MmuConfig, PageSize, PwcConfig, Replacement, TlbArrayConfig, TlbConfig,
 };
+pub use host_config::{HostConfig, HostError};
 pub use mmu::{Access, Asid, Cpu, FlushKind, HitLevel, Mmu, ShootdownStats, MAX_ASIDS};
 pub use nested::{NestedFault, NestedWalk, NestedWalker};
 pub use stats::MmuStats;

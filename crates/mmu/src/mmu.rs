@@ -69,6 +69,7 @@ use pt::{Geometry, MemError, PageTable, VirtAddr};
 
 use crate::config::{ConfigError, MmuConfig, MAX_CPUS};
 use crate::hits::HitCache;
+use crate::host::{self, Host, NestedCount, NestedState};
 use crate::pwc::Pwc;
 use crate::stats::MmuStats;
 use crate::tlb::{self, flags, TlbEntry, TlbLevel};
@@ -175,6 +176,9 @@ struct CpuState {
     stats: MmuStats,
     /// Per ASID, the TLB generation this CPU's entries are fresh for.
     seen_gen: Box<[u64]>,
+    /// The second dimension's caches, when the MMU has a host. No guest
+    /// flush touches them (the `host` module's invariant 1).
+    nested: Option<Box<NestedState>>,
 }
 
 struct Retired {
@@ -200,6 +204,8 @@ pub struct Mmu {
     retired: Mutex<Vec<Retired>>,
     /// Statistics of shootdowns without an initiating [`Cpu`].
     shared: Mutex<MmuStats>,
+    /// The host, when this machine is a guest: every walk is nested.
+    host: Option<Host>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -223,7 +229,9 @@ impl Mmu {
             });
         }
         let words = cpus.div_ceil(64);
+        let host = config.host.as_ref().map(Host::new).transpose()?;
         Ok(Arc::new(Mmu {
+            host,
             gi: GeomInfo::new(geom),
             geom: Arc::new(geom.clone()),
             config,
@@ -266,8 +274,15 @@ impl Mmu {
             l1: TlbLevel::new(&self.config.tlb.l1, hw, seed * 2),
             l2: TlbLevel::new(&self.config.tlb.l2, hw, seed * 2 + 1),
             pwc: Pwc::new(&self.config.pwc, self.gi.hw_shifts(), seed),
-            stats: MmuStats::default(),
+            stats: MmuStats {
+                nested: self.host.is_some(),
+                ..MmuStats::default()
+            },
             seen_gen: vec![0; MAX_ASIDS].into_boxed_slice(),
+            nested: self
+                .host
+                .as_ref()
+                .map(|h| Box::new(h.new_state(seed.wrapping_mul(0x9e37)))),
         })
     }
 
@@ -633,6 +648,7 @@ impl Cpu {
     pub fn take_stats(&mut self) -> MmuStats {
         self.clear_hits();
         let raw = std::mem::take(&mut self.st.stats);
+        self.st.stats.nested = raw.nested;
         finish(&raw, !self.st.l2.is_empty())
     }
 
@@ -808,7 +824,53 @@ impl Cpu {
             return self.hit_needs_walk(pt, va, write, user, HitLevel::L1, slot, e);
         }
         self.clear_hits();
+        if self.st.nested.is_some() {
+            return self.miss_l1_nested(pt, va, write, user, key);
+        }
         self.miss_l1(pt, va, write, user, key)
+    }
+
+    /// [`Cpu::miss_l1`] on a guest: the same steps with the nested walk. A
+    /// copy rather than a branch inside `miss_l1`, so that the native miss
+    /// path's code stays as it was (BENCHMARKS.md, "Nested walks").
+    #[cold]
+    #[inline(never)]
+    fn miss_l1_nested(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+        key: u64,
+    ) -> Result<Access, Fault> {
+        let asid = self.asid;
+        let st = &mut *self.st;
+        if let Some((slot, e)) = st.l2.lookup(va, key) {
+            if e.flags() & needed_flags(write, user) == needed_flags(write, user) {
+                st.stats.l2_hits_by_size[usize::from(e.shift() & 63)] += 1;
+                let mut a = hit(e, va, HitLevel::L2, 0);
+                let fs = st.l1.fill(va, asid, a.pa, u32::from(e.shift()), e.flags());
+                if let Some(fs) = fs {
+                    a.page_size = 1 << fs;
+                }
+                return Ok(a);
+            }
+            return self.hit_needs_walk(pt, va, write, user, HitLevel::L2, slot, e);
+        }
+        st.stats.tlb_misses += 1;
+        let (leaf, refs) = self.walk_nested(pt, va, write, user, false)?;
+        let st = &mut *self.st;
+        st.stats.misses_by_size[leaf.size_shift as usize & 63] += 1;
+        let pa = leaf.pa.get();
+        let f1 = st.l1.fill(va, asid, pa, leaf.size_shift, leaf.flags);
+        let f2 = st.l2.fill(va, asid, pa, leaf.size_shift, leaf.flags);
+        let shift = f1.or(f2).map_or(leaf.size_shift, u32::from);
+        Ok(Access {
+            pa,
+            hit: HitLevel::Walk,
+            walk_refs: refs,
+            page_size: 1 << shift,
+        })
     }
 
     #[inline(never)]
@@ -883,7 +945,11 @@ impl Cpu {
             }
             st.stats.dirty_assists += 1;
         }
-        let (_, refs) = self.walk(pt, va, write, user, true)?;
+        let (_, refs) = if self.st.nested.is_some() {
+            self.walk_nested(pt, va, write, user, true)?
+        } else {
+            self.walk(pt, va, write, user, true)?
+        };
         let st = &mut *self.st;
         let mut a = hit(e, va, level, refs);
         match level {
@@ -972,6 +1038,124 @@ impl Cpu {
             }
         }
     }
+
+    /// [`Cpu::walk`] on a guest: the guest walk with this CPU's walk caches,
+    /// every guest-physical address it reads (and the data's) translated by
+    /// the second dimension (`host` module). A host fault is an EPT
+    /// violation: the hypervisor maps the page and the access restarts
+    /// from the beginning, as the guest instruction does after the VM exit;
+    /// the abandoned attempt counts as a walk with the references it made.
+    /// The translation returned is the combined gVA -> hPA one, of the
+    /// smaller of the guest and host pages.
+    #[cold]
+    #[inline(never)]
+    fn walk_nested(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+        cached: bool,
+    ) -> Result<(walk::Leaf, u32), Fault> {
+        let host = self
+            .mmu
+            .host
+            .as_ref()
+            .expect("a nested CPU's MMU has a host");
+        let asid = self.asid;
+        let st = &mut *self.st;
+        loop {
+            let ns = st.nested.as_deref_mut().expect("checked by the caller");
+            let mut count = WalkCount::default();
+            let mut n = NestedCount::default();
+            let mut violation = None;
+            let pwc = if st.pwc.is_empty() {
+                None
+            } else {
+                Some(&mut st.pwc)
+            };
+            let r = walk::walk_with(
+                pt,
+                &self.mmu.gi,
+                pwc,
+                asid,
+                VirtAddr::new(va),
+                write,
+                user,
+                &mut count,
+                |gpa| {
+                    host::translate(host, ns, gpa, false, &mut n)
+                        .map(|_| ())
+                        .inspect_err(|_| violation = Some(gpa))
+                },
+            );
+            let r = match r {
+                Ok(leaf) if violation.is_none() => {
+                    match host::translate(host, ns, leaf.pa, write, &mut n) {
+                        Ok(hpa) => Ok(walk::Leaf {
+                            pa: hpa,
+                            size_shift: leaf.size_shift.min(host.page_shift),
+                            flags: leaf.flags,
+                        }),
+                        Err(f) => {
+                            violation = Some(leaf.pa);
+                            Err(f)
+                        }
+                    }
+                }
+                other => other,
+            };
+            let refs = count.refs + n.host_refs;
+            if refs > 0 {
+                st.stats.record_walk(refs);
+            }
+            let s = &mut st.stats;
+            s.guest_walk_refs += u64::from(count.refs);
+            s.host_walk_refs += u64::from(n.host_refs);
+            s.nested_tlb_hits += u64::from(n.ntlb_hits);
+            s.nested_tlb_misses += u64::from(n.ntlb_misses);
+            s.host_pwc_hits += u64::from(n.host_pwc_hits);
+            s.ad_writes += u64::from(count.ad_writes + n.ad_writes);
+            match count.pwc_hit {
+                Some(l) => s.pwc_hits[l] += 1,
+                None if !st.pwc.is_empty() && count.refs > 0 => s.pwc_misses += 1,
+                None => {}
+            }
+            if let Some(gpa) = violation {
+                s.ept_violations += 1;
+                host.handle_violation(gpa);
+                continue;
+            }
+            return match r {
+                Ok(leaf) => Ok((leaf, refs)),
+                Err(f) => Err(guest_fault(st, f, va, asid, cached)),
+            };
+        }
+    }
+}
+
+/// Counts a guest fault and invalidates the TLB entries of `va`, as a
+/// page fault does (SDM §4.10.4.1); returns the fault. `cached` as for
+/// [`Cpu::walk`].
+#[inline(always)]
+fn guest_fault(st: &mut CpuState, f: Fault, va: u64, asid: Asid, cached: bool) -> Fault {
+    match f {
+        Fault::NotPresent { .. } => st.stats.faults_not_present += 1,
+        Fault::Permission { .. } => st.stats.faults_permission += 1,
+        Fault::Reserved { .. } => st.stats.faults_reserved += 1,
+        Fault::NonCanonical { .. } => st.stats.faults_noncanonical += 1,
+    }
+    if cached {
+        st.l1.invalidate_va(va, asid);
+        st.l2.invalidate_va(va, asid);
+    } else {
+        debug_assert_eq!(
+            st.l1.invalidate_va(va, asid) + st.l2.invalidate_va(va, asid),
+            0,
+            "a TLB entry for a va both levels missed"
+        );
+    }
+    f
 }
 
 /// The statistics a CPU reports from those it counts: on the hit path only
@@ -1018,6 +1202,7 @@ impl CpuState {
             pwc: Pwc::new(&[], &[], 0),
             stats: MmuStats::default(),
             seen_gen: Box::new([]),
+            nested: None,
         })
     }
 }

@@ -84,7 +84,9 @@ impl Pwc {
     }
 
     /// The lowest level with an entry for `va`, and the table it points to.
-    #[inline]
+    // Always: the native walk, the nested walk and the host walk call it,
+    // and the native walk must not lose it to a call (BENCHMARKS.md).
+    #[inline(always)]
     pub(crate) fn lookup(&mut self, va: VirtAddr, asid: u16) -> Option<(usize, TableAddr)> {
         if self.is_empty() {
             return None;
@@ -108,7 +110,9 @@ impl Pwc {
     /// walk fills only levels below the one its [`Pwc::lookup`] hit (or
     /// every level, if none did), and the lookup probed those, deepest
     /// first, and missed: the entry is known to be absent (debug-checked).
-    #[inline]
+    // Always: the native walk, the nested walk and the host walk call it,
+    // and the native walk must not lose it to a call (BENCHMARKS.md).
+    #[inline(always)]
     pub(crate) fn fill(&mut self, level: usize, va: VirtAddr, asid: u16, table: TableAddr) {
         let prefix = va.page_index(self.shifts[level]);
         if let Some(c) = &mut self.caches[level] {

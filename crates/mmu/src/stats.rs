@@ -12,6 +12,9 @@
 //!   write hit on a clean page walks again to set D (`dirty_assists`).
 //! - `walk_refs` is the sum over the histogram of refs times walks.
 //! - `ipis == ipis_received`: every posted IPI is applied by its target.
+//! - Nested: `walk_refs == guest_walk_refs + host_walk_refs`; with neither
+//!   host cache a completed walk of a `g`-level guest over an `h`-level host
+//!   reads `(g + 1)(h + 1) - 1` entries.
 
 use std::ops::AddAssign;
 
@@ -85,6 +88,23 @@ pub struct MmuStats {
     pub flushed_entries: u64,
     /// Walk-cache entries removed by invalidations.
     pub pwc_flushed: u64,
+    /// Whether the walks were nested (the MMU has a host): the counters of
+    /// the second dimension below are reported only then.
+    pub nested: bool,
+    /// Nested walks: guest entries read (part of `walk_refs`).
+    pub guest_walk_refs: u64,
+    /// Nested walks: host entries read, over every host walk (the rest of
+    /// `walk_refs`).
+    pub host_walk_refs: u64,
+    /// Guest-physical translations found in the nested TLB.
+    pub nested_tlb_hits: u64,
+    /// Guest-physical translations that missed it and walked the host.
+    pub nested_tlb_misses: u64,
+    /// Host walks that started below a host walk-cache hit.
+    pub host_pwc_hits: u64,
+    /// Host walks that found no host mapping: EPT violations (nested page
+    /// faults) the modeled hypervisor handled; the access restarted.
+    pub ept_violations: u64,
 }
 
 impl Default for MmuStats {
@@ -119,6 +139,13 @@ impl Default for MmuStats {
             page_invalidations: 0,
             flushed_entries: 0,
             pwc_flushed: 0,
+            nested: false,
+            guest_walk_refs: 0,
+            host_walk_refs: 0,
+            nested_tlb_hits: 0,
+            nested_tlb_misses: 0,
+            host_pwc_hits: 0,
+            ept_violations: 0,
         }
     }
 }
@@ -160,6 +187,13 @@ impl AddAssign<&MmuStats> for MmuStats {
         self.flushed_entries += o.flushed_entries;
         self.pwc_flushed += o.pwc_flushed;
         self.deferred_flushes += o.deferred_flushes;
+        self.nested |= o.nested;
+        self.guest_walk_refs += o.guest_walk_refs;
+        self.host_walk_refs += o.host_walk_refs;
+        self.nested_tlb_hits += o.nested_tlb_hits;
+        self.nested_tlb_misses += o.nested_tlb_misses;
+        self.host_pwc_hits += o.host_pwc_hits;
+        self.ept_violations += o.ept_violations;
     }
 }
 
@@ -252,6 +286,16 @@ impl MmuStats {
             ),
             (counters::PWC_FLUSHED.name, c(self.pwc_flushed)),
         ];
+        if self.nested {
+            v.extend([
+                (counters::GUEST_WALK_REFS.name, c(self.guest_walk_refs)),
+                (counters::HOST_WALK_REFS.name, c(self.host_walk_refs)),
+                (counters::NESTED_TLB_HITS.name, c(self.nested_tlb_hits)),
+                (counters::NESTED_TLB_MISSES.name, c(self.nested_tlb_misses)),
+                (counters::HOST_PWC_HITS.name, c(self.host_pwc_hits)),
+                (counters::EPT_VIOLATIONS.name, c(self.ept_violations)),
+            ]);
+        }
         for (names, arr) in [
             (&L1_HITS, &self.l1_hits_by_size),
             (&L2_HITS, &self.l2_hits_by_size),

@@ -14,6 +14,7 @@ fn page(n: u64) -> u64 {
 fn config(pv: bool) -> MmuConfig {
     MmuConfig {
         pv_tlb_flush: pv,
+        host: None,
         ..MmuConfig::preset("zen4").unwrap()
     }
 }

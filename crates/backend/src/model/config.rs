@@ -192,6 +192,17 @@ impl ModelConfig {
             Some(opt::PvFlush::Off) => false,
             None => host::PvTlbFlush::read().is_some_and(|p| p.in_use),
         };
+        // The second dimension: a host geometry makes every walk nested.
+        if let Some(host) = opts.host() {
+            let cfg = mmu::HostConfig::new(
+                host,
+                opts.host_page.map(opt::HostPage::bytes),
+                opts.host_caches.as_deref(),
+            )
+            .and_then(|c| c.check().map(|_| c))
+            .map_err(|e| err(e.key(), e.to_string()))?;
+            mmu.host = Some(cfg);
+        }
         let cpus = match opts.cpus {
             Some(c) => c as usize,
             None => host::cpu::online_cpus().unwrap_or(1),
@@ -233,6 +244,9 @@ mod tests {
             costs: None,
             executor: Some(Executor::Threads),
             pv_flush: Some(opt::PvFlush::On),
+            host_geometry: Some("x86-64-4l".into()),
+            host_page: opt::HostPage::parse("2M"),
+            host_caches: Some("off".into()),
         };
         let c = ModelConfig::new(&opts).unwrap();
         assert_eq!(c.geometry.name(), "x86-64-5l");
@@ -245,6 +259,9 @@ mod tests {
         assert_eq!(c.executor, Executor::Threads);
         assert_eq!(c.costs.origin, timing::SHIPPED);
         assert!(c.mmu.pv_tlb_flush);
+        let host = c.mmu.host.as_ref().unwrap();
+        assert_eq!((host.geometry.as_str(), host.page), ("x86-64-4l", 2 << 20));
+        assert_eq!((host.nested_tlb, host.pwc.len()), (0, 0));
         // Another value of each goes through too: nothing is a constant.
         let other = ModelOptions {
             locking: Some(opt::Locking::SplitPte),
@@ -253,6 +270,9 @@ mod tests {
             cpus: Some(1),
             executor: None,
             pv_flush: Some(opt::PvFlush::Off),
+            host_geometry: Some("none".into()),
+            host_page: None,
+            host_caches: None,
             ..opts
         };
         let c = ModelConfig::new(&other).unwrap();
@@ -262,6 +282,35 @@ mod tests {
         assert_eq!(c.cpus, 1);
         assert_eq!(c.executor, Executor::Virtual);
         assert!(!c.mmu.pv_tlb_flush);
+        assert_eq!(c.mmu.host, None, "host-geometry=none is a native machine");
+    }
+
+    #[test]
+    fn host_options_reach_the_mmu_with_their_defaults() {
+        let opts = ModelOptions {
+            geometry: Some("x86-64-5l".into()),
+            host_geometry: Some("x86-64-5l".into()),
+            tlb: Some("zen4".into()),
+            ..ModelOptions::default()
+        };
+        let host = ModelConfig::new(&opts).unwrap().mmu.host.unwrap();
+        assert_eq!(host.page, 4096, "the host geometry's base page");
+        assert_eq!(host.nested_tlb, mmu::host_config::NESTED_TLB_ENTRIES);
+        assert!(!host.pwc.is_empty(), "host-caches defaults to on");
+        let bad = ModelOptions {
+            host_page: opt::HostPage::parse("1G"),
+            host_geometry: Some("arm64-64k-48".into()),
+            ..opts.clone()
+        };
+        let e = ModelConfig::new(&bad).unwrap_err();
+        assert_eq!(e.key, "host-page");
+        assert!(e.message.contains("512 MiB"), "{}", e.message);
+        let small = ModelOptions {
+            host_geometry: Some("riscv-sv39".into()),
+            ..opts
+        };
+        let e = ModelConfig::new(&small).unwrap_err();
+        assert_eq!(e.key, "host-geometry");
     }
 
     #[test]

@@ -39,5 +39,6 @@ pub use options::{planned_accesses, ProgressFn, RunOptions, CHECK_EVERY};
 pub(crate) use run::Prediction;
 pub use run::{run, run_with, ModelError};
 pub use settings::{
-    Executor, Locking, ModelOptions, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,
+    Executor, HostPage, Locking, ModelOptions, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp,
+    MTHP_SIZES,
 };

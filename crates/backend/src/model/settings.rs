@@ -130,6 +130,51 @@ impl fmt::Display for MthpSize {
     }
 }
 
+/// The size of the host pages that back guest memory under a host
+/// geometry (`host-page`), printed as written: `4K`, `2M`, `1G` (any power
+/// of two from 4 KiB to 512 GiB with the suffix `K`, `M` or `G`; the host
+/// geometry decides which it has).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HostPage {
+    bytes: u64,
+}
+
+impl HostPage {
+    /// The size spelt `s` (`4K`, `2M`, `1G`, ...), if it is a power of two
+    /// of at least 4 KiB.
+    pub fn parse(s: &str) -> Option<HostPage> {
+        let (n, shift) = match s.as_bytes().last()? {
+            b'K' => (&s[..s.len() - 1], 10),
+            b'M' => (&s[..s.len() - 1], 20),
+            b'G' => (&s[..s.len() - 1], 30),
+            _ => return None,
+        };
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) || n.starts_with('0') {
+            return None;
+        }
+        let bytes = n.parse::<u64>().ok()?.checked_shl(shift)?;
+        (bytes.is_power_of_two() && (4096..=1 << 39).contains(&bytes)).then_some(HostPage { bytes })
+    }
+
+    /// Its size in bytes.
+    pub fn bytes(self) -> u64 {
+        self.bytes
+    }
+}
+
+impl fmt::Display for HostPage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.bytes;
+        if b >= 1 << 30 && b.is_multiple_of(1 << 30) {
+            write!(f, "{}G", b >> 30)
+        } else if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+            write!(f, "{}M", b >> 20)
+        } else {
+            write!(f, "{}K", b >> 10)
+        }
+    }
+}
+
 /// The model options that were set; unset ones take the model's defaults
 /// (which mirror this host).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -154,6 +199,23 @@ pub struct ModelOptions {
     /// KVM's paravirtual remote TLB flush (default: whether this host's
     /// kernel uses it).
     pub pv_flush: Option<PvFlush>,
+    /// The host's geometry for nested (two-dimensional) walks: a geometry
+    /// `pt::geometry::load` accepts, or `none` (default: none, a native
+    /// machine).
+    pub host_geometry: Option<String>,
+    /// The host pages backing guest memory (default: the host geometry's
+    /// base page).
+    pub host_page: Option<HostPage>,
+    /// The second dimension's caches: `on`, `off`, or a TLB preset whose
+    /// walk caches the host walks use (default: on).
+    pub host_caches: Option<String>,
+}
+
+impl ModelOptions {
+    /// The host geometry's name if a host is configured (`none` is none).
+    pub fn host(&self) -> Option<&str> {
+        self.host_geometry.as_deref().filter(|g| *g != "none")
+    }
 }
 
 impl ModelOptions {
@@ -185,6 +247,9 @@ impl ModelOptions {
         put("costs", self.costs.clone());
         put("executor", self.executor.map(|v| v.to_string()));
         put("pv-flush", self.pv_flush.map(|v| v.to_string()));
+        put("host-geometry", self.host_geometry.clone());
+        put("host-page", self.host_page.map(|v| v.to_string()));
+        put("host-caches", self.host_caches.clone());
         m
     }
 }
@@ -201,6 +266,17 @@ mod tests {
         }
         assert_eq!(Thp::parse("Always"), None, "spellings are exact");
         assert_eq!(MthpPolicy::expected(), "always, madvise, never, inherit");
+    }
+
+    #[test]
+    fn host_pages_print_as_written() {
+        for s in ["4K", "2M", "1G", "16K", "64K", "512M"] {
+            assert_eq!(HostPage::parse(s).unwrap().to_string(), s);
+        }
+        assert_eq!(HostPage::parse("2M").unwrap().bytes(), 2 << 20);
+        for bad in ["4k", "3K", "2K", "", "K", "02M", "2MiB", "1T"] {
+            assert_eq!(HostPage::parse(bad), None, "{bad}");
+        }
     }
 
     #[test]

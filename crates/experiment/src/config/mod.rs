@@ -17,7 +17,7 @@ mod values;
 pub use backend::model::ModelOptions;
 pub use parse::{from_pairs, parse_arg, parse_inline, parse_toml};
 pub use values::{
-    BackendKind, Locking, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,
+    BackendKind, HostPage, Locking, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,
 };
 
 use serde::Serialize;
@@ -25,9 +25,24 @@ use thiserror::Error;
 
 /// The keys a configuration may set.
 pub const KEYS: &[&str] = &[
-    "backend", "geometry", "locking", "reclaim", "thp", "mthp", "tlb", "cpus", "costs", "executor",
+    "backend",
+    "geometry",
+    "locking",
+    "reclaim",
+    "thp",
+    "mthp",
+    "tlb",
+    "cpus",
+    "costs",
+    "executor",
     "pv-flush",
+    "host-geometry",
+    "host-page",
+    "host-caches",
 ];
+
+/// What `host-caches` accepts besides a TLB preset's name.
+pub const HOST_CACHES_SWITCHES: &[&str] = &["on", "off"];
 
 /// JSON shows the model options as `options`, a map of the written strings.
 fn serialize_options<S: serde::Serializer>(m: &ModelOptions, s: S) -> Result<S::Ok, S::Error> {
@@ -196,6 +211,38 @@ impl Builder {
                 backend::model::load_costs(value).map_err(|m| self.bad(key, m))?;
                 self.model.costs = Some(value.into());
             }
+            "host-geometry" => {
+                if value != "none" {
+                    pt::geometry::load(value).map_err(|e| self.bad(key, e.to_string()))?;
+                }
+                self.model.host_geometry = Some(value.into());
+            }
+            "host-page" => {
+                let page = HostPage::parse(value).ok_or_else(|| {
+                    self.bad(
+                        key,
+                        format!("\"{value}\" is not a page size; expected 4K, 2M or 1G (a power of two with K, M or G)"),
+                    )
+                })?;
+                self.model.host_page = Some(page);
+            }
+            "host-caches" => {
+                let known = HOST_CACHES_SWITCHES
+                    .iter()
+                    .chain(mmu::config::PRESET_NAMES)
+                    .copied()
+                    .collect::<Vec<_>>();
+                if !known.contains(&value) {
+                    return Err(self.bad(
+                        key,
+                        format!(
+                            "\"{value}\" is not one of {} (a TLB preset lends its walk caches to the host walks)",
+                            known.join(", ")
+                        ),
+                    ));
+                }
+                self.model.host_caches = Some(value.into());
+            }
             "executor" => {
                 self.model.executor = Some(self.named::<backend::model::Executor>(key, value)?)
             }
@@ -237,6 +284,34 @@ impl Builder {
         Ok(sizes)
     }
 
+    /// `host-page` and `host-caches` need a host, and the host page must be
+    /// one the host geometry maps (the mmu crate's rule, asked here so the
+    /// error names the key before anything runs).
+    fn check_host(&self) -> Result<(), ConfigError> {
+        let m = &self.model;
+        let Some(host) = m.host() else {
+            for (key, set) in [
+                ("host-page", m.host_page.is_some()),
+                ("host-caches", m.host_caches.is_some()),
+            ] {
+                if set {
+                    return Err(self.bad(
+                        key,
+                        "needs a host: set host-geometry too (e.g. host-geometry=x86-64-4l)".into(),
+                    ));
+                }
+            }
+            return Ok(());
+        };
+        let cfg = mmu::HostConfig::new(
+            host,
+            m.host_page.map(HostPage::bytes),
+            m.host_caches.as_deref(),
+        );
+        cfg.and_then(|c| c.check().map(|_| ()))
+            .map_err(|e| self.bad(e.key(), e.to_string()))
+    }
+
     /// The checks across keys, and the label.
     fn finish(self) -> Result<RunConfig, ConfigError> {
         let options = self.model.to_options();
@@ -245,6 +320,7 @@ impl Builder {
                 return Err(self.bad(k, "the kernel backend runs with this machine's own settings; model options do not apply to it".into()));
             }
         }
+        self.check_host()?;
         let mut label: Vec<String> = Vec::new();
         if self.backend == BackendKind::Kernel {
             label.push(BackendKind::Kernel.to_string());

@@ -3,7 +3,9 @@
 //! the model backend's own types ([`backend::model::ModelOptions`]), so
 //! that the backend takes them as parsed here.
 
-pub use backend::model::{Locking, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES};
+pub use backend::model::{
+    HostPage, Locking, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,
+};
 
 backend::named_option! {
     /// Which backend runs the workload.

@@ -53,6 +53,7 @@ pub fn config(l1: Vec<TlbArrayConfig>, l2: Vec<TlbArrayConfig>, pwc: Vec<PwcConf
         pwc,
         flush_ceiling: 33,
         pv_tlb_flush: false,
+        host: None,
     }
 }
 
