@@ -274,9 +274,7 @@ impl PageTable {
     /// codec encodes the empty entry, and only it, as 0).
     #[inline(always)]
     fn write_word(&self, table: TableAddr, level: Level, va: VirtAddr, w: u64) {
-        let word = self.mem.word_at(self.entry_pa(table, level, va).get());
-        let was = word.load(Ordering::Acquire) != 0;
-        word.store(w, Ordering::Release);
+        let was = self.mem.replace(self.entry_pa(table, level, va).get(), w) != 0;
         self.count_present(table, level, was, w != 0);
     }
 
