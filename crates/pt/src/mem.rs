@@ -127,6 +127,8 @@ pub struct PhysMem {
     /// The host address of `compact`'s first slot (0 without it; never
     /// read then, as `compact_bytes` is 0).
     compact_first: usize,
+    /// The host address of `compact`'s first bias word (0 without it).
+    compact_biases: usize,
     tables: Mutex<TableAlloc>,
     data: Mutex<DataAlloc>,
     pcps: Box<[Pcp]>,
@@ -189,6 +191,7 @@ impl PhysMem {
         let m = PhysMem {
             compact_bytes: compact.as_ref().map_or(0, |c| c.bytes()),
             compact_first: compact.as_ref().map_or(0, |c| c.first() as usize),
+            compact_biases: compact.as_ref().map_or(0, |c| c.first_bias() as usize),
             compact,
             flat_bytes: flat.as_ref().map_or(0, |f| f.bytes()),
             flat_biased: flat.as_ref().map_or(0, |f| {

@@ -116,6 +116,17 @@ impl PhysMem {
             // SAFETY: as in `word`.
             return unsafe { &*addr }.load(Ordering::Acquire);
         }
+        if let Some(w) = self.promoted_word(pa) {
+            return w.load(Ordering::Acquire);
+        }
+        self.read_slow(pa)
+    }
+
+    /// [`PhysMem::read`] of a word neither in the contiguous arena nor in
+    /// a promoted compact table.
+    #[cold]
+    #[inline(never)]
+    fn read_slow(&self, pa: u64) -> u64 {
         if let Some((slot, i)) = self.compact_at(pa) {
             return slot.read(i);
         }
@@ -130,6 +141,11 @@ impl PhysMem {
     /// If `pa` is outside the table arena (a bug in the caller).
     #[inline(always)]
     pub fn replace(&self, pa: u64, value: u64) -> u64 {
+        if let Some(w) = self.promoted_word(pa) {
+            let old = w.load(Ordering::Acquire);
+            w.store(value, Ordering::Release);
+            return old;
+        }
         if let Some((slot, i)) = self.compact_at(pa) {
             return self.compact_replace(slot, i, value);
         }
@@ -163,8 +179,8 @@ impl PhysMem {
             // which lives as long as `self`.
             return unsafe { &*addr }.load(Ordering::Acquire);
         }
-        if let Some((slot, i)) = self.compact_at(pa) {
-            return slot.read(i);
+        if let Some(w) = self.promoted_word(pa) {
+            return w.load(Ordering::Acquire);
         }
         self.read_outside_flat(pa)
     }

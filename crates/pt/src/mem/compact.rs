@@ -29,6 +29,12 @@
 //!   address of the table's full page (the pairs are stale). It goes null
 //!   -> PROMOTING -> page once per table life, and is reset only when the
 //!   table is freed, when no walker can reach it.
+//! - `biases[s]` is 0 unless table `s` is promoted; then it is the page's
+//!   host address minus the table's physical address (wrapping), so the
+//!   host address of the word at `pa` is `biases[s] + pa`: the read path of
+//!   a promoted table is one load more than the contiguous arena. It is set
+//!   after `full` is published (Release) and cleared before the table is
+//!   freed; a bias that would be 0 is not set (the slow path then serves).
 //! - A hardware update (compare-and-swap of A/D bits) that lands on a pair
 //!   while a promotion copies it is redone on the page: the promoter marks
 //!   PROMOTING before it copies, and the walker checks `full` after its
@@ -86,6 +92,8 @@ struct Pool {
 /// The compact zone: its slots and the pool promoted tables take pages from.
 pub(super) struct CompactZone {
     slots: NonNull<CompactSlot>,
+    /// One word per slot: see the invariants.
+    biases: FlatWords,
     nslots: u64,
     alloc: Mutex<SlotAlloc>,
     pool: Mutex<Pool>,
@@ -113,7 +121,14 @@ impl CompactZone {
             // pointer, zero atomics, an unlocked spinlock (a false bool).
             let raw = unsafe { alloc_zeroed(layout) }.cast::<CompactSlot>();
             if let Some(slots) = NonNull::new(raw) {
+                let Some(biases) = FlatWords::reserve(n * 8, n * 8) else {
+                    // SAFETY: allocated just above with this layout.
+                    unsafe { dealloc(raw.cast(), layout) };
+                    n /= 2;
+                    continue;
+                };
                 return Some(CompactZone {
+                    biases,
                     slots,
                     nslots: n,
                     alloc: Mutex::new(SlotAlloc {
@@ -142,6 +157,17 @@ impl CompactZone {
     /// Host address of slot 0 (the read path indexes it directly).
     pub(super) fn first(&self) -> *const CompactSlot {
         self.slots.as_ptr()
+    }
+
+    /// Host address of the first bias word (the read path indexes it).
+    pub(super) fn first_bias(&self) -> *const AtomicU64 {
+        self.biases.word_ptr(0)
+    }
+
+    fn bias(&self, s: u64) -> &AtomicU64 {
+        assert!(s < self.nslots);
+        // SAFETY: one word per slot, in bounds (checked), living as long as self.
+        unsafe { &*self.biases.word_ptr(s as usize) }
     }
 
     fn slot(&self, s: u64) -> &CompactSlot {
@@ -298,7 +324,33 @@ impl PhysMem {
             w.store(slot.words[k].load(Ordering::SeqCst), Ordering::SeqCst);
         }
         slot.full.store(page.cast_mut(), StdOrdering::SeqCst);
+        let s = (std::ptr::from_ref(slot) as usize - self.compact_first) / size_of::<CompactSlot>();
+        let table = COMPACT_ZONE_BASE + ((s as u64) << self.page_shift);
+        let bias = (page as u64).wrapping_sub(table);
+        if bias != 0 {
+            zone.bias(s as u64).store(bias, Ordering::Release);
+        }
         page
+    }
+
+    /// The word at `pa` in a promoted compact table, through its bias, or
+    /// `None` (not in the zone, or not promoted).
+    #[inline(always)]
+    pub(super) fn promoted_word(&self, pa: u64) -> Option<&AtomicU64> {
+        let off = pa.wrapping_sub(COMPACT_ZONE_BASE);
+        if off >= self.compact_bytes {
+            return None;
+        }
+        // SAFETY: `off < compact_bytes` puts the slot inside the zone, which
+        // has one bias word per slot and lives as long as `self`.
+        let b = unsafe {
+            &*(self.compact_biases as *const AtomicU64).add((off >> self.page_shift) as usize)
+        }
+        .load(Ordering::Acquire);
+        // SAFETY: a non-zero bias plus an address of its table is the host
+        // address of that word in the table's page (the invariants), which
+        // lives until the table is freed.
+        (b != 0).then(|| unsafe { &*(b.wrapping_add(pa & !7) as *const AtomicU64) })
     }
 
     /// `PhysMem::compare_exchange` on a compact table's word (see the
@@ -400,6 +452,8 @@ impl PhysMem {
             return Err(MemError::DoubleFree(pa));
         }
         if let Some(p) = slot.page() {
+            zone.bias((pa - COMPACT_ZONE_BASE) >> self.page_shift)
+                .store(0, Ordering::Release);
             for i in 0..(1usize << self.page_shift) / 8 {
                 // SAFETY: as in `CompactSlot::read`.
                 unsafe { &*p.add(i) }.store(0, Ordering::Relaxed);
