@@ -212,3 +212,60 @@ fn promotion_takes_a_pool_page_only_past_the_inline_pairs() {
             .is_err());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// `skip_empty` never skips a present entry, and skips every empty
+    /// entry before the next stored one in a compact table.
+    #[test]
+    fn skip_empty_skips_only_empty_entries(
+        pages in prop::collection::btree_set(0u64..511, 0..12),
+        cleared in prop::collection::vec(any::<bool>(), 12),
+        from in 0u64..512,
+        to in 1u64..=512,
+    ) {
+        let [a, b] = trees("x86-64-4l");
+        let page = 4096;
+        // Page 511 stays mapped: the table is found through it.
+        for t in [&a, &b] {
+            let va = VirtAddr::new(WINDOW + 511 * page);
+            t.map(va, PhysAddr::new(PBASE + 511 * page), page, page, Attrs::new(Perms::USER_RW)).unwrap();
+        }
+        for (k, &i) in pages.iter().enumerate() {
+            for t in [&a, &b] {
+                let va = VirtAddr::new(WINDOW + i * page);
+                t.map(va, PhysAddr::new(PBASE + i * page), page, page, Attrs::new(Perms::USER_RW)).unwrap();
+                if cleared[k] {
+                    t.unmap(va, page).unwrap();
+                }
+            }
+        }
+        let present: Vec<u64> = pages
+            .iter()
+            .zip(&cleared)
+            .filter(|(_, c)| !**c)
+            .map(|(i, _)| *i)
+            .chain([511])
+            .collect();
+        let (from, to) = (from.min(to - 1), to);
+        for t in [&a, &b] {
+            let tr = t.translate(VirtAddr::new(WINDOW + 511 * page)).unwrap();
+            let table = pt::TableAddr::new(tr.entry_pas().last().unwrap().get() & !(page - 1));
+            let got = t.skip_empty(
+                table,
+                Level::PTE,
+                VirtAddr::new(WINDOW + from * page),
+                VirtAddr::new(WINDOW + to * page),
+            );
+            let next = present.iter().find(|&&i| i >= from && i < to);
+            let want = next.map_or(to, |&i| i);
+            let got = (got.get() - WINDOW) / page;
+            if t.mem().has_compact() && pages.len() < COMPACT_INLINE {
+                prop_assert_eq!(got, want);
+            } else {
+                prop_assert!(got <= want);
+            }
+        }
+    }
+}

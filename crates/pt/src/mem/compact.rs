@@ -467,6 +467,38 @@ impl PhysMem {
         Ok(())
     }
 
+    /// The first address from `pa` (8-aligned) up to `end` (exclusive, in
+    /// the same table page) whose word may be non-zero: in an unpromoted
+    /// compact table, the lowest stored non-zero word at or after `pa`, or
+    /// `end`; anywhere else `pa` itself (nothing is skipped). For scans that
+    /// visit only present entries (zap), so a table's cost follows its
+    /// entries.
+    #[inline]
+    pub fn next_stored(&self, pa: u64, end: u64) -> u64 {
+        if self.promoted_word(pa).is_some() {
+            return pa;
+        }
+        let Some((slot, i)) = self.compact_at(pa) else {
+            return pa;
+        };
+        if slot.page().is_some() {
+            return pa;
+        }
+        let table = pa & !((1u64 << self.page_shift) - 1);
+        let mut best = end;
+        for k in 0..INLINE {
+            let key = slot.idx[k].load(StdOrdering::Acquire) as usize;
+            if key == 0 {
+                break;
+            }
+            let at = table + ((key as u64 - 1) << 3);
+            if key - 1 >= i && at < best && slot.words[k].load(Ordering::Acquire) != 0 {
+                best = at;
+            }
+        }
+        best
+    }
+
     /// Host bytes the compact zone holds for promoted tables (pool blocks).
     pub fn compact_pool_bytes(&self) -> u64 {
         self.compact.as_ref().map_or(0, CompactZone::pool_bytes)
