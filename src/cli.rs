@@ -300,6 +300,10 @@ pub struct StudyArgs {
     /// The short version (under a minute)
     #[arg(long)]
     pub quick: bool,
+    /// Also run the production-scale cases: the reclaim slides' 55 TB process
+    /// on the model (minutes, up to 16 GiB of memory)
+    #[arg(long)]
+    pub production: bool,
     /// Where to write index.html and study.json
     #[arg(long, default_value = "ptlab-study")]
     pub out: std::path::PathBuf,

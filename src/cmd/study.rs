@@ -9,7 +9,10 @@ use experiment::study::{self, StudyOptions};
 use std::process::ExitCode;
 
 pub fn run(args: StudyArgs) -> CmdResult {
-    let opts = StudyOptions { quick: args.quick };
+    let opts = StudyOptions {
+        quick: args.quick,
+        production: args.production,
+    };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the output folder {}", args.out.display()))
         .map_err(|e| Failure::BadInput(format!("{e:#}")))?;

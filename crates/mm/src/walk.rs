@@ -257,6 +257,14 @@ impl AddressSpace {
             }
             let mut n = 0;
             while addr < end && n < batch {
+                // A compact (sparse) table is visited entry by stored entry.
+                let next = self.pt.skip_empty(table, Level::PTE, addr, end);
+                if next > addr {
+                    let skip = (next.offset_from(addr) / self.page).min(batch - n);
+                    addr += skip * self.page;
+                    n += skip;
+                    continue;
+                }
                 if let Entry::Leaf { pa, .. } = self.pt.read_entry(table, Level::PTE, addr)? {
                     self.zap_pte(vma, table, addr, pa, d);
                 }

@@ -14,6 +14,8 @@
 //!
 //! - [`arena`]: the table pages' words, by physical address (with [`flat`],
 //!   its contiguous part);
+//! - [`compact`]: PTE tables whose host cost follows their entries, in
+//!   the compact zone from [`COMPACT_ZONE_BASE`];
 //! - [`ptdesc`]: [`TableMeta`], the lock and present count beside each
 //!   table page (Linux's `ptdesc`);
 //! - [`tables`]: the table-page allocator;
@@ -26,6 +28,7 @@
 //! construction, and the errors.
 
 mod arena;
+mod compact;
 mod data;
 mod flat;
 mod inject;
@@ -34,6 +37,7 @@ mod pcp;
 mod ptdesc;
 mod tables;
 
+pub use compact::INLINE as COMPACT_INLINE;
 pub use flat::{set_arena_advisor, ArenaAdvisor};
 pub use inject::FaultInjection;
 pub use leaks::LeakReport;
@@ -51,6 +55,9 @@ use thiserror::Error;
 
 /// First physical address of the table zone (4 GiB).
 pub const TABLE_ZONE_BASE: u64 = 1 << 32;
+/// First physical address of the compact zone (512 GiB), where PTE tables
+/// live in compact form (see [`compact`]).
+pub const COMPACT_ZONE_BASE: u64 = 1 << 39;
 /// First physical address of the data zone (1 TiB).
 pub const DATA_ZONE_BASE: u64 = 1 << 40;
 /// log2 of the bytes of table memory one arena chunk holds (2 MiB, a
@@ -109,10 +116,19 @@ pub struct PhysMem {
     /// until it is created): the read path past `flat` is one load here and
     /// one there, with no initialization state to check.
     chunk_words: Box<[StdAtomicPtr<AtomicU64>]>,
-    metas: Box<[OnceLock<Box<[TableMeta]>>]>,
+    metas: Box<[OnceLock<Box<[ptdesc::PaddedMeta]>>]>,
     /// The first meta of each created chunk of `metas` (null until then):
     /// [`PhysMem::meta`], on every entry write and table lock, is two loads.
-    meta_firsts: Box<[StdAtomicPtr<TableMeta>]>,
+    meta_firsts: Box<[StdAtomicPtr<ptdesc::PaddedMeta>]>,
+    /// The compact zone (PTE tables), if this memory has one.
+    compact: Option<compact::CompactZone>,
+    /// Bytes of physical address space of `compact` (0 without it).
+    compact_bytes: u64,
+    /// The host address of `compact`'s first slot (0 without it; never
+    /// read then, as `compact_bytes` is 0).
+    compact_first: usize,
+    /// The host address of `compact`'s first bias word (0 without it).
+    compact_biases: usize,
     tables: Mutex<TableAlloc>,
     data: Mutex<DataAlloc>,
     pcps: Box<[Pcp]>,
@@ -142,6 +158,23 @@ impl PhysMem {
         Self::with_flat_limit(page_shift, table_bytes, MAX_FLAT_BYTES)
     }
 
+    /// As [`PhysMem::new`], with PTE tables in compact form (`compact`,
+    /// the default where the table page allows it) or always full pages
+    /// (the plain form the compact one must read as).
+    pub fn with_compact(page_shift: u32, compact: bool) -> PhysMem {
+        let mut m = Self::new(page_shift);
+        if !compact {
+            m.compact = None;
+            m.compact_bytes = 0;
+        }
+        m
+    }
+
+    /// Whether PTE tables are allocated in compact form.
+    pub fn has_compact(&self) -> bool {
+        self.compact.is_some()
+    }
+
     /// As [`PhysMem::with_capacity`] with at most `flat_max` bytes of the
     /// arena in its contiguous part (0: none, every chunk allocated apart,
     /// the plain path the contiguous part shortcuts).
@@ -154,7 +187,12 @@ impl PhysMem {
         let pages_per_chunk = CHUNK_BYTES >> page_shift;
         let flat =
             flat::FlatWords::reserve((nchunks as u64 * CHUNK_BYTES).min(flat_max), CHUNK_BYTES);
+        let compact = compact::CompactZone::reserve(page_shift);
         let m = PhysMem {
+            compact_bytes: compact.as_ref().map_or(0, |c| c.bytes()),
+            compact_first: compact.as_ref().map_or(0, |c| c.first() as usize),
+            compact_biases: compact.as_ref().map_or(0, |c| c.first_bias() as usize),
+            compact,
             flat_bytes: flat.as_ref().map_or(0, |f| f.bytes()),
             flat_biased: flat.as_ref().map_or(0, |f| {
                 (f.word_ptr(0) as usize).wrapping_sub(TABLE_ZONE_BASE as usize)
@@ -224,8 +262,10 @@ mod tests {
 
     #[test]
     fn tables_are_zeroed_reused_and_double_frees_are_caught() {
+        // Levels above 0: full arena pages (PTE tables are compact ones,
+        // tested in `compact_tables_read_as_full_pages`).
         let m = PhysMem::with_capacity(12, 8 << 20);
-        let a = m.alloc_table(0).unwrap();
+        let a = m.alloc_table(2).unwrap();
         m.write(a + 8, 0xdead);
         assert_eq!(m.read(a + 8), 0xdead);
         m.free_table(a).unwrap();

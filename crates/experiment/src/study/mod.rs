@@ -43,6 +43,9 @@ use std::time::Instant;
 pub struct StudyOptions {
     /// The short version (under a minute).
     pub quick: bool,
+    /// Adds the production-scale cases (the reclaim slides' 55 TB process
+    /// in the empty-tables section: minutes and gigabytes).
+    pub production: bool,
 }
 
 impl StudyOptions {
@@ -300,7 +303,10 @@ mod tests {
         // A bad generated workload is found here, before a study runs for
         // minutes and stops at it.
         for quick in [true, false] {
-            let opts = StudyOptions { quick };
+            let opts = StudyOptions {
+                quick,
+                production: false,
+            };
             for q in &QUESTIONS {
                 for e in (q.experiments)(opts) {
                     assert!(e.repeat >= 1, "{}", e.what);
@@ -322,13 +328,21 @@ mod tests {
 
     #[test]
     fn the_run_total_counts_warmups_of_repeated_experiments() {
-        let opts = StudyOptions { quick: true };
+        let opts = StudyOptions {
+            quick: true,
+            production: false,
+        };
         let one_model = Experiment::model("m", String::new(), &[model(""), model("")], 3);
         assert_eq!(one_model.runs(), 8, "one warm-up run of each configuration");
         let kernel = Experiment::kernel("k", String::new(), 3);
         assert_eq!(kernel.runs(), 4, "one warm-up run first");
         let once = Experiment::kernel("k", String::new(), 1);
         assert_eq!(once.runs(), 1, "no warm-up for a single run");
-        assert!(expected_runs(StudyOptions { quick: false }) > expected_runs(opts));
+        assert!(
+            expected_runs(StudyOptions {
+                quick: false,
+                production: false
+            }) > expected_runs(opts)
+        );
     }
 }

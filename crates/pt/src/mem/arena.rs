@@ -17,6 +17,8 @@
 //!   (Acquire) sees the zeroed words.
 //! - Words are read and written atomically, so hardware walkers may read
 //!   while the OS model writes.
+//! - PTE tables in the compact zone are read and written here too, by
+//!   physical address, through `compact` (which keeps their invariants).
 //! - A read outside the arena gives 0 (an unbacked bus read); a write or a
 //!   compare-and-swap there is a bug in the caller and panics.
 
@@ -48,7 +50,7 @@ impl PhysMem {
     pub(super) fn chunk_init(&self, c: usize) -> &[AtomicU64] {
         let metas = self.metas[c].get_or_init(|| {
             (0..(1u64 << self.pages_per_chunk_shift))
-                .map(|_| TableMeta::new())
+                .map(|_| super::ptdesc::PaddedMeta(TableMeta::new()))
                 .collect()
         });
         self.meta_firsts[c].store(metas.as_ptr().cast_mut(), StdOrdering::Release);
@@ -110,7 +112,47 @@ impl PhysMem {
     /// as an unbacked bus read would give nothing useful).
     #[inline]
     pub fn read(&self, pa: u64) -> u64 {
+        if let Some(addr) = self.flat_addr(pa & !7) {
+            // SAFETY: as in `word`.
+            return unsafe { &*addr }.load(Ordering::Acquire);
+        }
+        if let Some(w) = self.promoted_word(pa) {
+            return w.load(Ordering::Acquire);
+        }
+        self.read_slow(pa)
+    }
+
+    /// [`PhysMem::read`] of a word neither in the contiguous arena nor in
+    /// a promoted compact table.
+    #[cold]
+    #[inline(never)]
+    fn read_slow(&self, pa: u64) -> u64 {
+        if let Some((slot, i)) = self.compact_at(pa) {
+            return slot.read(i);
+        }
         self.word(pa).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// Sets the word at `pa` to `value` and returns what it held: a load
+    /// and a store, for a writer that holds the lock over the word's table
+    /// (a compact table stores nothing for a zero written where nothing is).
+    ///
+    /// # Panics
+    /// If `pa` is outside the table arena (a bug in the caller).
+    #[inline(always)]
+    pub fn replace(&self, pa: u64, value: u64) -> u64 {
+        if let Some(w) = self.promoted_word(pa) {
+            let old = w.load(Ordering::Acquire);
+            w.store(value, Ordering::Release);
+            return old;
+        }
+        if let Some((slot, i)) = self.compact_at(pa) {
+            return self.compact_replace(slot, i, value);
+        }
+        let w = self.word_at(pa);
+        let old = w.load(Ordering::Acquire);
+        w.store(value, Ordering::Release);
+        old
     }
 
     /// The word at `pa`, for a read and a write of the same entry.
@@ -119,6 +161,9 @@ impl PhysMem {
     /// If `pa` is outside the table arena (a bug in the caller).
     #[inline]
     pub fn word_at(&self, pa: u64) -> &AtomicU64 {
+        if let Some((slot, i)) = self.compact_at(pa) {
+            return self.compact_word_mut(slot, i);
+        }
         self.word(pa)
             .unwrap_or_else(|| panic!("access outside the table arena at {pa:#x}"))
     }
@@ -133,6 +178,9 @@ impl PhysMem {
             // TABLE_ZONE_BASE` of `flat` (8-aligned for an 8-aligned `pa`),
             // which lives as long as `self`.
             return unsafe { &*addr }.load(Ordering::Acquire);
+        }
+        if let Some(w) = self.promoted_word(pa) {
+            return w.load(Ordering::Acquire);
         }
         self.read_outside_flat(pa)
     }
@@ -179,6 +227,10 @@ impl PhysMem {
     /// If `pa` is outside the table arena (a bug in the caller).
     #[inline]
     pub fn write(&self, pa: u64, value: u64) {
+        if self.compact_at(pa).is_some() {
+            self.replace(pa, value);
+            return;
+        }
         self.word(pa)
             .unwrap_or_else(|| panic!("write outside the table arena at {pa:#x}"))
             .store(value, Ordering::Release);
@@ -190,6 +242,9 @@ impl PhysMem {
     /// The word's current value when it is not `current`.
     #[inline]
     pub fn compare_exchange(&self, pa: u64, current: u64, new: u64) -> Result<u64, u64> {
+        if let Some((slot, i)) = self.compact_at(pa) {
+            return self.compact_cas(slot, i, current, new);
+        }
         self.word(pa)
             .unwrap_or_else(|| panic!("cas outside the table arena at {pa:#x}"))
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)

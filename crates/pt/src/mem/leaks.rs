@@ -29,10 +29,13 @@ impl PhysMem {
     /// non-empty report is a leak.
     pub fn leaks(&self) -> LeakReport {
         let next = lock(&self.tables).next_slot;
-        let tables = (0..next)
+        let mut tables: Vec<u64> = (0..next)
             .filter(|&s| self.meta_of_slot(s).allocated.load(Ordering::Acquire))
             .map(|s| TABLE_ZONE_BASE + (s << self.page_shift))
             .collect();
+        if let Some(c) = &self.compact {
+            tables.extend(c.allocated());
+        }
         let (data_frames, data_bytes) = self.live_data();
         LeakReport {
             tables,

@@ -1,4 +1,6 @@
-//! The table-page allocator: slots of the arena, reused last-freed first.
+//! The table-page allocator: slots of the arena, reused last-freed first;
+//! PTE tables come from the compact zone when the memory has one (and fall
+//! back to the arena when it is full).
 //!
 //! ## Invariants
 //!
@@ -28,6 +30,11 @@ impl PhysMem {
         let kind = AllocKind::Table { level };
         if self.injected_failure(kind) {
             return Err(MemError::OutOfMemory(kind));
+        }
+        if level == 0 {
+            if let Some(pa) = self.alloc_compact() {
+                return Ok(pa);
+            }
         }
         let slot = {
             let mut t = lock(&self.tables);
@@ -63,6 +70,9 @@ impl PhysMem {
     /// # Errors
     /// [`MemError::DoubleFree`] or [`MemError::NotAFrame`]; nothing changes.
     pub fn free_table(&self, pa: u64) -> Result<(), MemError> {
+        if let Some((slot, _)) = self.compact_at(pa) {
+            return self.free_compact(slot, pa);
+        }
         let slot = self.slot_of(pa).ok_or(MemError::NotAFrame(pa))?;
         let meta = self.meta_of_slot(slot);
         if meta
@@ -91,6 +101,6 @@ impl PhysMem {
 
     /// Table pages currently allocated.
     pub fn live_tables(&self) -> u64 {
-        lock(&self.tables).live
+        lock(&self.tables).live + self.compact.as_ref().map_or(0, |c| c.live())
     }
 }

@@ -145,6 +145,36 @@ impl PageTable {
         self.mem.read(self.entry_pa(table, level, va).get()) == 0
     }
 
+    /// The first address from `va` below `end` (both inside `table`'s
+    /// range) whose entry in `table` may be present: entries before it are
+    /// empty. A compact table answers from its stored words; a full page
+    /// answers `va` (nothing skipped, no scan). Lets a walk over a range
+    /// (zap) visit a sparse table in time that follows its entries.
+    #[inline]
+    pub fn skip_empty(
+        &self,
+        table: TableAddr,
+        level: Level,
+        va: VirtAddr,
+        end: VirtAddr,
+    ) -> VirtAddr {
+        if va >= end || self.entry_shift != ENTRY_BYTES.trailing_zeros() {
+            return va;
+        }
+        let epa = self.entry_pa(table, level, va).get();
+        let last = end.get() - 1;
+        let end_pa = self.entry_pa(table, level, VirtAddr::new(last)).get() + ENTRY_BYTES;
+        let next = self.mem.next_stored(epa, end_pa);
+        if next == epa {
+            return va;
+        }
+        let skipped = (next - epa) >> self.entry_shift;
+        if next >= end_pa {
+            return end;
+        }
+        va + skipped * self.entry_size(level)
+    }
+
     /// Present entries of `table` (the count kept beside it, Linux's
     /// `ptdesc` bookkeeping that PT reclaim reads).
     #[inline]
@@ -274,9 +304,7 @@ impl PageTable {
     /// codec encodes the empty entry, and only it, as 0).
     #[inline(always)]
     fn write_word(&self, table: TableAddr, level: Level, va: VirtAddr, w: u64) {
-        let word = self.mem.word_at(self.entry_pa(table, level, va).get());
-        let was = word.load(Ordering::Acquire) != 0;
-        word.store(w, Ordering::Release);
+        let was = self.mem.replace(self.entry_pa(table, level, va).get(), w) != 0;
         self.count_present(table, level, was, w != 0);
     }
 

@@ -1,0 +1,506 @@
+//! Compact PTE tables: a leaf table whose host cost follows the entries it
+//! holds, not the table page it stands for.
+//!
+//! A PTE table is allocated in the compact zone (physical addresses from
+//! [`COMPACT_ZONE_BASE`]): its slot is a [`CompactSlot`] of about 100
+//! bytes holding the table's metadata and up to [`INLINE`] (index, word)
+//! pairs. When a ninth distinct word index is written, the table is
+//! promoted: a full table page is taken from a pool of 2 MiB host blocks,
+//! the pairs are copied into it, and from then on every word of the table
+//! lives there. The table keeps its physical address for its whole life,
+//! so entries that point to it, walk caches and memos never change: a
+//! walker still reads a hardware word by physical address, and only the
+//! way that address becomes a host word differs (an index search, or one
+//! more load than the contiguous arena).
+//!
+//! ## Invariants
+//!
+//! - The slots are one zeroed reservation (address space until touched);
+//!   an all-zero [`CompactSlot`] is a free, empty, unpromoted table, and a
+//!   slot never moves: references into it live as long as the owner.
+//! - A pair is assigned at most once per table life: its index goes from
+//!   0 (free) to `word index + 1` while its word is 0, before the word is
+//!   written, and stays until the table is freed. Pairs are assigned in
+//!   order, so a search stops at the first free one. A reader that finds
+//!   the index therefore reads that entry's word (0 or its value), never
+//!   another entry's.
+//! - `full` is null (compact), [`PROMOTING`] (being promoted by the table's
+//!   lock holder: the pairs are still the table's words) or the host
+//!   address of the table's full page (the pairs are stale). It goes null
+//!   -> PROMOTING -> page once per table life, and is reset only when the
+//!   table is freed, when no walker can reach it.
+//! - `biases[s]` is 0 unless table `s` is promoted; then it is the page's
+//!   host address minus the table's physical address (wrapping), so the
+//!   host address of the word at `pa` is `biases[s] + pa`: the read path of
+//!   a promoted table is one load more than the contiguous arena. It is set
+//!   after `full` is published (Release) and cleared before the table is
+//!   freed; a bias that would be 0 is not set (the slow path then serves).
+//! - A hardware update (compare-and-swap of A/D bits) that lands on a pair
+//!   while a promotion copies it is redone on the page: the promoter marks
+//!   PROMOTING before it copies, and the walker checks `full` after its
+//!   swap (both sequentially consistent), so either the copy sees the new
+//!   word or the walker sees the mark and repeats the swap on the page.
+//! - Writers (set, clear, promote) hold the table's lock, as for a full
+//!   page (the table module's contract).
+//! - A pool page is zeroed when its table is freed, so pages handed out are
+//!   zero; blocks are never returned to the host before the owner drops:
+//!   in steady state a promotion costs no host page fault.
+
+use super::flat::FlatWords;
+use super::{lock, MemError, PhysMem, TableMeta, COMPACT_ZONE_BASE, DATA_ZONE_BASE};
+use crate::sync::{AtomicU64, Mutex, Ordering};
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicU16, Ordering as StdOrdering};
+
+/// Pairs a compact table holds before it is promoted to a full page.
+pub const INLINE: usize = 8;
+/// `full` while the lock holder copies the pairs into a new page.
+const PROMOTING: usize = 1;
+/// Most compact tables one memory can hold: 2^25, the PTE tables of 64 TiB
+/// mapped with 4 KiB pages (the slots reserve about 3.5 GB of address
+/// space, touched as tables are allocated).
+const MAX_SLOTS: u64 = 1 << 25;
+/// Bytes of one pool block of full pages.
+const POOL_BLOCK: u64 = 2 << 20;
+/// Largest table page whose word indices fit a pair's 16-bit index.
+pub(super) const MAX_PAGE_SHIFT: u32 = 16;
+
+/// One compact table: its full page once promoted, its metadata, its pairs.
+#[repr(C)]
+pub(super) struct CompactSlot {
+    full: AtomicPtr<AtomicU64>,
+    pub(super) meta: TableMeta,
+    idx: [AtomicU16; INLINE],
+    words: [AtomicU64; INLINE],
+}
+
+struct SlotAlloc {
+    next: u64,
+    free: Vec<u64>,
+    live: u64,
+}
+
+struct Pool {
+    blocks: Vec<FlatWords>,
+    /// Pages of the last block handed out.
+    used: u64,
+    /// Host addresses of zeroed pages given back.
+    free: Vec<usize>,
+}
+
+/// The compact zone: its slots and the pool promoted tables take pages from.
+pub(super) struct CompactZone {
+    slots: NonNull<CompactSlot>,
+    /// One word per slot: see the invariants.
+    biases: FlatWords,
+    nslots: u64,
+    alloc: Mutex<SlotAlloc>,
+    pool: Mutex<Pool>,
+    page_shift: u32,
+}
+
+// SAFETY: the slots hold only atomics (and the spinlock of their meta),
+// shared through `&` only; the owner frees the reservation once, in drop.
+unsafe impl Send for CompactZone {}
+// SAFETY: as above.
+unsafe impl Sync for CompactZone {}
+
+impl CompactZone {
+    /// The zone for tables of `2^page_shift` bytes, or `None` under loom,
+    /// for pages too large for a pair's index, or when the host refuses
+    /// even a small reservation.
+    pub(super) fn reserve(page_shift: u32) -> Option<CompactZone> {
+        if cfg!(loom) || page_shift > MAX_PAGE_SHIFT {
+            return None;
+        }
+        let mut n = MAX_SLOTS.min((DATA_ZONE_BASE - COMPACT_ZONE_BASE) >> page_shift);
+        while n >= 1024 {
+            let layout = Layout::array::<CompactSlot>(n as usize).ok()?;
+            // SAFETY: non-zero size. All-zero bytes are a valid slot: null
+            // pointer, zero atomics, an unlocked spinlock (a false bool).
+            let raw = unsafe { alloc_zeroed(layout) }.cast::<CompactSlot>();
+            if let Some(slots) = NonNull::new(raw) {
+                let Some(biases) = FlatWords::reserve(n * 8, n * 8) else {
+                    // SAFETY: allocated just above with this layout.
+                    unsafe { dealloc(raw.cast(), layout) };
+                    n /= 2;
+                    continue;
+                };
+                return Some(CompactZone {
+                    biases,
+                    slots,
+                    nslots: n,
+                    alloc: Mutex::new(SlotAlloc {
+                        next: 0,
+                        free: Vec::new(),
+                        live: 0,
+                    }),
+                    pool: Mutex::new(Pool {
+                        blocks: Vec::new(),
+                        used: 0,
+                        free: Vec::new(),
+                    }),
+                    page_shift,
+                });
+            }
+            n /= 2;
+        }
+        None
+    }
+
+    /// Bytes of physical address space the zone covers.
+    pub(super) fn bytes(&self) -> u64 {
+        self.nslots << self.page_shift
+    }
+
+    /// Host address of slot 0 (the read path indexes it directly).
+    pub(super) fn first(&self) -> *const CompactSlot {
+        self.slots.as_ptr()
+    }
+
+    /// Host address of the first bias word (the read path indexes it).
+    pub(super) fn first_bias(&self) -> *const AtomicU64 {
+        self.biases.word_ptr(0)
+    }
+
+    fn bias(&self, s: u64) -> &AtomicU64 {
+        assert!(s < self.nslots);
+        // SAFETY: one word per slot, in bounds (checked), living as long as self.
+        unsafe { &*self.biases.word_ptr(s as usize) }
+    }
+
+    fn slot(&self, s: u64) -> &CompactSlot {
+        assert!(s < self.nslots);
+        // SAFETY: in bounds (checked); the reservation lives as long as self.
+        unsafe { &*self.slots.as_ptr().add(s as usize) }
+    }
+
+    /// Compact tables handed out and not freed.
+    pub(super) fn live(&self) -> u64 {
+        lock(&self.alloc).live
+    }
+
+    /// Physical addresses of the allocated compact tables.
+    pub(super) fn allocated(&self) -> Vec<u64> {
+        let next = lock(&self.alloc).next;
+        (0..next)
+            .filter(|&s| self.slot(s).meta.allocated.load(Ordering::Acquire))
+            .map(|s| COMPACT_ZONE_BASE + (s << self.page_shift))
+            .collect()
+    }
+
+    /// Host bytes held by promoted tables' pages (blocks taken from the host).
+    pub(super) fn pool_bytes(&self) -> u64 {
+        lock(&self.pool).blocks.len() as u64 * POOL_BLOCK
+    }
+
+    fn pool_take(&self) -> Option<*const AtomicU64> {
+        let page = 1u64 << self.page_shift;
+        let mut p = lock(&self.pool);
+        if let Some(a) = p.free.pop() {
+            return Some(a as *const AtomicU64);
+        }
+        if p.blocks.is_empty() || p.used == POOL_BLOCK / page {
+            p.blocks.push(FlatWords::reserve(POOL_BLOCK, POOL_BLOCK)?);
+            p.used = 0;
+        }
+        let words = (p.used * page / 8) as usize;
+        p.used += 1;
+        Some(p.blocks.last().expect("pushed above").word_ptr(words))
+    }
+}
+
+impl Drop for CompactZone {
+    fn drop(&mut self) {
+        let layout = Layout::array::<CompactSlot>(self.nslots as usize).expect("as reserved");
+        // SAFETY: allocated in `reserve` with this layout, freed once.
+        unsafe { dealloc(self.slots.as_ptr().cast(), layout) }
+    }
+}
+
+impl CompactSlot {
+    /// The table's full page, if promoted.
+    #[inline(always)]
+    fn page(&self) -> Option<*const AtomicU64> {
+        let p = self.full.load(StdOrdering::Acquire);
+        (p as usize > PROMOTING).then_some(p.cast_const())
+    }
+
+    /// The pair holding word `i`, if assigned.
+    #[inline]
+    fn pair(&self, i: usize) -> Option<&AtomicU64> {
+        let key = i as u16 + 1;
+        for k in 0..INLINE {
+            match self.idx[k].load(StdOrdering::Acquire) {
+                0 => return None,
+                x if x == key => return Some(&self.words[k]),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Word `i` as it is now (0 when never written).
+    #[inline(always)]
+    pub(super) fn read(&self, i: usize) -> u64 {
+        match self.page() {
+            // SAFETY: a published page has a word per index of the table.
+            Some(p) => unsafe { &*p.add(i) }.load(Ordering::Acquire),
+            None => self.pair(i).map_or(0, |w| w.load(Ordering::Acquire)),
+        }
+    }
+
+    /// Word `i`, if it has storage (a pair or the page).
+    #[inline]
+    fn existing(&self, i: usize) -> Option<&AtomicU64> {
+        match self.page() {
+            // SAFETY: as in `read`; the page lives until the table is freed.
+            Some(p) => Some(unsafe { &*p.add(i) }),
+            None => self.pair(i),
+        }
+    }
+}
+
+impl PhysMem {
+    /// The compact table containing `pa` and the word index of `pa` in it.
+    #[inline(always)]
+    pub(super) fn compact_at(&self, pa: u64) -> Option<(&CompactSlot, usize)> {
+        let off = pa.wrapping_sub(COMPACT_ZONE_BASE);
+        if off >= self.compact_bytes {
+            return None;
+        }
+        let s = (off >> self.page_shift) as usize;
+        let i = ((off & ((1 << self.page_shift) - 1)) >> 3) as usize;
+        // SAFETY: `off < compact_bytes` puts slot `s` inside the zone's
+        // reservation, which lives as long as `self`.
+        Some((
+            unsafe { &*(self.compact_first as *const CompactSlot).add(s) },
+            i,
+        ))
+    }
+
+    /// Word `i` of `slot` with storage made for it (a free pair, else the
+    /// promoted page). The caller holds the table's lock.
+    pub(super) fn compact_word_mut<'a>(&'a self, slot: &'a CompactSlot, i: usize) -> &'a AtomicU64 {
+        if let Some(p) = slot.page() {
+            // SAFETY: as in `CompactSlot::read`.
+            return unsafe { &*p.add(i) };
+        }
+        let key = i as u16 + 1;
+        for k in 0..INLINE {
+            match slot.idx[k].load(StdOrdering::Acquire) {
+                0 => {
+                    // A free pair's word is 0: assigning the index first
+                    // keeps every reader's view an entry's own word.
+                    slot.idx[k].store(key, StdOrdering::Release);
+                    return &slot.words[k];
+                }
+                x if x == key => return &slot.words[k],
+                _ => {}
+            }
+        }
+        let p = self.promote(slot);
+        // SAFETY: as in `CompactSlot::read`.
+        unsafe { &*p.add(i) }
+    }
+
+    /// Copies `slot`'s pairs into a full page and publishes it. The caller
+    /// holds the table's lock.
+    #[cold]
+    #[inline(never)]
+    fn promote(&self, slot: &CompactSlot) -> *const AtomicU64 {
+        let zone = self.compact.as_ref().expect("a compact slot has a zone");
+        let page = zone
+            .pool_take()
+            .unwrap_or_else(|| panic!("out of host memory promoting a compact table"));
+        slot.full
+            .store(PROMOTING as *mut AtomicU64, StdOrdering::SeqCst);
+        for k in 0..INLINE {
+            let key = slot.idx[k].load(StdOrdering::Acquire) as usize;
+            // SAFETY: `key - 1` is a word index of the table (assigned by
+            // `compact_word_mut`), inside the page.
+            let w = unsafe { &*page.add(key - 1) };
+            w.store(slot.words[k].load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+        slot.full.store(page.cast_mut(), StdOrdering::SeqCst);
+        let s = (std::ptr::from_ref(slot) as usize - self.compact_first) / size_of::<CompactSlot>();
+        let table = COMPACT_ZONE_BASE + ((s as u64) << self.page_shift);
+        let bias = (page as u64).wrapping_sub(table);
+        if bias != 0 {
+            zone.bias(s as u64).store(bias, Ordering::Release);
+        }
+        page
+    }
+
+    /// The word at `pa` in a promoted compact table, through its bias, or
+    /// `None` (not in the zone, or not promoted).
+    #[inline(always)]
+    pub(super) fn promoted_word(&self, pa: u64) -> Option<&AtomicU64> {
+        let off = pa.wrapping_sub(COMPACT_ZONE_BASE);
+        if off >= self.compact_bytes {
+            return None;
+        }
+        // SAFETY: `off < compact_bytes` puts the slot inside the zone, which
+        // has one bias word per slot and lives as long as `self`.
+        let b = unsafe {
+            &*(self.compact_biases as *const AtomicU64).add((off >> self.page_shift) as usize)
+        }
+        .load(Ordering::Acquire);
+        // SAFETY: a non-zero bias plus an address of its table is the host
+        // address of that word in the table's page (the invariants), which
+        // lives until the table is freed.
+        (b != 0).then(|| unsafe { &*(b.wrapping_add(pa & !7) as *const AtomicU64) })
+    }
+
+    /// `PhysMem::compare_exchange` on a compact table's word (see the
+    /// module's invariants for the race with a promotion).
+    pub(super) fn compact_cas(
+        &self,
+        slot: &CompactSlot,
+        i: usize,
+        current: u64,
+        new: u64,
+    ) -> Result<u64, u64> {
+        let cas =
+            |w: &AtomicU64| w.compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst);
+        if let Some(p) = slot.page() {
+            // SAFETY: as in `CompactSlot::read`.
+            return cas(unsafe { &*p.add(i) });
+        }
+        let w = match slot.pair(i) {
+            Some(w) => w,
+            None if current == 0 => return cas(self.compact_word_mut(slot, i)),
+            None => return Err(0),
+        };
+        let r = cas(w);
+        if r.is_err() || slot.full.load(StdOrdering::SeqCst).is_null() {
+            return r;
+        }
+        // A promotion began: the copy may have missed this swap, so repeat
+        // it on the page (it fails if the copy saw it; the walker retries).
+        let p = loop {
+            if let Some(p) = slot.page() {
+                break p;
+            }
+            std::hint::spin_loop();
+        };
+        // SAFETY: as in `CompactSlot::read`.
+        cas(unsafe { &*p.add(i) })
+    }
+
+    /// Sets word `i` of `slot` to `value` and returns what it was; a zero
+    /// written where nothing is stored stores nothing. The caller holds
+    /// the table's lock.
+    #[inline]
+    pub(super) fn compact_replace(&self, slot: &CompactSlot, i: usize, value: u64) -> u64 {
+        let w = if value == 0 {
+            match slot.existing(i) {
+                Some(w) => w,
+                None => return 0,
+            }
+        } else {
+            self.compact_word_mut(slot, i)
+        };
+        let old = w.load(Ordering::Acquire);
+        w.store(value, Ordering::Release);
+        old
+    }
+
+    /// A zeroed compact PTE table, or `None` when the zone is full (the
+    /// caller falls back to a full arena page).
+    pub(super) fn alloc_compact(&self) -> Option<u64> {
+        let zone = self.compact.as_ref()?;
+        let s = {
+            let mut a = lock(&zone.alloc);
+            let s = match a.free.pop() {
+                Some(s) => s,
+                None if a.next < zone.nslots => {
+                    a.next += 1;
+                    a.next - 1
+                }
+                None => return None,
+            };
+            a.live += 1;
+            s
+        };
+        let slot = zone.slot(s);
+        debug_assert!(slot.full.load(StdOrdering::Relaxed).is_null());
+        for k in 0..INLINE {
+            slot.idx[k].store(0, StdOrdering::Relaxed);
+            slot.words[k].store(0, Ordering::Relaxed);
+        }
+        slot.meta.present.store(0, Ordering::Relaxed);
+        slot.meta.level.store(0, Ordering::Relaxed);
+        slot.meta.allocated.store(true, Ordering::Release);
+        Some(COMPACT_ZONE_BASE + (s << self.page_shift))
+    }
+
+    /// Frees the compact table at `pa` (its page, if promoted, is zeroed
+    /// and kept in the pool). Same contract as `free_table`.
+    pub(super) fn free_compact(&self, slot: &CompactSlot, pa: u64) -> Result<(), MemError> {
+        let zone = self.compact.as_ref().expect("a compact slot has a zone");
+        if pa & ((1 << self.page_shift) - 1) != 0 {
+            return Err(MemError::NotAFrame(pa));
+        }
+        if slot
+            .meta
+            .allocated
+            .compare_exchange(true, false, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(MemError::DoubleFree(pa));
+        }
+        if let Some(p) = slot.page() {
+            zone.bias((pa - COMPACT_ZONE_BASE) >> self.page_shift)
+                .store(0, Ordering::Release);
+            for i in 0..(1usize << self.page_shift) / 8 {
+                // SAFETY: as in `CompactSlot::read`.
+                unsafe { &*p.add(i) }.store(0, Ordering::Relaxed);
+            }
+            lock(&zone.pool).free.push(p as usize);
+        }
+        slot.full.store(std::ptr::null_mut(), StdOrdering::Release);
+        let mut a = lock(&zone.alloc);
+        a.free.push((pa - COMPACT_ZONE_BASE) >> self.page_shift);
+        a.live -= 1;
+        Ok(())
+    }
+
+    /// The first address from `pa` (8-aligned) up to `end` (exclusive, in
+    /// the same table page) whose word may be non-zero: in an unpromoted
+    /// compact table, the lowest stored non-zero word at or after `pa`, or
+    /// `end`; anywhere else `pa` itself (nothing is skipped). For scans that
+    /// visit only present entries (zap), so a table's cost follows its
+    /// entries.
+    #[inline]
+    pub fn next_stored(&self, pa: u64, end: u64) -> u64 {
+        if self.promoted_word(pa).is_some() {
+            return pa;
+        }
+        let Some((slot, i)) = self.compact_at(pa) else {
+            return pa;
+        };
+        if slot.page().is_some() {
+            return pa;
+        }
+        let table = pa & !((1u64 << self.page_shift) - 1);
+        let mut best = end;
+        for k in 0..INLINE {
+            let key = slot.idx[k].load(StdOrdering::Acquire) as usize;
+            if key == 0 {
+                break;
+            }
+            let at = table + ((key as u64 - 1) << 3);
+            if key - 1 >= i && at < best && slot.words[k].load(Ordering::Acquire) != 0 {
+                best = at;
+            }
+        }
+        best
+    }
+
+    /// Host bytes the compact zone holds for promoted tables (pool blocks).
+    pub fn compact_pool_bytes(&self) -> u64 {
+        self.compact.as_ref().map_or(0, CompactZone::pool_bytes)
+    }
+}
