@@ -192,7 +192,7 @@ fn promotion_takes_a_pool_page_only_past_the_inline_pairs() {
             PhysAddr::new(PBASE + i * page)
         );
     }
-    a.unmap(VirtAddr::new(WINDOW), 512 * page).unwrap();
+    a.unmap(VirtAddr::new(WINDOW), 512 * page).unwrap().flush.done();
     a.free_empty(VirtAddr::new(WINDOW), 512 * page)
         .unwrap()
         .release(&a)
@@ -237,7 +237,7 @@ proptest! {
                 let va = VirtAddr::new(WINDOW + i * page);
                 t.map(va, PhysAddr::new(PBASE + i * page), page, page, Attrs::new(Perms::USER_RW)).unwrap();
                 if cleared[k] {
-                    t.unmap(va, page).unwrap();
+                    t.unmap(va, page).unwrap().flush.done();
                 }
             }
         }

@@ -492,7 +492,7 @@ impl PhysMem {
                 break;
             }
             let at = table + ((key as u64 - 1) << 3);
-            if key - 1 >= i && at < best && slot.words[k].load(Ordering::Acquire) != 0 {
+            if key > i && at < best && slot.words[k].load(Ordering::Acquire) != 0 {
                 best = at;
             }
         }
