@@ -830,9 +830,9 @@ impl Cpu {
         self.miss_l1(pt, va, write, user, key)
     }
 
-    /// [`Cpu::miss_l1`] on a guest: the same steps with the nested walk. A
-    /// copy rather than a branch inside `miss_l1`, so that the native miss
-    /// path's code stays as it was (BENCHMARKS.md, "Nested walks").
+    /// [`Cpu::miss_l1`] on a guest: the same steps with the nested walk,
+    /// kept out of line so that the native miss path's code stays as it
+    /// was (BENCHMARKS.md, "Nested walks").
     #[cold]
     #[inline(never)]
     fn miss_l1_nested(
@@ -843,34 +843,7 @@ impl Cpu {
         user: bool,
         key: u64,
     ) -> Result<Access, Fault> {
-        let asid = self.asid;
-        let st = &mut *self.st;
-        if let Some((slot, e)) = st.l2.lookup(va, key) {
-            if e.flags() & needed_flags(write, user) == needed_flags(write, user) {
-                st.stats.l2_hits_by_size[usize::from(e.shift() & 63)] += 1;
-                let mut a = hit(e, va, HitLevel::L2, 0);
-                let fs = st.l1.fill(va, asid, a.pa, u32::from(e.shift()), e.flags());
-                if let Some(fs) = fs {
-                    a.page_size = 1 << fs;
-                }
-                return Ok(a);
-            }
-            return self.hit_needs_walk(pt, va, write, user, HitLevel::L2, slot, e);
-        }
-        st.stats.tlb_misses += 1;
-        let (leaf, refs) = self.walk_nested(pt, va, write, user, false)?;
-        let st = &mut *self.st;
-        st.stats.misses_by_size[leaf.size_shift as usize & 63] += 1;
-        let pa = leaf.pa.get();
-        let f1 = st.l1.fill(va, asid, pa, leaf.size_shift, leaf.flags);
-        let f2 = st.l2.fill(va, asid, pa, leaf.size_shift, leaf.flags);
-        let shift = f1.or(f2).map_or(leaf.size_shift, u32::from);
-        Ok(Access {
-            pa,
-            hit: HitLevel::Walk,
-            walk_refs: refs,
-            page_size: 1 << shift,
-        })
+        self.miss_l1_with::<true>(pt, va, write, user, key)
     }
 
     #[inline(never)]
@@ -882,6 +855,20 @@ impl Cpu {
         user: bool,
         key: u64,
     ) -> Result<Access, Fault> {
+        self.miss_l1_with::<false>(pt, va, write, user, key)
+    }
+
+    /// The L1 miss: the L2 TLB, else a walk (nested on a guest, chosen at
+    /// compile time so each caller gets its own straight-line copy).
+    #[inline(always)]
+    fn miss_l1_with<const NESTED: bool>(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+        key: u64,
+    ) -> Result<Access, Fault> {
         let asid = self.asid;
         let st = &mut *self.st;
         if let Some((slot, e)) = st.l2.lookup(va, key) {
@@ -897,7 +884,11 @@ impl Cpu {
             return self.hit_needs_walk(pt, va, write, user, HitLevel::L2, slot, e);
         }
         st.stats.tlb_misses += 1;
-        let (leaf, refs) = self.walk(pt, va, write, user, false)?;
+        let (leaf, refs) = if NESTED {
+            self.walk_nested(pt, va, write, user, false)?
+        } else {
+            self.walk(pt, va, write, user, false)?
+        };
         let st = &mut *self.st;
         st.stats.misses_by_size[leaf.size_shift as usize & 63] += 1;
         let pa = leaf.pa.get();
