@@ -192,7 +192,10 @@ fn promotion_takes_a_pool_page_only_past_the_inline_pairs() {
             PhysAddr::new(PBASE + i * page)
         );
     }
-    a.unmap(VirtAddr::new(WINDOW), 512 * page).unwrap().flush.done();
+    a.unmap(VirtAddr::new(WINDOW), 512 * page)
+        .unwrap()
+        .flush
+        .done();
     a.free_empty(VirtAddr::new(WINDOW), 512 * page)
         .unwrap()
         .release(&a)
