@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ] && [ ! -d /sys/kernel/tracing/events ] && [ -d /sys/kernel/tracing ]; then
   mount -t tracefs nodev /sys/kernel/tracing || echo "test.sh: could not mount tracefs" >&2
 fi
+# ptlab trace's tests run programs under QEMU user mode (Debian's qemu-user).
+./scripts/install-qemu-user.sh
 cargo test --workspace
 # Every loom check of mm (loom.rs, loom_merge.rs): without --cfg loom they
 # compile to nothing, so each must be named here to run at all.
