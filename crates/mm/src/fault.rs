@@ -385,8 +385,9 @@ impl AddressSpace {
     }
 
     /// Installs a huge PMD leaf with its deposited table (caller holds the
-    /// PMD lock; the entry is empty).
-    fn set_huge_pmd(
+    /// PMD lock, or the space is a fork's child no one else can reach yet;
+    /// the entry is empty).
+    pub(crate) fn set_huge_pmd(
         &self,
         pmd_table: TableAddr,
         haddr: VirtAddr,

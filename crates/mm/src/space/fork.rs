@@ -288,7 +288,7 @@ impl AddressSpace {
             let zero = child
                 .huge_zero_pa
                 .ok_or_else(|| Errno::Internal("the child has no huge zero page".into()))?;
-            child.set_huge_pmd_deposit(dst_pmd, haddr, zero, attrs, deposit);
+            child.set_huge_pmd(dst_pmd, haddr, zero, attrs, deposit);
             drop(g);
             return Ok(());
         }
@@ -321,33 +321,9 @@ impl AddressSpace {
             );
             d.add_flush(haddr.get(), self.pmd_size);
         }
-        child.set_huge_pmd_deposit(dst_pmd, haddr, pa, ro, deposit);
+        child.set_huge_pmd(dst_pmd, haddr, pa, ro, deposit);
         drop(g);
         Ok(())
-    }
-
-    /// Installs a huge PMD leaf with its deposited table in this space (the
-    /// child of a fork, which no one else can reach yet).
-    fn set_huge_pmd_deposit(
-        &self,
-        pmd_table: TableAddr,
-        haddr: VirtAddr,
-        pa: u64,
-        attrs: Attrs,
-        deposit: TableAddr,
-    ) {
-        lock_plain(&self.deposits).insert(haddr.get(), deposit);
-        self.pt.count_table(Level::PTE);
-        self.pt.set_entry(
-            pmd_table,
-            Level::PMD,
-            haddr,
-            &Entry::Leaf {
-                pa,
-                attrs,
-                contiguous: false,
-            },
-        );
     }
 
     /// The PMD lock of a table of a space no other thread can reach yet
