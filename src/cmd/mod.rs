@@ -40,6 +40,21 @@ pub fn dispatch(cli: Cli) -> CmdResult {
 }
 
 /// Prints one JSON document on stdout.
+/// Refuses (exit 2) an `--out` path whose directory does not exist, before
+/// a program is started only to fail at the end.
+pub fn check_out_dir(out: &std::path::Path) -> Result<(), crate::fail::Failure> {
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(crate::fail::Failure::BadInput(format!(
+                "--out {}: the directory {} does not exist",
+                out.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub fn print_json<T: serde::Serialize>(v: &T) -> CmdResult {
     let s = serde_json::to_string_pretty(v).map_err(anyhow::Error::from)?;
     outln!("{s}")?;

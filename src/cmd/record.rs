@@ -8,15 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(args: RecordArgs) -> CmdResult {
-    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.is_dir() {
-            return Err(Failure::BadInput(format!(
-                "--out {}: the directory {} does not exist",
-                args.out.display(),
-                dir.display()
-            )));
-        }
-    }
+    super::check_out_dir(&args.out)?;
     let opts = record::Options {
         out: args.out.clone(),
         timeout: Duration::from_secs(args.timeout),

@@ -7,15 +7,7 @@ use crate::fail::{CmdResult, Failure};
 use std::process::ExitCode;
 
 pub fn run(args: TraceArgs) -> CmdResult {
-    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.is_dir() {
-            return Err(Failure::BadInput(format!(
-                "--out {}: the directory {} does not exist",
-                args.out.display(),
-                dir.display()
-            )));
-        }
-    }
+    super::check_out_dir(&args.out)?;
     let opts = qtrace::Options {
         out: args.out.clone(),
         filter: !args.no_filter,
