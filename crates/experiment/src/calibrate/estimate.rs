@@ -4,8 +4,10 @@
 //!
 //! Invariants of [`measured`] and [`derived`]:
 //! - `0 <= lo <= ns <= hi`: a cost is never negative, even when a
-//!   difference of two noisy figures is (the interval is clamped at 0 and
-//!   the method says "clamped").
+//!   difference of two noisy figures is (the mean and the interval's lower
+//!   end are clamped at 0, the method says "clamped" and gives the figures
+//!   before; a negative mean keeps half its interval's width above 0, so a
+//!   cost that is 0 within the noise is never `[0, 0]`).
 //! - With at least [`stats::MIN_RUNS_FOR_INTERVAL`] samples, the interval
 //!   is the 95% one of [`stats::Summary::of_quantity`] (bootstrap for
 //!   non-negative samples, Student's t for differences that may take either
@@ -119,12 +121,22 @@ fn summarize(samples: &[f64], method: &str, provenance: Provenance) -> Option<Co
         ));
     }
     if clamped {
-        method.push_str("; clamped at 0");
+        method.push_str(&format!(
+            "; clamped at 0 (before: mean {:.4}, interval {:.4} to {:.4})",
+            s.mean, low, high
+        ));
     }
+    // A mean below 0 is a cost of 0 within the noise: the interval keeps
+    // its width above 0 (half of it, as around a mean of 0), not [0, 0].
+    let hi = if s.mean < 0.0 {
+        high.max((high - low) / 2.0)
+    } else {
+        high
+    };
     Some(Cost {
         ns,
         lo: low.clamp(0.0, ns),
-        hi: high.max(ns),
+        hi: hi.max(ns),
         n: s.n as u32,
         provenance,
         method,
@@ -180,6 +192,10 @@ mod tests {
         let neg = measured(&[-5.0, -6.0, -4.0, -5.5, -4.5], "t").unwrap();
         assert_eq!((neg.lo, neg.ns), (0.0, 0.0));
         assert!(neg.method.contains("clamped"), "{}", neg.method);
+        // Not a degenerate [0, 0]: the noise is kept above 0 (the samples
+        // spread over 2 ns, so their interval is about a nanosecond wide).
+        assert!(neg.hi > 0.2 && neg.hi < 2.0, "{neg:?}");
+        assert!(neg.method.contains("before: mean -5.0"), "{}", neg.method);
     }
 
     #[test]
