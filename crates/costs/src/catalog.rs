@@ -53,9 +53,15 @@ pub const CATALOG: &[CostName] = &[
     c("fault.mthp_64k", Per::Event, "Write fault that maps a 64 KiB multi-size THP, zeroing included."),
     c("fault.major", Per::Event, "Fault that reads a file page in from the page cache's backing store."),
     c("fault.spurious", Per::Event, "Fault that maps nothing new: spurious, write-protect reuse, access-flag update."),
+    c("populate.page", Per::Page, "A page a system call populates (MAP_POPULATE, mlock, MADV_POPULATE_WRITE): a zeroed anonymous page mapped without an exception."),
     // Page tables.
     c("pt.alloc", Per::Table, "Allocating, clearing and linking one page-table page."),
     c("pt.free", Per::Table, "Unlinking and freeing one page-table page."),
+    // fork: the call, and its part per present page and per table copied
+    // (the child's exit zapping them included).
+    c("fork.call", Per::Event, "A workload's fork whose child does nothing: fork, the child's start and exit, the parent's wait."),
+    c("fork.page", Per::Page, "fork per present page of the parent: its entry copied, and zapped at the child's exit."),
+    c("fork.table", Per::Table, "fork per page-table page of the parent: the child's copy allocated, and freed at its exit."),
     // System calls: a fixed part per call and a part per page or table.
     c("munmap.call", Per::Event, "munmap of nothing mapped: entry, VMA work, exit."),
     c("munmap.page", Per::Page, "munmap per present 4 KiB page it zaps."),

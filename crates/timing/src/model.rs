@@ -17,7 +17,13 @@
 //!   the faults it made populating pages (MAP_POPULATE, mlock,
 //!   MADV_POPULATE_*, mprotect of a locked range) priced as faults of the
 //!   kind of what they mapped (the virtual executor does this).
+//!   A page populated without an exception (anonymous pages that
+//!   MAP_POPULATE, mlock or MADV_POPULATE_WRITE map) is priced
+//!   `populate.page`, not as a fault.
 //! - mlock, munlock and msync: `syscall.call` per call.
+//! - A fork: `fork.call`, plus `fork.page` per present page and
+//!   `fork.table` per table page of the parent (copied, then zapped and
+//!   freed at the child's exit); the child's faults are priced as faults.
 //! - A shootdown: `shootdown.sender` to the CPU that sent it, per flush
 //!   request that reached another CPU (calibrate measures it per request:
 //!   under KVM's paravirtual flush only some requests become IPIs),
@@ -95,6 +101,11 @@ pub struct CostModel {
     pub faults: [Ns3; FAULT_KINDS],
     pub pt_alloc: Ns3,
     pub pt_free: Ns3,
+    /// An anonymous page a system call populated (no exception).
+    pub populate_page: Ns3,
+    fork_call: Ns3,
+    fork_page: Ns3,
+    fork_table: Ns3,
     calls: [Ns3; SYSCALLS],
     per_page: [Ns3; SYSCALLS],
     pub shootdown_sender: Ns3,
@@ -161,6 +172,10 @@ impl CostModel {
             faults,
             pt_alloc: get("pt.alloc"),
             pt_free: get("pt.free"),
+            populate_page: get("populate.page"),
+            fork_call: get("fork.call"),
+            fork_page: get("fork.page"),
+            fork_table: get("fork.table"),
             calls,
             per_page,
             shootdown_sender: get("shootdown.sender"),
@@ -245,6 +260,12 @@ impl CostModel {
             + self.per_page[k] * pages as f64
             + self.pt_alloc * tables_added as f64
             + self.pt_free * tables_freed as f64
+    }
+
+    /// A fork of a parent with `pages` present pages and `tables` table
+    /// pages (the child's own work aside).
+    pub fn fork(&self, pages: u64, tables: u64) -> Ns3 {
+        self.fork_call + self.fork_page * pages as f64 + self.fork_table * tables as f64
     }
 
     /// The sender's part of `shootdowns` shootdowns: IPI rounds if it sent

@@ -29,6 +29,17 @@ pub(crate) fn run_in_child(
     let (read_end, write_end) =
         unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
 
+    // The measured process is a fork of this one and inherits its memory:
+    // heap that ptlab freed but the allocator kept (after a model run, say)
+    // would be copied by the workload's forks and made fault-free by their
+    // children, so a fork's time would depend on what ptlab did before.
+    // Give it back first.
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only returns free heap memory to the kernel; no
+    // live allocation moves.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     // SAFETY: the child runs `child_main`, which follows the rules for a
     // child of a possibly multi-threaded process (see child.rs) and leaves
     // only through _exit.

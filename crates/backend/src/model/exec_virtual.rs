@@ -344,9 +344,13 @@ impl<'s, 'w> Exec<'s, 'w> {
                 }
                 Op::Fork { name, ops } => {
                     // One event: the parent waits while the child runs
-                    // (only in one-thread workloads, so no other CPU runs).
+                    // (only in one-thread workloads, so no other CPU runs):
+                    // the fork's price, and the child's faults.
+                    let before = self.usage()?;
                     let op_label = v.op_label.clone();
                     super::fork::run_child(self.sh, &mut v.cpu, v.tid, &op_label, name, ops)?;
+                    let cost = pricing::fork_cost(self.costs, &before);
+                    self.event(v, cost, self.costs.hold_syscall);
                     v.cpu.publish();
                     return Ok(());
                 }

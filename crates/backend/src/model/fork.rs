@@ -6,9 +6,11 @@
 //!
 //! The child's marks are `NAME.LABEL`, with the child's counters since
 //! just after the fork (faults, RSS, VmPTE of the child alone: the OS
-//! model's counters are kept per address space). The child's work is not
-//! priced in virtual time: a mark's `predicted_ns` after a fork covers the
-//! parent's operations only.
+//! model's counters are kept per address space). In virtual time the fork
+//! is one event of the parent's CPU (`pricing::fork_cost`): the call, the
+//! pages and tables it copies, and the faults the child handled (the
+//! CPU's); the child's system calls and accesses that do not fault are
+//! not priced.
 
 use super::interp;
 use super::run::Shared;

@@ -206,7 +206,8 @@ impl<'c> Pricer<'c> {
 
     /// The price of `faults` faults a system call made in populating, from
     /// what the space gained: a PMD-mapped THP per `fault.thp`, an
-    /// anonymous page per `fault.anon_write`, a shmem page per
+    /// anonymous page per `populate.page` (no exception: cheaper than a
+    /// touch's fault, measured apart), a shmem page per
     /// `fault.shmem`; the rest (reads of the zero page, file pages mapped
     /// with fault-around) per `fault.file_read` if file pages were mapped,
     /// else per `fault.zero_read`.
@@ -230,10 +231,19 @@ impl<'c> Pricer<'c> {
             f[FaultKind::ZeroRead as usize]
         };
         f[FaultKind::Thp as usize] * huge as f64
-            + f[FaultKind::AnonWrite as usize] * anon as f64
+            + self.costs.populate_page * anon as f64
             + f[FaultKind::Shmem as usize] * shmem as f64
             + rest * left as f64
     }
+}
+
+/// The price of a fork of a parent whose space held `before`: the call,
+/// and each present page and table copied into the child (and zapped or
+/// freed at its exit). Linux: kernel/fork.c, dup_mmap -> copy_page_range;
+/// mm/mmap.c, exit_mmap. The child's faults are the thread's and priced
+/// as faults by the next [`Pricer::event`].
+pub(crate) fn fork_cost(costs: &CostModel, before: &Usage) -> Ns3 {
+    costs.fork(before.pages, before.tables)
 }
 
 /// What `space` holds now, in pages of `page` bytes.

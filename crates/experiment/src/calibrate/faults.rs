@@ -1,6 +1,21 @@
-//! Minor faults by kind, and the major fault, on the kernel backend.
+//! Minor faults by kind, the pages a system call populates, and the major
+//! fault, on the kernel backend.
 //!
-//! One workload repeats, per repetition: fault every 4 KiB page of a fresh
+//! ## Warm memory, workload-sized regions
+//! Under a hypervisor a guest page the guest has not used lately may not
+//! be backed by the host (never touched, or handed back by free page
+//! reporting): its first use takes a host fault (an EPT violation) inside
+//! the guest's fault. The workloads fault in regions of a few MiB that
+//! they map and unmap again and again, so their pages come back from the
+//! kernel's per-CPU and buddy free lists, host-backed and often still in
+//! the cache. The probe therefore first touches and frees a large buffer
+//! (`Sizes::warm`), then faults regions the workloads' size
+//! (`Sizes::region`, 4 MiB). It also times the anonymous write fault over
+//! a large region (`Sizes::large`, 64 MiB with `--long`) and says that
+//! figure in `fault.anon_write`'s method: a large first-touched region's
+//! faults cost more (pages not in the cache, some not host-backed).
+//!
+//! One workload repeats, per repetition: fault every 4 KiB page of a
 //! region of each kind, in 16 slices (4 at the test scale), each slice
 //! touched twice between marks: first faulting, then again with the pages
 //! mapped. Per slice:
@@ -20,8 +35,14 @@ use super::runner::{self, minus, per, Phases};
 use super::{CalibrateError, Figures, Scale};
 
 struct Sizes {
-    /// Bytes faulted per kind and repetition.
+    /// Bytes faulted per kind and repetition (the workloads' size).
     region: u64,
+    /// Bytes of the large anonymous region (the figure said beside).
+    large: u64,
+    /// Bytes touched and freed once before the repetitions.
+    warm: u64,
+    /// Bytes of the cached file mapped privately (read, then written).
+    file: u64,
     /// Bytes of the THP region (2 MiB faults).
     huge: u64,
     /// Bytes of the cold file read by major faults.
@@ -31,17 +52,26 @@ struct Sizes {
 fn sizes(scale: Scale) -> Sizes {
     match scale {
         Scale::Test => Sizes {
-            region: 4 << 20,
+            file: 4 << 20,
+            region: 1 << 20,
+            large: 4 << 20,
+            warm: 8 << 20,
             huge: 8 << 20,
             cold: 1 << 20,
         },
         Scale::Quick => Sizes {
-            region: 16 << 20,
+            file: 16 << 20,
+            region: 4 << 20,
+            large: 16 << 20,
+            warm: 128 << 20,
             huge: 32 << 20,
             cold: 4 << 20,
         },
         Scale::Long => Sizes {
-            region: 64 << 20,
+            file: 16 << 20,
+            region: 4 << 20,
+            large: 64 << 20,
+            warm: 256 << 20,
             huge: 128 << 20,
             cold: 16 << 20,
         },
@@ -58,6 +88,12 @@ fn slices(scale: Scale) -> u64 {
         _ => 16,
     }
 }
+
+/// Slices of the file read: fault-around maps 16 pages per fault, so a
+/// slice of the file region holds few faults; two slices keep enough in
+/// each that the slice's start (after a mark's counter read) does not
+/// weigh.
+const FILE_SLICES: u64 = 2;
 
 /// One kind's passes: after the mark `{prefix}0`, for each slice, the
 /// faulting touch and then the same touch again, each ending in a mark
@@ -82,9 +118,10 @@ fn passes(
     }
 }
 
-/// The workload: `reps` repetitions of every kind's sliced passes.
+/// The workload: a warm-up, then `reps` repetitions of every kind's
+/// sliced passes.
 fn workload(reps: usize, s: &Sizes, n: u64) -> String {
-    let (r, h, c) = (s.region, s.huge, s.cold);
+    let (r, h, c, big) = (s.region, s.huge, s.cold, s.large);
     let slice = r / n;
     let huge_slice = h / n;
     let mut ops = String::new();
@@ -95,22 +132,44 @@ fn workload(reps: usize, s: &Sizes, n: u64) -> String {
     };
     line(&mut ops, "{ mark = \"empty0\" }");
     line(&mut ops, "{ mark = \"empty\" }");
+    line(&mut ops, &format!("{{ mmap = \"A\", size = {big} }}"));
+    line(&mut ops, "{ mark = \"A0\" }");
+    passes(&mut ops, "A", "A", "write", "4KiB", n, big / n);
+    line(&mut ops, "{ munmap = \"A\" }");
     line(&mut ops, &format!("{{ mmap = \"a\", size = {r} }}"));
     line(&mut ops, "{ mark = \"a0\" }");
     passes(&mut ops, "a", "a", "write", "4KiB", n, slice);
     line(&mut ops, "{ munmap = \"a\" }");
+    // MADV_POPULATE_WRITE of a fresh region of the same size: its pages
+    // faulted in by the kernel, no exception per page.
+    line(&mut ops, &format!("{{ mmap = \"p\", size = {r} }}"));
+    line(&mut ops, "{ mark = \"p0\" }");
+    line(&mut ops, "{ madvise = \"p\", advice = \"populate_write\" }");
+    line(&mut ops, "{ mark = \"p1\" }");
+    line(&mut ops, "{ munmap = \"p\" }");
     line(&mut ops, &format!("{{ mmap = \"z\", size = {r} }}"));
     line(&mut ops, "{ mark = \"z0\" }");
     passes(&mut ops, "z", "z", "read", "4KiB", n, slice);
     line(&mut ops, "{ munmap = \"z\" }");
     line(
         &mut ops,
-        &format!("{{ mmap = \"f\", size = {r}, kind = \"file\", file = \"cached\" }}"),
+        &format!(
+            "{{ mmap = \"f\", size = {}, kind = \"file\", file = \"cached\" }}",
+            s.file
+        ),
     );
     line(&mut ops, "{ mark = \"f0\" }");
-    passes(&mut ops, "f", "f", "read", "4KiB", n, slice);
+    passes(
+        &mut ops,
+        "f",
+        "f",
+        "read",
+        "4KiB",
+        FILE_SLICES,
+        s.file / FILE_SLICES,
+    );
     line(&mut ops, "{ mark = \"w0\" }");
-    passes(&mut ops, "w", "f", "write", "4KiB", n, slice);
+    passes(&mut ops, "w", "f", "write", "4KiB", n, s.file / n);
     line(&mut ops, "{ munmap = \"f\" }");
     line(
         &mut ops,
@@ -134,8 +193,9 @@ fn workload(reps: usize, s: &Sizes, n: u64) -> String {
     line(&mut ops, "{ touch = \"c\", access = \"read\" }");
     line(&mut ops, "{ mark = \"c2\" }");
     line(&mut ops, "{ munmap = \"c\" }");
+    let w = s.warm;
     format!(
-        "name = \"calibrate-faults\"\ndescription = \"ptlab calibrate: fault costs by kind\"\n\n[[thread]]\nop = [\n  {{ repeat = {reps}, op = [\n{ops}  ] }},\n]\n"
+        "name = \"calibrate-faults\"\ndescription = \"ptlab calibrate: fault costs by kind\"\n\n[[thread]]\nop = [\n  {{ mmap = \"warm\", size = {w} }},\n  {{ touch = \"warm\", access = \"write\" }},\n  {{ munmap = \"warm\" }},\n  {{ repeat = {reps}, op = [\n{ops}  ] }},\n]\n"
     )
 }
 
@@ -152,7 +212,7 @@ fn per_fault(p: &Phases, prefix: &str, slices: u64) -> Vec<f64> {
         let f = format!("{prefix}f{i}");
         let s = format!("{prefix}s{i}");
         let faults = p.count(&from, &f, "minor_faults");
-        let net = minus(&p.time(&from, &f), &p.time(&f, &s));
+        let net = minus(&p.cpu_time(&from, &f), &p.cpu_time(&f, &s));
         by_slice.push((net, faults));
     }
     let reps = by_slice.first().map_or(0, |(n, _)| n.len());
@@ -177,16 +237,40 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     )?;
     let pages = s.region >> 12;
     let n = slices(scale);
+    let warm = format!(
+        "after {} MiB touched and freed (warm, host-backed memory)",
+        s.warm >> 20
+    );
     let pass = |what: &str| {
         format!(
-            "kernel backend: {what}, {pages} pages per run in {n} slices; per slice (faulting touch - the same touch again) / minor faults, median over the slices"
+            "kernel backend: {what}, {pages} pages per run in {n} slices, {warm}; per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices"
         )
     };
+    let large = measured(&per_fault(&p, "A", n), "large region");
+    let large = large.map_or("no usable sample".to_string(), |c| {
+        format!("{:.0} ns [{:.0}, {:.0}]", c.ns, c.lo, c.hi)
+    });
     figs.put(
         "fault.anon_write",
         measured(
             &per_fault(&p, "a", n),
-            &pass("write to every page of fresh anonymous memory"),
+            &pass(&format!(
+                "write to every page of a fresh anonymous mapping (the model's figure; over a {} MiB mapping instead, pages new to the cache: {large})",
+                s.large >> 20
+            )),
+        ),
+    );
+    // The populated pages: the call's time over the anonymous pages it
+    // mapped (its fixed part, about syscall.call, is under 0.1% of it).
+    let populated = runner::mean(&p.count("p0", "p1", "rss_anon_kb")) / 4.0;
+    figs.put(
+        "populate.page",
+        measured(
+            &per(&p.cpu_time("p0", "p1"), &per_kb_pages(&p.count("p0", "p1", "rss_anon_kb"))),
+            &format!(
+                "kernel backend: madvise(MADV_POPULATE_WRITE) of a fresh {} KiB anonymous mapping ({populated:.0} pages mapped per run), {warm}; the call's process CPU time / the pages it mapped (from RssAnon)",
+                s.region >> 10
+            ),
         ),
     );
     figs.put(
@@ -199,15 +283,15 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     figs.put(
         "fault.file_read",
         measured(
-            &per_fault(&p, "f", n),
-            &pass("read of every page of a private mapping of a cached file (fault-around: one fault maps up to 16 pages)"),
+            &per_fault(&p, "f", FILE_SLICES),
+            &format!("kernel backend: read of every page of a private mapping of a cached {} MiB file (fault-around: one fault maps up to 16 pages), in {FILE_SLICES} slices, {warm}; per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices", s.file >> 20),
         ),
     );
     figs.put(
         "fault.cow",
         measured(
             &per_fault(&p, "w", n),
-            &pass("write to every page of that file mapping, already read (each page copied)"),
+            &format!("kernel backend: write to every page of that file mapping, already read (each page copied), in {n} slices; per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices"),
         ),
     );
     figs.put(
@@ -224,7 +308,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         measured(
             &per_fault(&p, "h", n),
             &format!(
-                "kernel backend: write to each 2 MiB of a {} MiB region advised hugepage ({:.0} MiB of AnonHugePages per run) in {n} slices; per slice (faulting touch - the same touch again) / minor faults, median over the slices",
+                "kernel backend: write to each 2 MiB of a {} MiB region advised hugepage ({:.0} MiB of AnonHugePages per run) in {n} slices; per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices",
                 s.huge >> 20,
                 huge_kb / 1024.0
             ),
@@ -233,7 +317,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     // A major fault reads from the file system and brings in read-ahead;
     // the minor faults on pages read ahead are charged at the file-read
     // rate of the same repetition and taken out.
-    let file_read = per_fault(&p, "f", n);
+    let file_read = per_fault(&p, "f", FILE_SLICES);
     let cold_time = minus(&p.time("c0", "c1"), &p.time("c1", "c2"));
     let cold_minor = p.count("c0", "c1", "minor_faults");
     let major = p.count("c0", "c1", "major_faults");
@@ -256,6 +340,11 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     );
     mthp_64k(figs);
     Ok(())
+}
+
+/// Pages of 4 KiB in each of `kb`.
+fn per_kb_pages(kb: &[f64]) -> Vec<f64> {
+    kb.iter().map(|k| k / 4.0).collect()
 }
 
 /// `fault.mthp_64k`: a 64 KiB folio's fault is a 4 KiB fault that clears
@@ -299,6 +388,7 @@ mod tests {
                 .map(|&(name, t, faults)| {
                     let mut c = Counters::default();
                     c.set("elapsed_ns", t);
+                    c.set("cpu_ns", t);
                     c.set("minor_faults", faults);
                     Mark {
                         name: name.into(),

@@ -35,6 +35,7 @@ pub mod busy;
 mod clock;
 pub mod estimate;
 mod faults;
+mod fork;
 mod host_info;
 mod latency;
 mod locks;
@@ -66,8 +67,12 @@ pub const MEASURED: &[&str] = &[
     "fault.thp",
     "fault.major",
     "fault.mthp_64k",
+    "populate.page",
     "pt.alloc",
     "pt.free",
+    "fork.call",
+    "fork.page",
+    "fork.table",
     "mmap.call",
     "syscall.call",
     "munmap.call",
@@ -211,12 +216,14 @@ impl Figures<'_> {
 type Family = fn(Scale, &mut Figures) -> Result<(), CalibrateError>;
 
 /// The families in the order they run: memory first, because
-/// `fault.mthp_64k` is derived from `clear.kib`; the 1 GiB latency probes
+/// `fault.mthp_64k` is derived from `clear.kib`; fork after page tables,
+/// because `fork.table` is derived from `pt.*`; the 1 GiB latency probes
 /// last.
 const FAMILIES: &[(&str, Family)] = &[
     ("memory", memory::probe),
     ("faults", faults::probe),
     ("page tables", tables::probe),
+    ("fork", fork::probe),
     ("system calls", syscalls::probe),
     ("shootdown", shootdown::probe),
     ("locks", locks::probe),
