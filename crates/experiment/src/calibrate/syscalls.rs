@@ -204,7 +204,7 @@ fn per_call(p: &Phases, plan: &Plan, verb: &str, first: &str) -> Vec<Vec<(f64, f
         let mut chunks: Vec<Vec<f64>> = Vec::new();
         for c in 0..plan.k / plan.chunk {
             let mark = chunk_mark(verb, g, c);
-            chunks.push(p.time(&prev, &mark));
+            chunks.push(p.cpu_time(&prev, &mark));
             prev = mark;
         }
         let reps = chunks.iter().map(Vec::len).min().unwrap_or(0);
@@ -252,7 +252,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
             .filter_map(|pts| least_squares(pts))
             .collect();
         let how = format!(
-            "kernel backend: {what}, {k} calls per size timed {} at a time (median per size); least squares ns = a + b x pages over sizes {sizes} pages, one fit per run",
+            "kernel backend: {what}, {k} calls per size timed {} at a time (median per size), process CPU time; least squares ns = a + b x pages over sizes {sizes} pages, one fit per run",
             plan.chunk
         );
         let a: Vec<f64> = lines.iter().map(|l| l.intercept).collect();
@@ -270,7 +270,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         "mmap.call",
         measured(
             &mmap,
-            &format!("kernel backend: mmap of an anonymous region at a fixed free address (MAP_FIXED_NOREPLACE, no population), {k} calls at each of sizes {sizes} pages, mean per call"),
+            &format!("kernel backend: mmap of an anonymous region at a fixed free address (MAP_FIXED_NOREPLACE, no population), {k} calls at each of sizes {sizes} pages, process CPU time, mean per call"),
         ),
     );
     // munlock of an unlocked region does the same whatever its size: the
@@ -283,7 +283,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         "syscall.call",
         measured(
             &munlock,
-            &format!("kernel backend: munlock of an anonymous region never locked (the call, the mmap lock, the VMA lookup; nothing changes), {k} calls at each of sizes {sizes} pages, mean per call; priced for mlock, munlock and msync, whose pages are priced apart"),
+            &format!("kernel backend: munlock of an anonymous region never locked (the call, the mmap lock, the VMA lookup; nothing changes), {k} calls at each of sizes {sizes} pages, process CPU time, mean per call; priced for mlock, munlock and msync, whose pages are priced apart"),
         ),
     );
     Ok(())

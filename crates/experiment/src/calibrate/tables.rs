@@ -8,7 +8,8 @@
 //!
 //! and unmapping both, each zapping N pages, differs only in the tables it
 //! frees: `pt.free` likewise. Tables are counted by the kernel (VmPTE, 4 KiB
-//! a table), not assumed. Both regions are advised `nohugepage`, so a host
+//! a table), not assumed. Times are the process's CPU time (`cpu_ns`):
+//! nothing here blocks, and it leaves out what other processes took. Both regions are advised `nohugepage`, so a host
 //! with THP `always` still faults 4 KiB pages.
 
 use super::estimate::measured;
@@ -73,26 +74,26 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     )?;
     let alloc_tables = minus(&table_pages(&p, "p0", "p1"), &table_pages(&p, "p1", "p2"));
     let alloc = per(
-        &minus(&p.time("p0", "p1"), &p.time("p1", "p2")),
+        &minus(&p.cpu_time("p0", "p1"), &p.cpu_time("p1", "p2")),
         &alloc_tables,
     );
     figs.put(
         "pt.alloc",
         measured(
             &alloc,
-            &format!("kernel backend: {n} write faults one per 2 MiB (a PTE table each) minus {n} on adjacent pages (one table), over the difference in VmPTE tables ({:.0} per run)", runner::mean(&alloc_tables)),
+            &format!("kernel backend: {n} write faults one per 2 MiB (a PTE table each) minus {n} on adjacent pages (one table), in process CPU time, over the difference in VmPTE tables ({:.0} per run)", runner::mean(&alloc_tables)),
         ),
     );
     let free_tables = minus(&table_pages(&p, "p2", "p3"), &table_pages(&p, "p3", "p4"));
     let free = per(
-        &minus(&p.time("p2", "p3"), &p.time("p3", "p4")),
+        &minus(&p.cpu_time("p2", "p3"), &p.cpu_time("p3", "p4")),
         &free_tables,
     );
     figs.put(
         "pt.free",
         measured(
             &free,
-            &format!("kernel backend: munmap of {n} pages one per 2 MiB minus munmap of {n} adjacent pages, over the difference in PTE tables freed ({:.0} per run)", runner::mean(&free_tables)),
+            &format!("kernel backend: munmap of {n} pages one per 2 MiB minus munmap of {n} adjacent pages, in process CPU time, over the difference in PTE tables freed ({:.0} per run)", runner::mean(&free_tables)),
         ),
     );
     Ok(())
