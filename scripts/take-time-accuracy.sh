@@ -1,0 +1,16 @@
+#!/bin/sh
+# Re-takes this host's cost file and the held-out time-accuracy table
+# (BENCHMARKS.md, "Time model accuracy"), on a QUIET host: calibrate refuses
+# a busy one (exit 2). Writes costs/this-host.toml (rebuild to ship it: the
+# file is compiled in) and prints the table, with the load before and after.
+#
+#   scripts/take-time-accuracy.sh [OUT.md]
+set -eu
+cd "$(dirname "$0")/.."
+out="${1:-/dev/stdout}"
+cargo build --release --bin ptlab
+echo "load before calibrate: $(cat /proc/loadavg)" >&2
+target/release/ptlab calibrate --long --out costs/this-host.toml
+echo "load before validate: $(cat /proc/loadavg)" >&2
+target/release/ptlab validate --time --repeat 5 --costs costs/this-host.toml --markdown >"$out"
+echo "load after: $(cat /proc/loadavg)" >&2
