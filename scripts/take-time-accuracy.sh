@@ -12,5 +12,7 @@ cargo build --release --bin ptlab
 echo "load before calibrate: $(cat /proc/loadavg)" >&2
 target/release/ptlab calibrate --long --out costs/this-host.toml
 echo "load before validate: $(cat /proc/loadavg)" >&2
-target/release/ptlab validate --time --repeat 5 --costs costs/this-host.toml --markdown >"$out"
+status=0
+target/release/ptlab validate --time --repeat 5 --costs costs/this-host.toml --markdown >"$out" || status=$?
 echo "load after: $(cat /proc/loadavg)" >&2
+exit "$status"
