@@ -411,7 +411,7 @@ fn one_to_eighty_modeled_cpus_run_and_agree_with_themselves() {
 }
 
 #[test]
-fn pages_a_system_call_populates_are_priced_as_faults_of_what_they_mapped() {
+fn pages_a_system_call_populates_are_priced_by_what_they_mapped() {
     let text = r#"
 name = "populate"
 description = "MAP_POPULATE, then MADV_POPULATE_READ of fresh anonymous memory"
@@ -429,18 +429,60 @@ op = [
     let mut cfg = config(model::Locking::SplitPte);
     cfg.costs = costs(&[
         ("fault.anon_write", 1000.0, 1000.0, 1000.0),
+        ("populate.page", 700.0, 700.0, 700.0),
         ("fault.zero_read", 300.0, 300.0, 300.0),
         ("mmap.call", 50.0, 50.0, 50.0),
         ("madvise.call", 70.0, 70.0, 70.0),
     ]);
     let run = model::run(&w, &cfg).unwrap();
     let p = mark(&run, "populated");
-    // 64 pages populated by the mmap: 64 write faults, none of them a touch.
+    // 64 pages populated by the mmap: 64 faults, none of them a touch's,
+    // each an anonymous page mapped without an exception: populate.page.
     assert_eq!(get(p, "minor_faults"), 64);
     assert_eq!(get(p, "faults.anon_write"), 0);
-    assert_eq!(get(p, "predicted_ns"), 50 + 64 * 1000);
+    assert_eq!(get(p, "predicted_ns"), 50 + 64 * 700);
     // 32 pages read-populated: the zero page, 32 read faults.
     let r = mark(&run, "read");
     assert_eq!(get(r, "minor_faults"), 96);
-    assert_eq!(get(r, "predicted_ns"), 50 + 64 * 1000 + 50 + 70 + 32 * 300);
+    assert_eq!(get(r, "predicted_ns"), 50 + 64 * 700 + 50 + 70 + 32 * 300);
+}
+
+#[test]
+fn a_fork_is_priced_by_the_pages_and_tables_it_copies_and_the_childs_faults() {
+    let text = r#"
+name = "fork"
+description = "a fork of 16 written pages whose child writes 4 of them"
+
+[[thread]]
+op = [
+  { mmap = "a", size = "64KiB" },
+  { touch = "a", access = "write" },
+  { mark = "written" },
+  { fork = "child", op = [ { touch = "a", access = "write", len = "16KiB" } ] },
+  { mark = "forked" },
+]
+"#;
+    let w = parse(text);
+    let mut cfg = config(model::Locking::SplitPte);
+    cfg.costs = costs(&[
+        ("fault.anon_write", 1000.0, 1000.0, 1000.0),
+        ("fault.cow", 3000.0, 3000.0, 3000.0),
+        ("mmap.call", 50.0, 50.0, 50.0),
+        ("fork.call", 100_000.0, 100_000.0, 100_000.0),
+        ("fork.page", 10.0, 10.0, 10.0),
+        ("fork.table", 500.0, 500.0, 500.0),
+    ]);
+    let run = model::run(&w, &cfg).unwrap();
+    let before = get(mark(&run, "written"), "predicted_ns");
+    let after = get(mark(&run, "forked"), "predicted_ns");
+    // The call, the parent's 16 pages, the child's 4 copy-on-write faults
+    // (every other cost is 0 here), and 500 ns per table page of the
+    // parent's: a whole number of them, at least its one PTE table and at
+    // most one per level.
+    let tables_ns = after - before - (100_000 + 16 * 10 + 4 * 3000);
+    assert_eq!(tables_ns % 500, 0, "fork priced {} ns", after - before);
+    assert!((1..=5).contains(&(tables_ns / 500)), "{tables_ns}");
+    // The same run twice predicts the same.
+    let again = model::run(&w, &cfg).unwrap();
+    assert_eq!(get(mark(&again, "forked"), "predicted_ns"), after);
 }

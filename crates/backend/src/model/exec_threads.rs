@@ -174,7 +174,10 @@ impl<'a, 'w> Worker<'a, 'w> {
             }
             Op::Fork { name, ops } => {
                 let label = self.op_label.clone();
+                // The threads executor predicts no time: the child's faults
+                // are not needed.
                 super::fork::run_child(self.sh, &mut self.cpu, self.tid, &label, name, ops)
+                    .map(|_| ())
             }
             _ => unreachable!("system calls are run above"),
         }

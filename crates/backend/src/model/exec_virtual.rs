@@ -348,8 +348,9 @@ impl<'s, 'w> Exec<'s, 'w> {
                     // the fork's price, and the child's faults.
                     let before = self.usage()?;
                     let op_label = v.op_label.clone();
-                    super::fork::run_child(self.sh, &mut v.cpu, v.tid, &op_label, name, ops)?;
-                    let cost = pricing::fork_cost(self.costs, &before);
+                    let child =
+                        super::fork::run_child(self.sh, &mut v.cpu, v.tid, &op_label, name, ops)?;
+                    let cost = pricing::fork_cost(self.costs, &before, &child);
                     self.event(v, cost, self.costs.hold_syscall);
                     v.cpu.publish();
                     return Ok(());

@@ -8,9 +8,9 @@
 //! just after the fork (faults, RSS, VmPTE of the child alone: the OS
 //! model's counters are kept per address space). In virtual time the fork
 //! is one event of the parent's CPU (`pricing::fork_cost`): the call, the
-//! pages and tables it copies, and the faults the child handled (the
-//! CPU's); the child's system calls and accesses that do not fault are
-//! not priced.
+//! pages and tables it copies, and the faults the child handled (counted
+//! in the child's space, returned by [`run_child`]); the child's system
+//! calls and accesses that do not fault are not priced.
 
 use super::interp;
 use super::run::Shared;
@@ -18,7 +18,9 @@ use super::ModelError;
 use machine::{AccessKind, CpuHandle};
 use workload::plan::{self, Op};
 
-/// Runs the child `name` with `ops` (see the module documentation).
+/// Runs the child `name` with `ops` (see the module documentation); the
+/// faults the child handled, by kind (the OS model counts them in the
+/// child's space, not the parent's).
 ///
 /// # Errors
 /// The child's first failing operation, as thread `tid` reports it.
@@ -29,7 +31,7 @@ pub(super) fn run_child(
     label: &str,
     name: &str,
     ops: &[Op],
-) -> Result<(), ModelError> {
+) -> Result<[u64; mm::FAULT_KINDS], ModelError> {
     let parent = cpu.space_id();
     let child = cpu
         .fork()
@@ -49,11 +51,12 @@ pub(super) fn run_child(
     let r = c.run_list(ops, &format!("{label}."));
     let cpu = c.cpu;
     cpu.checkpoint()?;
+    let kinds = cpu.thread_counters().fault_kinds;
     cpu.switch_to(parent)?;
     cpu.keep_lock_log(logged);
     sh.machine.exit_space(child)?;
     cpu.checkpoint()?;
-    r
+    r.map(|()| kinds)
 }
 
 struct Child<'a, 'b, 'm> {

@@ -240,10 +240,14 @@ impl<'c> Pricer<'c> {
 /// The price of a fork of a parent whose space held `before`: the call,
 /// and each present page and table copied into the child (and zapped or
 /// freed at its exit). Linux: kernel/fork.c, dup_mmap -> copy_page_range;
-/// mm/mmap.c, exit_mmap. The child's faults are the thread's and priced
-/// as faults by the next [`Pricer::event`].
-pub(crate) fn fork_cost(costs: &CostModel, before: &Usage) -> Ns3 {
-    costs.fork(before.pages, before.tables)
+/// mm/mmap.c, exit_mmap. `child_faults` are the faults the child handled,
+/// by kind (counted in its own space), priced as faults.
+pub(crate) fn fork_cost(
+    costs: &CostModel,
+    before: &Usage,
+    child_faults: &[u64; FAULT_KINDS],
+) -> Ns3 {
+    costs.fork(before.pages, before.tables) + costs.faults(child_faults)
 }
 
 /// What `space` holds now, in pages of `page` bytes.
