@@ -257,6 +257,21 @@ impl<'a> Decoder<'a> {
     pub fn next_non_access(&mut self, accesses: &mut u64) -> Option<Result<Record, DecodeError>> {
         let buf = self.c.buf;
         loop {
+            // A sequential scan's accesses are two bytes each (a relative
+            // tag, a one-byte delta): four of them at a time, read as one
+            // word (tags 0x12 or 0x13 at the even bytes, delta bytes below
+            // 0x80 at the odd ones).
+            while let Some(w) = buf.get(self.c.pos..self.c.pos + 8) {
+                let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                const TAGS: u64 = 0x00fe_00fe_00fe_00fe;
+                const NEAR: u64 = 0x0012_0012_0012_0012;
+                const CONT: u64 = 0x8000_8000_8000_8000;
+                if w & TAGS != NEAR || w & CONT != 0 {
+                    break;
+                }
+                self.c.pos += 8;
+                *accesses += 4;
+            }
             let tag = *buf.get(self.c.pos)?;
             let fields = match tag {
                 READ_NEAR | WRITE_NEAR => 1,

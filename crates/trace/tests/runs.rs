@@ -173,3 +173,28 @@ fn no_run_before_the_chunks_first_access() {
     assert_eq!(d.run_within(false, 0, u64::MAX), 0);
     assert_eq!(d.next_record().unwrap().unwrap(), Record::Hits { count: 5 });
 }
+
+proptest! {
+    /// The first pass's skip over accesses (four two-byte accesses at a
+    /// time where it can) passes over exactly the accesses the decoder
+    /// gives, and stops at the same other records.
+    #[test]
+    fn skipping_accesses_counts_what_decoding_finds(
+        steps in prop::collection::vec((-80i64..80, any::<bool>(), 0u8..40), 0..400),
+    ) {
+        let recs = walk(steps);
+        let bytes = encode_all(&recs);
+        let mut d = Decoder::new(&bytes);
+        let (mut accesses, mut others) = (0u64, Vec::new());
+        while let Some(r) = d.next_non_access(&mut accesses) {
+            others.push(r.unwrap());
+        }
+        let want: Vec<Record> = recs
+            .iter()
+            .filter(|r| !matches!(r, Record::Access { .. }))
+            .cloned()
+            .collect();
+        prop_assert_eq!(others, want);
+        prop_assert_eq!(accesses as usize, recs.len() - recs.iter().filter(|r| !matches!(r, Record::Access { .. })).count());
+    }
+}
