@@ -241,21 +241,28 @@ struct Driver<'m> {
     page_bytes: u64,
 }
 
-/// The page of a thread's last access and its kind. The next access of
-/// that thread to the same page, of the same kind, with nothing in between
+/// The page of a thread's last access and its kind. When that access was
+/// a clean first-level hit (no walk, no fault: `l1`), the next access of
+/// the thread to the same page, of the same kind, with nothing in between
 /// that could change a translation (a system call, or a fault of any
-/// thread, resets every thread's), can only hit the first-level TLB: the
-/// entry is there (the last access put it there), it is the most recently
-/// used (so skipping its touch leaves the replacement order as it was),
-/// and its accessed and dirty bits are already set. The replay counts such
-/// an access as a first-level hit of that page size without translating
-/// it: the counters are exactly those of translating it.
+/// thread, resets every thread's), is the same access again: it hits the
+/// same first-level entry, which is already the most recently used (so
+/// skipping its touch leaves LRU order and the pseudo-LRU bits as they
+/// are; random replacement keeps nothing), with its accessed and dirty
+/// bits already set. The replay counts such an access as a first-level hit
+/// of that page size without translating it: the counters are exactly
+/// those of translating it. The rule asks for a hit, not only a fill, so
+/// it holds for a TLB whose first level does not hold every page size (or
+/// has no first level at all): the first access after a miss is
+/// translated, and those after the second are not.
 #[derive(Debug, Clone, Copy, Default)]
 struct Last {
     /// `!(page size - 1)`; 0: nothing known.
     mask: u64,
     base: u64,
     write: bool,
+    /// The access was a clean first-level hit: the shortcut applies.
+    l1: bool,
     shift: u8,
 }
 
@@ -322,7 +329,7 @@ impl<'m> Driver<'m> {
     /// access. Returns how many.
     #[inline]
     fn run(&mut self, records: &mut trace::codec::Decoder<'_>) -> u64 {
-        let Some(l) = self.last.get(self.tid).copied().filter(|l| l.mask != 0) else {
+        let Some(l) = self.last.get(self.tid).copied().filter(|l| l.l1) else {
             return 0;
         };
         let Some((id, _)) = records.last_access() else {
@@ -439,7 +446,7 @@ impl<'m> Driver<'m> {
         }
         let va = self.addr[id as usize] + offset;
         if let Some(l) = self.last.get(self.tid).filter(|_| self.shortcut) {
-            if l.mask != 0 && va & l.mask == l.base && l.write == write {
+            if l.l1 && va & l.mask == l.base && l.write == write {
                 self.repeats[usize::from(l.shift)] += 1;
                 self.hits_pending(1);
                 return Ok(());
@@ -456,12 +463,15 @@ impl<'m> Driver<'m> {
                     .pricer
                     .costs
                     .access(o.translation.hit, o.translation.walk_refs);
+                let clean_l1 = o.faults == 0
+                    && o.translation.hit == HitLevel::L1
+                    && o.translation.walk_refs == 0;
                 if o.faults > 0 {
                     // A fault may have changed other CPUs' translations.
                     self.forget();
                     let hold = self.pricer.costs.hold_fault;
                     self.event(cost, hold)?;
-                } else if o.translation.hit == HitLevel::L1 && o.translation.walk_refs == 0 {
+                } else if clean_l1 {
                     // Priced as the hits counted without translating.
                     self.hits_pending(1);
                 } else {
@@ -475,6 +485,7 @@ impl<'m> Driver<'m> {
                     mask: !(size - 1),
                     base: va & !(size - 1),
                     write,
+                    l1: clean_l1,
                     shift: size.trailing_zeros() as u8,
                 };
                 Ok(())
@@ -525,6 +536,7 @@ impl<'m> Driver<'m> {
     fn forget(&mut self) {
         for l in &mut self.last {
             l.mask = 0;
+            l.l1 = false;
         }
     }
 
