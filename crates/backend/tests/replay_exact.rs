@@ -80,7 +80,11 @@ fn maps() -> Vec<Record> {
 enum Step {
     /// `n` accesses by `stride` bytes from where the thread's last access
     /// left off, in its last region (a run over one or a few pages).
-    Run { n: u16, stride: u16, write: bool },
+    Run {
+        n: u16,
+        stride: u16,
+        write: bool,
+    },
     /// An access anywhere.
     Jump {
         id: u8,
@@ -89,7 +93,12 @@ enum Step {
     },
     Thread(u8),
     /// MADV_DONTNEED (4) or MADV_HUGEPAGE (14) of a part of a region.
-    Advise { id: u8, page: u16, pages: u16, advice: u8 },
+    Advise {
+        id: u8,
+        page: u16,
+        pages: u16,
+        advice: u8,
+    },
     Mark,
 }
 
@@ -301,7 +310,9 @@ fn a_long_sequential_trace_counts_as_translating_each_access() {
             3 * (REGIONS[1] / 8) as i64
         );
         if tlb != "none" {
-            assert!(c.get("tlb_l1_hits").unwrap() > 3 * (REGIONS[1] / 8 - REGIONS[1] / 4096) as i64 - 1);
+            assert!(
+                c.get("tlb_l1_hits").unwrap() > 3 * (REGIONS[1] / 8 - REGIONS[1] / 4096) as i64 - 1
+            );
         } else {
             assert_eq!(c.get("tlb_l1_hits"), Some(0));
         }
