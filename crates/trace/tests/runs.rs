@@ -85,7 +85,7 @@ fn runs_agree(recs: &[Record], window: u64) {
     let bytes = encode_all(recs);
     let choose = |offset: u64| {
         let lo = offset / window * window;
-        (offset % 2 == 0, lo, lo + window)
+        (offset.is_multiple_of(2), lo, lo + window)
     };
     let got = decode_with_runs(&bytes, choose);
     assert_eq!(got.len(), recs.len());
