@@ -257,6 +257,21 @@ impl<'a> Decoder<'a> {
     pub fn next_non_access(&mut self, accesses: &mut u64) -> Option<Result<Record, DecodeError>> {
         let buf = self.c.buf;
         loop {
+            // A sequential scan's accesses are two bytes each (a relative
+            // tag, a one-byte delta): four of them at a time, read as one
+            // word (tags 0x12 or 0x13 at the even bytes, delta bytes below
+            // 0x80 at the odd ones).
+            while let Some(w) = buf.get(self.c.pos..self.c.pos + 8) {
+                let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                const TAGS: u64 = 0x00fe_00fe_00fe_00fe;
+                const NEAR: u64 = 0x0012_0012_0012_0012;
+                const CONT: u64 = 0x8000_8000_8000_8000;
+                if w & TAGS != NEAR || w & CONT != 0 {
+                    break;
+                }
+                self.c.pos += 8;
+                *accesses += 4;
+            }
             let tag = *buf.get(self.c.pos)?;
             let fields = match tag {
                 READ_NEAR | WRITE_NEAR => 1,
@@ -402,4 +417,62 @@ pub fn encode_all(records: &[Record]) -> Vec<u8> {
         encode(r, &mut st, &mut buf);
     }
     buf
+}
+
+/// Runs of accesses inside one range of offsets, for a replay's hot loop:
+/// a replay that knows the next accesses of a thread can only hit its
+/// first-level TLB while they stay in one page (see `backend::replay`)
+/// consumes them here as a count, without building a [`Record`] each.
+impl Decoder<'_> {
+    /// The region and offset of the chunk's last access, which the next
+    /// relative access (0x12, 0x13) is relative to; `None` before the
+    /// chunk's first access.
+    #[inline]
+    pub fn last_access(&self) -> Option<(u32, u64)> {
+        self.st.last_id.map(|id| (id, self.st.last_offset))
+    }
+
+    /// Consumes the longest run of relative accesses of kind `write` at
+    /// the front whose offsets (in the region of [`Decoder::last_access`])
+    /// lie in `[lo, hi)`, and returns how many it consumed. It stops before
+    /// the first record that is anything else: another kind, another tag,
+    /// an offset outside the range, or bytes that do not decode (which
+    /// [`Decoder::next_record`] then reports with their position).
+    #[inline]
+    pub fn run_within(&mut self, write: bool, lo: u64, hi: u64) -> u64 {
+        if self.st.last_id.is_none() {
+            return 0;
+        }
+        let want = if write { WRITE_NEAR } else { READ_NEAR };
+        let buf = self.c.buf;
+        let mut pos = self.c.pos;
+        let mut offset = self.st.last_offset;
+        let span = hi.wrapping_sub(lo);
+        let mut n = 0u64;
+        loop {
+            // The common case, a delta of one byte (|delta| < 64), read
+            // from a slice pattern the compiler checks once.
+            let (delta, len) = match buf.get(pos..) {
+                Some([t, b, ..]) if *t == want && *b < 0x80 => (u64::from(*b), 2),
+                Some([t, ..]) if *t == want => {
+                    let mut p = pos + 1;
+                    match varint::get(buf, &mut p) {
+                        Some(d) => (d, p - pos),
+                        None => break,
+                    }
+                }
+                _ => break,
+            };
+            let next = offset.wrapping_add(varint::unzigzag(delta) as u64);
+            if next.wrapping_sub(lo) >= span {
+                break;
+            }
+            offset = next;
+            pos += len;
+            n += 1;
+        }
+        self.c.pos = pos;
+        self.st.last_offset = offset;
+        n
+    }
 }

@@ -18,6 +18,13 @@
 //! - File regions are replayed with the file cached (no major faults).
 //! - `Move` (mremap) is replayed as a new mapping and an unmap of the old
 //!   one: the pages fault in again where Linux would move the tables.
+//! - Accesses that can only hit the first-level TLB (a thread's access to
+//!   the page of its last access, of the same kind, nothing in between that
+//!   could change a translation: see [`Last`]) are counted as hits without
+//!   translating them; in the hot loop a whole run of them is consumed from
+//!   the chunk as a count ([`trace::codec::Decoder::run_within`]).
+//!   [`ReplayOptions::translate_all`] turns this off (every access through
+//!   the MMU), for the tests that check it changes no counter.
 //! - Time: each trace thread has a virtual clock, priced as the
 //!   virtual-time executor prices a run ([`crate::model::pricing`]): an
 //!   access by where its translation was found, a fault or a system call
@@ -28,6 +35,10 @@
 //!   a thread that first appears starts at the clock of the thread that ran
 //!   just before it (it was created then). A one-thread trace made from a
 //!   workload ([`from_workload`]) predicts what running the workload does.
+//!   First-level hits (translated or not, and `Hits` records) are added to
+//!   a thread's clock as a count, n times one hit, when anything else
+//!   reads or moves that clock: so the clock does not depend on which hits
+//!   were translated, nor on whether a tracer folded them into `Hits`.
 //! - Under a geometry whose base page is larger than 4 KiB, regions are
 //!   sized up to whole pages and a range operation covers the whole pages
 //!   inside its range (a 4 KiB guard page inside a 64 KiB page is not
@@ -59,6 +70,10 @@ pub struct ReplayOptions {
     pub layout: LayoutMode,
     /// Stop with [`ReplayError::Timeout`] once this passes.
     pub deadline: Option<Instant>,
+    /// Translate every access through the modeled MMU, even those that
+    /// can only hit the first-level TLB (slower; the counters and the
+    /// predicted time are the same: the tests compare them).
+    pub translate_all: bool,
 }
 
 /// Why a replay stopped.
@@ -125,6 +140,8 @@ pub fn replay(
         page: layout::base_page(&cfg.geometry),
         last: Vec::new(),
         repeats: [0; 64],
+        shortcut: !opts.translate_all,
+        hit: cfg.costs.access(HitLevel::L1, 0),
         pricer: Pricer::new(
             &cfg.costs,
             &machine,
@@ -132,6 +149,7 @@ pub fn replay(
             pricing::huge_size(&cfg.geometry),
         ),
         clocks: Vec::new(),
+        pending: Vec::new(),
         kinds: Vec::new(),
         page_bytes: cfg.geometry.page_size(),
     };
@@ -145,10 +163,19 @@ pub fn replay(
             });
         }
         // Records are decoded one at a time, straight into the step: no
-        // list of a chunk's records is built.
+        // list of a chunk's records is built. Before each, a run of
+        // accesses that can only hit is consumed as a count.
         let mut records = chunk.decoder();
         let mut n = 0;
-        while let Some(r) = records.next_record() {
+        loop {
+            if d.shortcut {
+                let k = d.run(&mut records);
+                d.index += k;
+                n += k;
+            }
+            let Some(r) = records.next_record() else {
+                break;
+            };
             d.step(&r.map_err(|e| chunk.error(e))?)?;
             d.index += 1;
             n += 1;
@@ -196,31 +223,46 @@ struct Driver<'m> {
     /// Accesses counted as first-level hits without translating, by log2
     /// of the page size that holds them (see [`Last`]).
     repeats: [u64; 64],
+    /// Whether such accesses are counted without translating them (not
+    /// [`ReplayOptions::translate_all`]).
+    shortcut: bool,
+    /// The price of one first-level hit.
+    hit: Ns3,
     /// Prices every thread's events (see the module documentation).
     pricer: Pricer<'m>,
     /// Per trace thread: its virtual clock, and its faults by kind as of
     /// its last priced event.
     clocks: Vec<Ns3>,
+    /// Per trace thread: first-level hits not yet added to its clock
+    /// (added as `hit * n` by [`Driver::flush`]).
+    pending: Vec<u64>,
     kinds: Vec<[u64; FAULT_KINDS]>,
     /// The geometry's page size, for pricing system calls per page.
     page_bytes: u64,
 }
 
-/// The page of a thread's last access and its kind. The next access of
-/// that thread to the same page, of the same kind, with nothing in between
+/// The page of a thread's last access and its kind. When that access was
+/// a clean first-level hit (no walk, no fault: `l1`), the next access of
+/// the thread to the same page, of the same kind, with nothing in between
 /// that could change a translation (a system call, or a fault of any
-/// thread, resets every thread's), can only hit the first-level TLB: the
-/// entry is there (the last access put it there), it is the most recently
-/// used (so skipping its touch leaves the replacement order as it was),
-/// and its accessed and dirty bits are already set. The replay counts such
-/// an access as a first-level hit of that page size without translating
-/// it: the counters are exactly those of translating it.
+/// thread, resets every thread's), is the same access again: it hits the
+/// same first-level entry, which is already the most recently used (so
+/// skipping its touch leaves LRU order and the pseudo-LRU bits as they
+/// are; random replacement keeps nothing), with its accessed and dirty
+/// bits already set. The replay counts such an access as a first-level hit
+/// of that page size without translating it: the counters are exactly
+/// those of translating it. The rule asks for a hit, not only a fill, so
+/// it holds for a TLB whose first level does not hold every page size (or
+/// has no first level at all): the first access after a miss is
+/// translated, and those after the second are not.
 #[derive(Debug, Clone, Copy, Default)]
 struct Last {
     /// `!(page size - 1)`; 0: nothing known.
     mask: u64,
     base: u64,
     write: bool,
+    /// The access was a clean first-level hit: the shortcut applies.
+    l1: bool,
     shift: u8,
 }
 
@@ -237,14 +279,78 @@ impl<'m> Driver<'m> {
         Ok(&mut self.cpus[self.tid])
     }
 
-    /// The current thread's clock: a thread seen for the first time starts
-    /// at the clock of the last event before it (the latest clock so far).
+    /// The current thread's clock, its pending hits added: a thread seen
+    /// for the first time starts at the clock of the last event before it
+    /// (the latest clock so far).
+    #[inline]
     fn clock(&mut self) -> &mut Ns3 {
+        self.open_clock();
+        self.flush(self.tid);
+        &mut self.clocks[self.tid]
+    }
+
+    /// Makes the current thread's clock if it has none yet.
+    #[inline]
+    fn open_clock(&mut self) {
         if self.clocks.len() <= self.tid {
+            self.flush_all();
             let start = self.clocks.iter().fold(Ns3::ZERO, |m, c| m.max(*c));
             self.clocks.resize(self.tid + 1, start);
+            self.pending.resize(self.tid + 1, 0);
         }
-        &mut self.clocks[self.tid]
+    }
+
+    /// `n` first-level hits of the current thread, priced when its clock
+    /// is next read or moved.
+    #[inline]
+    fn hits_pending(&mut self, n: u64) {
+        self.open_clock();
+        self.pending[self.tid] += n;
+    }
+
+    /// Adds thread `t`'s pending hits to its clock, as one product.
+    #[inline]
+    fn flush(&mut self, t: usize) {
+        let n = std::mem::take(&mut self.pending[t]);
+        if n != 0 {
+            self.clocks[t] += self.hit * n as f64;
+        }
+    }
+
+    fn flush_all(&mut self) {
+        for t in 0..self.clocks.len() {
+            self.flush(t);
+        }
+    }
+
+    /// Consumes the run of accesses at the decoder's front that can only
+    /// hit the first-level TLB (see [`Last`]): relative accesses of the
+    /// current thread's last kind that stay in the page of its last
+    /// access. Returns how many.
+    #[inline]
+    fn run(&mut self, records: &mut trace::codec::Decoder<'_>) -> u64 {
+        let Some(l) = self.last.get(self.tid).copied().filter(|l| l.l1) else {
+            return 0;
+        };
+        let Some((id, _)) = records.last_access() else {
+            return 0;
+        };
+        let i = id as usize;
+        let (Some(&a), Some(&size)) = (self.addr.get(i), self.size.get(i)) else {
+            return 0;
+        };
+        // The page's part of the region, in the region's offsets.
+        let page_end = l.base.saturating_add(!l.mask + 1);
+        let (lo, hi) = (l.base.max(a), page_end.min(a.saturating_add(size)));
+        if lo >= hi {
+            return 0;
+        }
+        let n = records.run_within(l.write, lo - a, hi - a);
+        if n != 0 {
+            self.repeats[usize::from(l.shift)] += n;
+            self.hits_pending(n);
+        }
+        n
     }
 
     /// Prices an event of the current thread that cost `cost` before its
@@ -265,12 +371,16 @@ impl<'m> Driver<'m> {
         );
         self.clocks[tid] = clock;
         let receiver = self.pricer.costs.shootdown_receiver;
-        for (cpu, n) in self.pricer.received.drain(..) {
+        let received = std::mem::take(&mut self.pricer.received);
+        for &(cpu, n) in &received {
             // A CPU of no trace thread yet runs nothing: it pays nothing.
-            if let Some(c) = self.clocks.get_mut(cpu) {
-                *c += receiver * n as f64;
+            if cpu < self.clocks.len() {
+                self.flush(cpu);
+                self.clocks[cpu] += receiver * n as f64;
             }
         }
+        self.pricer.received = received;
+        self.pricer.received.clear();
         Ok(())
     }
 
@@ -335,11 +445,10 @@ impl<'m> Driver<'m> {
             )));
         }
         let va = self.addr[id as usize] + offset;
-        if let Some(l) = self.last.get(self.tid) {
-            if l.mask != 0 && va & l.mask == l.base && l.write == write {
+        if let Some(l) = self.last.get(self.tid).filter(|_| self.shortcut) {
+            if l.l1 && va & l.mask == l.base && l.write == write {
                 self.repeats[usize::from(l.shift)] += 1;
-                let hit = self.pricer.costs.access(HitLevel::L1, 0);
-                *self.clock() += hit;
+                self.hits_pending(1);
                 return Ok(());
             }
         }
@@ -354,11 +463,17 @@ impl<'m> Driver<'m> {
                     .pricer
                     .costs
                     .access(o.translation.hit, o.translation.walk_refs);
+                let clean_l1 = o.faults == 0
+                    && o.translation.hit == HitLevel::L1
+                    && o.translation.walk_refs == 0;
                 if o.faults > 0 {
                     // A fault may have changed other CPUs' translations.
                     self.forget();
                     let hold = self.pricer.costs.hold_fault;
                     self.event(cost, hold)?;
+                } else if clean_l1 {
+                    // Priced as the hits counted without translating.
+                    self.hits_pending(1);
                 } else {
                     *self.clock() += cost;
                 }
@@ -370,6 +485,7 @@ impl<'m> Driver<'m> {
                     mask: !(size - 1),
                     base: va & !(size - 1),
                     write,
+                    l1: clean_l1,
                     shift: size.trailing_zeros() as u8,
                 };
                 Ok(())
@@ -420,6 +536,7 @@ impl<'m> Driver<'m> {
     fn forget(&mut self) {
         for l in &mut self.last {
             l.mask = 0;
+            l.l1 = false;
         }
     }
 
@@ -445,8 +562,7 @@ impl<'m> Driver<'m> {
                     Some(l) => self.repeats[usize::from(l.shift)] += count,
                     None => self.hits += count,
                 }
-                let hit = self.pricer.costs.access(HitLevel::L1, 0);
-                *self.clock() += hit * *count as f64;
+                self.hits_pending(*count);
                 Ok(())
             }
             Record::Thread { tid } => {
@@ -579,6 +695,7 @@ impl<'m> Driver<'m> {
 
     /// The end: `predicted_ns` is the latest clock (the makespan).
     fn end_mark(&mut self) -> Result<(), ReplayError> {
+        self.flush_all();
         let at = self.clocks.iter().fold(Ns3::ZERO, |m, c| m.max(*c));
         self.mark_at("end", at)
     }
@@ -608,6 +725,8 @@ impl<'m> Driver<'m> {
             counters::MODEL_WALL_NS.name,
             self.start.elapsed().as_nanos() as i64,
         );
+        // Every thread's clock as of now, its pending hits included.
+        self.flush_all();
         let cpus: Vec<(usize, Ns3)> = self.clocks.iter().copied().enumerate().collect();
         Prediction {
             at,
