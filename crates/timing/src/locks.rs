@@ -184,11 +184,28 @@ pub struct VirtualLocks {
     latest: Ns3,
     /// Sweep idle locks once the map holds this many (0: [`SWEEP_MIN`]).
     sweep_at: usize,
+    /// Only one CPU places events ([`VirtualLocks::single_cpu`]): table
+    /// locks are not kept at all.
+    single: bool,
 }
 
 impl VirtualLocks {
     pub fn new() -> VirtualLocks {
         VirtualLocks::default()
+    }
+
+    /// The locks of a space only one CPU places events in (a run of one
+    /// thread). Table locks need no state then: that CPU's events are
+    /// placed in order, each starting at or after the previous one's end,
+    /// so every lock is free when it is taken, last held by the same CPU,
+    /// with no grant queued, whatever its history; [`VirtualLocks::place`]
+    /// gives what it gives with a map and takes no host memory per lock
+    /// (`tests::one_cpu_needs_no_map`). The mmap lock is kept as ever.
+    pub fn single_cpu() -> VirtualLocks {
+        VirtualLocks {
+            single: true,
+            ..VirtualLocks::default()
+        }
     }
 
     /// Places an event of `cpu` (see the module documentation): it
@@ -232,6 +249,15 @@ impl VirtualLocks {
         let n = tables.clone().count() as f64;
         let pre = cost.saturating_sub(hold * n);
         let mut t = s + pre;
+        if self.single {
+            // Each lock free at `t`, no hand-off (the constructor says why);
+            // added one by one, as below, so that the sums round alike.
+            for _ in tables {
+                t += hold;
+            }
+            let end = s + cost.max(hold * n) + (t - (s + pre + hold * n));
+            return self.release_mmap(has_mmap, writes, end, wait, contended);
+        }
         for e in tables {
             let l = self.locks.entry(e.lock).or_insert_with(|| LockState {
                 last_cpu: u32::MAX,
@@ -260,6 +286,18 @@ impl VirtualLocks {
         // What the locks' holds did not cover of the cost (none when the
         // holds add up to more than the cost).
         let end = s + cost.max(hold * n) + (t - (s + pre + hold * n));
+        self.release_mmap(has_mmap, writes, end, wait, contended)
+    }
+
+    /// Releases the mmap lock at `end` (if the event took it).
+    fn release_mmap(
+        &mut self,
+        has_mmap: bool,
+        writes: bool,
+        end: Ns3,
+        wait: Ns3,
+        contended: u32,
+    ) -> Acquired {
         if has_mmap {
             self.mmap_all_free = self.mmap_all_free.max(end);
             if writes {
@@ -459,5 +497,34 @@ mod tests {
             clock[cpu] = a.end;
         }
         assert!(fresh.tracked() < never.tracked());
+    }
+
+    /// One CPU placing events in order (each at or after the last one's
+    /// end, as the executors do), with locks repeated within and across
+    /// events: the map-less placement gives the same results.
+    #[test]
+    fn one_cpu_needs_no_map() {
+        let mut with_map = VirtualLocks::new();
+        let mut without = VirtualLocks::single_cpu();
+        let mut x: u64 = 777;
+        let mut clock = Ns3::ZERO;
+        for i in 0..50_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut log = vec![mmap(i % 97 == 0)];
+            for k in 0..(x % 4) {
+                log.push(lock(((x >> (8 * k)) % 64) as usize + 1));
+            }
+            let gap = Ns3::same((x % 3) as f64 * 50.0);
+            let cost = Ns3::same(100.0 + (x % 1000) as f64);
+            // A hold that does not add up exactly in binary.
+            let hold = Ns3::same(100.3);
+            let a = with_map.place(0, clock + gap, cost, hold, HANDOFF, &log);
+            let b = without.place(0, clock + gap, cost, hold, HANDOFF, &log);
+            assert_eq!(a, b, "event {i}");
+            clock = a.end;
+        }
+        assert_eq!(without.tracked(), 0);
     }
 }

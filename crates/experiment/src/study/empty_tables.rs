@@ -87,12 +87,13 @@ pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
     if o.production {
         // The model only: the kernel backend refuses a run that may need
         // more memory than this machine has, as it should.
-        e.push(Experiment::model(
-            "slides-55tb model",
-            slides_toml("50TiB"),
-            &models,
-            1,
-        ));
+        e.push(
+            Experiment::model("slides-55tb model", slides_toml("50TiB"), &models, 1)
+                // A few minutes per mode on a 2-core machine (BENCHMARKS.md,
+                // "Scale (issue 19, tenth session)"); the default 120 s would stop
+                // it on a loaded host.
+                .timeout(std::time::Duration::from_secs(900)),
+        );
     }
     e
 }
