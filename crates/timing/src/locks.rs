@@ -130,6 +130,8 @@ enum Grants {
     #[default]
     Empty,
     One(f64),
+    // Boxed so that the queue's 32 bytes are paid only by a contended lock.
+    #[allow(clippy::box_collection)]
     Many(Box<VecDeque<f64>>),
 }
 
