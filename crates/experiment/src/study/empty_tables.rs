@@ -322,4 +322,20 @@ mod tests {
         let vmpte = size / (2 << 20) * 4096;
         assert!(((vmpte as f64) / 110e9 - 1.0).abs() < 0.1, "{vmpte}");
     }
+
+    /// The production case is the only one allowed past the default
+    /// timeout: a mode takes minutes of CPU, more on a loaded host.
+    #[test]
+    fn only_the_production_case_may_run_for_minutes() {
+        let o = StudyOptions {
+            quick: false,
+            production: true,
+        };
+        let e = experiments(o);
+        assert_eq!(e.len(), SLIDES_MODEL + 1);
+        for (i, x) in e.iter().enumerate() {
+            let long = x.options().timeout.as_secs() > 120;
+            assert_eq!(long, i == SLIDES_MODEL, "{}", x.what);
+        }
+    }
 }
