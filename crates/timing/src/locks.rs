@@ -33,6 +33,27 @@
 //!    low and high figures re-price the same order (crate invariant 2).
 //! 3. Placement depends only on the events and the order they are placed
 //!    in, never on the host.
+//! 4. The map holds at most the locks whose free instant is within
+//!    [`IDLE_NS`] of the latest event start seen (in any of the three
+//!    figures), plus those taken since
+//!    the last sweep: at most twice the locks taken in the last
+//!    [`IDLE_NS`] of virtual time (or [`SWEEP_MIN`]), whatever the run's
+//!    length. A lock idle longer is forgotten and, when taken again, is
+//!    priced as a lock never taken (free, no hand-off).
+//!
+//! ## Forgetting idle locks
+//! A run over 55 TB takes 27 M PTE-table locks once each; keeping one entry
+//! per lock ever taken cost more host memory than the tables themselves. A
+//! lock whose free instant is [`IDLE_NS`] (10 ms of virtual time) before the
+//! latest event start is dropped at the next sweep. For waiting this is
+//! exact whenever events are placed less than 10 ms out of order (the
+//! virtual-time executor places them at most one quantum, 1 us, out of
+//! order): such a lock is free for every later event and no acquisition
+//! granted on it can still be queued. What is lost is its last holder: a
+//! lock's cache line untouched for 10 ms of virtual time is taken to have
+//! left that CPU's private caches (a fault clears at least a 4 KiB page, so
+//! a CPU that ran anything in 10 ms has moved far more than its L2 through
+//! them), and taking it costs no hand-off.
 
 use crate::ns3::Ns3;
 use mm::{LockClass, LockEvent};
@@ -82,17 +103,74 @@ pub struct Handoff {
     pub per_waiter: Ns3,
 }
 
+/// Virtual time (ns) a lock may stay free before it is forgotten
+/// (invariant 4).
+pub const IDLE_NS: f64 = 10e6;
+/// Locks the map may hold before the first sweep.
+pub const SWEEP_MIN: usize = 4096;
+
 /// One table lock in virtual time.
 #[derive(Debug, Default)]
 struct LockState {
     /// Free at.
     free: Ns3,
-    /// The CPU that held it last (`usize::MAX`: none yet).
-    last_cpu: usize,
-    /// When each queued acquisition was granted (point figures, in
+    /// The CPU that held it last (`u32::MAX`: none yet).
+    last_cpu: u32,
+    /// When the queued acquisitions were granted (point figures, in
     /// increasing order): the ones granted after an arrival were waiting
-    /// when it came.
-    grants: VecDeque<f64>,
+    /// when it came. An uncontended lock has one grant at most, so the
+    /// queue lives in a box made only when a second grant is still pending
+    /// (no host allocation per lock in the common case).
+    grants: Grants,
+}
+
+/// A queue of grant instants: inline while it holds at most one.
+#[derive(Debug, Default)]
+enum Grants {
+    #[default]
+    Empty,
+    One(f64),
+    // Boxed so that the queue's 32 bytes are paid only by a contended lock.
+    #[allow(clippy::box_collection)]
+    Many(Box<VecDeque<f64>>),
+}
+
+impl Grants {
+    /// Drops the grants at or before `t`.
+    fn pop_until(&mut self, t: f64) {
+        match self {
+            Grants::Empty => {}
+            Grants::One(g) => {
+                if *g <= t {
+                    *self = Grants::Empty;
+                }
+            }
+            Grants::Many(q) => {
+                while q.front().is_some_and(|&g| g <= t) {
+                    q.pop_front();
+                }
+                if q.len() <= 1 {
+                    *self = q.front().map_or(Grants::Empty, |&g| Grants::One(g));
+                }
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Grants::Empty => 0,
+            Grants::One(_) => 1,
+            Grants::Many(q) => q.len(),
+        }
+    }
+
+    fn push(&mut self, t: f64) {
+        match self {
+            Grants::Empty => *self = Grants::One(t),
+            Grants::One(g) => *self = Grants::Many(Box::new(VecDeque::from([*g, t]))),
+            Grants::Many(q) => q.push_back(t),
+        }
+    }
 }
 
 /// The locks of one address space (see the module documentation).
@@ -104,11 +182,32 @@ pub struct VirtualLocks {
     mmap_all_free: Ns3,
     /// The mmap lock is free of writers at.
     mmap_writer_free: Ns3,
+    /// The latest event start placed (each figure the latest of its own).
+    latest: Ns3,
+    /// Sweep idle locks once the map holds this many (0: [`SWEEP_MIN`]).
+    sweep_at: usize,
+    /// Only one CPU places events ([`VirtualLocks::single_cpu`]): table
+    /// locks are not kept at all.
+    single: bool,
 }
 
 impl VirtualLocks {
     pub fn new() -> VirtualLocks {
         VirtualLocks::default()
+    }
+
+    /// The locks of a space only one CPU places events in (a run of one
+    /// thread). Table locks need no state then: that CPU's events are
+    /// placed in order, each starting at or after the previous one's end,
+    /// so every lock is free when it is taken, last held by the same CPU,
+    /// with no grant queued, whatever its history; [`VirtualLocks::place`]
+    /// gives what it gives with a map and takes no host memory per lock
+    /// (`tests::one_cpu_needs_no_map`). The mmap lock is kept as ever.
+    pub fn single_cpu() -> VirtualLocks {
+        VirtualLocks {
+            single: true,
+            ..VirtualLocks::default()
+        }
     }
 
     /// Places an event of `cpu` (see the module documentation): it
@@ -124,6 +223,10 @@ impl VirtualLocks {
         handoff: Handoff,
         log: &[LockEvent],
     ) -> Acquired {
+        self.latest = self.latest.max(start);
+        if self.locks.len() >= self.sweep_at.max(SWEEP_MIN) {
+            self.sweep();
+        }
         let mut wait = Ns3::ZERO;
         let mut contended = 0;
         let (has_mmap, writes) = log
@@ -148,14 +251,21 @@ impl VirtualLocks {
         let n = tables.clone().count() as f64;
         let pre = cost.saturating_sub(hold * n);
         let mut t = s + pre;
+        if self.single {
+            // Each lock free at `t`, no hand-off (the constructor says why);
+            // added one by one, as below, so that the sums round alike.
+            for _ in tables {
+                t += hold;
+            }
+            let end = s + cost.max(hold * n) + (t - (s + pre + hold * n));
+            return self.release_mmap(has_mmap, writes, end, wait, contended);
+        }
         for e in tables {
             let l = self.locks.entry(e.lock).or_insert_with(|| LockState {
-                last_cpu: usize::MAX,
+                last_cpu: u32::MAX,
                 ..LockState::default()
             });
-            while l.grants.front().is_some_and(|&g| g <= t.ns) {
-                l.grants.pop_front();
-            }
+            l.grants.pop_until(t.ns);
             let later = t.max(l.free);
             let mut w = later - t;
             if l.free.ns > t.ns {
@@ -164,19 +274,32 @@ impl VirtualLocks {
             }
             wait += w;
             t += w;
-            if w.ns == 0.0 && l.last_cpu != cpu && l.last_cpu != usize::MAX {
+            let me = cpu as u32;
+            if w.ns == 0.0 && l.last_cpu != me && l.last_cpu != u32::MAX {
                 // Free, but its line is in another CPU's cache: a cost,
                 // not a wait.
                 t += handoff.base;
             }
-            l.grants.push_back(t.ns);
-            l.last_cpu = cpu;
+            l.grants.push(t.ns);
+            l.last_cpu = me;
             t += hold;
             l.free = t;
         }
         // What the locks' holds did not cover of the cost (none when the
         // holds add up to more than the cost).
         let end = s + cost.max(hold * n) + (t - (s + pre + hold * n));
+        self.release_mmap(has_mmap, writes, end, wait, contended)
+    }
+
+    /// Releases the mmap lock at `end` (if the event took it).
+    fn release_mmap(
+        &mut self,
+        has_mmap: bool,
+        writes: bool,
+        end: Ns3,
+        wait: Ns3,
+        contended: u32,
+    ) -> Acquired {
         if has_mmap {
             self.mmap_all_free = self.mmap_all_free.max(end);
             if writes {
@@ -187,6 +310,29 @@ impl VirtualLocks {
             end,
             wait,
             contended,
+        }
+    }
+
+    /// Table locks held in the map (invariant 4 bounds it).
+    pub fn tracked(&self) -> usize {
+        self.locks.len()
+    }
+
+    /// Drops the locks idle for [`IDLE_NS`] before the latest start
+    /// (invariant 4). Every grant of a lock comes before its free instant,
+    /// so a forgotten lock has no queued acquisition left. The next sweep
+    /// waits until the map has doubled: amortized constant per event.
+    fn sweep(&mut self) {
+        let c = self.latest;
+        // Each figure on its own (the low and high figures wait on their
+        // own instants: invariant 2).
+        self.locks.retain(|_, l| {
+            l.free.ns > c.ns - IDLE_NS || l.free.lo > c.lo - IDLE_NS || l.free.hi > c.hi - IDLE_NS
+        });
+        let keep = self.locks.len();
+        self.sweep_at = (2 * keep).max(SWEEP_MIN);
+        if self.locks.capacity() > 4 * self.sweep_at {
+            self.locks.shrink_to(2 * self.sweep_at);
         }
     }
 }
@@ -304,5 +450,83 @@ mod tests {
             (other.contended, other.wait, other.end),
             (0, Ns3::ZERO, Ns3::same(10_010.0))
         );
+    }
+
+    /// A run that takes a million distinct locks once each, one event
+    /// every microsecond, keeps at most twice the locks of the last
+    /// `IDLE_NS` in its map: bounded by the window, not the run.
+    #[test]
+    fn the_map_stays_bounded_by_the_idle_window_over_a_long_run() {
+        let mut l = VirtualLocks::new();
+        let window = (IDLE_NS / 1000.0) as usize + 1;
+        let mut most = 0;
+        for i in 0..1_000_000usize {
+            let start = Ns3::same(i as f64 * 1000.0);
+            l.place(0, start, COST, HOLD, HANDOFF, &[mmap(false), lock(i + 1)]);
+            most = most.max(l.tracked());
+        }
+        assert!(most <= 2 * window.max(SWEEP_MIN), "{most} locks tracked");
+        assert!(
+            most >= window,
+            "{most}: sweeps dropped locks still in the window"
+        );
+    }
+
+    /// Forgetting changes no placement while events come in order: two
+    /// CPUs taking locks from a small set at random, with idle gaps longer
+    /// than the window now and then, against a map that never forgets.
+    #[test]
+    fn forgetting_idle_locks_changes_no_wait_of_in_order_events() {
+        let mut fresh = VirtualLocks::new();
+        let mut never = VirtualLocks::new();
+        never.sweep_at = usize::MAX;
+        let mut x: u64 = 12345;
+        let mut clock = [Ns3::ZERO; 2];
+        for i in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // One CPU; lock ids from a set of 50,000 so that many are
+            // reused after the window, most within it.
+            let id = (x % 50_000) as usize + 1;
+            let cpu = 0;
+            if i % 10_000 == 0 {
+                clock[cpu] += Ns3::same(2.0 * IDLE_NS);
+            }
+            let a = fresh.place(cpu, clock[cpu], COST, HOLD, HANDOFF, &[lock(id)]);
+            let b = never.place(cpu, clock[cpu], COST, HOLD, HANDOFF, &[lock(id)]);
+            assert_eq!(a, b, "event {i}");
+            clock[cpu] = a.end;
+        }
+        assert!(fresh.tracked() < never.tracked());
+    }
+
+    /// One CPU placing events in order (each at or after the last one's
+    /// end, as the executors do), with locks repeated within and across
+    /// events: the map-less placement gives the same results.
+    #[test]
+    fn one_cpu_needs_no_map() {
+        let mut with_map = VirtualLocks::new();
+        let mut without = VirtualLocks::single_cpu();
+        let mut x: u64 = 777;
+        let mut clock = Ns3::ZERO;
+        for i in 0..50_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut log = vec![mmap(i % 97 == 0)];
+            for k in 0..(x % 4) {
+                log.push(lock(((x >> (8 * k)) % 64) as usize + 1));
+            }
+            let gap = Ns3::same((x % 3) as f64 * 50.0);
+            let cost = Ns3::same(100.0 + (x % 1000) as f64);
+            // A hold that does not add up exactly in binary.
+            let hold = Ns3::same(100.3);
+            let a = with_map.place(0, clock + gap, cost, hold, HANDOFF, &log);
+            let b = without.place(0, clock + gap, cost, hold, HANDOFF, &log);
+            assert_eq!(a, b, "event {i}");
+            clock = a.end;
+        }
+        assert_eq!(without.tracked(), 0);
     }
 }

@@ -153,15 +153,21 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
             unreported: 0,
         });
     }
+    let pricer = Pricer::new(
+        &sh.cfg.costs,
+        &sh.machine,
+        sh.cfg.geometry.page_size(),
+        pricing::huge_size(&sh.cfg.geometry),
+    );
     let mut ex = Exec {
         sh,
         costs: &sh.cfg.costs,
-        pricer: Pricer::new(
-            &sh.cfg.costs,
-            &sh.machine,
-            sh.cfg.geometry.page_size(),
-            pricing::huge_size(&sh.cfg.geometry),
-        ),
+        // One thread: one CPU places every event, in order.
+        pricer: if vcpus.len() == 1 {
+            pricer.one_cpu()
+        } else {
+            pricer
+        },
         by_cpu,
         hooks: sh.hooks.active(),
     };

@@ -108,6 +108,14 @@ impl<'c> Pricer<'c> {
         }
     }
 
+    /// The same pricing for a run in which one CPU places every event (a
+    /// workload of one thread): its table locks need no bookkeeping
+    /// ([`VirtualLocks::single_cpu`]).
+    pub(crate) fn one_cpu(mut self) -> Self {
+        self.locks = VirtualLocks::single_cpu();
+        self
+    }
+
     /// Places an event of `cpu` (modeled CPU `cpu_id`), whose clock is
     /// `clock` and whose faults were last priced at `kinds`, that cost
     /// `cost` before its faults, shootdowns and lock waits; each lock it

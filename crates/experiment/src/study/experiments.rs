@@ -10,6 +10,9 @@ use crate::config::{BackendKind, RunConfig};
 use crate::exec::{self, ConfigResult, ExecOptions};
 use std::time::Duration;
 
+/// How long a run may take unless its experiment says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// One workload under one or more configurations.
 #[derive(Debug, Clone)]
 pub(crate) struct Experiment {
@@ -20,6 +23,8 @@ pub(crate) struct Experiment {
     pub configs: Vec<RunConfig>,
     /// Measured runs per configuration.
     pub repeat: usize,
+    /// A run stops past this (120 s unless [`Experiment::timeout`] says).
+    pub timeout: Duration,
 }
 
 impl Experiment {
@@ -30,6 +35,7 @@ impl Experiment {
             toml,
             configs: configs.to_vec(),
             repeat,
+            timeout: DEFAULT_TIMEOUT,
         }
     }
 
@@ -41,7 +47,15 @@ impl Experiment {
             toml,
             configs: vec![RunConfig::kernel()],
             repeat,
+            timeout: DEFAULT_TIMEOUT,
         }
+    }
+
+    /// The same, each run stopped past `t` instead (the production case
+    /// runs for minutes).
+    pub(crate) fn timeout(mut self, t: Duration) -> Self {
+        self.timeout = t;
+        self
     }
 
     /// Whether this runs on the kernel (and may be refused by this machine).
@@ -54,7 +68,7 @@ impl Experiment {
     /// How it is run.
     pub(crate) fn options(&self) -> ExecOptions {
         ExecOptions {
-            timeout: Duration::from_secs(120),
+            timeout: self.timeout,
             repeat: self.repeat,
             warmup: None,
         }
