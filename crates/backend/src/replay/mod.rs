@@ -130,7 +130,8 @@ pub fn replay(
             &machine,
             cfg.geometry.page_size(),
             pricing::huge_size(&cfg.geometry),
-        ),
+        )
+        .with_handler_walk(&cfg.geometry),
         clocks: Vec::new(),
         kinds: Vec::new(),
         page_bytes: cfg.geometry.page_size(),
