@@ -19,8 +19,9 @@
 //! 2. Every CPU's fault kinds are priced once: [`Pricer::event`] moves the
 //!    CPU's `kinds` snapshot forward to what it priced.
 
+use super::shared_time::SharedResources;
 use machine::{CpuHandle, Machine, SpaceId};
-use mm::{FaultKind, LockEvent, FAULT_KINDS};
+use mm::{FaultKind, LockClass, LockEvent, FAULT_KINDS};
 use timing::{CostModel, MemoryChannel, Ns3, SyscallKind, VirtualLocks};
 
 /// The shared part of pricing one address space's CPUs in virtual time.
@@ -47,6 +48,9 @@ pub(crate) struct Pricer<'c> {
     /// the tables beyond what the fault figures include
     /// ([`handler_walk_extra`]).
     handler_extra: Ns3,
+    /// The zone lock, the LRU lock and the mmap_lock's line
+    /// ([`SharedResources`]).
+    shared: SharedResources,
 }
 
 /// What the address space holds, before and after a system call.
@@ -110,6 +114,7 @@ impl<'c> Pricer<'c> {
             contended: 0,
             page: page_bytes,
             handler_extra: Ns3::ZERO,
+            shared: SharedResources::default(),
         }
     }
 
@@ -138,17 +143,23 @@ impl<'c> Pricer<'c> {
         let mut cost = cost;
         let mut kib = 0.0;
         let mut handled = 0.0;
+        let (mut pages, mut folios) = (0, 0);
         let now_kinds = &cpu.thread_counters().fault_kinds;
-        for (((now, then), price), traffic) in now_kinds
+        let (alloc_per, lru_per) = (self.shared.pages_per_fault, self.shared.folios_per_fault);
+        for (((((now, then), price), traffic), alloc), lru) in now_kinds
             .iter()
             .zip(kinds.iter_mut())
             .zip(&self.costs.faults)
             .zip(&self.traffic_kib)
+            .zip(&alloc_per)
+            .zip(&lru_per)
         {
             if *now != *then {
                 let n = (*now - *then) as f64;
                 cost += *price * n;
                 handled += n;
+                pages += alloc * (*now - *then);
+                folios += lru * (*now - *then);
                 kib += traffic * n;
                 *then = *now;
             }
@@ -180,10 +191,21 @@ impl<'c> Pricer<'c> {
             self.ipis = now;
         }
         cpu.drain_lock_log(&mut self.log);
-        let placed = self
-            .locks
-            .place(cpu_id, *clock, cost, hold, self.costs.handoff(), &self.log);
+        let mmap = self.log.iter().any(|e| e.class == LockClass::Mmap);
+        let pre = self
+            .shared
+            .take(self.costs, cpu_id, *clock, pages, folios, mmap);
+        let placed = self.locks.place(
+            cpu_id,
+            *clock + pre,
+            cost,
+            hold,
+            self.costs.handoff(),
+            &self.log,
+        );
         *clock = placed.end;
+        // lock_wait_ns stays the address space's locks' (the shared
+        // locks' waits are in the predicted time only).
         self.wait += placed.wait;
         self.contended += u64::from(placed.contended);
     }
@@ -195,7 +217,7 @@ impl<'c> Pricer<'c> {
     /// `populated` the faults the call made on the caller's behalf
     /// ([`untyped_faults`] after less before).
     pub(crate) fn syscall_cost(
-        &self,
+        &mut self,
         kind: SyscallKind,
         before: &Usage,
         after: &Usage,
@@ -207,6 +229,11 @@ impl<'c> Pricer<'c> {
             SyscallKind::Mprotect => range_pages,
             SyscallKind::Mmap | SyscallKind::Other => 0,
         };
+        // The pages a munmap or DONTNEED zapped go back to the CPU's free
+        // list and off the LRU in the event that follows.
+        if matches!(kind, SyscallKind::Munmap | SyscallKind::Madvise) {
+            self.shared.freed = pages;
+        }
         let added = after.tables.saturating_sub(before.tables);
         let freed = before.tables.saturating_sub(after.tables);
         let mut cost = self.costs.syscall(kind, pages, added, freed);
