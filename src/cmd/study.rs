@@ -13,9 +13,6 @@ pub fn run(args: StudyArgs) -> CmdResult {
         quick: args.quick,
         production: args.production,
     };
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create the output folder {}", args.out.display()))
-        .map_err(|e| Failure::BadInput(format!("{e:#}")))?;
     let ids = study::section_ids();
     if let Some(bad) = args.only.iter().find(|o| !ids.contains(&o.as_str())) {
         return Err(Failure::BadInput(format!(
@@ -23,6 +20,9 @@ pub fn run(args: StudyArgs) -> CmdResult {
             ids.join(", ")
         )));
     }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create the output folder {}", args.out.display()))
+        .map_err(|e| Failure::BadInput(format!("{e:#}")))?;
     let total = study::expected_runs_of(opts, &args.only);
     let mut pb = Progress::new(
         total,
