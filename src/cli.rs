@@ -313,6 +313,10 @@ pub struct StudyArgs {
     /// A cost file for the model's predicted time (default: built-in assumed figures)
     #[arg(long, value_name = "FILE")]
     pub costs: Option<String>,
+    /// Only these sections, by id (comma-separated: five-level, riscv-64k,
+    /// split-pmd, empty-tables, multi-fault, munmap-shootdown, hazards)
+    #[arg(long, value_name = "ID,...", value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 #[derive(Args)]

@@ -147,6 +147,18 @@ fn bad_input_is_one_line_and_exit_2() {
         &["explain", "--geometry", "x86-64-4l", "0xzz"],
         "expected a 64-bit number",
     );
+    // An unknown study section is refused before anything runs, naming them.
+    bad_input(
+        &[
+            "study",
+            "--quick",
+            "--only",
+            "split-pmd,nope",
+            "--out",
+            "/nonexistent/x",
+        ],
+        "no section \"nope\" (the sections: five-level,",
+    );
     let dir = tempfile::tempdir().unwrap();
     let g = dir.path().join("g.toml");
     std::fs::write(&g, "name = \"g\"\narch = \"x86-64\"\npage_shift = 12\n[[level]]\nname = \"PTE\"\nbits = 10\nleaf = true\n").unwrap();

@@ -13,10 +13,17 @@ pub fn run(args: StudyArgs) -> CmdResult {
         quick: args.quick,
         production: args.production,
     };
+    let ids = study::section_ids();
+    if let Some(bad) = args.only.iter().find(|o| !ids.contains(&o.as_str())) {
+        return Err(Failure::BadInput(format!(
+            "--only: no section \"{bad}\" (the sections: {})",
+            ids.join(", ")
+        )));
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the output folder {}", args.out.display()))
         .map_err(|e| Failure::BadInput(format!("{e:#}")))?;
-    let total = study::expected_runs(opts);
+    let total = study::expected_runs_of(opts, &args.only);
     let mut pb = Progress::new(
         total,
         "study",
@@ -27,10 +34,15 @@ pub fn run(args: StudyArgs) -> CmdResult {
         // A missing or bad file stops before the first run.
         backend::model::load_costs(f).map_err(Failure::BadInput)?;
     }
-    let result = study::run_with_costs(opts, args.costs.as_deref(), &mut |what, runs| {
-        pb.set_message(what);
-        pb.set(runs, total.max(runs));
-    });
+    let result = study::run_selected(
+        opts,
+        args.costs.as_deref(),
+        &args.only,
+        &mut |what, runs| {
+            pb.set_message(what);
+            pb.set(runs, total.max(runs));
+        },
+    );
     pb.finish();
     let s = result.map_err(|e| Failure::Error(anyhow::Error::new(e)))?;
     let html = study::render::html(&s);

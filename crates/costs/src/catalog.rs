@@ -83,6 +83,8 @@ pub const CATALOG: &[CostName] = &[
     c("lock.handoff", Per::Event, "Handing a contended spinlock from one CPU to another (cache line transfer)."),
     c("lock.handoff_waiter", Per::Event, "Extra hand-off cost per CPU already waiting on the lock (a ticket spinlock sends its line to every waiter; a queued spinlock about 0)."),
     c("mem.bandwidth_kib", Per::KiB, "The whole machine's memory bandwidth, shared by every CPU, for clearing and copying pages: ns per KiB moved."),
+    c("zone.lock_batch", Per::Event, "The page allocator's zone lock held to refill or drain one CPU's free-page list by one batch (63 pages), shared by every CPU."),
+    c("lru.lock_batch", Per::Event, "The LRU lock held to add or remove one batch of folios (15) to or from the LRU lists, shared by every CPU."),
     // Translation.
     c("access.tlb_hit", Per::Event, "A memory access whose translation hits the first-level TLB, cache hit."),
     c("tlb.l2_hit", Per::Event, "Extra cost of an access that misses the L1 TLB and hits the L2 TLB."),

@@ -47,6 +47,12 @@ const FIGURES: &[(&str, f64, f64, f64)] = &[
     ("lock.handoff_waiter", 0.0, 0.0, 10.0),
     // A current server's memory: 200-400 GB/s for the machine.
     ("mem.bandwidth_kib", 3.4, 2.5, 5.0),
+    // 63 pages moved between the buddy lists and a CPU's list, 15-60 ns
+    // each (mm/page_alloc.c, rmqueue_bulk / free_pcppages_bulk).
+    ("zone.lock_batch", 1900.0, 950.0, 3800.0),
+    // 15 folios put on or taken off the LRU lists, 20-80 ns each
+    // (mm/swap.c, folio_batch_move_lru / lru_add_fn).
+    ("lru.lock_batch", 600.0, 300.0, 1200.0),
     ("access.tlb_hit", 1.0, 0.5, 2.0),
     ("tlb.l2_hit", 7.0, 5.0, 10.0),
     ("tlb.miss_walk", 30.0, 20.0, 60.0),

@@ -14,6 +14,8 @@
 //!   grows with the waiters where the lock is a ticket lock.
 //! - [`channel`]: [`MemoryChannel`], the memory bandwidth all CPUs share
 //!   for clearing and copying pages.
+//! - [`shared`]: [`SharedLock`], a lock or line every CPU shares (the zone
+//!   lock, the LRU lock, the mmap_lock's count line).
 //!
 //! ## Invariants
 //! 1. Nothing here reads a host clock: the same events in the same order
@@ -30,8 +32,10 @@ pub mod channel;
 pub mod locks;
 pub mod model;
 pub mod ns3;
+pub mod shared;
 
 pub use channel::MemoryChannel;
 pub use locks::{Acquired, Handoff, VirtualLocks};
 pub use model::{CostModel, SyscallKind, BARE_METAL, SHIPPED};
 pub use ns3::Ns3;
+pub use shared::{SharedLock, Taken};

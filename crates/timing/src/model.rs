@@ -40,6 +40,14 @@
 //!   one [`crate::MemoryChannel`] at `mem.bandwidth_kib`; the event ends no
 //!   earlier than its transfer.
 //!
+//! - Locks every CPU shares (the zone lock per batch of 63 pages a CPU's
+//!   free-page list takes or gives back, `zone.lock_batch`; the LRU lock
+//!   per batch of 15 folios added or removed, `lru.lock_batch`; the
+//!   mmap_lock's count line, moved per acquisition by another CPU at
+//!   `lock.handoff`): a [`crate::SharedLock`] each; a CPU pays only the
+//!   wait and the line's hand-off (the holds are inside the figures,
+//!   measured by one CPU alone).
+//!
 //! A file that lacks a name takes the built-in assumed figure for it
 //! ([`CostModel::missing`] lists them, so a report can say so).
 
@@ -117,6 +125,10 @@ pub struct CostModel {
     pub handoff_waiter: Ns3,
     /// The machine's memory bandwidth, ns per KiB.
     pub bandwidth_kib: Ns3,
+    /// The zone lock's hold per batch of a CPU's free-page list.
+    pub zone_batch: Ns3,
+    /// The LRU lock's hold per batch of folios.
+    pub lru_batch: Ns3,
 }
 
 impl CostModel {
@@ -186,6 +198,8 @@ impl CostModel {
             handoff: get("lock.handoff"),
             handoff_waiter: get("lock.handoff_waiter"),
             bandwidth_kib: get("mem.bandwidth_kib"),
+            zone_batch: get("zone.lock_batch"),
+            lru_batch: get("lru.lock_batch"),
         };
         CostModel { missing, ..m }
     }

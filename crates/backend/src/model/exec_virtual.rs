@@ -158,7 +158,8 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
         &sh.machine,
         sh.cfg.geometry.page_size(),
         pricing::huge_size(&sh.cfg.geometry),
-    );
+    )
+    .with_handler_walk(&sh.cfg.geometry);
     let mut ex = Exec {
         sh,
         costs: &sh.cfg.costs,

@@ -31,6 +31,7 @@ mod options;
 pub(crate) mod pricing;
 mod run;
 mod settings;
+mod shared_time;
 pub mod snapshot;
 
 pub use config::{host_tlb_preset, load_costs, ModelConfig, OptionError};

@@ -19,8 +19,9 @@
 //! 2. Every CPU's fault kinds are priced once: [`Pricer::event`] moves the
 //!    CPU's `kinds` snapshot forward to what it priced.
 
+use super::shared_time::SharedResources;
 use machine::{CpuHandle, Machine, SpaceId};
-use mm::{FaultKind, LockEvent, FAULT_KINDS};
+use mm::{FaultKind, LockClass, LockEvent, FAULT_KINDS};
 use timing::{CostModel, MemoryChannel, Ns3, SyscallKind, VirtualLocks};
 
 /// The shared part of pricing one address space's CPUs in virtual time.
@@ -43,6 +44,13 @@ pub(crate) struct Pricer<'c> {
     pub contended: u64,
     /// The base page, bytes.
     page: u64,
+    /// Added to every handled fault: the fault handler's own descent of
+    /// the tables beyond what the fault figures include
+    /// ([`handler_walk_extra`]).
+    handler_extra: Ns3,
+    /// The zone lock, the LRU lock and the mmap_lock's line
+    /// ([`SharedResources`]).
+    shared: SharedResources,
 }
 
 /// What the address space holds, before and after a system call.
@@ -105,6 +113,8 @@ impl<'c> Pricer<'c> {
             wait: Ns3::ZERO,
             contended: 0,
             page: page_bytes,
+            handler_extra: Ns3::ZERO,
+            shared: SharedResources::default(),
         }
     }
 
@@ -113,6 +123,13 @@ impl<'c> Pricer<'c> {
     /// ([`VirtualLocks::single_cpu`]).
     pub(crate) fn one_cpu(mut self) -> Self {
         self.locks = VirtualLocks::single_cpu();
+        self
+    }
+
+    /// Prices the fault handler's own walk of `g`'s tables on every
+    /// handled fault ([`handler_walk_extra`]).
+    pub(crate) fn with_handler_walk(mut self, g: &pt::geometry::Geometry) -> Pricer<'c> {
+        self.handler_extra = handler_walk_extra(self.costs, g);
         self
     }
 
@@ -133,19 +150,30 @@ impl<'c> Pricer<'c> {
     ) {
         let mut cost = cost;
         let mut kib = 0.0;
+        let mut handled = 0.0;
+        let (mut pages, mut folios) = (0, 0);
         let now_kinds = &cpu.thread_counters().fault_kinds;
-        for (((now, then), price), traffic) in now_kinds
+        let (alloc_per, lru_per) = (self.shared.pages_per_fault, self.shared.folios_per_fault);
+        for (((((now, then), price), traffic), alloc), lru) in now_kinds
             .iter()
             .zip(kinds.iter_mut())
             .zip(&self.costs.faults)
             .zip(&self.traffic_kib)
+            .zip(&alloc_per)
+            .zip(&lru_per)
         {
             if *now != *then {
                 let n = (*now - *then) as f64;
                 cost += *price * n;
+                handled += n;
+                pages += alloc * (*now - *then);
+                folios += lru * (*now - *then);
                 kib += traffic * n;
                 *then = *now;
             }
+        }
+        if handled > 0.0 {
+            cost += self.handler_extra * handled;
         }
         if kib > 0.0 {
             // The clear starts with the event; the event cannot end before
@@ -171,10 +199,21 @@ impl<'c> Pricer<'c> {
             self.ipis = now;
         }
         cpu.drain_lock_log(&mut self.log);
-        let placed = self
-            .locks
-            .place(cpu_id, *clock, cost, hold, self.costs.handoff(), &self.log);
+        let mmap = self.log.iter().any(|e| e.class == LockClass::Mmap);
+        let pre = self
+            .shared
+            .take(self.costs, cpu_id, *clock, pages, folios, mmap);
+        let placed = self.locks.place(
+            cpu_id,
+            *clock + pre,
+            cost,
+            hold,
+            self.costs.handoff(),
+            &self.log,
+        );
         *clock = placed.end;
+        // lock_wait_ns stays the address space's locks' (the shared
+        // locks' waits are in the predicted time only).
         self.wait += placed.wait;
         self.contended += u64::from(placed.contended);
     }
@@ -186,7 +225,7 @@ impl<'c> Pricer<'c> {
     /// `populated` the faults the call made on the caller's behalf
     /// ([`untyped_faults`] after less before).
     pub(crate) fn syscall_cost(
-        &self,
+        &mut self,
         kind: SyscallKind,
         before: &Usage,
         after: &Usage,
@@ -198,6 +237,11 @@ impl<'c> Pricer<'c> {
             SyscallKind::Mprotect => range_pages,
             SyscallKind::Mmap | SyscallKind::Other => 0,
         };
+        // The pages a munmap or DONTNEED zapped go back to the CPU's free
+        // list and off the LRU in the event that follows.
+        if matches!(kind, SyscallKind::Munmap | SyscallKind::Madvise) {
+            self.shared.freed = pages;
+        }
         let added = after.tables.saturating_sub(before.tables);
         let freed = before.tables.saturating_sub(after.tables);
         let mut cost = self.costs.syscall(kind, pages, added, freed);
@@ -256,6 +300,40 @@ pub(crate) fn fork_cost(
     child_faults: &[u64; FAULT_KINDS],
 ) -> Ns3 {
     costs.fork(before.pages, before.tables) + costs.faults(child_faults)
+}
+
+/// Levels of the tables the shipped fault figures were taken on: both
+/// shipped cost files (this host: x86-64 without la57, so the kernel's
+/// p4d level is folded at boot; the 2013 bare-metal server) walk 4.
+pub(crate) const FIGURES_LEVELS: usize = 4;
+
+/// What the fault handler's own descent of `g`'s tables adds to a fault
+/// beyond the fault figures, which were taken on a host of
+/// [`FIGURES_LEVELS`] levels and so already hold that many references.
+///
+/// Linux: mm/memory.c, `__handle_mm_fault` reads one entry per level on
+/// its way down (`pgd_offset`, `p4d_alloc`, `pud_alloc`, `pmd_alloc`,
+/// then `handle_pte_fault`'s `pte_offset_map`; a THP fault stops at the
+/// PMD, one level fewer on either geometry); with five levels `p4d_alloc`
+/// reads a real P4D entry where four levels fold it away. Each read is one
+/// `walk.ref_cached`: the hardware walk that raised the fault has just
+/// read the same table lines (the MMU model keeps no state of table lines
+/// in the data caches, so every walk reference is priced as a cached one).
+/// Negative for a geometry of fewer levels (RISC-V Sv39).
+pub(crate) fn handler_walk_extra(costs: &CostModel, g: &pt::geometry::Geometry) -> Ns3 {
+    let d = g.levels().len() as f64 - FIGURES_LEVELS as f64;
+    let w = costs.walk_ref;
+    // Fewer levels take references away: the low end of the saving is the
+    // low figure's, so the interval's ends swap.
+    if d >= 0.0 {
+        w * d
+    } else {
+        Ns3 {
+            ns: w.ns * d,
+            lo: w.hi * d,
+            hi: w.lo * d,
+        }
+    }
 }
 
 /// What `space` holds now, in pages of `page` bytes.

@@ -147,7 +147,8 @@ pub fn replay(
             &machine,
             cfg.geometry.page_size(),
             pricing::huge_size(&cfg.geometry),
-        ),
+        )
+        .with_handler_walk(&cfg.geometry),
         clocks: Vec::new(),
         pending: Vec::new(),
         kinds: Vec::new(),

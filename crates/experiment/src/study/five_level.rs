@@ -110,8 +110,10 @@ fn geometries() -> [crate::config::RunConfig; 4] {
     ]
 }
 
-fn ebizzy_threads(o: StudyOptions) -> Vec<usize> {
-    o.pick(vec![1, 2, 4], vec![1, 2, 4, 8])
+fn ebizzy_threads(_o: StudyOptions) -> Vec<usize> {
+    // 1 to 8 threads, as the seed's ebizzy runs (quick too: the points
+    // are small).
+    vec![1, 2, 4, 8]
 }
 
 /// Runs of each ebizzy point: how the threads interleave moves its counts,
@@ -157,6 +159,7 @@ pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
         pagefault_toml(size),
         kernel_runs(o),
     ));
+    v.extend(super::five_level_time::experiments(o));
     v
 }
 
@@ -447,7 +450,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .enumerate()
         .map(|(i, &t)| (t, r.model(EBIZZY + i)))
         .collect();
-    super::five_level_time::add(&mut sec, pf, &ebizzy);
+    let lat = r.model(EBIZZY + ebizzy_threads(o).len() + 1);
+    super::five_level_time::add(&mut sec, pf, &ebizzy, Some(lat));
 
     // This machine.
     let fp = host::Fingerprint::read();

@@ -4,18 +4,120 @@
 //! from `five_level` (which counts the walks) so that each file stays one
 //! concern; `five_level::section` calls [`add`] with its results.
 
+use super::experiments::Experiment;
 use super::read::mean;
 use super::text::table;
 use super::time;
-use super::Section;
+use super::{model, Section, StudyOptions};
 use crate::exec::ConfigResult;
 use report::chart::{self, ChartSpec, Estimate, Series};
 use report::Unit;
 
+/// The cost files of the lat_pagefault-like loop: this host's (or
+/// `--costs`) and the seed's era, each under 4 then 5 levels.
+const LAT_COSTS: [(&str, &str); 2] = [
+    ("this host", ""),
+    ("bare metal 2013", ",costs=bare-metal-2013"),
+];
+
+/// lmbench's lat_pagefault: a cached file mapped, one byte read per 4 KiB
+/// page (fault-around maps 16 pages a fault), unmapped, `rounds` times.
+fn lat_pagefault_toml(rounds: usize) -> String {
+    format!(
+        r#"name = "study-lat-pagefault"
+[[thread]]
+op = [
+  {{ mark = "start" }},
+  {{ repeat = {rounds}, op = [
+    {{ mmap = "file", size = "12MiB", kind = "file", file = "cached", shared = true, prot = "r" }},
+    {{ touch = "file", access = "read", stride = "4KiB" }},
+    {{ munmap = "file" }},
+  ] }},
+  {{ mark = "done" }},
+]
+"#
+    )
+}
+
+/// The lat_pagefault-like loop under both cost files, 4 and 5 levels each
+/// (appended by `five_level::experiments` after its own).
+pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+    let configs: Vec<_> = LAT_COSTS
+        .iter()
+        .flat_map(|(_, c)| ["x86-64-4l", "x86-64-5l"].map(|g| model(&format!("geometry={g}{c}"))))
+        .collect();
+    vec![Experiment::model(
+        "lat_pagefault-like 4L/5L",
+        lat_pagefault_toml(o.pick(10, 100)),
+        &configs,
+        1,
+    )]
+}
+
+/// The lat_pagefault-like loop's predicted time per page read and per
+/// fault, 4 against 5 levels under each cost file.
+fn add_lat(sec: &mut Section, lat: &[ConfigResult]) {
+    let mut rows = Vec::new();
+    let mut figs = Vec::new();
+    for (i, (cname, _)) in LAT_COSTS.iter().enumerate() {
+        let (r4, r5) = (&lat[2 * i], &lat[2 * i + 1]);
+        let delta = |r: &ConfigResult, k: &str| mean(r, "done", k) - mean(r, "start", k);
+        let pages = delta(r4, counters::ACCESSES.name);
+        let faults = delta(r4, counters::MINOR_FAULTS.name);
+        let (t4, t5) = (
+            time::between(r4, "start", "done"),
+            time::between(r5, "start", "done"),
+        );
+        let d = time::percent(&t4, &t5);
+        rows.push(vec![
+            cname.to_string(),
+            t4.per(pages).text(),
+            t5.per(pages).text(),
+            t4.per(faults).text(),
+            t5.per(faults).text(),
+            format!("{d:+.3}%"),
+        ]);
+        sec.findings.push(format!(
+            "lat_pagefault-like (a cached 12 MiB file read a byte per page, 16 pages mapped per \
+             fault), {cname} figures: {} vs {} per page read, {} vs {} per fault, 4 vs 5 levels \
+             ({d:+.3}%); the seed: 105.64 vs 105.88 ns per page (+0.23%). The fifth level's part: \
+             the fault handler's descent reads one more entry (p4d) per fault, one \
+             walk.ref_cached each.",
+            t4.per(pages).text(),
+            t5.per(pages).text(),
+            t4.per(faults).text(),
+            t5.per(faults).text(),
+        ));
+        figs.push((cname.to_string(), t4.per(pages), t5.per(pages), d));
+    }
+    sec.tables.push(table(
+        "Model: lat_pagefault-like loop, predicted time, 4 vs 5 levels, beside the seed's \
+         105.64 vs 105.88 ns per page (+0.23%)",
+        &[
+            "cost file",
+            "4-level per page",
+            "5-level per page",
+            "4-level per fault",
+            "5-level per fault",
+            "5-level vs 4-level",
+        ],
+        rows,
+    ));
+    sec.figure("lat_pagefault_predicted", figs);
+}
+
 /// Adds the predicted times to `sec`: `pf` is the page-fault loop under
 /// 4-level then 5-level (with walk caches first), `ebizzy` each thread
-/// count's runs under the same two.
-pub(super) fn add(sec: &mut Section, pf: &[ConfigResult], ebizzy: &[(usize, &[ConfigResult])]) {
+/// count's runs under the same two, `lat` the runs of [`experiments`].
+pub(super) fn add(
+    sec: &mut Section,
+    pf: &[ConfigResult],
+    ebizzy: &[(usize, &[ConfigResult])],
+    lat: Option<&[ConfigResult]>,
+) {
+    if let Some(lat) = lat {
+        add_lat(sec, lat);
+    }
     let per_fault = |r: &ConfigResult| {
         let faults = mean(r, "touched", counters::MINOR_FAULTS.name)
             - mean(r, "mapped", counters::MINOR_FAULTS.name);
@@ -25,9 +127,9 @@ pub(super) fn add(sec: &mut Section, pf: &[ConfigResult], ebizzy: &[(usize, &[Co
     sec.findings.push(format!(
         "Predicted time per minor fault of the page-fault loop (the fault, its retry's walk, its \
          share of table allocation): {} with 4 levels and {} with 5 ({:+.3}%). The seed measured \
-         105.64 vs 105.88 ns (+0.23%) with lat_pagefault on bare metal; the model prices the \
-         fault handler's own descent of the tables as part of the fixed fault figure, so a fifth \
-         level reaches its prediction only through the hardware walks and the extra table.",
+         105.64 vs 105.88 ns (+0.23%) with lat_pagefault on bare metal; a fifth level reaches \
+         the model's prediction through the hardware walks, the extra table and the fault \
+         handler's own descent (one more entry read per fault, priced walk.ref_cached).",
         f4.text(),
         f5.text(),
         time::percent(&f4, &f5)

@@ -142,6 +142,8 @@ pub struct Study {
 /// One question of the study: its experiments, declared before anything
 /// runs, and its section, made from their results (in declaration order).
 struct Question {
+    /// The id of its section (`--only` selects by it).
+    id: &'static str,
     experiments: fn(StudyOptions) -> Vec<Experiment>,
     section: fn(StudyOptions, &Results) -> Section,
 }
@@ -149,30 +151,37 @@ struct Question {
 /// The questions, in the order of the report.
 const QUESTIONS: [Question; 7] = [
     Question {
+        id: "five-level",
         experiments: five_level::experiments,
         section: five_level::section,
     },
     Question {
+        id: "riscv-64k",
         experiments: riscv_64k::experiments,
         section: riscv_64k::section,
     },
     Question {
+        id: "split-pmd",
         experiments: split_pmd::experiments,
         section: split_pmd::section,
     },
     Question {
+        id: "empty-tables",
         experiments: empty_tables::experiments,
         section: empty_tables::section,
     },
     Question {
+        id: "multi-fault",
         experiments: multi_fault::experiments,
         section: multi_fault::section,
     },
     Question {
+        id: "munmap-shootdown",
         experiments: munmap_time::experiments,
         section: munmap_time::section,
     },
     Question {
+        id: "hazards",
         experiments: hazards::experiments,
         section: hazards::section,
     },
@@ -207,10 +216,36 @@ pub fn run_with_costs(
     costs: Option<&str>,
     progress: &mut dyn FnMut(&str, usize),
 ) -> Result<Study, ExecError> {
+    run_selected(opts, costs, &[], progress)
+}
+
+/// The ids of the study's sections, in the order of the report.
+pub fn section_ids() -> Vec<&'static str> {
+    QUESTIONS.iter().map(|q| q.id).collect()
+}
+
+/// The questions `only` names (every one when it is empty).
+fn selected<'a>(only: &'a [String]) -> impl Iterator<Item = &'static Question> + 'a {
+    QUESTIONS
+        .iter()
+        .filter(move |q| only.is_empty() || only.iter().any(|o| o == q.id))
+}
+
+/// As [`run_with_costs`], only the sections whose ids `only` names (all
+/// when it is empty; the caller checks the ids against [`section_ids`]).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_selected(
+    opts: StudyOptions,
+    costs: Option<&str>,
+    only: &[String],
+    progress: &mut dyn FnMut(&str, usize),
+) -> Result<Study, ExecError> {
     let start = Instant::now();
     let (mut done, mut measured) = (0, 0);
     let mut sections = Vec::with_capacity(QUESTIONS.len());
-    for q in &QUESTIONS {
+    for q in selected(only) {
         let mut outcomes = Vec::new();
         let mut refused = Vec::new();
         for e in (q.experiments)(opts) {
@@ -287,8 +322,12 @@ pub(crate) fn run_one(e: &Experiment) -> Vec<exec::ConfigResult> {
 /// Runs [`run`] makes, warm-up runs included (a progress bar's length):
 /// the sum over every question's declared experiments.
 pub fn expected_runs(opts: StudyOptions) -> usize {
-    QUESTIONS
-        .iter()
+    expected_runs_of(opts, &[])
+}
+
+/// As [`expected_runs`], for the sections `only` names (all when empty).
+pub fn expected_runs_of(opts: StudyOptions, only: &[String]) -> usize {
+    selected(only)
         .flat_map(|q| (q.experiments)(opts))
         .map(|e| e.runs())
         .sum()

@@ -1,0 +1,206 @@
+//! [`SharedResources`]: what every modeled CPU's faults and system calls
+//! share besides the address space's own locks, in virtual time: the page
+//! allocator's zone lock, the LRU lock and the mmap_lock's count line.
+//! [`super::pricing::Pricer`] asks it, around each event's placement, what
+//! waiting for them added.
+//!
+//! What each mirrors in Linux (the slides' kernel, 5.14, and the era of
+//! the split-PMD seed, 3.12, alike):
+//! - Zone lock: a CPU allocates order-0 pages from its own free-page list
+//!   and refills it from the zone's buddy lists one batch at a time under
+//!   `zone->lock` (mm/page_alloc.c, `rmqueue_pcplist` -> `rmqueue_bulk`);
+//!   freed pages go back to the CPU's list, which gives a batch back under
+//!   the same lock once it is full (`free_unref_page_commit` ->
+//!   `free_pcppages_bulk`). A CPU takes the lock once per [`PCP_BATCH`]
+//!   pages allocated and once per [`PCP_BATCH`] pages freed, holding it
+//!   `zone.lock_batch`.
+//! - LRU lock: a new anonymous or shmem folio goes onto the LRU lists in a
+//!   per-CPU batch of [`LRU_BATCH`] folios, moved under the LRU lock when
+//!   full (mm/swap.c, `folio_add_lru` -> `folio_batch_move_lru`); freed
+//!   pages come off the lists under it too (`release_pages`), batched
+//!   alike here. Held `lru.lock_batch` per batch.
+//! - mmap_lock's count line: a fault takes the mmap_lock to read
+//!   (`down_read_trylock` in `do_user_addr_fault`, `up_read` at the end),
+//!   each an atomic on the rwsem's count, one cache line every CPU
+//!   writes: taken by another CPU than its last writer, the line moves
+//!   (`lock.handoff`), one CPU at a time. (Linux 6.4 and later take a
+//!   per-VMA lock instead in most faults; the model logs the mmap_lock.)
+//!
+//! The holds are inside the fault and call figures (measured by one CPU
+//! alone), so only the waits and hand-offs are added (`timing::shared`).
+//!
+//! ## Invariants
+//! 1. A CPU's batch counters only grow; a batch's lock is taken when a
+//!    counter crosses a multiple of its batch size, so the takes do not
+//!    depend on how the pages were split into events.
+//! 2. Nothing here reads a host clock.
+
+use mm::{FaultKind, FAULT_KINDS};
+use timing::{CostModel, Ns3, SharedLock};
+
+/// Pages per refill or drain of a CPU's free-page list (Linux:
+/// mm/page_alloc.c, `zone_batchsize`: 63 on zones over 1 GiB since 4.x).
+pub(crate) const PCP_BATCH: u64 = 63;
+
+/// Folios per LRU batch (Linux: include/linux/pagevec.h, `PAGEVEC_SIZE`,
+/// 15 since 4.x).
+pub(crate) const LRU_BATCH: u64 = 15;
+
+/// One CPU's running counts.
+#[derive(Debug, Default, Clone, Copy)]
+struct Batches {
+    allocated: u64,
+    freed: u64,
+    lru_added: u64,
+    lru_removed: u64,
+}
+
+/// The machine-wide locks and lines (module documentation).
+#[derive(Debug)]
+pub(crate) struct SharedResources {
+    /// Order-0 pages a fault of each [`FaultKind`] allocates from its
+    /// CPU's free list.
+    pub(crate) pages_per_fault: [u64; FAULT_KINDS],
+    /// Folios a fault of each kind puts on the LRU.
+    pub(crate) folios_per_fault: [u64; FAULT_KINDS],
+    zone: SharedLock,
+    lru: SharedLock,
+    mmap_line: SharedLock,
+    cpus: Vec<Batches>,
+    /// Pages the next event freed (a system call's zapped pages, set by
+    /// [`super::pricing::Pricer::syscall_cost`]).
+    pub(crate) freed: u64,
+}
+
+impl Default for SharedResources {
+    fn default() -> SharedResources {
+        let mut pages_per_fault = [0; FAULT_KINDS];
+        let mut folios_per_fault = [0; FAULT_KINDS];
+        for k in FaultKind::ALL {
+            let (p, f) = match k {
+                // Linux: do_anonymous_page, wp_page_copy, shmem's new
+                // page: one order-0 page from the CPU's list, one folio
+                // for the LRU.
+                FaultKind::AnonWrite | FaultKind::Cow | FaultKind::Shmem => (1, 1),
+                // A large folio comes from the buddy lists (a 2 MiB one
+                // never sat on a CPU's list before 5.13; not counted as
+                // order-0 pages here), one folio for the LRU.
+                FaultKind::Thp | FaultKind::Mthp => (0, 1),
+                // The zero page, a cached file page, a major fault's page
+                // (read-ahead's pages are not modeled), nothing new.
+                FaultKind::ZeroRead
+                | FaultKind::FileRead
+                | FaultKind::Major
+                | FaultKind::Spurious => (0, 0),
+            };
+            pages_per_fault[k as usize] = p;
+            folios_per_fault[k as usize] = f;
+        }
+        SharedResources {
+            pages_per_fault,
+            folios_per_fault,
+            zone: SharedLock::new(),
+            lru: SharedLock::new(),
+            mmap_line: SharedLock::new(),
+            cpus: Vec::new(),
+            freed: 0,
+        }
+    }
+}
+
+/// Takes of `lock` for each multiple of `batch` crossed going from `from`
+/// to `to`, one after the other from `at`: the time they added.
+#[allow(clippy::too_many_arguments)]
+fn batches(
+    lock: &mut SharedLock,
+    costs: &CostModel,
+    cpu: usize,
+    at: Ns3,
+    from: u64,
+    to: u64,
+    batch: u64,
+    hold: Ns3,
+) -> Ns3 {
+    let takes = to / batch - from / batch;
+    let mut t = at;
+    let mut extra = Ns3::ZERO;
+    for _ in 0..takes {
+        let k = lock.take(cpu, t, hold, costs.handoff());
+        extra += k.extra;
+        t = k.end;
+    }
+    extra
+}
+
+impl SharedResources {
+    fn cpu(&mut self, cpu: usize) -> Batches {
+        if self.cpus.len() <= cpu {
+            self.cpus.resize(cpu + 1, Batches::default());
+        }
+        self.cpus[cpu]
+    }
+
+    /// An event of `cpu` that starts at `at`, allocated `pages` order-0
+    /// pages, put `folios` folios on the LRU, freed [`Self::freed`] pages
+    /// and took the mmap_lock if `mmap`: the time its waits for the shared
+    /// locks added. Every take is placed at the event's start, when the
+    /// CPU's clock is the smallest of the runnable CPUs (the executor's
+    /// order): a take placed at an event's end would reserve the lock in
+    /// the future and make CPUs whose events start earlier wait for it.
+    pub(crate) fn take(
+        &mut self,
+        costs: &CostModel,
+        cpu: usize,
+        at: Ns3,
+        pages: u64,
+        folios: u64,
+        mmap: bool,
+    ) -> Ns3 {
+        let mut b = self.cpu(cpu);
+        let freed = std::mem::take(&mut self.freed);
+        let mut extra = Ns3::ZERO;
+        if mmap {
+            // down_read moves the count's line here; up_read later moves
+            // it again if another CPU took it meanwhile: the line is busy
+            // one more transfer.
+            let h = costs.handoff();
+            extra += self.mmap_line.take(cpu, at, h.base, h).extra;
+        }
+        let mut run = |lock: &mut SharedLock, from: &mut u64, n: u64, batch: u64, hold: Ns3| {
+            if n > 0 {
+                extra += batches(lock, costs, cpu, at + extra, *from, *from + n, batch, hold);
+                *from += n;
+            }
+        };
+        run(
+            &mut self.zone,
+            &mut b.allocated,
+            pages,
+            PCP_BATCH,
+            costs.zone_batch,
+        );
+        run(
+            &mut self.lru,
+            &mut b.lru_added,
+            folios,
+            LRU_BATCH,
+            costs.lru_batch,
+        );
+        run(
+            &mut self.lru,
+            &mut b.lru_removed,
+            freed,
+            LRU_BATCH,
+            costs.lru_batch,
+        );
+        run(
+            &mut self.zone,
+            &mut b.freed,
+            freed,
+            PCP_BATCH,
+            costs.zone_batch,
+        );
+        self.cpus[cpu] = b;
+        extra
+    }
+}
