@@ -15,9 +15,6 @@
 //! - `presence` counts every valid entry of `caches[l]` under kind `l` by
 //!   its prefix (see the `presence` module): a lookup skips a level whose
 //!   counter is zero without scanning it.
-//! - `memo` is a way of `caches[lowest]` (or none): the one last hit
-//!   there, with `memo_key`. It is a guess, probed with its key
-//!   before it is used, so that any entry may have replaced it since.
 
 use crate::cache::{Cache, ASID_MASK};
 use crate::config::PwcConfig;
@@ -32,14 +29,6 @@ pub(crate) struct Pwc {
     /// Lowest and highest configured level (lookups scan this range).
     lowest: usize,
     highest: usize,
-    /// The way of the lowest level last hit (`usize::MAX`: none),
-    /// tried before the scan: consecutive walks in one table (a dense
-    /// touch, a fault and its retry) hit the same entry, and a lookup that
-    /// finds it there is done without scanning its set.
-    memo: usize,
-    /// The key `memo` was hit with: a lookup of another key
-    /// skips the memo with one comparison.
-    memo_key: u64,
 }
 
 #[inline]
@@ -87,8 +76,6 @@ impl Pwc {
             ),
             lowest,
             highest,
-            memo: usize::MAX,
-            memo_key: u64::MAX,
         }
     }
 
@@ -104,18 +91,6 @@ impl Pwc {
         if self.is_empty() {
             return None;
         }
-        // The lowest level's last entry, checked by its key: a hit there is
-        // the hit the scan below would find first (it scans from the lowest
-        // level), with the same replacement update.
-        let lowest = self.lowest;
-        let k = key(va.page_index(self.shifts[lowest]), asid);
-        if k == self.memo_key {
-            if let Some(c) = &mut self.caches[lowest] {
-                if c.probe_at(self.memo, k) {
-                    return Some((lowest, TableAddr::new(c.val(self.memo))));
-                }
-            }
-        }
         for l in self.lowest..=self.highest {
             let prefix = va.page_index(self.shifts[l]);
             if !self.presence.maybe(l, prefix) {
@@ -124,9 +99,6 @@ impl Pwc {
             if let Some(c) = &mut self.caches[l] {
                 let set = c.set_of(prefix);
                 if let Some(i) = c.probe(set, key(prefix, asid)) {
-                    if l == lowest {
-                        (self.memo, self.memo_key) = (i, k);
-                    }
                     return Some((l, TableAddr::new(c.val(i))));
                 }
             }
