@@ -57,6 +57,10 @@ pub struct CpuHandle<'m> {
     ctx: ThreadCtx,
     /// Dropped before `_claim` (fields drop in declaration order).
     cpu: Cpu,
+    /// Whether a retry after a fault looks the TLBs up again as a fresh
+    /// access does (the reference [`CpuHandle::set_retry_by_lookup`]
+    /// compares with) instead of [`mmu::Cpu::retry_after_fault`].
+    retry_by_lookup: bool,
     _claim: Claim<'m>,
 }
 
@@ -94,6 +98,7 @@ impl<'m> CpuHandle<'m> {
         Ok(CpuHandle {
             machine,
             cpu: machine.mmu.attach(cpu, space.asid),
+            retry_by_lookup: false,
             space,
             id,
             ctx,
@@ -125,6 +130,16 @@ impl<'m> CpuHandle<'m> {
     /// the OS model takes for it, in order (see `mm::ThreadCtx::lock_log`).
     pub fn keep_lock_log(&mut self, on: bool) {
         self.ctx.lock_log = on.then(Vec::new);
+    }
+
+    /// Makes the retry after each handled fault a whole fresh access, TLB
+    /// lookups included (`true`), instead of the retry that skips the
+    /// lookups the fault makes sure miss (`false`, the default; see
+    /// [`mmu::Cpu::retry_after_fault`]). Both give the same translation
+    /// and counters: the first is the reference the tests hold the second
+    /// to.
+    pub fn set_retry_by_lookup(&mut self, on: bool) {
+        self.retry_by_lookup = on;
     }
 
     /// Whether this CPU keeps a lock log.
@@ -243,7 +258,16 @@ impl<'m> CpuHandle<'m> {
                     "the access to {va:#x} keeps faulting after the fault was handled"
                 )));
             }
-            if let Ok(translation) = self.cpu.access(self.space.mm.page_table(), va, write, true) {
+            let pt = self.space.mm.page_table();
+            let retried = if self.retry_by_lookup {
+                self.cpu.access(pt, va, write, true)
+            } else {
+                // The fault left no TLB entry of `va` here: the retry
+                // walks without looking them up (as the hardware, which
+                // misses, does after the same lookups).
+                self.cpu.retry_after_fault(pt, va, write, true)
+            };
+            if let Ok(translation) = retried {
                 return Ok(AccessOutcome {
                     translation,
                     faults,

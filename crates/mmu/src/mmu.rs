@@ -830,6 +830,63 @@ impl Cpu {
         self.miss_l1(pt, va, write, user, key)
     }
 
+    /// The access the hardware retries after the OS handled its fault, as
+    /// [`Cpu::access`] would make it, without the TLB lookups whose outcome
+    /// is known: the fault invalidated every TLB entry of `va` on this CPU
+    /// ([`Cpu::access`]'s errors say so) and nothing since filled one (the
+    /// OS model's completion only flushes), so both levels miss. The miss
+    /// is counted as the lookups would count it, and the walk, its walk
+    /// cache lookup, its references and both fills are made as after any
+    /// miss. Nothing is walked twice that the hardware walks once: the
+    /// faulting walk and this one are the hardware's two walks.
+    ///
+    /// Only valid right after [`Cpu::access`] (or this) returned a fault
+    /// for `va` and the OS handled it on this CPU; a nested (guest) CPU
+    /// takes [`Cpu::access`] itself. `crates/machine/tests/retry.rs` holds
+    /// it equal, counter by counter, to [`Cpu::access`].
+    ///
+    /// # Errors
+    /// As [`Cpu::access`].
+    #[inline]
+    pub fn retry_after_fault(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+    ) -> Result<Access, Fault> {
+        if self.slot.pending.load(Ordering::Relaxed) {
+            self.drain();
+        }
+        if self.st.nested.is_some() {
+            return self.access(pt, va, write, user);
+        }
+        debug_assert!(
+            {
+                let key = tlb::key(va, self.asid);
+                let st = &mut *self.st;
+                self.hits.hit(va, 0).is_none()
+                    && st.l1.lookup(va, key).is_none()
+                    && st.l2.lookup(va, key).is_none()
+            },
+            "a TLB entry for {va:#x} after its fault"
+        );
+        self.retry_walk(pt, va, write, user)
+    }
+
+    /// The walk and fills of [`Cpu::retry_after_fault`]: [`Cpu::miss_l1_with`]
+    /// past its second-level lookup.
+    #[inline(never)]
+    fn retry_walk(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+    ) -> Result<Access, Fault> {
+        self.walk_fill::<false>(pt, va, write, user)
+    }
+
     /// [`Cpu::miss_l1`] on a guest: the same steps with the nested walk,
     /// kept out of line so that the native miss path's code stays as it
     /// was (BENCHMARKS.md, "Nested walks").
@@ -883,7 +940,21 @@ impl Cpu {
             }
             return self.hit_needs_walk(pt, va, write, user, HitLevel::L2, slot, e);
         }
-        st.stats.tlb_misses += 1;
+        self.walk_fill::<NESTED>(pt, va, write, user)
+    }
+
+    /// A miss in both TLB levels: counted, walked (nested on a guest), and
+    /// filled into both levels.
+    #[inline(always)]
+    fn walk_fill<const NESTED: bool>(
+        &mut self,
+        pt: &PageTable,
+        va: u64,
+        write: bool,
+        user: bool,
+    ) -> Result<Access, Fault> {
+        let asid = self.asid;
+        self.st.stats.tlb_misses += 1;
         let (leaf, refs) = if NESTED {
             self.walk_nested(pt, va, write, user, false)?
         } else {

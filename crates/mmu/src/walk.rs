@@ -343,44 +343,95 @@ where
     };
     // Counted here and added to `count` once: the loop keeps them in registers.
     let (mut refs, mut ad_writes) = (0, 0);
-    let result = loop {
-        let epa = gi.entry_pa(table, level, va);
-        debug_assert_eq!(epa, pt.hw_entry_pa(table, Level::new(level), va));
-        if let Err(f) = before_read(epa) {
-            break Err(f);
+    let result = 'walk: {
+        // The levels above the leaf: their tables are never compact, so
+        // their words are read without the compact test (`read_walk_upper`),
+        // which the leaf step below makes alone.
+        while level > 0 {
+            let epa = gi.entry_pa(table, level, va);
+            debug_assert_eq!(epa, pt.hw_entry_pa(table, Level::new(level), va));
+            if let Err(f) = before_read(epa) {
+                break 'walk Err(f);
+            }
+            let raw = mem.read_walk_upper(epa.get());
+            refs += 1;
+            // The common steps first, tested without decoding: a table
+            // entry, then a leaf that needs no A/D update; anything else
+            // ends the walk (or, rarely, makes it read again) in `last_step`.
+            let t = &gi.table[level];
+            let next = if raw & t.mask == t.value {
+                TableAddr::new(t.next_table(raw))
+            } else {
+                // A huge leaf, a fault or an A update: out of line, so that
+                // the table steps keep their registers.
+                match upper_step(pt, gi, level, epa, raw, va, write, user) {
+                    Err(f) => break 'walk Err(f),
+                    Ok((step, wrote)) => {
+                        ad_writes += u32::from(wrote);
+                        match step {
+                            Step::Leaf(leaf) => break 'walk Ok(leaf),
+                            Step::Again => continue,
+                            Step::Table(pa) => pa,
+                        }
+                    }
+                }
+            };
+            if let Some(p) = pwc.as_deref_mut() {
+                p.fill(level, va, asid, next);
+            }
+            table = next;
+            level -= 1;
         }
-        let raw = mem.read_walk(epa.get());
-        refs += 1;
-        // The common steps first, tested without decoding: a table entry,
-        // then a leaf that needs no A/D update; anything else ends the walk
-        // (or, rarely, makes it read again) in `last_step`.
-        let t = &gi.table[level];
-        let next = if raw & t.mask == t.value {
-            TableAddr::new(t.next_table(raw))
-        } else if let Some(leaf) = gi.fast_leaf(level, raw, va, write, user) {
-            break Ok(leaf);
-        } else {
-            match last_step(pt, gi, level, epa, raw, va, write, user) {
-                Err(f) => break Err(f),
+        // The leaf level: its tables hold no table entries (their table
+        // test is one no word passes), so only the leaf tests remain.
+        loop {
+            let epa = gi.entry_pa(table, 0, va);
+            debug_assert_eq!(epa, pt.hw_entry_pa(table, Level::new(0), va));
+            if let Err(f) = before_read(epa) {
+                break 'walk Err(f);
+            }
+            let raw = mem.read_walk_pte(epa.get());
+            refs += 1;
+            if let Some(leaf) = gi.fast_leaf(0, raw, va, write, user) {
+                break 'walk Ok(leaf);
+            }
+            match last_step(pt, gi, 0, epa, raw, va, write, user) {
+                Err(f) => break 'walk Err(f),
                 Ok((step, wrote)) => {
                     ad_writes += u32::from(wrote);
                     match step {
-                        Step::Leaf(leaf) => break Ok(leaf),
+                        Step::Leaf(leaf) => break 'walk Ok(leaf),
                         Step::Again => continue,
-                        Step::Table(pa) => pa,
+                        Step::Table(_) => unreachable!("a table entry at the leaf level"),
                     }
                 }
             }
-        };
-        if let Some(p) = pwc.as_deref_mut() {
-            p.fill(level, va, asid, next);
         }
-        table = next;
-        level -= 1;
     };
     count.refs += refs;
     count.ad_writes += ad_writes;
     result
+}
+
+/// The walk's step for a word `raw` above the leaf level that is not a
+/// table entry with its accessed bit set: a common huge leaf through its
+/// fields, anything else through [`last_step`].
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn upper_step(
+    pt: &PageTable,
+    gi: &GeomInfo,
+    level: usize,
+    epa: PhysAddr,
+    raw: u64,
+    va: VirtAddr,
+    write: bool,
+    user: bool,
+) -> Result<(Step, bool), Fault> {
+    if let Some(leaf) = gi.fast_leaf(level, raw, va, write, user) {
+        return Ok((Step::Leaf(leaf), false));
+    }
+    last_step(pt, gi, level, epa, raw, va, write, user)
 }
 
 /// What the walk does after a word that is not a plain table entry.

@@ -403,7 +403,7 @@ mod tests {
     /// chunk allocated apart, take the same allocations, writes,
     /// compare-and-swaps and frees, spread over more than one chunk and
     /// partly past the contiguous part of the first; every word then reads
-    /// the same through `read` and `read_walk`, and the tables' metadata
+    /// the same through `read`, `read_walk` and the walk's per-level reads, and the tables' metadata
     /// and the leak reports agree.
     #[test]
     fn the_contiguous_arena_reads_as_the_chunked_one() {
@@ -447,14 +447,22 @@ mod tests {
                 assert_eq!(v, plain.read_walk(pa), "{pa:#x}");
                 assert_eq!(v, fast.read(pa));
                 assert_eq!(v, plain.read(pa));
+                // The walk's per-level reads answer for any address.
+                for m in mems {
+                    assert_eq!(v, m.read_walk_pte(pa), "{pa:#x}");
+                    assert_eq!(v, m.read_walk_upper(pa), "{pa:#x}");
+                }
             }
             let present = mems.map(|m| m.meta(t).present.load(Ordering::Relaxed));
             assert_eq!(present[0], present[1]);
             assert_eq!(fast.meta(t).level(), plain.meta(t).level());
         }
         for pa in [0, TABLE_ZONE_BASE - 8, TABLE_ZONE_BASE + 3 * CHUNK_BYTES] {
-            assert_eq!(fast.read_walk(pa), 0);
-            assert_eq!(plain.read_walk(pa), 0);
+            for m in mems {
+                assert_eq!(m.read_walk(pa), 0);
+                assert_eq!(m.read_walk_pte(pa), 0);
+                assert_eq!(m.read_walk_upper(pa), 0);
+            }
         }
         assert_eq!(fast.leaks(), plain.leaks());
     }

@@ -120,6 +120,18 @@ fn same(a: &PageTable, b: &PageTable) {
                 // Table entries hold the next table's address, which differs;
                 // the leaf word is the same.
                 assert_eq!(wa.last(), wb.last(), "{v:?}");
+                // The walk's per-level reads give the same words.
+                for (pt, t, w) in [(a, &x, &wa), (b, &y, &wb)] {
+                    let pas = t.entry_pas();
+                    for (i, p) in pas.iter().enumerate() {
+                        let r = if i + 1 == pas.len() && t.level.is_pte() {
+                            pt.mem().read_walk_pte(p.get())
+                        } else {
+                            pt.mem().read_walk_upper(p.get())
+                        };
+                        assert_eq!(r, w[i], "{v:?} word {i}");
+                    }
+                }
                 let leaf_table = |pt: &PageTable, t: &pt::Translation| {
                     let epa = t.entry_pas().last().unwrap().get();
                     epa & !(pt.geometry().page_size() - 1)

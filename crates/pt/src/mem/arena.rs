@@ -185,6 +185,37 @@ impl PhysMem {
         self.read_outside_flat(pa)
     }
 
+    /// [`PhysMem::read_walk`] of a word of a table above the leaf level:
+    /// such tables are never compact (the compact zone holds PTE tables
+    /// only), so the walk's upper steps test the contiguous arena alone and
+    /// leave every other address to the out-of-line read, which answers for
+    /// any address as [`PhysMem::read`] does. Keeping the compact test out
+    /// of these steps keeps the walk loop as small as before compact tables.
+    #[inline(always)]
+    pub fn read_walk_upper(&self, pa: u64) -> u64 {
+        if let Some(addr) = self.flat_addr(pa) {
+            // SAFETY: as in `read_walk`.
+            return unsafe { &*addr }.load(Ordering::Acquire);
+        }
+        self.read_outside_flat(pa)
+    }
+
+    /// [`PhysMem::read_walk`] of a PTE (a word of a leaf-level table): a
+    /// promoted compact table first, where a dense table lives when this
+    /// memory has a compact zone; then the contiguous arena (memories
+    /// without one); any other address out of line, as [`PhysMem::read`].
+    #[inline(always)]
+    pub fn read_walk_pte(&self, pa: u64) -> u64 {
+        if let Some(w) = self.promoted_word(pa) {
+            return w.load(Ordering::Acquire);
+        }
+        if let Some(addr) = self.flat_addr(pa) {
+            // SAFETY: as in `read_walk`.
+            return unsafe { &*addr }.load(Ordering::Acquire);
+        }
+        self.read_outside_flat(pa)
+    }
+
     /// The host address of the word at `pa` if it lies in the contiguous
     /// part of the arena: one addition (see `flat_biased`).
     #[inline(always)]
