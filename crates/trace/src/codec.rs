@@ -50,6 +50,17 @@ pub struct State {
     last_offset: u64,
 }
 
+impl State {
+    /// The last access's region and offset, if the chunk has one.
+    pub fn last_access(&self) -> Option<(u32, u64)> {
+        self.last_id.map(|id| (id, self.last_offset))
+    }
+
+    pub(crate) fn set_last_offset(&mut self, offset: u64) {
+        self.last_offset = offset;
+    }
+}
+
 /// Appends `r` to `buf`.
 pub fn encode(r: &Record, st: &mut State, buf: &mut Vec<u8>) {
     let range = |buf: &mut Vec<u8>, tag: u8, id: u32, offset: u64, len: u64| {
