@@ -61,8 +61,8 @@ type Interval = (u64, u64, RegionId, u64);
 /// How many recently used intervals are tried before the region map.
 const RECENT: usize = 4;
 
-/// An unsigned LEB128 at `*pos`: the one- and two-byte numbers most
-/// deltas are, decoded here; longer ones by `trace::varint`.
+/// An unsigned LEB128 at `*pos` (inline: the converter's hot path); `None`
+/// if cut short or longer than ten bytes.
 #[inline(always)]
 fn leb128(bytes: &[u8], pos: &mut usize) -> Option<u64> {
     let b0 = *bytes.get(*pos)?;
@@ -70,12 +70,22 @@ fn leb128(bytes: &[u8], pos: &mut usize) -> Option<u64> {
         *pos += 1;
         return Some(u64::from(b0));
     }
-    let b1 = *bytes.get(*pos + 1)?;
-    if b1 < 0x80 {
-        *pos += 2;
-        return Some(u64::from(b0 & 0x7f) | u64::from(b1) << 7);
+    let mut v = u64::from(b0 & 0x7f);
+    let mut shift = 7;
+    let mut p = *pos + 1;
+    loop {
+        let b = *bytes.get(p)?;
+        p += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            *pos = p;
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
     }
-    trace::varint::get(bytes, pos)
 }
 
 /// The converter; [`Converter::block`] takes the plugin's blocks in order.
@@ -303,11 +313,7 @@ impl<W: Write> Converter<W> {
                     Some(iv) => {
                         cur = iv;
                         let offset = addr - iv.3;
-                        self.writer.push(&Record::Access {
-                            id: iv.2,
-                            offset,
-                            write: tag == wire::STORE,
-                        })?;
+                        self.writer.push_access(iv.2, offset, tag == wire::STORE)?;
                         self.counts.accesses += 1;
                         self.last_dropped = false;
                         // A chunk closed after it: the next names its region.

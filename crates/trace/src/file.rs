@@ -178,6 +178,22 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
+    /// Appends one access: [`TraceWriter::push`] of a `Record::Access`,
+    /// for a tracer's hot path.
+    ///
+    /// # Errors
+    /// Any I/O error writing a full chunk.
+    #[inline]
+    pub fn push_access(&mut self, id: u32, offset: u64, write: bool) -> std::io::Result<()> {
+        codec::encode_access(id, offset, write, &mut self.state, &mut self.buf);
+        self.in_chunk += 1;
+        self.records += 1;
+        if self.buf.len() >= CHUNK_TARGET {
+            self.flush_chunk()?;
+        }
+        Ok(())
+    }
+
     /// Appends records already encoded in this format by someone else (a
     /// tracer that writes them as it goes): relative accesses (0x12, 0x13)
     /// and hits (0x18) only, `records` of them, continuing from the chunk's
