@@ -15,7 +15,7 @@
 //! their hits, is copied into the trace as it came: the converter reads each
 //! delta only to check that the address stays in that region. An access
 //! that leaves it (or the first of a block, or after a call or a chunk's
-//! end) is looked up (the last few regions first) and written naming its
+//! end) is looked up (in a cache indexed by its page first) and written naming its
 //! region.
 //!
 //! ## Invariants
@@ -58,8 +58,9 @@ pub struct Counts {
 
 /// An interval of the address space: (start, end, region, region's base).
 type Interval = (u64, u64, RegionId, u64);
-/// How many recently used intervals are tried before the region map.
-const RECENT: usize = 4;
+/// Entries of the interval cache, indexed by an address's 4 KiB page.
+const CACHE: usize = 1 << 12;
+const NO_INTERVAL: Interval = (0, 0, 0, 0);
 
 /// An unsigned LEB128 at `*pos` (inline: the converter's hot path); `None`
 /// if cut short or longer than ten bytes.
@@ -97,8 +98,9 @@ pub struct Converter<W: Write> {
     /// vCPU index -> trace thread.
     threads: Vec<u32>,
     current: Option<u32>,
-    /// The intervals accesses were last found in, most recent first.
-    recent: [Interval; RECENT],
+    /// Direct-mapped by page number: the interval an access to a page with
+    /// that index was last found in (emptied by every call).
+    cache: Box<[Interval]>,
     last_dropped: bool,
     /// The path of the last execve seen since the program's last record:
     /// if the stream ends without the end record, that call succeeded.
@@ -133,7 +135,7 @@ impl<W: Write> Converter<W> {
             snapshot: BTreeMap::new(),
             threads: Vec::new(),
             current: None,
-            recent: [(0, 0, 0, 0); RECENT],
+            cache: vec![NO_INTERVAL; CACHE].into_boxed_slice(),
             last_dropped: false,
             pending_exec: None,
             heap_base: None,
@@ -182,37 +184,34 @@ impl<W: Write> Converter<W> {
         self.flush_out()
     }
 
-    /// The interval holding `addr`, the recent ones first; `None` if no
-    /// region holds it.
+    /// The interval holding `addr`, from the cache if it has it; `None` if
+    /// no region holds it.
     #[inline]
     fn lookup(&mut self, addr: u64) -> std::io::Result<Option<Interval>> {
-        for i in 0..RECENT {
-            let iv = self.recent[i];
-            if (iv.0..iv.1).contains(&addr) {
-                self.recent.copy_within(0..i, 1);
-                self.recent[0] = iv;
-                return Ok(Some(iv));
-            }
+        let i = (addr >> 12) as usize & (CACHE - 1);
+        let iv = self.cache[i];
+        if (iv.0..iv.1).contains(&addr) {
+            return Ok(Some(iv));
         }
-        self.refill(addr)
+        self.refill(addr, i)
     }
 
     #[cold]
-    fn refill(&mut self, addr: u64) -> std::io::Result<Option<Interval>> {
+    fn refill(&mut self, addr: u64, i: usize) -> std::io::Result<Option<Interval>> {
         if self.space.interval(addr).is_none() {
             self.materialize(addr, 1)?;
+            self.cache.fill(NO_INTERVAL);
         }
         let found = self.space.interval(addr);
         if let Some(iv) = found {
-            self.recent.copy_within(0..RECENT - 1, 1);
-            self.recent[0] = iv;
+            self.cache[i] = iv;
         }
         Ok(found)
     }
 
     fn syscall(&mut self, nr: i64, a: [u64; 6], ret: i64, path: String) -> std::io::Result<()> {
         self.counts.syscalls += 1;
-        self.recent = [(0, 0, 0, 0); RECENT];
+        self.cache.fill(NO_INTERVAL);
         if !(ret < 0 && ret > -4096) {
             // The loader's mappings a call names become regions first, so
             // that the call applies to them.
