@@ -598,6 +598,37 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_or_unknown_record_is_an_error_that_says_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.ptl");
+        let mut e = Encoder::default();
+        e.access(0x1234_5678, false);
+        let whole = e.bytes.len();
+        let cases: [(Vec<u8>, &str); 3] = [
+            // The delta's last byte missing (the delta starts at byte 1).
+            (
+                e.bytes[..whole - 1].to_vec(),
+                "an access cut short at byte 1",
+            ),
+            // A system call without its arguments.
+            (
+                vec![crate::wire::SYSCALL, 9, 0],
+                "a system call cut short at byte 0",
+            ),
+            (
+                vec![crate::wire::HITS, 1, 0x77],
+                "an unknown record kind 0x77 at byte 2",
+            ),
+        ];
+        for (bytes, want) in cases {
+            let w = TraceWriter::create(&path, &trace::Header::default()).unwrap();
+            let mut c = Converter::new(w);
+            let err = c.block(0, &bytes).unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+        }
+    }
+
+    #[test]
     fn a_long_run_across_chunks_names_its_region_again_in_each() {
         let maps = b"10000000-14000000 rw-p 00000000 00:00 0 \n";
         let mut m = Encoder::default();

@@ -197,7 +197,8 @@ impl<W: Write> TraceWriter<W> {
     /// Appends records already encoded in this format by someone else (a
     /// tracer that writes them as it goes): relative accesses (0x12, 0x13)
     /// and hits (0x18) only, `records` of them, continuing from the chunk's
-    /// last access (there must be one: [`TraceWriter::last_access`]);
+    /// last access (if they hold a relative access, there must be one:
+    /// [`TraceWriter::last_access`]);
     /// `last_offset` is the offset their last access reached (`None` if
     /// they are all hits). Returns whether the chunk was closed after them,
     /// so that the next access must name its region again.
@@ -210,7 +211,6 @@ impl<W: Write> TraceWriter<W> {
         records: u32,
         last_offset: Option<u64>,
     ) -> std::io::Result<bool> {
-        debug_assert!(self.state.last_access().is_some() || records == 0);
         if records == 0 {
             return Ok(false);
         }
