@@ -2,17 +2,21 @@
 # `ptlab trace` overhead and replay speed on three real programs, and their
 # replays under four configurations, for BENCHMARKS.md and docs/trace.md.
 #
-#   scripts/bench-trace.sh
+#   scripts/bench-trace.sh [ROUNDS]
 #
-# One sitting, each program in turn: native, QEMU alone (no plugin), then
-# `ptlab trace` (the plugin, filtered), alternating program by program; the
-# overhead is traced / native of that sitting. Then each trace is replayed
-# (`ptlab replay`, timed: accesses per second against the rate the trace
-# produced them) and replayed on x86-64-4l, x86-64-5l, riscv-sv39-64k and
-# with THP always. Inputs are made in a temporary directory removed at the
-# end. Times are wall-clock and noisy on a shared machine; counts are exact.
+# First table (the overhead, CPU time): each program natively and under
+# `ptlab trace` (the plugin, filtered), alternating, ROUNDS times (default
+# 3); CPU time is user + system, children included (QEMU and the plugin's
+# writer thread count). Printed: the medians, their ratio, and the spread of
+# the per-round ratios (min-max). Then one sitting per program of: natively,
+# QEMU alone (no plugin), `ptlab trace`, `ptlab replay` (accesses per second
+# against the rate the trace produced them); then each trace replayed on
+# x86-64-4l, x86-64-5l, riscv-sv39-64k and with THP always. Inputs are made
+# in a temporary directory removed at the end. Wall times are noisy on a
+# shared machine; counts are exact.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+rounds=${1:-3}
 ./scripts/install-qemu-user.sh
 cargo build --release -q
 ptlab=$PWD/target/release/ptlab
@@ -39,14 +43,40 @@ programs=(
 )
 
 now() { date +%s.%N; }
-# timed OUT ERR CMD...: wall and CPU (user + system, children included)
-# seconds of CMD, its stdout to OUT and its stderr to ERR.
+# timed OUT ERR CMD...: wall and CPU (user + system, every waited-for
+# descendant included, to the microsecond from getrusage) seconds of CMD,
+# its stdout to OUT and its stderr to ERR.
 timed() {
   local out=$1 err=$2; shift 2
-  /usr/bin/time -o "$work/time" -f "%e %U %S" "$@" > "$out" 2> "$err"
-  awk '{printf "%s %.2f\n", $1, $2 + $3}' "$work/time"
+  python3 -c '
+import resource, subprocess, sys, time
+t = time.time()
+with open(sys.argv[1], "wb") as o, open(sys.argv[2], "wb") as e:
+    subprocess.run(sys.argv[3:], stdout=o, stderr=e, check=True)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("%.3f %.3f" % (time.time() - t, r.ru_utime + r.ru_stime))
+' "$out" "$err" "$@"
 }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| program | native CPU s (median of $rounds) | traced CPU s | overhead (ratio of medians) | spread of the rounds' ratios |"
+echo "| --- | --- | --- | --- | --- |"
+for p in "${programs[@]}"; do
+  name=${p%%:*}; cmd=${p#*:}
+  : > "$work/nat"; : > "$work/tr"; : > "$work/ratio"
+  for _ in $(seq "$rounds"); do
+    read -r _ nc < <(timed /dev/null /dev/null $cmd)
+    read -r _ tc < <(timed /dev/null /dev/null "$ptlab" trace -o "$work/$name.ptl" -- $cmd)
+    echo "$nc" >> "$work/nat"; echo "$tc" >> "$work/tr"
+    echo "$tc / $nc" | bc -l >> "$work/ratio"
+  done
+  rm -f "$work/$name.ptl"
+  n=$(median < "$work/nat"); t=$(median < "$work/tr")
+  lo=$(sort -g "$work/ratio" | head -1); hi=$(sort -g "$work/ratio" | tail -1)
+  printf '| %s | %.3f | %.2f | %.0fx | %.0f-%.0fx |\n' "$name" "$n" "$t" "$(echo "$t / $n" | bc -l)" "$lo" "$hi"
+done
+echo "load average after the overhead table: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| program | native s wall / CPU | QEMU alone wall / CPU | ptlab trace wall / CPU | overhead wall | overhead CPU | QEMU alone / native CPU | accesses | written | trace size | trace produces M acc/s (wall) | replay s | replay M acc/s | replay / production |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"

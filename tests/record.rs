@@ -159,3 +159,49 @@ fn replay_refuses_a_bad_trace_with_its_byte_offset() {
     // A trace runs on the model only.
     bad_input(&["compare", o, "--config", "backend=kernel"], "model only");
 }
+
+/// A recorded shell that forks one program and then executes another in
+/// its own place: the exec'd program's faults are recorded (the recording
+/// follows the process through execve, its regions start afresh); the
+/// forked child's are counted, not recorded, and the summary says so.
+#[test]
+fn a_shell_that_forks_and_executes_records_the_exec_and_counts_the_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sh.ptl");
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    // dd writes into a fresh 16 MiB buffer: 4,096 faults in whichever
+    // process runs it.
+    let dd = |o: &Path| {
+        format!(
+            "/bin/dd if=/dev/zero of={} bs=16M count=1 status=none",
+            o.display()
+        )
+    };
+    let script = format!("{}; exec {}", dd(&a), dd(&b));
+    let r = ptlab(&[
+        "record",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "/bin/sh",
+        "-c",
+        &script,
+    ]);
+    let summary = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(r.status.success(), "{summary}");
+    for f in [&a, &b] {
+        assert_eq!(std::fs::metadata(f).unwrap().len(), 16 << 20);
+    }
+    // The exec'd dd's faults are the recording's; the child's are not.
+    let recorded = figure(&summary, "faults recorded");
+    assert!(recorded >= 4096, "{summary}");
+    assert!(
+        summary.contains("in 1 child process(es) not recorded"),
+        "{summary}"
+    );
+    let other = figure(&summary, "in 1 child process(es)");
+    assert!(other >= 4096, "{summary}");
+    let h = trace::TraceReader::open(&out).unwrap().header().clone();
+    assert!(h.observed["faults_other_processes"] >= 4096);
+    no_partial_left(dir.path());
+}

@@ -143,3 +143,55 @@ fn bad_commands_exit_2_and_leave_nothing_behind() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A traced shell that forks one program and then executes another: the
+/// trace is the shell's (up to the execve), complete and replayable; the
+/// summary and the header say that a child was started and that a program
+/// was executed, neither traced; both programs really ran.
+#[test]
+fn a_shell_that_forks_and_executes_is_traced_up_to_its_exec_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let input = dir.path().join("numbers.txt");
+    numbers(&input, 500);
+    let (first, second) = (dir.path().join("a.txt"), dir.path().join("b.txt"));
+    let out = dir.path().join("sh.ptl");
+    // The shell forks for the first command and executes the second in
+    // its own place.
+    let script = format!(
+        "/usr/bin/sort -o {} {i}; exec /usr/bin/sort -o {} {i}",
+        first.display(),
+        second.display(),
+        i = input.display()
+    );
+    let r = ptlab_in(
+        tmp.path(),
+        &[
+            "trace",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "/bin/sh",
+            "-c",
+            &script,
+        ],
+    );
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    assert!(err.contains("started 1 child process(es)"), "{err}");
+    assert!(err.contains("executed /usr/bin/sort"), "{err}");
+    // Both ran (the child under QEMU, the exec'd one natively).
+    for f in [&first, &second] {
+        assert_eq!(std::fs::read_to_string(f).unwrap().lines().count(), 500);
+    }
+    let h = header(&out);
+    assert_eq!(h.observed["child_processes"], 1);
+    assert_eq!(h.observed["execs"], 1);
+    assert!(h.notes.iter().any(|n| n.contains("child process")));
+    assert!(h.notes.iter().any(|n| n.contains("executed /usr/bin/sort")));
+    // The shell's own accesses are there and replay.
+    assert!(h.observed["accesses"] > 0);
+    let v = replay(tmp.path(), &out);
+    assert!(v["marks"][0]["counters"]["minor_faults"].as_i64().unwrap() > 0);
+    nothing_in(tmp.path());
+}

@@ -31,6 +31,17 @@ pub fn run(args: TraceArgs) -> CmdResult {
         c.threads,
         s.stream_bytes,
     );
+    if c.forks > 0 {
+        eprintln!(
+            "the program started {} child process(es): only the first process is traced (their accesses are not in the trace; its header says so)",
+            c.forks
+        );
+    }
+    if let Some(p) = &s.exec {
+        eprintln!(
+            "the program executed {p}: the trace ends there (what ran from then on ran natively, not under QEMU); trace the program it runs directly to see its accesses"
+        );
+    }
     let st = s.exit_status;
     let status = if st & 0x7f == 0 {
         format!("exited with status {}", st >> 8 & 0xff)

@@ -7,18 +7,27 @@
 // QEMU only through the declarations in qemu_plugin_api.rs (the project's
 // own).
 //
-// ## The stream (little-endian u64 words)
-// Blocks, each written whole by the plugin's writer thread: a header word `0xB10C << 48 | vcpu << 32 | n`
-// and n words. A word's top three bits say what it is:
-//   0 load (the low 61 bits: the address)     1 store (the address)
-//   2 hits: that many accesses left out (the filter, below)
-//   3 system call: bits 0-15 its number, 16-31 the bytes of a path that
-//     follows; then 7 words (6 arguments, the return value) and the path
-//     padded to whole words
-//   4 the host's /proc/self/maps when the first block was translated:
-//     bits 0-31 its bytes, then the text padded to whole words
-//   5 the end (the program exited; written once, by the first process)
-//
+// ## The stream
+// Blocks, each written whole by the plugin's writer thread: a header word
+// (little-endian u64) `0xB10C << 48 | vcpu << 32 | n`, then n bytes of
+// records. Accesses and hits are already in the trace format's own encoding
+// (crates/trace/src/codec.rs), so ptlab copies runs of them unread when
+// they stay in one region:
+//   0x12 load, 0x13 store: LEB128 zigzag(address - the block's previous
+//        access's address; 0 before the first)
+//   0x18 hits: LEB128 count of accesses left out (the filter, below)
+// and the rest in a form of its own (integers little-endian):
+//   0xE3 system call: u16 number, u16 path bytes, 7 u64 (6 arguments, the
+//        return value), the path
+//   0xE4 the host's /proc/self/maps when the first block was translated
+//        (or, in a forked child, at the fork): u32 bytes, the text
+//   0xE5 the end (the program exited): u64 accesses lost
+//   0xE6 execve or execveat about to run: u16 path bytes, the path (what
+//        follows, if the call succeeds, runs outside QEMU, untraced)
+//   0xE7 a child process was forked (clone without CLONE_VM): u64 its pid
+//        (written by the parent when the call returns; the child's own
+//        accesses are not traced)
+
 // ## The filter (on unless `filter=off`)
 // An access is left out, and counted in the next hits word, when it falls
 // in the same 4 KiB page as the same thread's previous access and is a load,
@@ -35,6 +44,13 @@
 // 2. Blocks go whole through one queue to one writer thread, so blocks of
 //    different threads never interleave; a forked child (same plugin, other
 //    pid, no writer thread) queues nothing.
+// 4. Within a block, an access's delta is from the previous access of the
+//    same block (the first from 0), so each block decodes on its own.
+// 5. A slot's buffer has capacity BUF_BYTES + SLACK + HEAD and is flushed
+//    as soon as an access leaves it holding BUF_BYTES or more; between two
+//    such checks at most SLACK bytes are put (a fork record and its hits,
+//    or two accesses of a page-crossing access with their hits: 11 bytes
+//    each), so `Slot::put` always has room for its 11 bytes.
 // 3. The queue is bounded (QUEUE_BLOCKS): memory stays bounded when ptlab
 //    falls behind, and QEMU waits instead.
 
@@ -53,29 +69,43 @@ use std::thread::JoinHandle;
 #[no_mangle]
 pub static qemu_plugin_version: c_int = QEMU_PLUGIN_VERSION;
 
-const TAG_SHIFT: u32 = 61;
-const LOAD: u64 = 0;
-const STORE: u64 = 1 << TAG_SHIFT;
-const HITS: u64 = 2 << TAG_SHIFT;
-const SYSCALL: u64 = 3 << TAG_SHIFT;
-const MAPS: u64 = 4 << TAG_SHIFT;
-const END: u64 = 5 << TAG_SHIFT;
+const LOAD: u8 = 0x12;
+const STORE: u8 = 0x13;
+const HITS: u8 = 0x18;
+const SYSCALL: u8 = 0xE3;
+const MAPS: u8 = 0xE4;
+const END: u8 = 0xE5;
+const EXEC: u8 = 0xE6;
+const FORK: u8 = 0xE7;
 const BLOCK: u64 = 0xB10C << 48;
-const ADDR_MASK: u64 = (1 << TAG_SHIFT) - 1;
+/// The header word's place at the start of every block.
+const HEAD: usize = 8;
 
-/// Words a slot holds before it writes them (512 KiB).
-const BUF_WORDS: usize = 64 << 10;
+/// Bytes a slot holds before it writes them (256 KiB).
+const BUF_BYTES: usize = 256 << 10;
+/// Room past BUF_BYTES for the access (two of them, page-crossing) and hits
+/// record that may follow the last check.
+const SLACK: usize = 64;
 const MAX_VCPUS: usize = 1024;
 const NO_PAGE: u64 = u64::MAX;
 
 // The memory system calls of x86-64 Linux the stream carries.
 const MEMORY_CALLS: [i64; 9] = [9, 11, 10, 28, 149, 325, 150, 12, 25];
+// The calls that start a process or replace the program.
+const SYS_CLONE: i64 = 56;
+const SYS_FORK: i64 = 57;
+const SYS_VFORK: i64 = 58;
+const SYS_EXECVE: i64 = 59;
+const SYS_EXECVEAT: i64 = 322;
+const CLONE_THREAD: u64 = 0x10000;
 // mmap: the path of its file descriptor is read at entry.
 const SYS_MMAP: i64 = 9;
 const MAP_ANONYMOUS: u64 = 0x20;
 
 struct Slot {
-    buf: Vec<u64>,
+    buf: Vec<u8>,
+    /// The block's previous access's address (0 at the block's start).
+    prev: u64,
     page: u64,
     stored: bool,
     hits: u64,
@@ -93,9 +123,12 @@ static SNAPSHOT_TAKEN: AtomicBool = AtomicBool::new(false);
 /// Accesses of vCPUs past MAX_VCPUS, which the stream cannot carry.
 static OVERFLOW: AtomicU64 = AtomicU64::new(0);
 static OUT: Mutex<Option<Out>> = Mutex::new(None);
+/// Blocks handed to the writer thread, and blocks it has written.
+static QUEUED: AtomicU64 = AtomicU64::new(0);
+static WRITTEN: AtomicU64 = AtomicU64::new(0);
 
 struct Out {
-    tx: SyncSender<Vec<u64>>,
+    tx: SyncSender<Vec<u8>>,
     pid: u32,
 }
 
@@ -108,14 +141,22 @@ extern "C" {
     fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;
 }
 
-/// Hands `block` (its first word reserved for the header) to the writer
+/// A fresh block buffer, its header's place reserved.
+fn fresh_block() -> Vec<u8> {
+    let mut b = Vec::with_capacity(BUF_BYTES + SLACK + HEAD);
+    b.resize(HEAD, 0);
+    b
+}
+
+/// Hands `block` (its first 8 bytes reserved for the header) to the writer
 /// thread, which writes it as one block; a full queue makes the caller wait.
-fn write_block(vcpu: u32, block: Vec<u64>) {
-    if block.len() <= 1 {
+fn write_block(vcpu: u32, block: Vec<u8>) {
+    if block.len() <= HEAD {
         return;
     }
     let mut block = block;
-    block[0] = BLOCK | u64::from(vcpu & 0xffff) << 32 | (block.len() - 1) as u64;
+    let head = BLOCK | u64::from(vcpu & 0xffff) << 32 | (block.len() - HEAD) as u64;
+    block[..HEAD].copy_from_slice(&head.to_le_bytes());
     let out = OUT.lock().unwrap_or_else(|e| e.into_inner());
     let Some(o) = out.as_ref() else { return };
     // A forked child has the queue but no writer thread.
@@ -125,37 +166,62 @@ fn write_block(vcpu: u32, block: Vec<u64>) {
     let tx = o.tx.clone();
     drop(out);
     // A writer that stopped (ptlab went away) drops what comes.
-    let _ = tx.send(block);
-}
-
-/// The writer thread: blocks from the queue to the pipe, in order.
-fn writer(mut file: File, rx: Receiver<Vec<u64>>) {
-    let mut ok = true;
-    for block in rx {
-        if !ok {
-            continue;
-        }
-        // SAFETY: the words are plain integers, read as their bytes for
-        // the length of the vector; the host is little-endian (x86-64),
-        // the stream's byte order.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(block.as_ptr().cast::<u8>(), block.len() * 8) };
-        // A reader that went away (ptlab killed) ends the stream, not QEMU.
-        ok = file.write_all(bytes).is_ok();
+    if tx.send(block).is_ok() {
+        QUEUED.fetch_add(1, Ordering::AcqRel);
     }
 }
 
+/// Waits until the writer has written every block queued so far (before an
+/// execve, which would drop the queue with the process image).
+fn drain() {
+    let first = OUT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .is_some_and(|o| o.pid == std::process::id());
+    // A forked child has no writer thread (invariant 2): nothing to wait for.
+    if !first {
+        return;
+    }
+    let want = QUEUED.load(Ordering::Acquire);
+    // Bounded: a writer that stopped (ptlab gone) is not waited for long.
+    for _ in 0..10_000 {
+        if WRITTEN.load(Ordering::Acquire) >= want {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// The writer thread: blocks from the queue to the pipe, in order.
+fn writer(mut file: File, rx: Receiver<Vec<u8>>) {
+    let mut ok = true;
+    for block in rx {
+        // A reader that went away (ptlab killed) ends the stream, not QEMU.
+        if ok {
+            ok = file.write_all(&block).is_ok();
+        }
+        WRITTEN.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+#[inline(always)]
 fn slot(vcpu: c_uint) -> Option<&'static mut Slot> {
     let cell = SLOTS.get(vcpu as usize)?;
-    let mut p = cell.load(Ordering::Acquire);
-    if p.is_null() {
+    let p = cell.load(Ordering::Acquire);
+    let p = if p.is_null() { new_slot(cell) } else { p };
+    // SAFETY: slots are never freed, and only the thread running this vCPU
+    // uses it (invariant 1), so no other reference to it exists now.
+    Some(unsafe { &mut *p })
+}
+
+/// A vCPU's first access: its slot made and published.
+#[cold]
+fn new_slot(cell: &AtomicPtr<Slot>) -> *mut Slot {
+    {
         let fresh = Box::into_raw(Box::new(Slot {
-            // Word 0 is the block header's place.
-            buf: {
-                let mut b = Vec::with_capacity(BUF_WORDS + 64);
-                b.push(0);
-                b
-            },
+            buf: fresh_block(),
+            prev: 0,
             page: NO_PAGE,
             stored: false,
             hits: 0,
@@ -163,7 +229,7 @@ fn slot(vcpu: c_uint) -> Option<&'static mut Slot> {
             args: [0; 6],
             path: Vec::new(),
         }));
-        p = match cell.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+        match cell.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => fresh,
             Err(other) => {
                 // SAFETY: `fresh` came from Box::into_raw just above and was
@@ -171,19 +237,38 @@ fn slot(vcpu: c_uint) -> Option<&'static mut Slot> {
                 drop(unsafe { Box::from_raw(fresh) });
                 other
             }
-        };
+        }
     }
-    // SAFETY: slots are never freed, and only the thread running this vCPU
-    // uses it (invariant 1), so no other reference to it exists now.
-    Some(unsafe { &mut *p })
 }
 
 impl Slot {
-    /// Writes the pending hits word (so hits stay next to their access).
-    #[inline]
+    /// Appends a tag and a LEB128 number (at most 11 bytes).
+    #[inline(always)]
+    fn put(&mut self, tag: u8, mut v: u64) {
+        let len = self.buf.len();
+        debug_assert!(self.buf.capacity() - len >= 11);
+        // SAFETY: the buffer has room for 11 more bytes (invariant 5): the
+        // writes stay inside its capacity, and the length is set to cover
+        // exactly the bytes written.
+        unsafe {
+            let p = self.buf.as_mut_ptr().add(len);
+            *p = tag;
+            let mut i = 1;
+            while v >= 0x80 {
+                *p.add(i) = v as u8 | 0x80;
+                v >>= 7;
+                i += 1;
+            }
+            *p.add(i) = v as u8;
+            self.buf.set_len(len + i + 1);
+        }
+    }
+
+    /// Writes the pending hits record (so hits stay next to their access).
+    #[inline(always)]
     fn close_hits(&mut self) {
         if self.hits > 0 {
-            self.buf.push(HITS | self.hits);
+            self.put(HITS, self.hits);
             self.hits = 0;
         }
     }
@@ -193,10 +278,9 @@ impl Slot {
         // The next access is written whatever its page: the reader may see
         // another thread's block in between.
         self.page = NO_PAGE;
-        if self.buf.len() > 1 {
-            let mut fresh = Vec::with_capacity(BUF_WORDS + 64);
-            fresh.push(0);
-            write_block(vcpu, std::mem::replace(&mut self.buf, fresh));
+        self.prev = 0;
+        if self.buf.len() > HEAD {
+            write_block(vcpu, std::mem::replace(&mut self.buf, fresh_block()));
         }
     }
 
@@ -223,8 +307,10 @@ impl Slot {
             self.stored = store;
         }
         self.close_hits();
-        self.buf.push(if store { STORE } else { LOAD } | (vaddr & ADDR_MASK));
-        if self.buf.len() >= BUF_WORDS {
+        let d = vaddr.wrapping_sub(self.prev) as i64;
+        self.prev = vaddr;
+        self.put(if store { STORE } else { LOAD }, ((d << 1) ^ (d >> 63)) as u64);
+        if self.buf.len() >= BUF_BYTES {
             self.flush(vcpu);
         }
     }
@@ -254,24 +340,21 @@ extern "C" fn on_mem(vcpu: c_uint, info: qemu_plugin_meminfo_t, vaddr: u64, _u: 
     on_access(vcpu, info, vaddr, store);
 }
 
-fn padded(tag: u64, bytes: &[u8], out: &mut Vec<u64>) {
-    out.push(tag | bytes.len() as u64);
-    for c in bytes.chunks(8) {
-        let mut w = [0u8; 8];
-        w[..c.len()].copy_from_slice(c);
-        out.push(u64::from_le_bytes(w));
-    }
+/// The maps snapshot as one block of its own.
+fn write_maps() {
+    let maps = std::fs::read("/proc/self/maps").unwrap_or_default();
+    let mut b = fresh_block();
+    b.push(MAPS);
+    b.extend_from_slice(&(maps.len() as u32).to_le_bytes());
+    b.extend_from_slice(&maps);
+    write_block(0, b);
 }
 
 extern "C" fn on_tb_trans(_id: qemu_plugin_id_t, tb: *mut qemu_plugin_tb) {
     if !SNAPSHOT_TAKEN.swap(true, Ordering::AcqRel) {
         // The mappings QEMU's loader made for the program (and QEMU's own),
         // before the program's first instruction runs.
-        let maps = std::fs::read("/proc/self/maps").unwrap_or_default();
-        let mut words = Vec::with_capacity(maps.len() / 8 + 3);
-        words.push(0);
-        padded(MAPS, &maps, &mut words);
-        write_block(0, words);
+        write_maps();
     }
     // SAFETY: `tb` is the block QEMU is translating, valid during this call;
     // indices are below its instruction count.
@@ -308,7 +391,35 @@ extern "C" fn on_syscall(
     _a7: u64,
     _a8: u64,
 ) {
+    if num == SYS_EXECVE || num == SYS_EXECVEAT {
+        let Some(s) = slot(vcpu) else { return };
+        // The path: QEMU user mode on x86-64 runs the guest at its own
+        // addresses (guest base 0), so the guest's pointer is readable here.
+        let p = if num == SYS_EXECVE { a1 } else { a2 };
+        let path = if p == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: a NUL-terminated string the guest passes to execve, in
+            // memory this process maps (the call would fault otherwise, and
+            // so would QEMU reading it right after this callback).
+            unsafe { CStr::from_ptr(p as *const c_char) }.to_bytes()[..].to_vec()
+        };
+        let path = &path[..path.len().min(4096)];
+        s.close_hits();
+        s.buf.push(EXEC);
+        s.buf.extend_from_slice(&(path.len() as u16).to_le_bytes());
+        s.buf.extend_from_slice(path);
+        s.flush(vcpu);
+        // If the call succeeds the queue dies with this process image.
+        drain();
+        return;
+    }
     if !MEMORY_CALLS.contains(&num) {
+        if matches!(num, SYS_CLONE | SYS_FORK | SYS_VFORK) {
+            if let Some(s) = slot(vcpu) {
+                s.args[0] = a1;
+            }
+        }
         return;
     }
     let Some(s) = slot(vcpu) else { return };
@@ -323,21 +434,31 @@ extern "C" fn on_syscall(
 }
 
 extern "C" fn on_syscall_ret(_id: qemu_plugin_id_t, vcpu: c_uint, num: i64, ret: i64) {
+    if matches!(num, SYS_CLONE | SYS_FORK | SYS_VFORK) {
+        // The parent's side of a new process (not a thread): ret is its pid.
+        let Some(s) = slot(vcpu) else { return };
+        let thread = num == SYS_CLONE && s.args[0] & CLONE_THREAD != 0;
+        if ret > 0 && !thread {
+            s.close_hits();
+            s.buf.push(FORK);
+            s.buf.extend_from_slice(&(ret as u64).to_le_bytes());
+        }
+        return;
+    }
     if !MEMORY_CALLS.contains(&num) {
         return;
     }
     let Some(s) = slot(vcpu) else { return };
     s.close_hits();
     let path = std::mem::take(&mut s.path);
-    s.buf.push(SYSCALL | (path.len() as u64) << 16 | (num as u64 & 0xffff));
+    s.buf.push(SYSCALL);
+    s.buf.extend_from_slice(&(num as u16).to_le_bytes());
+    s.buf.extend_from_slice(&(path.len().min(0xffff) as u16).to_le_bytes());
     let args = s.args;
-    s.buf.extend_from_slice(&args);
-    s.buf.push(ret as u64);
-    for c in path.chunks(8) {
-        let mut w = [0u8; 8];
-        w[..c.len()].copy_from_slice(c);
-        s.buf.push(u64::from_le_bytes(w));
+    for v in args.iter().chain(std::iter::once(&(ret as u64))) {
+        s.buf.extend_from_slice(&v.to_le_bytes());
     }
+    s.buf.extend_from_slice(&path[..path.len().min(0xffff)]);
     s.path = path;
     EPOCH.fetch_add(1, Ordering::Relaxed);
     // Written now, so that other threads' later blocks come after it.
@@ -359,7 +480,10 @@ extern "C" fn on_exit(_id: qemu_plugin_id_t, _u: *mut c_void) {
         }
     }
     let lost = OVERFLOW.load(Ordering::Relaxed);
-    write_block(0, vec![0, END | lost.min(ADDR_MASK)]);
+    let mut b = fresh_block();
+    b.push(END);
+    b.extend_from_slice(&lost.to_le_bytes());
+    write_block(0, b);
     // The queue closes and the writer drains it before QEMU exits (in the
     // first process only: a forked child has no writer thread to join).
     let first = OUT

@@ -15,7 +15,6 @@ pub mod convert;
 pub mod plugin;
 pub mod wire;
 
-use std::io::BufReader;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -41,6 +40,9 @@ pub struct Summary {
     pub wall: Duration,
     /// Bytes of the plugin's stream.
     pub stream_bytes: u64,
+    /// The program the traced one executed, ending the trace (what ran
+    /// from there on ran natively, outside QEMU).
+    pub exec: Option<String>,
 }
 
 #[derive(Debug, Error)]
@@ -173,7 +175,6 @@ fn run(
     header.notes = vec![
         "traced under QEMU user mode: the layout is QEMU's (the program at 0x4000000000), not a native run's; glibc may choose other routines on the emulated CPU".into(),
         "accesses the kernel makes for the program (read(2) into a buffer) and instruction fetches are not in the trace".into(),
-        "programs the traced program executes or forks are not traced".into(),
     ];
     if opts.filter {
         header.notes.push("filtered in the plugin: an access in the same 4 KiB page as the same thread's previous one is a Hits count unless it is the first store after loads (TLB counts exact, docs/trace.md)".into());
@@ -210,7 +211,8 @@ fn run(
         .spawn()
         .map_err(|e| QtraceError::Setup(format!("{}: {e}", qemu.display())))?;
     drop(wr);
-    let mut blocks = wire::Blocks::new(BufReader::with_capacity(1 << 20, std::fs::File::from(rd)));
+    // Unbuffered: a block is read whole into its buffer (no second copy).
+    let mut blocks = wire::Blocks::new(std::fs::File::from(rd));
     let converted = (|| -> std::io::Result<()> {
         while let Some((vcpu, words)) = blocks.next_block()? {
             conv.block(vcpu, words)?;
@@ -230,12 +232,18 @@ fn run(
         .map_err(|e| QtraceError::Setup(format!("waiting for QEMU: {e}")))?;
     let wall = start.elapsed();
     let stream_bytes = blocks.offset;
+    let conv_exec = conv.pending_exec.clone();
     let (mut w, counts) = conv.finish().map_err(io(partial))?;
     std::io::Write::flush(&mut w).map_err(io(partial))?;
     drop(w);
     use std::os::unix::process::ExitStatusExt;
     let raw = status.into_raw();
-    if !counts.ended {
+    let exec = if counts.ended {
+        None
+    } else {
+        conv_exec.clone()
+    };
+    if !counts.ended && exec.is_none() {
         return Err(QtraceError::Stream(format!(
             "QEMU ended ({status}) without the plugin's end record after {stream_bytes} bytes of its stream: the program could not be run under QEMU, or it executed another program (not traced)"
         )));
@@ -246,12 +254,24 @@ fn run(
         exit_status: raw,
         wall,
         stream_bytes,
+        exec: exec.clone(),
     };
     // The counts go into the header (a copy with the header rewritten).
     let mut r =
         trace::TraceReader::open(partial).map_err(|e| QtraceError::Stream(e.to_string()))?;
     let mut h = r.header().clone();
     drop(r.next_chunk(&mut Vec::new()));
+    if counts.forks > 0 {
+        h.notes.push(format!(
+            "the program started {} child process(es) (fork, vfork, clone without CLONE_THREAD): their accesses are not in this trace, only the first process's",
+            counts.forks
+        ));
+    }
+    if let Some(p) = &exec {
+        h.notes.push(format!(
+            "the program executed {p}: the trace ends there; what ran from then on ran natively, outside QEMU, and is not traced"
+        ));
+    }
     for (k, v) in [
         (
             "accesses",
@@ -262,6 +282,8 @@ fn run(
         ("accesses_unattributed", counts.unattributed),
         ("accesses_lost", counts.lost),
         ("memory_calls", counts.syscalls),
+        ("child_processes", counts.forks),
+        ("execs", u64::from(exec.is_some())),
     ] {
         h.observed.insert(k.into(), v as i64);
     }

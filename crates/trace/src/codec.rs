@@ -50,6 +50,34 @@ pub struct State {
     last_offset: u64,
 }
 
+impl State {
+    /// The last access's region and offset, if the chunk has one.
+    pub fn last_access(&self) -> Option<(u32, u64)> {
+        self.last_id.map(|id| (id, self.last_offset))
+    }
+
+    pub(crate) fn set_last_offset(&mut self, offset: u64) {
+        self.last_offset = offset;
+    }
+}
+
+/// Appends an access (what [`encode`] does for `Record::Access`, without
+/// the record: a tracer's hot path).
+#[inline]
+pub fn encode_access(id: u32, offset: u64, write: bool, st: &mut State, buf: &mut Vec<u8>) {
+    if st.last_id == Some(id) {
+        buf.push(if write { WRITE_NEAR } else { READ_NEAR });
+        let d = offset.wrapping_sub(st.last_offset) as i64;
+        varint::put(buf, varint::zigzag(d));
+    } else {
+        buf.push(if write { WRITE_AT } else { READ_AT });
+        varint::put(buf, id.into());
+        varint::put(buf, offset);
+    }
+    st.last_id = Some(id);
+    st.last_offset = offset;
+}
+
 /// Appends `r` to `buf`.
 pub fn encode(r: &Record, st: &mut State, buf: &mut Vec<u8>) {
     let range = |buf: &mut Vec<u8>, tag: u8, id: u32, offset: u64, len: u64| {
@@ -59,19 +87,7 @@ pub fn encode(r: &Record, st: &mut State, buf: &mut Vec<u8>) {
         varint::put(buf, len);
     };
     match r {
-        Record::Access { id, offset, write } => {
-            if st.last_id == Some(*id) {
-                buf.push(if *write { WRITE_NEAR } else { READ_NEAR });
-                let d = offset.wrapping_sub(st.last_offset) as i64;
-                varint::put(buf, varint::zigzag(d));
-            } else {
-                buf.push(if *write { WRITE_AT } else { READ_AT });
-                varint::put(buf, (*id).into());
-                varint::put(buf, *offset);
-            }
-            st.last_id = Some(*id);
-            st.last_offset = *offset;
-        }
+        Record::Access { id, offset, write } => encode_access(*id, *offset, *write, st, buf),
         Record::Hits { count } => {
             buf.push(HITS);
             varint::put(buf, *count);

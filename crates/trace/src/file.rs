@@ -116,6 +116,8 @@ pub struct TraceWriter<W: Write> {
     records: u64,
     chunks: u32,
     level: i32,
+    /// Made at the first chunk, reused by the others.
+    compressor: Option<zstd::bulk::Compressor<'static>>,
 }
 
 impl TraceWriter<BufWriter<std::fs::File>> {
@@ -150,12 +152,14 @@ impl<W: Write> TraceWriter<W> {
             records: 0,
             chunks: 0,
             level: 3,
+            compressor: None,
         })
     }
 
     /// Sets the zstd level (1 is fastest; 3 the default).
     pub fn with_level(mut self, level: i32) -> Self {
         self.level = level;
+        self.compressor = None;
         self
     }
 
@@ -174,14 +178,75 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
+    /// Appends one access: [`TraceWriter::push`] of a `Record::Access`,
+    /// for a tracer's hot path.
+    ///
+    /// # Errors
+    /// Any I/O error writing a full chunk.
+    #[inline]
+    pub fn push_access(&mut self, id: u32, offset: u64, write: bool) -> std::io::Result<()> {
+        codec::encode_access(id, offset, write, &mut self.state, &mut self.buf);
+        self.in_chunk += 1;
+        self.records += 1;
+        if self.buf.len() >= CHUNK_TARGET {
+            self.flush_chunk()?;
+        }
+        Ok(())
+    }
+
+    /// Appends records already encoded in this format by someone else (a
+    /// tracer that writes them as it goes): relative accesses (0x12, 0x13)
+    /// and hits (0x18) only, `records` of them, continuing from the chunk's
+    /// last access (if they hold a relative access, there must be one:
+    /// [`TraceWriter::last_access`]);
+    /// `last_offset` is the offset their last access reached (`None` if
+    /// they are all hits). Returns whether the chunk was closed after them,
+    /// so that the next access must name its region again.
+    ///
+    /// # Errors
+    /// Any I/O error writing a full chunk.
+    pub fn push_encoded(
+        &mut self,
+        bytes: &[u8],
+        records: u32,
+        last_offset: Option<u64>,
+    ) -> std::io::Result<bool> {
+        if records == 0 {
+            return Ok(false);
+        }
+        self.buf.extend_from_slice(bytes);
+        if let Some(off) = last_offset {
+            self.state.set_last_offset(off);
+        }
+        self.in_chunk += records;
+        self.records += u64::from(records);
+        if self.buf.len() >= CHUNK_TARGET {
+            self.flush_chunk()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The chunk's last access (region, offset): what a relative access
+    /// appended now is relative to.
+    pub fn last_access(&self) -> Option<(u32, u64)> {
+        self.state.last_access()
+    }
+
     fn flush_chunk(&mut self) -> std::io::Result<()> {
         if self.in_chunk == 0 {
             return Ok(());
         }
         // The frame carries its checksum: a corrupt chunk is refused rather
         // than replayed as other accesses.
-        let mut c = zstd::bulk::Compressor::new(self.level)?;
-        c.include_checksum(true)?;
+        let c = match &mut self.compressor {
+            Some(c) => c,
+            None => {
+                let mut c = zstd::bulk::Compressor::new(self.level)?;
+                c.include_checksum(true)?;
+                self.compressor.insert(c)
+            }
+        };
         let z = c.compress(&self.buf)?;
         self.out.write_all(CHUNK)?;
         self.out.write_all(&(self.buf.len() as u32).to_le_bytes())?;
