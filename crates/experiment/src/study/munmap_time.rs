@@ -207,8 +207,10 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         count(mr as f64),
         ipis(pair)
     ));
-    sec.findings.push(
-        "How the model prices it: in Linux the sender waits for every receiver's \
+    // How the shootdown is priced is method, not a finding (findings carry
+    // the section's numbers).
+    sec.method.push_str(
+        " How the model prices it: in Linux the sender waits for every receiver's \
          acknowledgement (flush_tlb_mm_range -> flush_tlb_multi -> on_each_cpu_cond_mask with \
          wait set -> smp_call_function_many_cond spins on each receiver's call-function lock \
          until its interrupt handler has flushed), so the sender's time holds the IPI's \
@@ -218,8 +220,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          included), in place of tlb.flush_local, and the receiver shootdown.receiver on its own \
          clock; the difference per munmap is shootdown.sender - tlb.flush_local. Both runs \
          keep the churn's tables alive with an anchor page (as the kernel process's other \
-         mappings do), so no table is freed and re-made in either."
-            .into(),
+         mappings do), so no table is freed and re-made in either.",
     );
     if let (Some(a), Some(b)) = (&k_alone, &k_pair) {
         sec.findings.push(format!(
