@@ -89,6 +89,7 @@ pub const CATALOG: &[CostName] = &[
     c("access.tlb_hit", Per::Event, "A memory access whose translation hits the first-level TLB, cache hit."),
     c("tlb.l2_hit", Per::Event, "Extra cost of an access that misses the L1 TLB and hits the L2 TLB."),
     c("tlb.miss_walk", Per::Event, "Extra cost of an access that misses every TLB and walks (this host: two-dimensional under a hypervisor)."),
+    c("tlb.miss_walk_cached", Per::Event, "Extra cost of an access that misses every TLB and walks tables whose lines are in the data caches (pages just faulted or mapped, a small working set of tables)."),
     c("walk.ref_cached", Per::Event, "One walk reference served by a cache of table lines."),
     c("walk.ref_memory", Per::Event, "One walk reference served by memory."),
     // Memory latency by working-set size (a dependent load, random order).

@@ -56,6 +56,7 @@ const FIGURES: &[(&str, f64, f64, f64)] = &[
     ("access.tlb_hit", 1.0, 0.5, 2.0),
     ("tlb.l2_hit", 7.0, 5.0, 10.0),
     ("tlb.miss_walk", 30.0, 20.0, 60.0),
+    ("tlb.miss_walk_cached", 20.0, 10.0, 40.0),
     ("walk.ref_cached", 5.0, 4.0, 8.0),
     ("walk.ref_memory", 100.0, 80.0, 150.0),
     ("mem.latency_32k", 1.2, 1.0, 1.5),

@@ -94,6 +94,7 @@ pub const MEASURED: &[&str] = &[
     "access.tlb_hit",
     "tlb.l2_hit",
     "tlb.miss_walk",
+    "tlb.miss_walk_cached",
     "walk.ref_cached",
     "walk.ref_memory",
 ];
