@@ -45,6 +45,7 @@ pub const CATALOG: &[CostName] = &[
     // (exception entry and exit, the handler, the page's allocation and
     // clearing where the kind does it).
     c("fault.anon_write", Per::Event, "Write fault on anonymous memory: a zeroed 4 KiB page mapped."),
+    c("fault.anon_recycled", Per::Event, "Write fault on anonymous memory whose page comes back from pages the same CPU freed just before (munmap, MADV_DONTNEED): warm in its free list and caches."),
     c("fault.zero_read", Per::Event, "Read fault on anonymous memory: the shared zero page mapped."),
     c("fault.cow", Per::Event, "Write fault on a private page mapped read-only: the page copied."),
     c("fault.file_read", Per::Event, "Read fault on a cached file page, fault-around included."),

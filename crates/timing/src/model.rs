@@ -108,6 +108,9 @@ pub struct CostModel {
     /// A walk whose last-level line is cached ([`crate::TableLines`]).
     pub walk_cached: Ns3,
     pub walk_ref: Ns3,
+    /// An anonymous write fault on a page its CPU freed just before
+    /// (`fault.anon_recycled`; `fault.anon_write` where a file lacks it).
+    pub anon_recycled: Ns3,
     /// Per handled fault, by [`FaultKind`].
     pub faults: [Ns3; FAULT_KINDS],
     pub pt_alloc: Ns3,
@@ -177,8 +180,14 @@ impl CostModel {
             get("madvise.page"),
             Ns3::ZERO,
         ];
+        // A file without the recycled figure (taken before it existed, or
+        // the 2013 machine's) prices every anonymous write fault alike.
+        let anon_recycled = file
+            .get("fault.anon_recycled")
+            .map_or(faults[FaultKind::AnonWrite as usize], Ns3::from);
         let m = CostModel {
             origin: origin.to_string(),
+            anon_recycled,
             missing: Vec::new(),
             l1_hit: get("access.tlb_hit"),
             l2_extra: get("tlb.l2_hit"),

@@ -139,6 +139,11 @@ fn workload(reps: usize, s: &Sizes, n: u64) -> String {
     line(&mut ops, &format!("{{ mmap = \"a\", size = {r} }}"));
     line(&mut ops, "{ mark = \"a0\" }");
     passes(&mut ops, "a", "a", "write", "4KiB", n, slice);
+    // The same pages given back (MADV_DONTNEED frees them to this CPU's
+    // free list) and written again: faults on recycled pages.
+    line(&mut ops, "{ madvise = \"a\", advice = \"dontneed\" }");
+    line(&mut ops, "{ mark = \"r0\" }");
+    passes(&mut ops, "r", "a", "write", "4KiB", n, slice);
     line(&mut ops, "{ munmap = \"a\" }");
     // MADV_POPULATE_WRITE of a fresh region of the same size: its pages
     // faulted in by the kernel, no exception per page.
@@ -275,6 +280,13 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
                 "write to every page of a fresh anonymous mapping (the model's figure; over a {} MiB mapping instead, pages new to the cache: {large})",
                 s.large >> 20
             )),
+        ),
+    );
+    figs.put(
+        "fault.anon_recycled",
+        measured(
+            &per_fault(&p, "r", n),
+            &pass("write to every page of that mapping again after MADV_DONTNEED of it all (each page taken back from the pages this CPU just freed)"),
         ),
     );
     // The populated pages: the call's time over the anonymous pages it
