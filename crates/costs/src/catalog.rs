@@ -45,6 +45,7 @@ pub const CATALOG: &[CostName] = &[
     // (exception entry and exit, the handler, the page's allocation and
     // clearing where the kind does it).
     c("fault.anon_write", Per::Event, "Write fault on anonymous memory: a zeroed 4 KiB page mapped."),
+    c("fault.anon_recycled", Per::Event, "Write fault on anonymous memory whose page comes back from pages the same CPU freed just before (munmap, MADV_DONTNEED): warm in its free list and caches."),
     c("fault.zero_read", Per::Event, "Read fault on anonymous memory: the shared zero page mapped."),
     c("fault.cow", Per::Event, "Write fault on a private page mapped read-only: the page copied."),
     c("fault.file_read", Per::Event, "Read fault on a cached file page, fault-around included."),
@@ -89,6 +90,7 @@ pub const CATALOG: &[CostName] = &[
     c("access.tlb_hit", Per::Event, "A memory access whose translation hits the first-level TLB, cache hit."),
     c("tlb.l2_hit", Per::Event, "Extra cost of an access that misses the L1 TLB and hits the L2 TLB."),
     c("tlb.miss_walk", Per::Event, "Extra cost of an access that misses every TLB and walks (this host: two-dimensional under a hypervisor)."),
+    c("tlb.miss_walk_cached", Per::Event, "Extra cost of an access that misses every TLB and walks tables whose lines are in the data caches (pages just faulted or mapped, a small working set of tables)."),
     c("walk.ref_cached", Per::Event, "One walk reference served by a cache of table lines."),
     c("walk.ref_memory", Per::Event, "One walk reference served by memory."),
     // Memory latency by working-set size (a dependent load, random order).

@@ -13,6 +13,9 @@ pub const SOURCE: &str =
 /// `(name, ns, lo, hi)` of every catalog name.
 const FIGURES: &[(&str, f64, f64, f64)] = &[
     ("fault.anon_write", 1500.0, 1000.0, 2500.0),
+    // The same fault on a page the CPU freed just before; with no figure
+    // of its own it costs as much as a fresh one.
+    ("fault.anon_recycled", 1500.0, 1000.0, 2500.0),
     ("fault.zero_read", 700.0, 450.0, 1200.0),
     ("fault.cow", 2000.0, 1400.0, 3200.0),
     ("fault.file_read", 1000.0, 650.0, 1800.0),
@@ -56,6 +59,7 @@ const FIGURES: &[(&str, f64, f64, f64)] = &[
     ("access.tlb_hit", 1.0, 0.5, 2.0),
     ("tlb.l2_hit", 7.0, 5.0, 10.0),
     ("tlb.miss_walk", 30.0, 20.0, 60.0),
+    ("tlb.miss_walk_cached", 20.0, 10.0, 40.0),
     ("walk.ref_cached", 5.0, 4.0, 8.0),
     ("walk.ref_memory", 100.0, 80.0, 150.0),
     ("mem.latency_32k", 1.2, 1.0, 1.5),

@@ -33,9 +33,11 @@ pub mod locks;
 pub mod model;
 pub mod ns3;
 pub mod shared;
+pub mod table_lines;
 
 pub use channel::MemoryChannel;
 pub use locks::{Acquired, Handoff, VirtualLocks};
 pub use model::{CostModel, SyscallKind, BARE_METAL, SHIPPED};
 pub use ns3::Ns3;
 pub use shared::{SharedLock, Taken};
+pub use table_lines::TableLines;

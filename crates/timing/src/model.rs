@@ -3,11 +3,12 @@
 //!
 //! ## What an event costs
 //! - An access: `access.tlb_hit`; plus `tlb.l2_hit` if it missed the L1
-//!   TLB and hit the L2; plus `tlb.miss_walk` if it walked; plus
-//!   `walk.ref_cached` per memory reference the walk made (walk-cache hits
-//!   have already removed theirs). The MMU model has no cache of table
-//!   lines, so every reference is priced as served by the data caches;
-//!   `walk.ref_memory` is not charged until it has one.
+//!   TLB and hit the L2; plus, if it walked, `tlb.miss_walk_cached` when
+//!   the CPU's [`crate::TableLines`] held the last-level entry's line pair
+//!   and `tlb.miss_walk` when not; plus `walk.ref_cached` per memory
+//!   reference the walk made (walk-cache hits have already removed
+//!   theirs). `walk.ref_memory` is not charged: the line fetched from
+//!   memory is inside `tlb.miss_walk`.
 //! - A handled fault: the figure of its kind (`fault.*`, the whole fault as
 //!   the faulting thread sees it, its share of table allocation included;
 //!   every multi-size THP is priced as `fault.mthp_64k`).
@@ -104,7 +105,12 @@ pub struct CostModel {
     pub l1_hit: Ns3,
     pub l2_extra: Ns3,
     pub walk_extra: Ns3,
+    /// A walk whose last-level line is cached ([`crate::TableLines`]).
+    pub walk_cached: Ns3,
     pub walk_ref: Ns3,
+    /// An anonymous write fault on a page its CPU freed just before
+    /// (`fault.anon_recycled`; `fault.anon_write` where a file lacks it).
+    pub anon_recycled: Ns3,
     /// Per handled fault, by [`FaultKind`].
     pub faults: [Ns3; FAULT_KINDS],
     pub pt_alloc: Ns3,
@@ -174,12 +180,19 @@ impl CostModel {
             get("madvise.page"),
             Ns3::ZERO,
         ];
+        // A file without the recycled figure (taken before it existed, or
+        // the 2013 machine's) prices every anonymous write fault alike.
+        let anon_recycled = file
+            .get("fault.anon_recycled")
+            .map_or(faults[FaultKind::AnonWrite as usize], Ns3::from);
         let m = CostModel {
             origin: origin.to_string(),
+            anon_recycled,
             missing: Vec::new(),
             l1_hit: get("access.tlb_hit"),
             l2_extra: get("tlb.l2_hit"),
             walk_extra: get("tlb.miss_walk"),
+            walk_cached: get("tlb.miss_walk_cached"),
             walk_ref: get("walk.ref_cached"),
             faults,
             pt_alloc: get("pt.alloc"),
@@ -234,13 +247,16 @@ impl CostModel {
     }
 
     /// One access whose translation completed at `hit` after a walk of
-    /// `walk_refs` references (0 for a clean TLB hit).
+    /// `walk_refs` references (0 for a clean TLB hit); a walk found its
+    /// last-level table line in the caches if `line_cached`
+    /// ([`crate::TableLines`]).
     #[inline(always)]
-    pub fn access(&self, hit: HitLevel, walk_refs: u32) -> Ns3 {
+    pub fn access(&self, hit: HitLevel, walk_refs: u32, line_cached: bool) -> Ns3 {
         let mut c = self.l1_hit;
         match hit {
             HitLevel::L1 => {}
             HitLevel::L2 => c += self.l2_extra,
+            HitLevel::Walk if line_cached => c += self.walk_cached,
             HitLevel::Walk => c += self.walk_extra,
         }
         if walk_refs != 0 {
@@ -335,11 +351,15 @@ mod tests {
     #[test]
     fn an_access_adds_the_parts_of_where_it_hit() {
         let m = CostModel::builtin();
-        assert_eq!(m.access(HitLevel::L1, 0), m.l1_hit);
-        assert_eq!(m.access(HitLevel::L2, 0), m.l1_hit + m.l2_extra);
+        assert_eq!(m.access(HitLevel::L1, 0, false), m.l1_hit);
+        assert_eq!(m.access(HitLevel::L2, 0, false), m.l1_hit + m.l2_extra);
         assert_eq!(
-            m.access(HitLevel::Walk, 3).ns,
+            m.access(HitLevel::Walk, 3, false).ns,
             m.l1_hit.ns + m.walk_extra.ns + 3.0 * m.walk_ref.ns
+        );
+        assert_eq!(
+            m.access(HitLevel::Walk, 3, true).ns,
+            m.l1_hit.ns + m.walk_cached.ns + 3.0 * m.walk_ref.ns
         );
     }
 

@@ -42,7 +42,8 @@ use super::ModelError;
 use crate::latency::FineHist;
 use machine::{AccessKind, CpuHandle};
 use mm::FAULT_KINDS;
-use timing::{CostModel, Ns3};
+use mmu::HitLevel;
+use timing::{CostModel, Ns3, TableLines};
 use workload::plan::{self, Op};
 
 /// How far (ns of virtual time) a CPU may run ahead of the next one through
@@ -106,6 +107,8 @@ struct Vcpu<'m, 'w> {
     /// Faults by kind as of the last event, to price the next by difference.
     kinds: [u64; FAULT_KINDS],
     unreported: u64,
+    /// The last-level table lines this CPU's caches hold.
+    lines: TableLines,
 }
 
 /// How a step ended.
@@ -151,6 +154,7 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
             latency: None,
             op_label: String::new(),
             unreported: 0,
+            lines: TableLines::new(sh.cfg.geometry.page_size()),
         });
     }
     let pricer = Pricer::new(
@@ -384,7 +388,9 @@ impl<'s, 'w> Exec<'s, 'w> {
                 Ok(o) => o,
                 Err(e) => return Err(interp::access_error(v.tid, &v.op_label, e)),
             };
-            let cost = costs.access(o.translation.hit, o.translation.walk_refs);
+            // A walk records its table line pair (timing::TableLines).
+            let cached = o.translation.hit == HitLevel::Walk && v.lines.walk(va);
+            let cost = costs.access(o.translation.hit, o.translation.walk_refs, cached);
             let took = if o.faults == 0 {
                 v.clock += cost;
                 cost.ns

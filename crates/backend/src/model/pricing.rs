@@ -51,6 +51,13 @@ pub(crate) struct Pricer<'c> {
     /// The zone lock, the LRU lock and the mmap_lock's line
     /// ([`SharedResources`]).
     shared: SharedResources,
+    /// Per CPU: pages it freed (munmap, DONTNEED) that no fault of it has
+    /// taken again yet. An anonymous write fault that takes one is priced
+    /// `fault.anon_recycled`: Linux frees a zapped page to the CPU's own
+    /// free list (mm/page_alloc.c, free_unref_folios) and the next
+    /// allocation takes it back from there (rmqueue_pcplist), its struct
+    /// page and often its lines still in the caches.
+    recycle: Vec<u64>,
 }
 
 /// What the address space holds, before and after a system call.
@@ -115,6 +122,7 @@ impl<'c> Pricer<'c> {
             page: page_bytes,
             handler_extra: Ns3::ZERO,
             shared: SharedResources::default(),
+            recycle: Vec::new(),
         }
     }
 
@@ -152,22 +160,35 @@ impl<'c> Pricer<'c> {
         let mut kib = 0.0;
         let mut handled = 0.0;
         let (mut pages, mut folios) = (0, 0);
+        if self.recycle.len() <= cpu_id {
+            self.recycle.resize(cpu_id + 1, 0);
+        }
+        let mut recycle = self.recycle[cpu_id];
         let now_kinds = &cpu.thread_counters().fault_kinds;
         let (alloc_per, lru_per) = (self.shared.pages_per_fault, self.shared.folios_per_fault);
-        for (((((now, then), price), traffic), alloc), lru) in now_kinds
+        for (k, (((((now, then), price), traffic), alloc), lru)) in now_kinds
             .iter()
             .zip(kinds.iter_mut())
             .zip(&self.costs.faults)
             .zip(&self.traffic_kib)
             .zip(&alloc_per)
             .zip(&lru_per)
+            .enumerate()
         {
             if *now != *then {
-                let n = (*now - *then) as f64;
-                cost += *price * n;
+                let d = *now - *then;
+                let n = d as f64;
+                // Anonymous write faults first take pages the CPU freed.
+                let again = if k == FaultKind::AnonWrite as usize {
+                    d.min(recycle)
+                } else {
+                    0
+                };
+                cost += self.costs.anon_recycled * again as f64 + *price * (d - again) as f64;
+                recycle = recycle.saturating_sub(alloc * d);
                 handled += n;
-                pages += alloc * (*now - *then);
-                folios += lru * (*now - *then);
+                pages += alloc * d;
+                folios += lru * d;
                 kib += traffic * n;
                 *then = *now;
             }
@@ -198,6 +219,9 @@ impl<'c> Pricer<'c> {
             self.generation = generation;
             self.ipis = now;
         }
+        // What this event's system call zapped goes back to the CPU's list
+        // (SharedResources::take consumes the count below).
+        self.recycle[cpu_id] = recycle + self.shared.freed;
         cpu.drain_lock_log(&mut self.log);
         let mmap = self.log.iter().any(|e| e.class == LockClass::Mmap);
         let pre = self

@@ -59,7 +59,7 @@ use mmu::HitLevel;
 use std::path::Path;
 use std::time::Instant;
 use thiserror::Error;
-use timing::{Ns3, SyscallKind};
+use timing::{Ns3, SyscallKind, TableLines};
 use trace::regions::{self, Scan};
 use trace::{MapEvent, Record, RegionKind, TraceError, TraceReader};
 use workload::result::{Counters, Mark, Run};
@@ -141,7 +141,7 @@ pub fn replay(
         last: Vec::new(),
         repeats: [0; 64],
         shortcut: !opts.translate_all,
-        hit: cfg.costs.access(HitLevel::L1, 0),
+        hit: cfg.costs.access(HitLevel::L1, 0, false),
         pricer: Pricer::new(
             &cfg.costs,
             &machine,
@@ -153,6 +153,7 @@ pub fn replay(
         pending: Vec::new(),
         kinds: Vec::new(),
         page_bytes: cfg.geometry.page_size(),
+        lines: Vec::new(),
     };
     d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
     let mut reader = TraceReader::open(path)?;
@@ -240,6 +241,9 @@ struct Driver<'m> {
     kinds: Vec<[u64; FAULT_KINDS]>,
     /// The geometry's page size, for pricing system calls per page.
     page_bytes: u64,
+    /// Per trace thread (its modeled CPU): the last-level table lines its
+    /// caches hold (timing::TableLines).
+    lines: Vec<TableLines>,
 }
 
 /// The page of a thread's last access and its kind. When that access was
@@ -460,10 +464,17 @@ impl<'m> Driver<'m> {
         };
         match self.cpu()?.access(va, kind) {
             Ok(o) => {
-                let cost = self
-                    .pricer
-                    .costs
-                    .access(o.translation.hit, o.translation.walk_refs);
+                // A walk records its table line pair, as the executor's.
+                let cached = o.translation.hit == HitLevel::Walk && {
+                    while self.lines.len() <= self.tid {
+                        self.lines.push(TableLines::new(self.page_bytes));
+                    }
+                    self.lines[self.tid].walk(va)
+                };
+                let cost =
+                    self.pricer
+                        .costs
+                        .access(o.translation.hit, o.translation.walk_refs, cached);
                 let clean_l1 = o.faults == 0
                     && o.translation.hit == HitLevel::L1
                     && o.translation.walk_refs == 0;

@@ -84,6 +84,35 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         ),
     );
 
+    // The walk whose table lines are cached: one line in each of 8,192
+    // 4 KiB pages (past every TLB level's reach; their PTEs, 64 KiB, and
+    // their data lines, 512 KiB, stay in the caches), minus the same lines
+    // over THP (TLB hits). A workload that runs through pages it just
+    // faulted or mapped walks like this, not like the 1 GiB chase.
+    let walked = 8192 * PAGE;
+    let layout = one_line_per_page(8192);
+    let huge = Buffer::new(walked, Pages::Huge).map_err(err)?;
+    let huge_ns = huge.chase_samples(&layout, 2_000_000, reps, deadline());
+    let share = huge.huge_share.min(1.0);
+    drop(huge);
+    if share >= MIN_HUGE_SHARE {
+        let small = Buffer::new(walked, Pages::Small).map_err(err)?;
+        let small_ns = small.chase_samples(&layout, 2_000_000, reps, deadline());
+        drop(small);
+        let huge_mean = mean(&huge_ns);
+        figs.put(
+            "tlb.miss_walk_cached",
+            measured(
+                &small_ns.iter().map(|s| s - huge_mean).collect::<Vec<_>>(),
+                &format!(
+                    "pointer chase over one line in each of 8192 4 KiB pages (MADV_NOHUGEPAGE; past the TLBs, tables and lines in the caches) minus the same lines over THP ({:.0}% in huge pages, mean), per access, {}",
+                    share * 100.0,
+                    clock::name()
+                ),
+            ),
+        );
+    }
+
     let big = match scale {
         Scale::Test => 64 << 20,
         _ => 1 << 30,

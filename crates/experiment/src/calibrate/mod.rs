@@ -60,6 +60,7 @@ pub const MAX_PROBE_BYTES: u64 = 1536 << 20;
 /// Every cost name calibrate writes, in the order it writes them.
 pub const MEASURED: &[&str] = &[
     "fault.anon_write",
+    "fault.anon_recycled",
     "fault.zero_read",
     "fault.cow",
     "fault.file_read",
@@ -94,6 +95,7 @@ pub const MEASURED: &[&str] = &[
     "access.tlb_hit",
     "tlb.l2_hit",
     "tlb.miss_walk",
+    "tlb.miss_walk_cached",
     "walk.ref_cached",
     "walk.ref_memory",
 ];
