@@ -174,6 +174,20 @@ pub fn replay(
                 d.index += k;
                 n += k;
             }
+            // An access (most records) goes straight to the access path,
+            // no `Record` built; anything else through `step`.
+            if let Some((id, offset, write)) = records.next_access() {
+                d.access(id, offset, write)?;
+                d.index += 1;
+                n += 1;
+                continue;
+            }
+            if let Some(count) = records.next_hits() {
+                d.hits(count);
+                d.index += 1;
+                n += 1;
+                continue;
+            }
             let Some(r) = records.next_record() else {
                 break;
             };
@@ -268,7 +282,18 @@ struct Last {
 }
 
 impl<'m> Driver<'m> {
+    #[inline]
     fn cpu(&mut self) -> Result<&mut CpuHandle<'m>, ReplayError> {
+        if self.tid >= self.cpus.len() {
+            self.attach_cpus()?;
+        }
+        Ok(&mut self.cpus[self.tid])
+    }
+
+    /// Attaches CPUs up to the current thread's (the first time it appears).
+    #[cold]
+    #[inline(never)]
+    fn attach_cpus(&mut self) -> Result<(), ReplayError> {
         while self.cpus.len() <= self.tid {
             let c = self
                 .machine
@@ -277,7 +302,7 @@ impl<'m> Driver<'m> {
             self.kinds.push(c.thread_counters().fault_kinds);
             self.cpus.push(c);
         }
-        Ok(&mut self.cpus[self.tid])
+        Ok(())
     }
 
     /// The current thread's clock, its pending hits added: a thread seen
@@ -291,14 +316,20 @@ impl<'m> Driver<'m> {
     }
 
     /// Makes the current thread's clock if it has none yet.
-    #[inline]
+    #[inline(always)]
     fn open_clock(&mut self) {
         if self.clocks.len() <= self.tid {
-            self.flush_all();
-            let start = self.clocks.iter().fold(Ns3::ZERO, |m, c| m.max(*c));
-            self.clocks.resize(self.tid + 1, start);
-            self.pending.resize(self.tid + 1, 0);
+            self.open_clock_slow();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn open_clock_slow(&mut self) {
+        self.flush_all();
+        let start = self.clocks.iter().fold(Ns3::ZERO, |m, c| m.max(*c));
+        self.clocks.resize(self.tid + 1, start);
+        self.pending.resize(self.tid + 1, 0);
     }
 
     /// `n` first-level hits of the current thread, priced when its clock
@@ -458,6 +489,14 @@ impl<'m> Driver<'m> {
         } else {
             AccessKind::Read
         };
+        // The translated-access fast path: a clean first-level hit from
+        // the MMU's recent hits, priced and remembered as the `Ok` arm
+        // below does for one, with nothing copied through memory.
+        if let Some(shift) = self.cpu()?.hit(va, kind) {
+            self.hits_pending(1);
+            self.remember(va, write, 1u64 << shift, true);
+            return Ok(());
+        }
         match self.cpu()?.access(va, kind) {
             Ok(o) => {
                 let cost = self
@@ -478,17 +517,7 @@ impl<'m> Driver<'m> {
                 } else {
                     *self.clock() += cost;
                 }
-                let size = o.translation.page_size;
-                if self.last.len() <= self.tid {
-                    self.last.resize(self.tid + 1, Last::default());
-                }
-                self.last[self.tid] = Last {
-                    mask: !(size - 1),
-                    base: va & !(size - 1),
-                    write,
-                    l1: clean_l1,
-                    shift: size.trailing_zeros() as u8,
-                };
+                self.remember(va, write, o.translation.page_size, clean_l1);
                 Ok(())
             }
             Err(AccessError::Segv { va, code }) => {
@@ -497,6 +526,33 @@ impl<'m> Driver<'m> {
             Err(AccessError::Oom { va }) => Err(self.refused(format!("out of memory at {va:#x}"))),
             Err(AccessError::Internal(s)) => Err(ReplayError::Internal(s)),
         }
+    }
+
+    /// A `Hits` record: hits in the page of the thread's last access,
+    /// counted at its size when the replay knows it.
+    #[inline]
+    fn hits(&mut self, count: u64) {
+        match self.last.get(self.tid).filter(|l| l.mask != 0) {
+            Some(l) => self.repeats[usize::from(l.shift)] += count,
+            None => self.hits += count,
+        }
+        self.hits_pending(count);
+    }
+
+    /// The current thread's last access (see [`Last`]): `va`, of kind
+    /// `write`, in a TLB entry of `size` bytes; `l1`: a clean first-level hit.
+    #[inline(always)]
+    fn remember(&mut self, va: u64, write: bool, size: u64, l1: bool) {
+        if self.last.len() <= self.tid {
+            self.last.resize(self.tid + 1, Last::default());
+        }
+        self.last[self.tid] = Last {
+            mask: !(size - 1),
+            base: va & !(size - 1),
+            write,
+            l1,
+            shift: size.trailing_zeros() as u8,
+        };
     }
 
     fn map(&mut self, m: &MapEvent, addr: u64, len: u64) -> Result<(), ReplayError> {
@@ -557,13 +613,7 @@ impl<'m> Driver<'m> {
                 self.access(*id, *offset, *write)
             }
             Record::Hits { count } => {
-                // Hits in the page of the thread's last access: counted at
-                // its size when the replay knows it.
-                match self.last.get(self.tid).filter(|l| l.mask != 0) {
-                    Some(l) => self.repeats[usize::from(l.shift)] += count,
-                    None => self.hits += count,
-                }
-                self.hits_pending(*count);
+                self.hits(*count);
                 Ok(())
             }
             Record::Thread { tid } => {
