@@ -342,7 +342,11 @@ impl<'a> Decoder<'a> {
                 let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
                 let ends = !w & 0x8080_8080_8080_8080;
                 // The second field's end: drop the first end's bit.
-                let ends = if fields == 2 { ends & ends.wrapping_sub(1) } else { ends };
+                let ends = if fields == 2 {
+                    ends & ends.wrapping_sub(1)
+                } else {
+                    ends
+                };
                 if ends != 0 {
                     self.c.pos += 1 + (ends.trailing_zeros() as usize >> 3) + 1;
                     *accesses += 1;

@@ -70,9 +70,11 @@ pub struct ReplayOptions {
     pub layout: LayoutMode,
     /// Stop with [`ReplayError::Timeout`] once this passes.
     pub deadline: Option<Instant>,
-    /// Translate every access through the modeled MMU, even those that
-    /// can only hit the first-level TLB (slower; the counters and the
-    /// predicted time are the same: the tests compare them).
+    /// Translate every access through the modeled MMU's plain access
+    /// (`CpuHandle::access`), even those that can only hit the first-level
+    /// TLB and those the first-level hit probe (`CpuHandle::hit`) answers
+    /// (slower; the counters and the predicted time are the same: the
+    /// tests compare them).
     pub translate_all: bool,
 }
 
@@ -489,10 +491,17 @@ impl<'m> Driver<'m> {
         } else {
             AccessKind::Read
         };
-        // The translated-access fast path: a clean first-level hit from
-        // the MMU's recent hits, priced and remembered as the `Ok` arm
-        // below does for one, with nothing copied through memory.
-        if let Some(shift) = self.cpu()?.hit(va, kind) {
+        // The translated-access fast path: a clean first-level hit
+        // answered by the MMU's probe (`CpuHandle::hit`), priced and
+        // remembered as the `Ok` arm below does for one, with nothing
+        // copied through memory. `translate_all` (the tests' reference)
+        // takes every access the plain way.
+        let probed = if self.shortcut {
+            self.cpu()?.hit(va, kind)
+        } else {
+            None
+        };
+        if let Some(shift) = probed {
             self.hits_pending(1);
             self.remember(va, write, 1u64 << shift, true);
             return Ok(());
