@@ -232,6 +232,15 @@ impl<'m> CpuHandle<'m> {
         }
     }
 
+    /// [`CpuHandle::access`] when it would be a clean first-level hit from
+    /// the MMU's recent hits ([`mmu::Cpu::hit`]): log2 of the entry's
+    /// size, counted and ordered exactly as that access; `None`, changing
+    /// nothing, otherwise (the caller then calls [`CpuHandle::access`]).
+    #[inline]
+    pub fn hit(&mut self, va: u64, kind: AccessKind) -> Option<u8> {
+        self.cpu.hit(va, kind == AccessKind::Write, true)
+    }
+
     /// The fault path of [`CpuHandle::access`], out of line so that the
     /// hit path stays small.
     #[inline(never)]

@@ -830,6 +830,46 @@ impl Cpu {
         self.miss_l1(pt, va, write, user, key)
     }
 
+    /// [`Cpu::access`] of `va` when it is a clean first-level hit (from
+    /// the hits it remembers, the `hits` module, or from the first-level
+    /// arrays): log2 of the entry's size, counted, ordered and remembered
+    /// exactly as that access does. `None` when the access takes any other
+    /// path (mail pending, a first-level miss, an entry that does not
+    /// permit the access or must be walked to set D): the caller must then
+    /// call [`Cpu::access`] for the same `va` at once, which makes it. A
+    /// `None` changes nothing that access does not redo: at most the
+    /// lookup's replacement touch of the entry that access looks up and
+    /// touches again (a second touch of the most recent entry changes no
+    /// LRU order and no pseudo-LRU bit), and the hit cache's sync, which
+    /// that access does first. It returns in a register what a caller
+    /// that needs no physical address needs (a replay pricing the access),
+    /// with nothing copied through memory.
+    #[inline(always)]
+    pub fn hit(&mut self, va: u64, write: bool, user: bool) -> Option<u8> {
+        if self.slot.pending.load(Ordering::Relaxed) {
+            return None;
+        }
+        let need = needed_flags(write, user);
+        if let Some(h) = self.hits.hit(va, need) {
+            return Some(h.shift);
+        }
+        self.hit_l1(va, need)
+    }
+
+    /// The first-level part of [`Cpu::hit`], as [`Cpu::access`] makes it.
+    #[inline(never)]
+    fn hit_l1(&mut self, va: u64, need: u8) -> Option<u8> {
+        let st = &mut *self.st;
+        self.hits.sync(&mut st.l1, &mut st.stats);
+        let (slot, e) = st.l1.lookup(va, tlb::key(va, self.asid))?;
+        if e.flags() & need != need {
+            return None;
+        }
+        st.stats.l1_hits_by_size[usize::from(e.shift())] += 1;
+        self.hits.fill(va, slot, e);
+        Some(e.shift())
+    }
+
     /// The access the hardware retries after the OS handled its fault, as
     /// [`Cpu::access`] would make it, without the TLB lookups whose outcome
     /// is known: the fault invalidated every TLB entry of `va` on this CPU

@@ -244,6 +244,14 @@ pub fn decode_all(buf: &[u8], out: &mut Vec<Record>) -> Result<(), DecodeError> 
     Ok(())
 }
 
+/// `Hits` records passed over by [`Decoder::next_non_access_or_hits`]: how
+/// many, and the accesses they count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub records: u64,
+    pub count: u64,
+}
+
 /// Decodes the records of one chunk's contents one at a time, with no list
 /// built (a replay's hot loop).
 pub struct Decoder<'a> {
@@ -271,6 +279,27 @@ impl<'a> Decoder<'a> {
     /// and checks them.
     #[inline]
     pub fn next_non_access(&mut self, accesses: &mut u64) -> Option<Result<Record, DecodeError>> {
+        self.next_event::<false>(accesses, &mut Tally::default())
+    }
+
+    /// [`Decoder::next_non_access`] that also passes over `Hits` records,
+    /// adding them to `hits` (a pass that needs only the regions and the
+    /// totals).
+    #[inline]
+    pub fn next_non_access_or_hits(
+        &mut self,
+        accesses: &mut u64,
+        hits: &mut Tally,
+    ) -> Option<Result<Record, DecodeError>> {
+        self.next_event::<true>(accesses, hits)
+    }
+
+    #[inline(always)]
+    fn next_event<const SKIP_HITS: bool>(
+        &mut self,
+        accesses: &mut u64,
+        hits: &mut Tally,
+    ) -> Option<Result<Record, DecodeError>> {
         let buf = self.c.buf;
         loop {
             // A sequential scan's accesses are two bytes each (a relative
@@ -292,10 +321,38 @@ impl<'a> Decoder<'a> {
             let fields = match tag {
                 READ_NEAR | WRITE_NEAR => 1,
                 READ_AT | WRITE_AT => 2,
+                HITS if SKIP_HITS => {
+                    let mut p = self.c.pos + 1;
+                    match varint::get(buf, &mut p) {
+                        Some(n) => {
+                            hits.records += 1;
+                            hits.count += n;
+                            self.c.pos = p;
+                            continue;
+                        }
+                        None => return Some(self.decode_one()),
+                    }
+                }
                 _ => return Some(self.decode_one()),
             };
             // Skip the tag and the LEB128 fields: a field ends at its first
-            // byte below 0x80.
+            // byte below 0x80. With 8 bytes after the tag, the ends are the
+            // clear top bits of one word, found without a branch per byte.
+            if let Some(w) = buf.get(self.c.pos + 1..self.c.pos + 9) {
+                let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                let ends = !w & 0x8080_8080_8080_8080;
+                // The second field's end: drop the first end's bit.
+                let ends = if fields == 2 {
+                    ends & ends.wrapping_sub(1)
+                } else {
+                    ends
+                };
+                if ends != 0 {
+                    self.c.pos += 1 + (ends.trailing_zeros() as usize >> 3) + 1;
+                    *accesses += 1;
+                    continue;
+                }
+            }
             let mut pos = self.c.pos + 1;
             for _ in 0..fields {
                 while *buf.get(pos)? >= 0x80 {
@@ -446,6 +503,57 @@ impl Decoder<'_> {
     #[inline]
     pub fn last_access(&self) -> Option<(u32, u64)> {
         self.st.last_id.map(|id| (id, self.st.last_offset))
+    }
+
+    /// The access at the front, decoded and consumed, without building a
+    /// [`Record`]; `None` (nothing consumed) when the next record is not an
+    /// access or does not decode ([`Decoder::next_record`] then returns it
+    /// or reports its error). The replay's loop takes accesses here.
+    #[inline]
+    pub fn next_access(&mut self) -> Option<(u32, u64, bool)> {
+        let buf = self.c.buf;
+        let pos = self.c.pos;
+        match *buf.get(pos)? {
+            t @ (READ_NEAR | WRITE_NEAR) => {
+                let id = self.st.last_id?;
+                let (d, len) = match buf.get(pos + 1) {
+                    Some(&b) if b < 0x80 => (u64::from(b), 2),
+                    _ => {
+                        let mut p = pos + 1;
+                        let d = varint::get(buf, &mut p)?;
+                        (d, p - pos)
+                    }
+                };
+                let offset = self.st.last_offset.wrapping_add(varint::unzigzag(d) as u64);
+                self.st.last_offset = offset;
+                self.c.pos = pos + len;
+                Some((id, offset, t == WRITE_NEAR))
+            }
+            t @ (READ_AT | WRITE_AT) => {
+                let mut p = pos + 1;
+                let id = u32::try_from(varint::get(buf, &mut p)?).ok()?;
+                let offset = varint::get(buf, &mut p)?;
+                self.st.last_id = Some(id);
+                self.st.last_offset = offset;
+                self.c.pos = p;
+                Some((id, offset, t == WRITE_AT))
+            }
+            _ => None,
+        }
+    }
+
+    /// The count of the `Hits` record at the front, consumed; `None`
+    /// (nothing consumed) when the next record is not one or does not
+    /// decode.
+    #[inline]
+    pub fn next_hits(&mut self) -> Option<u64> {
+        if *self.c.buf.get(self.c.pos)? != HITS {
+            return None;
+        }
+        let mut p = self.c.pos + 1;
+        let n = varint::get(self.c.buf, &mut p)?;
+        self.c.pos = p;
+        Some(n)
     }
 
     /// Consumes the longest run of relative accesses of kind `write` at

@@ -4,6 +4,7 @@
 //! record but accesses, which it passes over without decoding (the replay
 //! decodes and checks them).
 
+use crate::codec::Tally;
 use crate::file::{TraceError, TraceReader};
 use crate::record::{Record, RegionId, RegionKind};
 use std::collections::BTreeMap;
@@ -58,12 +59,15 @@ pub fn scan<R: Read>(reader: &mut TraceReader<R>) -> Result<Scan, TraceError> {
         let mut records = chunk.decoder();
         // Accesses passed over in this chunk, those of them already
         // counted, and the other records.
+        // `Hits` records are passed over too, tallied.
         let (mut passed, mut counted, mut others) = (0u64, 0u64, 0u64);
+        let (mut hits, mut hits_counted) = (Tally::default(), Tally::default());
         loop {
-            let next = records.next_non_access(&mut passed);
-            s.records += passed - counted;
-            s.accesses += passed - counted;
+            let next = records.next_non_access_or_hits(&mut passed, &mut hits);
+            s.records += passed - counted + (hits.records - hits_counted.records);
+            s.accesses += passed - counted + (hits.count - hits_counted.count);
             counted = passed;
+            hits_counted = hits;
             let Some(r) = next else {
                 break;
             };
@@ -174,7 +178,7 @@ pub fn scan<R: Read>(reader: &mut TraceReader<R>) -> Result<Scan, TraceError> {
                 Record::Mark { .. } => {}
             }
         }
-        chunk.check_count(passed + others)?;
+        chunk.check_count(passed + hits.records + others)?;
     }
     Ok(s)
 }

@@ -198,3 +198,90 @@ proptest! {
         prop_assert_eq!(accesses as usize, recs.len() - recs.iter().filter(|r| !matches!(r, Record::Access { .. })).count());
     }
 }
+
+/// Records with fields of every length: offsets up to 2^40 (one to six
+/// bytes), near and far accesses, `Hits` of any count, other records.
+fn any_wide_record() -> impl Strategy<Value = Record> {
+    prop_oneof![
+        4 => (0u32..3, 0u64..1 << 40, any::<bool>()).prop_map(|(id, offset, write)| {
+            Record::Access { id, offset, write }
+        }),
+        4 => (0u32..3, 0u64..1 << 12, any::<bool>()).prop_map(|(id, offset, write)| {
+            Record::Access { id, offset, write }
+        }),
+        2 => (0u64..1 << 30).prop_map(|count| Record::Hits { count }),
+        1 => (0u32..300).prop_map(|tid| Record::Thread { tid }),
+        1 => "[a-z]{0,3}".prop_map(|name| Record::Mark { name }),
+    ]
+}
+
+proptest! {
+    /// The first pass's skip over accesses and `Hits` records (one word
+    /// per access where 8 bytes follow its tag) passes over exactly the
+    /// accesses and hits the decoder gives, and stops at the same records.
+    #[test]
+    fn skipping_accesses_and_hits_counts_what_decoding_finds(
+        recs in prop::collection::vec(any_wide_record(), 0..300),
+    ) {
+        let bytes = encode_all(&recs);
+        let mut d = Decoder::new(&bytes);
+        let (mut accesses, mut hits, mut others) = (0u64, trace::codec::Tally::default(), Vec::new());
+        while let Some(r) = d.next_non_access_or_hits(&mut accesses, &mut hits) {
+            others.push(r.unwrap());
+        }
+        let is_access = |r: &Record| matches!(r, Record::Access { .. });
+        let want: Vec<Record> = recs
+            .iter()
+            .filter(|r| !is_access(r) && !matches!(r, Record::Hits { .. }))
+            .cloned()
+            .collect();
+        prop_assert_eq!(others, want);
+        prop_assert_eq!(accesses as usize, recs.iter().filter(|r| is_access(r)).count());
+        let counts: Vec<u64> = recs
+            .iter()
+            .filter_map(|r| match r {
+                Record::Hits { count } => Some(*count),
+                _ => None,
+            })
+            .collect();
+        prop_assert_eq!(hits.records as usize, counts.len());
+        prop_assert_eq!(hits.count, counts.iter().sum::<u64>());
+    }
+
+    /// The replay's loop (`next_access`, `next_hits`, else `next_record`)
+    /// gives exactly the records record-at-a-time decoding gives.
+    #[test]
+    fn access_and_hits_fast_paths_decode_as_records(
+        recs in prop::collection::vec(any_wide_record(), 0..300),
+    ) {
+        let bytes = encode_all(&recs);
+        let mut d = Decoder::new(&bytes);
+        let mut got = Vec::new();
+        loop {
+            if let Some((id, offset, write)) = d.next_access() {
+                got.push(Record::Access { id, offset, write });
+            } else if let Some(count) = d.next_hits() {
+                got.push(Record::Hits { count });
+            } else if let Some(r) = d.next_record() {
+                got.push(r.unwrap());
+            } else {
+                break;
+            }
+        }
+        prop_assert_eq!(got, recs);
+    }
+}
+
+/// A cut access is left to `next_record`, which reports it.
+#[test]
+fn a_cut_access_is_reported_by_next_record() {
+    let mut bytes = encode_all(&[Record::Access {
+        id: 1,
+        offset: 1 << 30,
+        write: true,
+    }]);
+    bytes.pop();
+    let mut d = Decoder::new(&bytes);
+    assert_eq!(d.next_access(), None);
+    assert!(d.next_record().unwrap().is_err());
+}

@@ -70,9 +70,11 @@ pub struct ReplayOptions {
     pub layout: LayoutMode,
     /// Stop with [`ReplayError::Timeout`] once this passes.
     pub deadline: Option<Instant>,
-    /// Translate every access through the modeled MMU, even those that
-    /// can only hit the first-level TLB (slower; the counters and the
-    /// predicted time are the same: the tests compare them).
+    /// Translate every access through the modeled MMU's plain access
+    /// (`CpuHandle::access`), even those that can only hit the first-level
+    /// TLB and those the first-level hit probe (`CpuHandle::hit`) answers
+    /// (slower; the counters and the predicted time are the same: the
+    /// tests compare them).
     pub translate_all: bool,
 }
 
@@ -175,6 +177,20 @@ pub fn replay(
                 d.index += k;
                 n += k;
             }
+            // An access (most records) goes straight to the access path,
+            // no `Record` built; anything else through `step`.
+            if let Some((id, offset, write)) = records.next_access() {
+                d.access(id, offset, write)?;
+                d.index += 1;
+                n += 1;
+                continue;
+            }
+            if let Some(count) = records.next_hits() {
+                d.hits(count);
+                d.index += 1;
+                n += 1;
+                continue;
+            }
             let Some(r) = records.next_record() else {
                 break;
             };
@@ -272,7 +288,18 @@ struct Last {
 }
 
 impl<'m> Driver<'m> {
+    #[inline]
     fn cpu(&mut self) -> Result<&mut CpuHandle<'m>, ReplayError> {
+        if self.tid >= self.cpus.len() {
+            self.attach_cpus()?;
+        }
+        Ok(&mut self.cpus[self.tid])
+    }
+
+    /// Attaches CPUs up to the current thread's (the first time it appears).
+    #[cold]
+    #[inline(never)]
+    fn attach_cpus(&mut self) -> Result<(), ReplayError> {
         while self.cpus.len() <= self.tid {
             let c = self
                 .machine
@@ -281,7 +308,7 @@ impl<'m> Driver<'m> {
             self.kinds.push(c.thread_counters().fault_kinds);
             self.cpus.push(c);
         }
-        Ok(&mut self.cpus[self.tid])
+        Ok(())
     }
 
     /// The current thread's clock, its pending hits added: a thread seen
@@ -295,14 +322,20 @@ impl<'m> Driver<'m> {
     }
 
     /// Makes the current thread's clock if it has none yet.
-    #[inline]
+    #[inline(always)]
     fn open_clock(&mut self) {
         if self.clocks.len() <= self.tid {
-            self.flush_all();
-            let start = self.clocks.iter().fold(Ns3::ZERO, |m, c| m.max(*c));
-            self.clocks.resize(self.tid + 1, start);
-            self.pending.resize(self.tid + 1, 0);
+            self.open_clock_slow();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn open_clock_slow(&mut self) {
+        self.flush_all();
+        let start = self.clocks.iter().fold(Ns3::ZERO, |m, c| m.max(*c));
+        self.clocks.resize(self.tid + 1, start);
+        self.pending.resize(self.tid + 1, 0);
     }
 
     /// `n` first-level hits of the current thread, priced when its clock
@@ -462,6 +495,21 @@ impl<'m> Driver<'m> {
         } else {
             AccessKind::Read
         };
+        // The translated-access fast path: a clean first-level hit
+        // answered by the MMU's probe (`CpuHandle::hit`), priced and
+        // remembered as the `Ok` arm below does for one, with nothing
+        // copied through memory. `translate_all` (the tests' reference)
+        // takes every access the plain way.
+        let probed = if self.shortcut {
+            self.cpu()?.hit(va, kind)
+        } else {
+            None
+        };
+        if let Some(shift) = probed {
+            self.hits_pending(1);
+            self.remember(va, write, 1u64 << shift, true);
+            return Ok(());
+        }
         match self.cpu()?.access(va, kind) {
             Ok(o) => {
                 // A walk records its table line pair, as the executor's.
@@ -489,17 +537,7 @@ impl<'m> Driver<'m> {
                 } else {
                     *self.clock() += cost;
                 }
-                let size = o.translation.page_size;
-                if self.last.len() <= self.tid {
-                    self.last.resize(self.tid + 1, Last::default());
-                }
-                self.last[self.tid] = Last {
-                    mask: !(size - 1),
-                    base: va & !(size - 1),
-                    write,
-                    l1: clean_l1,
-                    shift: size.trailing_zeros() as u8,
-                };
+                self.remember(va, write, o.translation.page_size, clean_l1);
                 Ok(())
             }
             Err(AccessError::Segv { va, code }) => {
@@ -508,6 +546,33 @@ impl<'m> Driver<'m> {
             Err(AccessError::Oom { va }) => Err(self.refused(format!("out of memory at {va:#x}"))),
             Err(AccessError::Internal(s)) => Err(ReplayError::Internal(s)),
         }
+    }
+
+    /// A `Hits` record: hits in the page of the thread's last access,
+    /// counted at its size when the replay knows it.
+    #[inline]
+    fn hits(&mut self, count: u64) {
+        match self.last.get(self.tid).filter(|l| l.mask != 0) {
+            Some(l) => self.repeats[usize::from(l.shift)] += count,
+            None => self.hits += count,
+        }
+        self.hits_pending(count);
+    }
+
+    /// The current thread's last access (see [`Last`]): `va`, of kind
+    /// `write`, in a TLB entry of `size` bytes; `l1`: a clean first-level hit.
+    #[inline(always)]
+    fn remember(&mut self, va: u64, write: bool, size: u64, l1: bool) {
+        if self.last.len() <= self.tid {
+            self.last.resize(self.tid + 1, Last::default());
+        }
+        self.last[self.tid] = Last {
+            mask: !(size - 1),
+            base: va & !(size - 1),
+            write,
+            l1,
+            shift: size.trailing_zeros() as u8,
+        };
     }
 
     fn map(&mut self, m: &MapEvent, addr: u64, len: u64) -> Result<(), ReplayError> {
@@ -568,13 +633,7 @@ impl<'m> Driver<'m> {
                 self.access(*id, *offset, *write)
             }
             Record::Hits { count } => {
-                // Hits in the page of the thread's last access: counted at
-                // its size when the replay knows it.
-                match self.last.get(self.tid).filter(|l| l.mask != 0) {
-                    Some(l) => self.repeats[usize::from(l.shift)] += count,
-                    None => self.hits += count,
-                }
-                self.hits_pending(*count);
+                self.hits(*count);
                 Ok(())
             }
             Record::Thread { tid } => {
