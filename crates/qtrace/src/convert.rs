@@ -62,33 +62,6 @@ type Interval = (u64, u64, RegionId, u64);
 const CACHE: usize = 1 << 12;
 const NO_INTERVAL: Interval = (0, 0, 0, 0);
 
-/// An unsigned LEB128 at `*pos` (inline: the converter's hot path); `None`
-/// if cut short or longer than ten bytes.
-#[inline(always)]
-fn leb128(bytes: &[u8], pos: &mut usize) -> Option<u64> {
-    let b0 = *bytes.get(*pos)?;
-    if b0 < 0x80 {
-        *pos += 1;
-        return Some(u64::from(b0));
-    }
-    let mut v = u64::from(b0 & 0x7f);
-    let mut shift = 7;
-    let mut p = *pos + 1;
-    loop {
-        let b = *bytes.get(p)?;
-        p += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            *pos = p;
-            return Some(v);
-        }
-        shift += 7;
-        if shift > 63 {
-            return None;
-        }
-    }
-}
-
 /// The converter; [`Converter::block`] takes the plugin's blocks in order.
 pub struct Converter<W: Write> {
     writer: TraceWriter<W>,
@@ -266,7 +239,7 @@ impl<W: Write> Converter<W> {
         };
         let num = |pos: &mut usize, what: &str| {
             let at = *pos;
-            leb128(bytes, pos).ok_or_else(|| bad(what, at))
+            trace::varint::get(bytes, pos).ok_or_else(|| bad(what, at))
         };
         let mut pos = 0;
         // The plugin's previous access of this block (invariant 4 there).
