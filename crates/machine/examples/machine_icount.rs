@@ -165,8 +165,9 @@ fn main() {
         let mmu = Mmu::new(cfg.mmu.clone(), &cfg.geometry, 1).unwrap();
         let space = AddressSpace::new(cfg.geometry.clone(), cfg.mm.clone()).unwrap();
         let flusher = mmu.clone();
-        space.set_table_flusher(Box::new(move |cpu, flush| {
-            let _ = flusher.shootdown_from(cpu, 1, flush, FlushKind::LeavesAndTables);
+        space.set_table_flusher(Box::new(move |g| {
+            let _ = flusher.shootdown_from(g.cpu, 1, g.flush, FlushKind::LeavesAndTables);
+            flusher.retire_tables(g.pt, g.tables);
         }));
         let mut ctx = ThreadCtx::new();
         ctx.cpu = Some(0);

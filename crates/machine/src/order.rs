@@ -44,11 +44,23 @@ use std::sync::Arc;
 
 /// Installs on `space` (running as `asid` on `mmu`) the function that shoots
 /// down the translations of tables an operation unlinks, while it still holds
-/// the mmap lock (invariant 2). Returns `false` if the space had one.
+/// the mmap lock (invariant 2), and the flushes of a zap whose gather fills
+/// midway (`mm::gather`: the tables it hands over are retired, invariant 3;
+/// it frees the frames itself after the flush, invariant 4). Returns `false`
+/// if the space had one.
 pub fn install_table_flusher(space: &AddressSpace, mmu: &Arc<Mmu>, asid: mmu::Asid) -> bool {
     let mmu = Arc::clone(mmu);
-    space.set_table_flusher(Box::new(move |cpu, flush| {
-        let _ = mmu.shootdown_from(cpu, asid, flush, FlushKind::LeavesAndTables);
+    space.set_table_flusher(Box::new(move |g| {
+        if !g.flush.is_empty() {
+            let kind = if g.tables_too {
+                FlushKind::LeavesAndTables
+            } else {
+                FlushKind::Leaves
+            };
+            let _ = mmu.shootdown_from(g.cpu, asid, g.flush, kind);
+        }
+        // Invariant 3: freed once every CPU has applied this flush.
+        mmu.retire_tables(g.pt, g.tables);
     }))
 }
 

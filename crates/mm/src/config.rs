@@ -56,6 +56,11 @@ pub struct DebugKnobs {
     /// Reintroduce the 2025 PT_RECLAIM bug: take the direct (no re-check)
     /// reclaim path even after the PTE lock was dropped midway.
     pub reclaim_without_recheck: bool,
+    /// Overrides the gather's bounds (`mm::gather`): page entries and
+    /// tables before a flush. 0 = Linux's for the page size; `u32::MAX`
+    /// gathers a whole call (the unbatched reference of the tests).
+    pub gather_pages: u32,
+    pub gather_tables: u32,
 }
 
 /// The configuration of one address space.

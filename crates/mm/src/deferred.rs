@@ -34,6 +34,10 @@ pub struct Work {
     pub frames: Vec<(u64, u64)>,
     /// Memory objects whose last mapping went away (freed with their pages).
     pub(crate) objects: Vec<Arc<MemObject>>,
+    /// Page entries gathered since the last flush (see [`crate::gather`]).
+    pub(crate) batched_pages: u32,
+    /// Tables gathered since the last flush (see [`crate::gather`]).
+    pub(crate) batched_tables: u32,
 }
 
 /// The work of an empty `Deferred`, for reads.
@@ -46,6 +50,8 @@ static NO_WORK: Work = Work {
     },
     frames: Vec::new(),
     objects: Vec::new(),
+    batched_pages: 0,
+    batched_tables: 0,
 };
 
 impl std::ops::Deref for Deferred {
@@ -87,6 +93,9 @@ impl Deferred {
         self.tables.tables.push((level, table));
         add_range(&mut self.tables.flush, va, span);
         self.flush_tables = true;
+        // Linux: tlb_remove_table (a deposited table is freed at once
+        // instead, and is pushed without this count).
+        self.batched_tables += 1;
     }
 
     /// Takes every range to invalidate, leaves and unlinked tables' spans
@@ -111,7 +120,11 @@ impl Deferred {
             tables,
             frames,
             objects,
+            batched_pages,
+            batched_tables,
         } = *other;
+        self.batched_pages += batched_pages;
+        self.batched_tables += batched_tables;
         for (va, len) in flush.ranges {
             add_range(&mut self.flush, va, len);
         }

@@ -12,7 +12,8 @@
 //!   per-thread reader slots are in the private `mmap_lock` module, the
 //!   per-thread RSS counter slots in `percpu`).
 //! - [`check`]: the invariant checker used by tests.
-//! - [`deferred`]: the work left for after the TLB shootdown.
+//! - [`deferred`]: the work left for after the TLB shootdown; [`gather`]:
+//!   its bounds (Linux's `mmu_gather` batches) and the flush when one fills.
 //! - `accel`: the host-side accelerations (thread-local caches, the PTE
 //!   template), listed with why each is safe and tested against the plain path.
 //!
@@ -62,6 +63,7 @@ pub mod deferred;
 pub mod error;
 pub mod fault;
 mod filemap;
+pub mod gather;
 pub mod locking;
 mod mmap_lock;
 mod percpu;
@@ -77,5 +79,6 @@ pub use counters::{
 pub use deferred::{Deferred, Work};
 pub use error::Errno;
 pub use fault::{FaultAccess, FaultResult, SegvCode};
+pub use gather::{GatherFlush, GatherLimits};
 pub use space::{AddressSpace, Advice, MapKind, MmapArgs, MremapArgs, Remapped};
 pub use vma::{Prot, Vma};

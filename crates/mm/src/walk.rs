@@ -127,16 +127,31 @@ impl AddressSpace {
     }
 
     /// Clears one present PTE and accounts it (Linux `zap_present_ptes`).
-    fn zap_pte(&self, vma: &Vma, table: TableAddr, va: VirtAddr, pa: u64, d: &mut Deferred) {
+    /// Returns whether the gather's page batch is now full (Linux:
+    /// `__tlb_remove_folio_pages` returning true, `force_break`).
+    fn zap_pte(
+        &self,
+        vma: &Vma,
+        table: TableAddr,
+        va: VirtAddr,
+        pa: u64,
+        d: &mut Deferred,
+    ) -> bool {
         self.pt.pte_clear(table, Level::PTE, va);
         d.add_flush(va.get(), self.page);
         match self.classify(vma, va.get(), pa) {
-            PageKind::Zero => {}
+            // vm_normal_page: no page, nothing gathered.
+            PageKind::Zero => false,
             PageKind::Anon => {
                 self.rss_add(Rss::Anon, -1);
                 self.put_anon_page(pa, d);
+                self.gather_page(d)
             }
-            PageKind::Cache(rss) => self.rss_add(rss, -1),
+            PageKind::Cache(rss) => {
+                self.rss_add(rss, -1);
+                // The gather holds the folio's reference until the flush.
+                self.gather_page(d)
+            }
         }
     }
 
@@ -153,8 +168,10 @@ impl AddressSpace {
         d.add_flush(haddr.get(), self.pmd_size);
         if let Some(rss) = self.file_pmd_rss(vma) {
             // A page-cache folio: no deposit (x86-64 deposits none for
-            // file THP), the cache keeps the frame.
+            // file THP), the cache keeps the frame; the gather holds a
+            // reference (one entry).
             self.rss_add(rss, -((self.pmd_size / self.page) as i64));
+            self.gather_page(d);
             return Ok(());
         }
         let dep = lock_plain(&self.deposits)
@@ -163,6 +180,9 @@ impl AddressSpace {
         // zap_deposited_table: freed with the gather, counted out of VmPTE.
         d.tables.tables.push((Level::PTE, dep));
         if Some(pa) != self.huge_zero_pa {
+            // tlb_remove_page_size: the folio is one entry of the batch (a
+            // full batch is flushed by the caller, once the lock is dropped).
+            self.gather_page(d);
             let n = (self.pmd_size / self.page) as i64;
             self.rss_add(Rss::Anon, -n);
             self.anon_huge.fetch_sub(n, Ordering::Relaxed);
@@ -192,7 +212,28 @@ impl AddressSpace {
         d: &mut Deferred,
     ) -> Result<(), Errno> {
         let (start, end) = (VirtAddr::new(start), VirtAddr::new(end));
-        self.for_each_pmd(start, end, &mut |pmd_table, a, next| loop {
+        self.for_each_pmd(start, end, &mut |pmd_table, a, next| {
+            self.zap_pmd_entry(ctx, vma, pmd_table, a, next, reclaim_pt, d)?;
+            // No page-table lock is held here: a batch that filled (a THP's
+            // entry, a reclaimed table) is flushed now.
+            self.gather_check(ctx, d)
+        })
+    }
+
+    /// The share `[a, next)` of one PMD entry of a zap (Linux
+    /// `zap_pmd_range`'s loop body).
+    #[allow(clippy::too_many_arguments)]
+    fn zap_pmd_entry(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        pmd_table: TableAddr,
+        a: VirtAddr,
+        next: VirtAddr,
+        reclaim_pt: bool,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        loop {
             match self.pt.read_entry(pmd_table, Level::PMD, a)? {
                 Entry::Invalid => return Ok(()),
                 Entry::Leaf { .. } => {
@@ -217,7 +258,7 @@ impl AddressSpace {
                     }
                 }
             }
-        })
+        }
     }
 
     /// Linux `zap_pte_range`. `Ok(false)`: the PMD entry changed before the
@@ -256,7 +297,8 @@ impl AddressSpace {
                 self.pt.contpte_try_unfold(table, Level::PTE, end)?;
             }
             let mut n = 0;
-            while addr < end && n < batch {
+            let mut full = false;
+            while addr < end && n < batch && !full {
                 // A compact (sparse) table is visited entry by stored entry.
                 let next = self.pt.skip_empty(table, Level::PTE, addr, end);
                 if next > addr {
@@ -266,10 +308,23 @@ impl AddressSpace {
                     continue;
                 }
                 if let Entry::Leaf { pa, .. } = self.pt.read_entry(table, Level::PTE, addr)? {
-                    self.zap_pte(vma, table, addr, pa, d);
+                    full = self.zap_pte(vma, table, addr, pa, d);
                 }
                 addr += self.page;
                 n += 1;
+            }
+            if full {
+                // Linux: force_break — the gather is full: the PTE lock is
+                // dropped, the TLB flushed and the batch freed
+                // (tlb_flush_mmu), then the zap goes on; the table's
+                // emptiness must be re-checked (direct_reclaim = false).
+                drop(g);
+                direct = false;
+                self.tlb_flush_mmu(ctx, d)?;
+                if addr < end {
+                    continue;
+                }
+                break;
             }
             if addr < end {
                 // Linux: need_resched() — the PTE lock is dropped midway, so
@@ -672,6 +727,7 @@ impl AddressSpace {
     /// lock held for writing (locking invariant 2).
     pub(crate) fn free_pgtables(
         &self,
+        ctx: &ThreadCtx,
         start: u64,
         end: u64,
         floor: u64,
@@ -682,13 +738,14 @@ impl AddressSpace {
         self.upper_gen.fetch_add(1, Ordering::Release);
         let (root, level) = (self.pt.root_table(), self.pt.root_level());
         let [start, end, floor, ceiling] = [start, end, floor, ceiling].map(VirtAddr::new);
-        self.free_walk(root, level, start, end, floor, ceiling, d)
+        self.free_walk(ctx, root, level, start, end, floor, ceiling, d)
     }
 
     // Linux: mm/memory.c, free_pgd_range (down through free_pte_range)
     #[allow(clippy::too_many_arguments)]
     fn free_walk(
         &self,
+        ctx: &ThreadCtx,
         table: TableAddr,
         level: Level,
         start: VirtAddr,
@@ -706,12 +763,13 @@ impl AddressSpace {
             if let Some(child) = self.pt.next_table(table, level, va) {
                 let hi = va.saturating_add(size);
                 if va >= floor && hi <= ceiling {
-                    self.free_subtree(child, level.down(), va, d)?;
+                    self.free_subtree(ctx, child, level.down(), va, d)?;
                     self.pt.unlink_table(table, level, va);
                     d.add_table(level.down(), child, va.get(), size);
+                    self.gather_check(ctx, d)?;
                 } else {
                     let (s, e) = (start.max(va), end.min(hi));
-                    self.free_walk(child, level.down(), s, e, floor, ceiling, d)?;
+                    self.free_walk(ctx, child, level.down(), s, e, floor, ceiling, d)?;
                 }
             }
             match va.checked_add(size) {
@@ -724,6 +782,7 @@ impl AddressSpace {
 
     fn free_subtree(
         &self,
+        ctx: &ThreadCtx,
         table: TableAddr,
         level: Level,
         base: VirtAddr,
@@ -744,8 +803,13 @@ impl AddressSpace {
             match self.pt.read_entry(table, level, va)? {
                 Entry::Table { pa } => {
                     let child = TableAddr::new(pa);
-                    self.free_subtree(child, level.down(), va, d)?;
+                    self.free_subtree(ctx, child, level.down(), va, d)?;
+                    // Linux: free_pte_range's pmd_clear (and pud_clear, ...):
+                    // the entry goes before the table is gathered, so a
+                    // table the gather frees midway is unreachable.
+                    self.pt.unlink_table(table, level, va);
                     d.add_table(level.down(), child, va.get(), size);
+                    self.gather_check(ctx, d)?;
                 }
                 Entry::Leaf { .. } => {
                     return Err(Errno::Internal(format!(

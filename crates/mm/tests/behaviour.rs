@@ -890,10 +890,11 @@ fn free_pgtables_shoots_down_before_the_mmap_lock_is_released() {
     type Calls = Vec<(Option<usize>, u64, bool)>;
     let seen: Arc<Mutex<Calls>> = Arc::default();
     let (s2, seen2) = (Arc::downgrade(&s), seen.clone());
-    assert!(s.set_table_flusher(Box::new(move |cpu, flush| {
+    assert!(s.set_table_flusher(Box::new(move |g| {
         // The flusher runs under the write lock: a reader would block.
         let held = s2.upgrade().is_some_and(|s| s.mmap_lock_is_write_locked());
-        seen2.lock().unwrap().push((cpu, flush.bytes(), held));
+        seen2.lock().unwrap().push((g.cpu, g.flush.bytes(), held));
+        g.tables.release(g.pt).unwrap();
     })));
     let mut ctx = ThreadCtx::new();
     ctx.cpu = Some(3);

@@ -39,6 +39,7 @@ fn model(bug: bool) {
             debug: DebugKnobs {
                 zap_batch: 2,
                 reclaim_without_recheck: bug,
+                ..DebugKnobs::default()
             },
             ..MmConfig::default()
         };

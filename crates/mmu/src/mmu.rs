@@ -458,7 +458,9 @@ impl Mmu {
         let inval = Arc::new(Invalidation {
             full,
             tables: kind == FlushKind::LeavesAndTables,
-            ranges: flush.ranges.clone(),
+            // A full flush reads no ranges: not copying them keeps a
+            // mailbox of full flushes small (a huge munmap posts many).
+            ranges: if full { Vec::new() } else { flush.ranges.clone() },
         });
         let mut out = ShootdownStats {
             full_flush: full,

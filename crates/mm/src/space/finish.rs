@@ -6,6 +6,8 @@ use super::{lock_plain, AddressSpace, TableFlusher};
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
+use crate::gather::GatherFlush;
+use pt::table::FreedTables;
 use std::sync::atomic::Ordering;
 
 impl AddressSpace {
@@ -38,8 +40,17 @@ impl AddressSpace {
             return;
         }
         let (all, _) = d.take_flush();
-        f(ctx.cpu, &all);
+        // The tables stay in `d`, freed by its completion.
+        f(GatherFlush {
+            cpu: ctx.cpu,
+            flush: &all,
+            tables_too: true,
+            pt: &self.pt,
+            tables: FreedTables::default(),
+        });
         all.done();
+        // Linux: the flush resets the gather's range; the tables stay in
+        // their batch until the end of the call.
     }
 
     /// The work left by operations that failed midway (see the field doc).

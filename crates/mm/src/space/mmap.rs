@@ -211,7 +211,7 @@ impl AddressSpace {
         let last = removed.last().map_or(end, |v| v.end);
         let floor = vmas.prev_end(first);
         let ceiling = vmas.next_start(last).unwrap_or(u64::MAX);
-        self.free_pgtables(first, last, floor, ceiling, d)?;
+        self.free_pgtables(ctx, first, last, floor, ceiling, d)?;
         for v in removed {
             if let Backing::Object { obj, .. } = v.backing {
                 d.objects.push(obj);

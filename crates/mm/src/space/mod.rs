@@ -46,6 +46,7 @@ use crate::config::{MmConfig, MthpPolicy};
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
+use crate::gather::{GatherFlush, GatherLimits};
 use crate::vma::{Prot, Vma, Vmas};
 use pt::sync::{Mutex, MutexGuard, SpinLock};
 use pt::{Geometry, Level, PageTable, PhysMem, TableAddr};
@@ -53,9 +54,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Invalidates `flush` (leaf and table translations) on every CPU where the
-/// address space may be cached; the first argument is the CPU of the caller.
-pub type TableFlusher = Box<dyn Fn(Option<usize>, &pt::table::Flush) + Send + Sync>;
+/// Invalidates [`GatherFlush::flush`] (leaf translations, and table ones when
+/// `tables_too`) on every CPU where the address space may be cached, then
+/// takes [`GatherFlush::tables`] to free once no CPU can reach them.
+pub type TableFlusher = Box<dyn Fn(GatherFlush<'_>) + Send + Sync>;
 
 /// One simulated process address space (Linux `mm_struct`).
 pub struct AddressSpace {
@@ -63,6 +65,8 @@ pub struct AddressSpace {
     /// is still held (see [`AddressSpace::set_table_flusher`]).
     pub(crate) table_flusher: std::sync::OnceLock<TableFlusher>,
     pub(crate) cfg: MmConfig,
+    /// The bounds of a zap's gather (Linux's, for this page size).
+    pub(crate) gather: GatherLimits,
     pub(crate) pt: PageTable,
     /// The mmap lock over the VMAs.
     pub(crate) vmas: crate::mmap_lock::SlotRwLock<Vmas>,
@@ -190,6 +194,14 @@ impl AddressSpace {
         });
         Ok(AddressSpace {
             table_flusher: std::sync::OnceLock::new(),
+            gather: {
+                let linux = GatherLimits::for_page_size(page);
+                let or = |knob: u32, v: u32| if knob == 0 { v } else { knob };
+                GatherLimits {
+                    pages: or(cfg.debug.gather_pages, linux.pages),
+                    tables: or(cfg.debug.gather_tables, linux.tables),
+                }
+            },
             cfg,
             pt,
             vmas: crate::mmap_lock::SlotRwLock::new(Vmas::default()),

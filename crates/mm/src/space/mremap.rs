@@ -620,7 +620,13 @@ impl AddressSpace {
                 let flush = Flush {
                     ranges: vec![(va, len)],
                 };
-                f(ctx.cpu, &flush);
+                f(crate::gather::GatherFlush {
+                    cpu: ctx.cpu,
+                    flush: &flush,
+                    tables_too: true,
+                    pt: &self.pt,
+                    tables: pt::table::FreedTables::default(),
+                });
                 flush.done();
             }
             None => {
