@@ -193,9 +193,15 @@ fn linux_bounds_flush_once_per_full_batch() {
     let off = run(Reclaim::Off, 32, &all, Op::DontNeed, 0, 32, (0, 0));
     assert_eq!(off.flushes, 2, "{:?}", off.seen);
     assert_eq!(off.seen[0].0, 9_678, "the first flush holds a full batch");
-    assert_eq!(off.flushes, linux_dontneed_flushes(1, 16_384, false, (9_678, 509)));
+    assert_eq!(
+        off.flushes,
+        linux_dontneed_flushes(1, 16_384, false, (9_678, 509))
+    );
     let on = run(Reclaim::On, 32, &all, Op::DontNeed, 0, 32, (0, 0));
-    assert_eq!(on.flushes, linux_dontneed_flushes(32, 512, true, (9_678, 509)));
+    assert_eq!(
+        on.flushes,
+        linux_dontneed_flushes(32, 512, true, (9_678, 509))
+    );
 }
 
 /// The table batch at Linux's bound: one page in each of 1,100 PTE tables,
@@ -205,6 +211,9 @@ fn linux_bounds_flush_once_per_full_batch() {
 fn linux_bounds_table_batch() {
     let r = run(Reclaim::On, 1_100, &[7], Op::DontNeed, 0, 1_100, (0, 0));
     assert_eq!(r.flushes, 3, "{:?}", r.seen);
-    assert_eq!(r.flushes, linux_dontneed_flushes(1_100, 1, true, (9_678, 509)));
+    assert_eq!(
+        r.flushes,
+        linux_dontneed_flushes(1_100, 1, true, (9_678, 509))
+    );
     assert!(r.seen.iter().all(|&(_, t)| t <= 509));
 }

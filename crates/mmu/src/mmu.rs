@@ -460,7 +460,11 @@ impl Mmu {
             tables: kind == FlushKind::LeavesAndTables,
             // A full flush reads no ranges: not copying them keeps a
             // mailbox of full flushes small (a huge munmap posts many).
-            ranges: if full { Vec::new() } else { flush.ranges.clone() },
+            ranges: if full {
+                Vec::new()
+            } else {
+                flush.ranges.clone()
+            },
         });
         let mut out = ShootdownStats {
             full_flush: full,

@@ -231,7 +231,11 @@ mod tests {
     #[test]
     fn requests_are_the_overlapped_munmaps_and_the_floor_is_on_them() {
         assert_eq!(requests(5_000.0, 2.0e6, 8.0e6), 1_250.0);
-        assert_eq!(requests(5_000.0, 9.0e6, 8.0e6), 5_000.0, "at most every munmap");
+        assert_eq!(
+            requests(5_000.0, 9.0e6, 8.0e6),
+            5_000.0,
+            "at most every munmap"
+        );
         assert_eq!(requests(5_000.0, 1.0e6, 0.0), 0.0);
         // The 17:56 take: 1,200 of 5,000 munmaps were requests (0.05 IPIs
         // per munmap): measurable, whatever the IPIs.
