@@ -85,7 +85,11 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
         d.push_str(&format!(
             "; re-taken alone ({} mode, `ptlab calibrate --only {}`) at {when}: {}",
             scale.name(),
-            families.join(" --only ").replace(' ', "-"),
+            families
+                .iter()
+                .map(|n| n.replace(' ', "-"))
+                .collect::<Vec<_>>()
+                .join(" --only "),
             names.join(", ")
         ));
         if let Some(l) = &load {
@@ -128,7 +132,11 @@ fn only_families(
         let Some(f) = calibrate::family_named(name) else {
             return Err(Failure::BadInput(format!(
                 "--only {name}: no such probe family (families: {})",
-                calibrate::family_names().join(", ").replace(' ', "-")
+                calibrate::family_names()
+                    .iter()
+                    .map(|n| n.replace(' ', "-"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         };
         families.push(f);
