@@ -352,6 +352,10 @@ pub struct CalibrateArgs {
     /// Measure even when other processes keep the host's CPUs busy (the figures will be slower and noisier)
     #[arg(long)]
     pub allow_busy: bool,
+    /// Measure only this probe family (repeatable; e.g. `major-faults`) and write its figures into
+    /// the --out file, keeping that file's other figures (it must exist)
+    #[arg(long, value_name = "FAMILY")]
+    pub only: Vec<String>,
     /// The host's load as a JSON reading instead of watching /proc (for tests)
     #[arg(long, hide = true, value_name = "JSON")]
     pub load_reading: Option<String>,

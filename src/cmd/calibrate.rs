@@ -17,6 +17,7 @@ const METHOD_WIDTH: usize = 72;
 
 pub fn run(args: CalibrateArgs) -> CmdResult {
     check_out(&args.out)?;
+    let only = only_families(&args)?;
     let load =
         match &args.load_reading {
             Some(json) => Some(serde_json::from_str::<HostLoad>(json).map_err(|e| {
@@ -51,24 +52,50 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
         "calibrate [{bar:30}] {pos}/{len} probe families, {elapsed} elapsed: {msg}",
     );
     let mut printed: Result<(), Failure> = Ok(());
-    let result = calibrate::calibrate(scale, &mut |e| match e {
-        Event::Family { name, index, total } => {
-            pb.set_message(name);
-            pb.set(index, total);
-        }
-        Event::Figure { name, cost } => {
-            if printed.is_ok() {
-                printed = outln!("{}", row(name, cost));
+    let result = calibrate::calibrate_families(
+        scale,
+        only.as_ref().map(|(f, _)| &f[..]),
+        &mut |e| match e {
+            Event::Family { name, index, total } => {
+                pb.set_message(name);
+                pb.set(index, total);
             }
-        }
-        Event::Problem { message } => eprintln!("warning: {message}"),
-    });
+            Event::Figure { name, cost } => {
+                if printed.is_ok() {
+                    printed = outln!("{}", row(name, cost));
+                }
+            }
+            Event::Problem { message } => eprintln!("warning: {message}"),
+        },
+    );
     pb.finish();
     printed?;
     let mut result = result;
     if let (Some(l), Some(d)) = (&load, result.file.host.description.as_mut()) {
         d.push_str("; ");
         d.push_str(&l.describe());
+    }
+    if let Some((families, mut whole)) = only {
+        // The families' figures replace theirs in the whole file; its host
+        // table says which were re-taken, when, and at what load.
+        let names: Vec<String> = result.file.costs.keys().cloned().collect();
+        whole.costs.append(&mut result.file.costs);
+        let when = result.file.host.taken.clone().unwrap_or_default();
+        let d = whole.host.description.get_or_insert_with(String::new);
+        d.push_str(&format!(
+            "; re-taken alone ({} mode, `ptlab calibrate --only {}`) at {when}: {}",
+            scale.name(),
+            families
+                .iter()
+                .map(|n| n.replace(' ', "-"))
+                .collect::<Vec<_>>()
+                .join(" --only "),
+            names.join(", ")
+        ));
+        if let Some(l) = &load {
+            d.push_str(&format!(" ({})", l.describe()));
+        }
+        result.file = whole;
     }
     result
         .file
@@ -90,6 +117,33 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
             args.out.display()
         )))
     }
+}
+
+/// The families `--only` names and the cost file their figures go into
+/// (`--out`, which must exist); `None` without `--only`.
+fn only_families(
+    args: &CalibrateArgs,
+) -> Result<Option<(Vec<&'static str>, calibrate::costs::CostFile)>, Failure> {
+    if args.only.is_empty() {
+        return Ok(None);
+    }
+    let mut families = Vec::new();
+    for name in &args.only {
+        let Some(f) = calibrate::family_named(name) else {
+            return Err(Failure::BadInput(format!(
+                "--only {name}: no such probe family (families: {})",
+                calibrate::family_names()
+                    .iter()
+                    .map(|n| n.replace(' ', "-"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        families.push(f);
+    }
+    let whole = calibrate::costs::CostFile::load(&args.out)
+        .map_err(|e| Failure::BadInput(format!("--only writes into an existing cost file: {e}")))?;
+    Ok(Some((families, whole)))
 }
 
 /// Refuses an output path whose folder does not exist, before a minute of

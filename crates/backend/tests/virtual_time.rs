@@ -589,3 +589,42 @@ fn the_zone_lock_is_free_to_one_cpu_and_serialises_many() {
     assert!(eight >= 8 * 4 * 10_000, "{eight}");
     assert_eq!(eight, phase(8, 10_000.0), "deterministic");
 }
+
+/// A cold file of `kib` KiB read one page at its start, then (after the
+/// mark) the rest of the file.
+fn cold_read(kib: u64) -> String {
+    format!(
+        r#"
+name = "cold"
+description = "one major fault reads a cold file's window"
+
+[[thread]]
+op = [
+  {{ mmap = "f", size = "{kib}KiB", kind = "file", file = "cold" }},
+  {{ touch = "f", access = "read", len = "4KiB" }},
+  {{ mark = "major" }},
+]
+"#
+    )
+}
+
+#[test]
+fn a_major_fault_costs_its_call_plus_each_page_its_read_ahead_read() {
+    let mut cfg = config(model::Locking::SplitPte);
+    // A 1 MiB read-ahead window: a file of up to 1 MiB is read whole by a
+    // fault at its first page; a longer one, a window from page 0.
+    cfg.mm.readaround_bytes = 1 << 20;
+    cfg.costs = costs(&[
+        ("fault.major", 30_000.0, 20_000.0, 40_000.0),
+        ("fault.major_page", 500.0, 300.0, 900.0),
+    ]);
+    for (kib, read) in [(4u64, 1i64), (64, 16), (512, 128), (1024, 256), (4096, 256)] {
+        let run = model::run(&parse(&cold_read(kib)), &cfg).unwrap();
+        let m = mark(&run, "major");
+        assert_eq!(get(m, "major_faults"), 1, "{kib} KiB");
+        let at = |call: i64, page: i64| call + read * page;
+        assert_eq!(get(m, "predicted_ns"), at(30_000, 500), "{kib} KiB");
+        assert_eq!(get(m, "predicted_lo_ns"), at(20_000, 300), "{kib} KiB");
+        assert_eq!(get(m, "predicted_hi_ns"), at(40_000, 900), "{kib} KiB");
+    }
+}

@@ -52,7 +52,8 @@ pub const CATALOG: &[CostName] = &[
     c("fault.shmem", Per::Event, "Write fault on shared anonymous (shmem) memory."),
     c("fault.thp", Per::Event, "Write fault that maps a 2 MiB THP, its zeroing included."),
     c("fault.mthp_64k", Per::Event, "Write fault that maps a 64 KiB multi-size THP, zeroing included."),
-    c("fault.major", Per::Event, "Fault that reads a file page in from the page cache's backing store."),
+    c("fault.major", Per::Event, "Fault that reads a file page in from the page cache's backing store: the part per fault (the read-ahead's pages priced apart, fault.major_page)."),
+    c("fault.major_page", Per::Page, "A page a fault's read-ahead reads in from the backing store (allocated, inserted in the page cache, read)."),
     c("fault.spurious", Per::Event, "Fault that maps nothing new: spurious, write-protect reuse, access-flag update."),
     c("populate.page", Per::Page, "A page a system call populates (MAP_POPULATE, mlock, MADV_POPULATE_WRITE): a zeroed anonymous page mapped without an exception."),
     // Page tables.

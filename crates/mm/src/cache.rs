@@ -74,6 +74,10 @@ pub struct MemObject {
     size_pages: std::sync::OnceLock<u64>,
     /// The read-ahead state of the open file (Linux `file->f_ra`).
     pub(crate) ra: Mutex<crate::readahead::RaState>,
+    /// Pages of a file read in from its backing store so far (folios the
+    /// read-ahead added, in pages). Changed only under the pages lock, so
+    /// [`MemObject::get`] can tell what one lookup read.
+    read_in: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for MemObject {
@@ -91,6 +95,10 @@ pub struct Lookup {
     pub pa: u64,
     /// The page had to be read in (Linux `VM_FAULT_MAJOR`).
     pub major: bool,
+    /// Pages the lookup's read-ahead read in from the backing store: the
+    /// window of a miss (`do_sync_mmap_readahead`) or the next window a
+    /// marked folio started (`do_async_mmap_readahead`); 0 for a plain hit.
+    pub read: u64,
 }
 
 impl Slot {
@@ -113,7 +121,13 @@ impl MemObject {
             pages: Mutex::new(HashMap::new()),
             size_pages: std::sync::OnceLock::new(),
             ra: Mutex::new(crate::readahead::RaState::default()),
+            read_in: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Pages read in from the backing store so far.
+    fn read_in(&self) -> u64 {
+        self.read_in.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The object with its size in pages (a file as large as its mapping).
@@ -167,20 +181,35 @@ impl MemObject {
         idx: u64,
         ra: &crate::readahead::RaRequest,
     ) -> Result<Lookup, Errno> {
+        // Under the pages lock nothing else reads in, so the difference is
+        // this lookup's.
+        let before = self.read_in();
         if let Some(pa) = self.cached(pages, idx) {
             if self.kind == ObjectKind::File {
                 self.async_mmap_readahead(pages, idx, ra)?;
             }
-            return Ok(Lookup { pa, major: false });
+            return Ok(Lookup {
+                pa,
+                major: false,
+                read: self.read_in() - before,
+            });
         }
         if self.kind == ObjectKind::Shmem {
             let pa = self.mem.alloc_data(1 << self.mem.page_shift())?;
             pages.insert(idx, Slot::cached(pa));
-            return Ok(Lookup { pa, major: false });
+            return Ok(Lookup {
+                pa,
+                major: false,
+                read: 0,
+            });
         }
         self.sync_mmap_readahead(pages, idx, ra)?;
         match self.cached(pages, idx) {
-            Some(pa) => Ok(Lookup { pa, major: true }),
+            Some(pa) => Ok(Lookup {
+                pa,
+                major: true,
+                read: self.read_in() - before,
+            }),
             None => Err(Errno::NoMem("no frame for a page-cache page")),
         }
     }
@@ -244,6 +273,10 @@ impl MemObject {
                     folio,
                 },
             );
+        }
+        if self.kind == ObjectKind::File {
+            self.read_in
+                .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(true)
     }

@@ -112,6 +112,10 @@ pub struct ThreadCounters {
     pub lock_contended: [u64; 4],
     /// Handled faults per [`FaultKind`] (model-only breakdown).
     pub fault_kinds: [u64; FAULT_KINDS],
+    /// Pages of files the read-ahead of this thread's faults read in from
+    /// the backing store (model-only; the time model prices a major fault
+    /// per call plus per page read, `fault.major_page`).
+    pub pages_read: u64,
 }
 
 impl ThreadCounters {
@@ -131,6 +135,7 @@ impl ThreadCounters {
         for (a, b) in self.fault_kinds.iter_mut().zip(other.fault_kinds) {
             *a += b;
         }
+        self.pages_read += other.pages_read;
     }
 }
 

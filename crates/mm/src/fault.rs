@@ -544,9 +544,18 @@ impl AddressSpace {
     // Linux: mm/memory.c, __do_fault (filemap_fault: read-ahead on a miss
     // or on a marked folio, see crate::readahead)
     /// The page of `obj` at page offset `idx`, read in if it is not cached.
-    fn do_fault_lookup(&self, vma: &Vma, obj: &MemObject, idx: u64) -> Result<Lookup, Errno> {
+    /// The pages its read-ahead read in are counted in `ctx`.
+    fn do_fault_lookup(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        obj: &MemObject,
+        idx: u64,
+    ) -> Result<Lookup, Errno> {
         let ra = self.ra_request(vma, obj);
-        obj.get(&mut obj.lock(), idx, &ra)
+        let lookup = obj.get(&mut obj.lock(), idx, &ra)?;
+        ctx.counters.pages_read += lookup.read;
+        Ok(lookup)
     }
 
     // Linux: mm/memory.c, finish_fault
@@ -610,7 +619,7 @@ impl AddressSpace {
             }
         }
         let idx = vma.pgoff_of(va.get(), self.page_shift);
-        let lookup = self.do_fault_lookup(vma, obj, idx)?;
+        let lookup = self.do_fault_lookup(ctx, vma, obj, idx)?;
         let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
             return Ok(None);
         };
@@ -639,7 +648,7 @@ impl AddressSpace {
         let mem = self.pt.mem();
         let copy = mem.alloc_data(self.page)?;
         let idx = vma.pgoff_of(va.get(), self.page_shift);
-        let lookup = match self.do_fault_lookup(vma, obj, idx) {
+        let lookup = match self.do_fault_lookup(ctx, vma, obj, idx) {
             Ok(l) => l,
             Err(e) => {
                 mem.free_data(copy, self.page)?;
@@ -674,7 +683,7 @@ impl AddressSpace {
         va: VirtAddr,
     ) -> Result<Option<bool>, Errno> {
         let idx = vma.pgoff_of(va.get(), self.page_shift);
-        let lookup = self.do_fault_lookup(vma, obj, idx)?;
+        let lookup = self.do_fault_lookup(ctx, vma, obj, idx)?;
         self.finish_cache_fault(ctx, vma, obj, (pmd_table, table), va, (idx, lookup), true)
     }
 

@@ -100,7 +100,7 @@ impl AddressSpace {
             None => return Ok(None),
         };
         // filemap_fault: a miss reads ahead, a hit on a marked folio reads on.
-        obj.get(&mut pages, idx, &ra)?;
+        ctx.counters.pages_read += obj.get(&mut pages, idx, &ra)?.read;
         let Some(folio) = MemObject::folio_of(&pages, idx) else {
             return Ok(None);
         };

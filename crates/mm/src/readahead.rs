@@ -324,6 +324,37 @@ mod tests {
     }
 
     #[test]
+    fn a_lookup_says_how_many_pages_its_read_ahead_read_in() {
+        // A file shorter than the window: a miss at its start reads it all.
+        for eof in [1u64, 16, 100, 1024] {
+            let o = cold_file();
+            let l = o.get(&mut o.lock(), 0, &req(2048, eof)).unwrap();
+            assert!(l.major);
+            assert_eq!(l.read, eof, "file of {eof} pages");
+            // Every page now cached: a hit reads nothing.
+            let again = o.get(&mut o.lock(), eof - 1, &req(2048, eof)).unwrap();
+            assert_eq!((again.major, again.read), (false, 0));
+        }
+        // A long file: the window centred on the miss, clipped at page 0.
+        let o = cold_file();
+        let r = req(2048, 1 << 20);
+        assert_eq!(o.get(&mut o.lock(), 300, &r).unwrap().read, 2048);
+        assert_eq!(o.get(&mut o.lock(), 100_000, &r).unwrap().read, 2048);
+        // The marked folio of the first window starts the next one: a
+        // minor fault that reads (async read-ahead).
+        let hit = o.get(&mut o.lock(), 1536, &r).unwrap();
+        assert!(!hit.major);
+        assert_eq!(hit.read, 2048);
+        // MADV_HUGEPAGE: two PMD folios.
+        let o = cold_file();
+        let r = RaRequest {
+            hugepage: true,
+            ..req(2048, 1 << 20)
+        };
+        assert_eq!(o.get(&mut o.lock(), 700, &r).unwrap().read, 1024);
+    }
+
+    #[test]
     fn without_large_folios_every_folio_is_a_base_page() {
         let o = cold_file();
         let r = RaRequest {

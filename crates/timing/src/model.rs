@@ -11,7 +11,12 @@
 //!   memory is inside `tlb.miss_walk`.
 //! - A handled fault: the figure of its kind (`fault.*`, the whole fault as
 //!   the faulting thread sees it, its share of table allocation included;
-//!   every multi-size THP is priced as `fault.mthp_64k`).
+//!   every multi-size THP is priced as `fault.mthp_64k`). A major fault's
+//!   figure is its part per fault; the pages its read-ahead read in are
+//!   priced apart, `fault.major_page` each ([`CostModel::pages_read`]), as
+//!   are the pages a minor fault's asynchronous read-ahead reads (Linux:
+//!   mm/filemap.c, do_sync_mmap_readahead / do_async_mmap_readahead, both
+//!   allocating, inserting and submitting every page of the window).
 //! - A system call: its `*.call` figure, plus its per-page figure times the
 //!   pages it zapped (munmap, madvise) or the pages of its range (mprotect),
 //!   plus `pt.alloc` / `pt.free` per table page it added or freed, plus
@@ -113,6 +118,8 @@ pub struct CostModel {
     pub anon_recycled: Ns3,
     /// Per handled fault, by [`FaultKind`].
     pub faults: [Ns3; FAULT_KINDS],
+    /// Per page a fault's read-ahead read in (`fault.major_page`).
+    pub major_page: Ns3,
     pub pt_alloc: Ns3,
     pub pt_free: Ns3,
     /// An anonymous page a system call populated (no exception).
@@ -195,6 +202,7 @@ impl CostModel {
             walk_cached: get("tlb.miss_walk_cached"),
             walk_ref: get("walk.ref_cached"),
             faults,
+            major_page: get("fault.major_page"),
             pt_alloc: get("pt.alloc"),
             pt_free: get("pt.free"),
             populate_page: get("populate.page"),
@@ -274,6 +282,13 @@ impl CostModel {
             }
         }
         c
+    }
+
+    /// `pages` pages that faults' read-ahead read in from the backing
+    /// store, beyond the faults' own figures: a major fault that read `n`
+    /// pages costs `fault.major + n x fault.major_page`.
+    pub fn pages_read(&self, pages: u64) -> Ns3 {
+        self.major_page * pages as f64
     }
 
     /// One system call of `kind` that touched `pages` pages and added
@@ -360,6 +375,34 @@ mod tests {
         assert_eq!(
             m.access(HitLevel::Walk, 3, true).ns,
             m.l1_hit.ns + m.walk_cached.ns + 3.0 * m.walk_ref.ns
+        );
+    }
+
+    #[test]
+    fn a_major_fault_costs_its_call_plus_each_page_it_read() {
+        let mut f = CostFile::new(Default::default());
+        f.costs.insert(
+            "fault.major".into(),
+            Cost::assumed(30_000.0, 20_000.0, 40_000.0, "test"),
+        );
+        f.costs.insert(
+            "fault.major_page".into(),
+            Cost::assumed(2_000.0, 1_500.0, 3_000.0, "test"),
+        );
+        let m = CostModel::new(&f, "t.toml");
+        let mut counts = [0; FAULT_KINDS];
+        counts[FaultKind::Major as usize] = 1;
+        for n in [0u64, 1, 16, 1024] {
+            let c = m.faults(&counts) + m.pages_read(n);
+            assert_eq!(c.ns, 30_000.0 + 2_000.0 * n as f64);
+            assert_eq!(c.lo, 20_000.0 + 1_500.0 * n as f64);
+            assert_eq!(c.hi, 40_000.0 + 3_000.0 * n as f64);
+        }
+        // Two major faults of 16 pages each: twice one of them.
+        counts[FaultKind::Major as usize] = 2;
+        assert_eq!(
+            (m.faults(&counts) + m.pages_read(32)).ns,
+            2.0 * (30_000.0 + 16.0 * 2_000.0)
         );
     }
 

@@ -41,7 +41,6 @@ use super::run::{Prediction, Shared, PREFETCH_AHEAD};
 use super::ModelError;
 use crate::latency::FineHist;
 use machine::{AccessKind, CpuHandle};
-use mm::FAULT_KINDS;
 use mmu::HitLevel;
 use timing::{CostModel, Ns3, TableLines};
 use workload::plan::{self, Op};
@@ -104,8 +103,9 @@ struct Vcpu<'m, 'w> {
     touch: Option<Touching<'w>>,
     latency: Option<Box<FineHist>>,
     op_label: String,
-    /// Faults by kind as of the last event, to price the next by difference.
-    kinds: [u64; FAULT_KINDS],
+    /// Faults by kind and pages read as of the last event, to price the
+    /// next by difference.
+    seen: pricing::Priced,
     unreported: u64,
     /// The last-level table lines this CPU's caches hold.
     lines: TableLines,
@@ -140,7 +140,7 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
         by_cpu[t.tid] = Some(i);
         vcpus.push(Vcpu {
             tid: t.tid,
-            kinds: cpu.thread_counters().fault_kinds,
+            seen: pricing::Priced::of(cpu.thread_counters()),
             cpu,
             clock: Ns3::ZERO,
             state: State::Ready,
@@ -451,7 +451,7 @@ impl<'s, 'w> Exec<'s, 'w> {
             &self.sh.machine,
             v.tid,
             &mut v.cpu,
-            &mut v.kinds,
+            &mut v.seen,
             &mut v.clock,
             cost,
             hold,

@@ -16,8 +16,9 @@
 //!
 //! ## Invariants
 //! 1. Nothing here reads a host clock (as `timing`'s invariant 1).
-//! 2. Every CPU's fault kinds are priced once: [`Pricer::event`] moves the
-//!    CPU's `kinds` snapshot forward to what it priced.
+//! 2. Every CPU's fault kinds and pages read are priced once:
+//!    [`Pricer::event`] moves the CPU's [`Priced`] snapshot forward to what
+//!    it priced.
 
 use super::shared_time::SharedResources;
 use machine::{CpuHandle, Machine, SpaceId};
@@ -70,6 +71,24 @@ pub(crate) struct Usage {
     pub file_kb: i64,
     pub shmem_kb: i64,
     pub anon_huge_kb: i64,
+}
+
+/// What of a thread's counters has been priced: its faults by kind and
+/// the pages its faults' read-ahead read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Priced {
+    pub kinds: [u64; FAULT_KINDS],
+    pub pages_read: u64,
+}
+
+impl Priced {
+    /// Everything `t` counts, as priced.
+    pub(crate) fn of(t: &mm::ThreadCounters) -> Priced {
+        Priced {
+            kinds: t.fault_kinds,
+            pages_read: t.pages_read,
+        }
+    }
 }
 
 /// Faults a thread handled that no fault kind counts: those a system call
@@ -142,7 +161,7 @@ impl<'c> Pricer<'c> {
     }
 
     /// Places an event of `cpu` (modeled CPU `cpu_id`), whose clock is
-    /// `clock` and whose faults were last priced at `kinds`, that cost
+    /// `clock` and whose faults were last priced at `seen`, that cost
     /// `cost` before its faults, shootdowns and lock waits; each lock it
     /// took is held `hold`.
     #[allow(clippy::too_many_arguments)]
@@ -151,12 +170,22 @@ impl<'c> Pricer<'c> {
         machine: &Machine,
         cpu_id: usize,
         cpu: &mut CpuHandle<'_>,
-        kinds: &mut [u64; FAULT_KINDS],
+        seen: &mut Priced,
         clock: &mut Ns3,
         cost: Ns3,
         hold: Ns3,
     ) {
         let mut cost = cost;
+        // Pages read in by the faults' read-ahead since the last event: a
+        // major fault is its figure plus fault.major_page per page it read
+        // (Linux: mm/filemap.c, filemap_fault -> do_sync_mmap_readahead ->
+        // mm/readahead.c, page_cache_ra_order).
+        let read = cpu.thread_counters().pages_read;
+        if read != seen.pages_read {
+            cost += self.costs.pages_read(read - seen.pages_read);
+            seen.pages_read = read;
+        }
+        let kinds = &mut seen.kinds;
         let mut kib = 0.0;
         let mut handled = 0.0;
         let (mut pages, mut folios) = (0, 0);

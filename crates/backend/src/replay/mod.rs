@@ -54,7 +54,6 @@ use machine::{
     AccessError, AccessKind, CpuHandle, Machine, MachineConfig, MapKind, MmapArgs, Prot, SpaceId,
     SyscallError,
 };
-use mm::FAULT_KINDS;
 use mmu::HitLevel;
 use std::path::Path;
 use std::time::Instant;
@@ -254,7 +253,7 @@ struct Driver<'m> {
     /// Per trace thread: first-level hits not yet added to its clock
     /// (added as `hit * n` by [`Driver::flush`]).
     pending: Vec<u64>,
-    kinds: Vec<[u64; FAULT_KINDS]>,
+    kinds: Vec<crate::model::pricing::Priced>,
     /// The geometry's page size, for pricing system calls per page.
     page_bytes: u64,
     /// Per trace thread (its modeled CPU): the last-level table lines its
@@ -305,7 +304,8 @@ impl<'m> Driver<'m> {
                 .machine
                 .cpu(self.cpus.len(), self.space)
                 .map_err(internal)?;
-            self.kinds.push(c.thread_counters().fault_kinds);
+            self.kinds
+                .push(crate::model::pricing::Priced::of(c.thread_counters()));
             self.cpus.push(c);
         }
         Ok(())

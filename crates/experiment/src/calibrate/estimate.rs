@@ -50,6 +50,38 @@ pub fn least_squares(points: &[(f64, f64)]) -> Option<Line> {
     })
 }
 
+/// Fits `y = a + b * x` by the Theil-Sen estimator: `b` the median of the
+/// slopes between every two points of distinct `x`, `a` the median of
+/// `y - b * x`. One point far off (a run preempted, a slow device read)
+/// moves it little, where it would tilt a least-squares line. `None` with
+/// fewer than two distinct `x`.
+pub fn theil_sen(points: &[(f64, f64)]) -> Option<Line> {
+    let mut slopes = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        for q in &points[i + 1..] {
+            if q.0 != p.0 {
+                slopes.push((q.1 - p.1) / (q.0 - p.0));
+            }
+        }
+    }
+    let slope = median_of(slopes)?;
+    let intercept = median_of(points.iter().map(|p| p.1 - slope * p.0).collect())?;
+    Some(Line { intercept, slope })
+}
+
+fn median_of(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
 /// A measured cost from `samples` (one per repeated run, in the cost's
 /// unit), with `method` saying how one sample was obtained.
 pub fn measured(samples: &[f64], method: &str) -> Option<Cost> {
@@ -165,6 +197,24 @@ mod tests {
         let l = least_squares(&pts).unwrap();
         assert!((l.intercept - 700.0).abs() < 1e-6, "{l:?}");
         assert!((l.slope - 95.0).abs() < 1e-9, "{l:?}");
+    }
+
+    #[test]
+    fn theil_sen_recovers_a_line_and_shrugs_off_one_far_point() {
+        let mut pts: Vec<(f64, f64)> = [16.0, 64.0, 256.0, 512.0, 1024.0]
+            .iter()
+            .map(|&x| (x, 30_000.0 + 500.0 * x))
+            .collect();
+        let l = theil_sen(&pts).unwrap();
+        assert!((l.intercept - 30_000.0).abs() < 1e-6 && (l.slope - 500.0).abs() < 1e-9);
+        // The 64-page point 5 ms late: least squares tilts, Theil-Sen not.
+        pts[1].1 += 5_000_000.0;
+        let l = theil_sen(&pts).unwrap();
+        assert!((l.slope - 500.0).abs() < 1e-9, "{l:?}");
+        assert!((l.intercept - 30_000.0).abs() < 1e-6, "{l:?}");
+        let ls = least_squares(&pts).unwrap();
+        assert!((ls.slope - 500.0).abs() > 100.0, "{ls:?}");
+        assert!(theil_sen(&[(1.0, 2.0), (1.0, 3.0)]).is_none());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Minor faults by kind, the pages a system call populates, and the major
-//! fault, on the kernel backend.
+//! Minor faults by kind and the pages a system call populates, on the
+//! kernel backend (the major fault has its own probe, `major`).
 //!
 //! ## Warm memory, workload-sized regions
 //! Under a hypervisor a guest page the guest has not used lately may not
@@ -45,8 +45,6 @@ struct Sizes {
     file: u64,
     /// Bytes of the THP region (2 MiB faults).
     huge: u64,
-    /// Bytes of the cold file read by major faults.
-    cold: u64,
 }
 
 fn sizes(scale: Scale) -> Sizes {
@@ -57,7 +55,6 @@ fn sizes(scale: Scale) -> Sizes {
             large: 4 << 20,
             warm: 8 << 20,
             huge: 8 << 20,
-            cold: 1 << 20,
         },
         Scale::Quick => Sizes {
             file: 16 << 20,
@@ -65,7 +62,6 @@ fn sizes(scale: Scale) -> Sizes {
             large: 16 << 20,
             warm: 128 << 20,
             huge: 32 << 20,
-            cold: 4 << 20,
         },
         Scale::Long => Sizes {
             file: 16 << 20,
@@ -73,7 +69,6 @@ fn sizes(scale: Scale) -> Sizes {
             large: 64 << 20,
             warm: 256 << 20,
             huge: 128 << 20,
-            cold: 16 << 20,
         },
     }
 }
@@ -121,7 +116,7 @@ fn passes(
 /// The workload: a warm-up, then `reps` repetitions of every kind's
 /// sliced passes.
 fn workload(reps: usize, s: &Sizes, n: u64) -> String {
-    let (r, h, c, big) = (s.region, s.huge, s.cold, s.large);
+    let (r, h, big) = (s.region, s.huge, s.large);
     let slice = r / n;
     let huge_slice = h / n;
     let mut ops = String::new();
@@ -205,16 +200,6 @@ fn workload(reps: usize, s: &Sizes, n: u64) -> String {
     line(&mut ops, "{ mark = \"h0\" }");
     passes(&mut ops, "h", "h", "write", "2MiB", n, huge_slice);
     line(&mut ops, "{ munmap = \"h\" }");
-    line(
-        &mut ops,
-        &format!("{{ mmap = \"c\", size = {c}, kind = \"file\", file = \"cold\", prot = \"r\" }}"),
-    );
-    line(&mut ops, "{ mark = \"c0\" }");
-    line(&mut ops, "{ touch = \"c\", access = \"read\" }");
-    line(&mut ops, "{ mark = \"c1\" }");
-    line(&mut ops, "{ touch = \"c\", access = \"read\" }");
-    line(&mut ops, "{ mark = \"c2\" }");
-    line(&mut ops, "{ munmap = \"c\" }");
     let w = s.warm;
     format!(
         "name = \"calibrate-faults\"\ndescription = \"ptlab calibrate: fault costs by kind\"\n\n[[thread]]\nop = [\n  {{ mmap = \"warm\", size = {w} }},\n  {{ touch = \"warm\", access = \"write\" }},\n  {{ munmap = \"warm\" }},\n  {{ repeat = {reps}, op = [\n{ops}  ] }},\n]\n"
@@ -350,30 +335,6 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
                 "kernel backend: write to each 2 MiB of a {} MiB region advised hugepage ({:.0} MiB of AnonHugePages per run) in {n} slices; per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices",
                 s.huge >> 20,
                 huge_kb / 1024.0
-            ),
-        ),
-    );
-    // A major fault reads from the file system and brings in read-ahead;
-    // the minor faults on pages read ahead are charged at the file-read
-    // rate of the same repetition and taken out.
-    let file_read = per_fault(&p, "f", FILE_SLICES);
-    let cold_time = minus(&p.time("c0", "c1"), &p.time("c1", "c2"));
-    let cold_minor = p.count("c0", "c1", "minor_faults");
-    let major = p.count("c0", "c1", "major_faults");
-    let rest: Vec<f64> = cold_time
-        .iter()
-        .zip(&cold_minor)
-        .zip(&file_read)
-        .map(|((t, m), f)| t - m * f)
-        .collect();
-    figs.put(
-        "fault.major",
-        measured(
-            &per(&rest, &major),
-            &format!(
-                "kernel backend: read of every page of a {} MiB file dropped from the page cache (fadvise DONTNEED), read-ahead included; (pass - second pass - minor faults x fault.file_read) / major faults ({:.0} per run)",
-                s.cold >> 20,
-                runner::mean(&major)
             ),
         ),
     );

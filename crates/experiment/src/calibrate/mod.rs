@@ -3,8 +3,10 @@
 //! Each probe family is a module; each returns figures in the units of the
 //! catalog (`costs::catalog`), with intervals from repeated runs:
 //!
-//! - [`faults`]: minor faults by kind, and major faults, on the kernel
-//!   backend (a workload with marks around each touch).
+//! - [`faults`]: minor faults by kind, on the kernel backend (a workload
+//!   with marks around each touch).
+//! - [`major`]: the major fault, per call and per page its read-ahead
+//!   reads (cold files of several sizes, kernel backend).
 //! - [`tables`]: page-table allocation and freeing (sparse against dense
 //!   faults and unmaps, on the kernel backend).
 //! - [`syscalls`]: mmap, munmap, mprotect, madvise per call and per page,
@@ -39,6 +41,7 @@ mod fork;
 mod host_info;
 mod latency;
 mod locks;
+mod major;
 mod memory;
 mod pin;
 mod runner;
@@ -67,6 +70,7 @@ pub const MEASURED: &[&str] = &[
     "fault.shmem",
     "fault.thp",
     "fault.major",
+    "fault.major_page",
     "fault.mthp_64k",
     "populate.page",
     "pt.alloc",
@@ -224,6 +228,7 @@ type Family = fn(Scale, &mut Figures) -> Result<(), CalibrateError>;
 const FAMILIES: &[(&str, Family)] = &[
     ("memory", memory::probe),
     ("faults", faults::probe),
+    ("major faults", major::probe),
     ("page tables", tables::probe),
     ("fork", fork::probe),
     ("system calls", syscalls::probe),
@@ -232,27 +237,57 @@ const FAMILIES: &[(&str, Family)] = &[
     ("latency", latency::probe),
 ];
 
+/// The probe families' names, in the order they run (what `--only` takes).
+pub fn family_names() -> Vec<&'static str> {
+    FAMILIES.iter().map(|(n, _)| *n).collect()
+}
+
+/// The family `name` names: its name, with `-` for a space allowed
+/// (`major-faults`); `None` for no family.
+pub fn family_named(name: &str) -> Option<&'static str> {
+    let name = name.replace('-', " ");
+    FAMILIES.iter().map(|(n, _)| *n).find(|n| *n == name)
+}
+
 /// Measures every family at `scale`, reporting progress to `on_event`.
 pub fn calibrate(scale: Scale, on_event: &mut dyn FnMut(Event)) -> Calibration {
+    calibrate_families(scale, None, on_event)
+}
+
+/// Measures the families `only` names ([`family_named`]; all of them if
+/// `None`) at `scale`. With `only`, a name the families run did not write
+/// is not a problem unless the probe said so (the file holds their figures
+/// alone: the caller merges them into a whole file).
+pub fn calibrate_families(
+    scale: Scale,
+    only: Option<&[&str]>,
+    on_event: &mut dyn FnMut(Event),
+) -> Calibration {
     let start = Instant::now();
     let mut figs = Figures {
         costs: BTreeMap::new(),
         on_event,
         problems: Vec::new(),
     };
-    for (index, (name, probe)) in FAMILIES.iter().enumerate() {
+    let run: Vec<&(&str, Family)> = FAMILIES
+        .iter()
+        .filter(|(name, _)| only.is_none_or(|o| o.contains(name)))
+        .collect();
+    for (index, (name, probe)) in run.iter().enumerate() {
         (figs.on_event)(Event::Family {
             name,
             index,
-            total: FAMILIES.len(),
+            total: run.len(),
         });
         if let Err(e) = probe(scale, &mut figs) {
             figs.problem(e.to_string());
         }
     }
-    for name in MEASURED {
-        if !figs.costs.contains_key(*name) && !figs.problems.iter().any(|p| p.contains(name)) {
-            figs.problems.push(format!("{name}: not measured"));
+    if only.is_none() {
+        for name in MEASURED {
+            if !figs.costs.contains_key(*name) && !figs.problems.iter().any(|p| p.contains(name)) {
+                figs.problems.push(format!("{name}: not measured"));
+            }
         }
     }
     let mut file = CostFile::new(host_info::read(scale));
@@ -267,6 +302,15 @@ pub fn calibrate(scale: Scale, on_event: &mut dyn FnMut(Event)) -> Calibration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn families_are_named_with_spaces_or_hyphens() {
+        assert_eq!(family_named("major-faults"), Some("major faults"));
+        assert_eq!(family_named("major faults"), Some("major faults"));
+        assert_eq!(family_named("faults"), Some("faults"));
+        assert_eq!(family_named("elsewhere"), None);
+        assert_eq!(family_names().len(), FAMILIES.len());
+    }
 
     #[test]
     fn every_measured_name_is_in_the_catalog() {
