@@ -54,7 +54,9 @@ pub const CATALOG: &[CostName] = &[
     c("fault.mthp_64k", Per::Event, "Write fault that maps a 64 KiB multi-size THP, zeroing included."),
     c("fault.major", Per::Event, "Fault that reads a file page in from the page cache's backing store."),
     c("fault.spurious", Per::Event, "Fault that maps nothing new: spurious, write-protect reuse, access-flag update."),
+    c("fault.zero_cow", Per::Event, "Write fault on anonymous memory that maps the zero page: a zeroed page replaces it (nothing copied)."),
     c("populate.page", Per::Page, "A page a system call populates (MAP_POPULATE, mlock, MADV_POPULATE_WRITE): a zeroed anonymous page mapped without an exception."),
+    c("populate.zero_page", Per::Page, "A zero page a system call populates (MADV_POPULATE_READ, MAP_POPULATE of a read-only anonymous mapping): the shared zero page mapped without an exception."),
     // Page tables.
     c("pt.alloc", Per::Table, "Allocating, clearing and linking one page-table page."),
     c("pt.free", Per::Table, "Unlinking and freeing one page-table page."),

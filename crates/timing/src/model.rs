@@ -20,7 +20,9 @@
 //!   kind of what they mapped (the virtual executor does this).
 //!   A page populated without an exception (anonymous pages that
 //!   MAP_POPULATE, mlock or MADV_POPULATE_WRITE map) is priced
-//!   `populate.page`, not as a fault.
+//!   `populate.page`, not as a fault; a zero page populated so
+//!   (MADV_POPULATE_READ, or MAP_POPULATE of a read-only anonymous
+//!   mapping) `populate.zero_page`.
 //! - mlock, munlock and msync: `syscall.call` per call.
 //! - A fork: `fork.call`, plus `fork.page` per present page and
 //!   `fork.table` per table page of the parent (copied, then zapped and
@@ -117,6 +119,9 @@ pub struct CostModel {
     pub pt_free: Ns3,
     /// An anonymous page a system call populated (no exception).
     pub populate_page: Ns3,
+    /// A zero-page mapping a system call populated (MADV_POPULATE_READ,
+    /// MAP_POPULATE of a read-only mapping; no exception, no allocation).
+    pub populate_zero: Ns3,
     fork_call: Ns3,
     fork_page: Ns3,
     fork_table: Ns3,
@@ -164,6 +169,7 @@ impl CostModel {
                 FaultKind::Mthp => "fault.mthp_64k",
                 FaultKind::Major => "fault.major",
                 FaultKind::Spurious => "fault.spurious",
+                FaultKind::ZeroCow => "fault.zero_cow",
             });
         }
         let calls = [
@@ -198,6 +204,7 @@ impl CostModel {
             pt_alloc: get("pt.alloc"),
             pt_free: get("pt.free"),
             populate_page: get("populate.page"),
+            populate_zero: get("populate.zero_page"),
             fork_call: get("fork.call"),
             fork_page: get("fork.page"),
             fork_table: get("fork.table"),

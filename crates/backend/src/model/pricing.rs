@@ -96,6 +96,8 @@ impl<'c> Pricer<'c> {
                 // (mm/huge_memory.c, __do_huge_pmd_anonymous_page:
                 // folio_zero_user of the whole folio).
                 FaultKind::AnonWrite | FaultKind::Shmem => page,
+                // wp_page_copy of the zero pfn: a zeroed folio, no copy.
+                FaultKind::ZeroCow => page,
                 FaultKind::Mthp => 64.0,
                 FaultKind::Thp => huge,
                 // wp_page_copy: the old page read, the new one written.
@@ -284,9 +286,12 @@ impl<'c> Pricer<'c> {
     /// what the space gained: a PMD-mapped THP per `fault.thp`, an
     /// anonymous page per `populate.page` (no exception: cheaper than a
     /// touch's fault, measured apart), a shmem page per
-    /// `fault.shmem`; the rest (reads of the zero page, file pages mapped
-    /// with fault-around) per `fault.file_read` if file pages were mapped,
-    /// else per `fault.zero_read`.
+    /// `fault.shmem`; the rest per `fault.file_read` if file pages were
+    /// mapped (fault-around), else per `populate.zero_page`: zero pages
+    /// mapped by the kernel's own fault calls, no exception taken (Linux:
+    /// mm/gup.c, faultin_page -> handle_mm_fault -> do_anonymous_page's
+    /// read path, which maps the zero pfn; MADV_POPULATE_READ and
+    /// MAP_POPULATE of a mapping without write permission come this way).
     fn populated(&self, faults: u64, before: &Usage, after: &Usage) -> Ns3 {
         let page = self.page;
         let pages = |kb: i64| kb.max(0) as u64 * 1024 / page;
@@ -304,7 +309,7 @@ impl<'c> Pricer<'c> {
         let rest = if gain(|u| u.file_kb) > 0 {
             f[FaultKind::FileRead as usize]
         } else {
-            f[FaultKind::ZeroRead as usize]
+            self.costs.populate_zero
         };
         f[FaultKind::Thp as usize] * huge as f64
             + self.costs.populate_page * anon as f64
