@@ -642,3 +642,57 @@ fn the_zone_lock_is_free_to_one_cpu_and_serialises_many() {
     assert!(eight >= 8 * 4 * 10_000, "{eight}");
     assert_eq!(eight, phase(8, 10_000.0), "deterministic");
 }
+
+/// Table pages below the root at mark `m` (VmPTE counts them, 4 KiB each;
+/// the root is never allocated by a fault).
+fn tables(m: &Mark) -> i64 {
+    get(m, "vmpte_kb") / 4
+}
+
+#[test]
+fn a_table_a_fault_allocates_costs_pt_alloc_once() {
+    let text = r#"
+name = "sparse"
+description = "one write per 2 MiB (a PTE table each), then a populated mapping"
+
+[[thread]]
+op = [
+  { mmap = "s", size = "64MiB" },
+  { mark = "mapped" },
+  { touch = "s", access = "write", stride = "2MiB" },
+  { mark = "touched" },
+  { touch = "s", access = "write", stride = "2MiB", offset = 4096 },
+  { mark = "again" },
+  { mmap = "p", size = "4MiB", populate = true },
+  { mark = "populated" },
+]
+"#;
+    let w = parse(text);
+    let mut cfg = config(model::Locking::SplitPte);
+    cfg.costs = costs(&[
+        ("fault.anon_write", 1000.0, 1000.0, 1000.0),
+        ("populate.page", 10.0, 10.0, 10.0),
+        ("pt.alloc", 300.0, 200.0, 400.0),
+    ]);
+    let run = model::run(&w, &cfg).unwrap();
+    let (m, t) = (mark(&run, "mapped"), mark(&run, "touched"));
+    // 32 faults, each in a PTE table of its own; the faults allocated
+    // every table the space gained (PTE tables and the upper levels).
+    assert_eq!(get(t, "faults.anon_write"), 32);
+    let added = tables(t) - tables(m);
+    assert!(added >= 32, "{added}");
+    assert_eq!(get(t, "predicted_ns"), 32 * 1000 + added * 300);
+    assert_eq!(get(t, "predicted_lo_ns"), 32 * 1000 + added * 200);
+    // The same pages' neighbours: their tables exist, nothing allocated.
+    let a = mark(&run, "again");
+    assert_eq!(tables(a), tables(t));
+    assert_eq!(get(a, "predicted_ns") - get(t, "predicted_ns"), 32 * 1000);
+    // A populating mmap's tables are the call's, priced once.
+    let p = mark(&run, "populated");
+    let by_call = tables(p) - tables(a);
+    assert!(by_call >= 2, "{by_call}");
+    assert_eq!(
+        get(p, "predicted_ns") - get(a, "predicted_ns"),
+        1024 * 10 + by_call * 300
+    );
+}
