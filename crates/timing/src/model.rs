@@ -10,8 +10,10 @@
 //!   theirs). `walk.ref_memory` is not charged: the line fetched from
 //!   memory is inside `tlb.miss_walk`.
 //! - A handled fault: the figure of its kind (`fault.*`, the whole fault as
-//!   the faulting thread sees it, its share of table allocation included;
-//!   every multi-size THP is priced as `fault.mthp_64k`).
+//!   the faulting thread sees it, measured densely; every multi-size THP is
+//!   priced as `fault.mthp_64k`; a write to the zero page is
+//!   `fault.zero_cow`, a zeroed page and no copy), plus `pt.alloc` per table
+//!   page the fault allocated (the virtual executor and the replay add it).
 //! - A system call: its `*.call` figure, plus its per-page figure times the
 //!   pages it zapped (munmap, madvise) or the pages of its range (mprotect),
 //!   plus `pt.alloc` / `pt.free` per table page it added or freed, plus
