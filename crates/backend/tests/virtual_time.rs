@@ -431,6 +431,7 @@ op = [
         ("fault.anon_write", 1000.0, 1000.0, 1000.0),
         ("populate.page", 700.0, 700.0, 700.0),
         ("fault.zero_read", 300.0, 300.0, 300.0),
+        ("populate.zero_page", 120.0, 120.0, 120.0),
         ("mmap.call", 50.0, 50.0, 50.0),
         ("madvise.call", 70.0, 70.0, 70.0),
     ]);
@@ -441,10 +442,62 @@ op = [
     assert_eq!(get(p, "minor_faults"), 64);
     assert_eq!(get(p, "faults.anon_write"), 0);
     assert_eq!(get(p, "predicted_ns"), 50 + 64 * 700);
-    // 32 pages read-populated: the zero page, 32 read faults.
+    // 32 pages read-populated: the zero page, 32 faults the kernel made
+    // itself (no exception): populate.zero_page, not fault.zero_read.
     let r = mark(&run, "read");
     assert_eq!(get(r, "minor_faults"), 96);
-    assert_eq!(get(r, "predicted_ns"), 50 + 64 * 700 + 50 + 70 + 32 * 300);
+    assert_eq!(get(r, "faults.zero_read"), 0);
+    assert_eq!(get(r, "predicted_ns"), 50 + 64 * 700 + 50 + 70 + 32 * 120);
+}
+
+#[test]
+fn a_write_to_the_zero_page_is_priced_as_a_zeroed_page_not_a_copy() {
+    let text = r#"
+name = "zero-cow"
+description = "reads map the zero page, writes replace it; a private file page written is copied"
+
+[[thread]]
+op = [
+  { mmap = "z", size = "128KiB" },
+  { touch = "z", access = "read" },
+  { mark = "read" },
+  { touch = "z", access = "write" },
+  { mark = "written" },
+  { mmap = "p", size = "128KiB" },
+  { madvise = "p", advice = "populate_read" },
+  { touch = "p", access = "write" },
+  { mark = "populated" },
+]
+"#;
+    let w = parse(text);
+    let mut cfg = config(model::Locking::SplitPte);
+    cfg.costs = costs(&[
+        ("fault.zero_read", 300.0, 300.0, 300.0),
+        ("fault.zero_cow", 900.0, 800.0, 1000.0),
+        ("fault.cow", 5000.0, 5000.0, 5000.0),
+        ("fault.anon_write", 3000.0, 3000.0, 3000.0),
+        ("populate.zero_page", 100.0, 100.0, 100.0),
+    ]);
+    let run = model::run(&w, &cfg).unwrap();
+    let r = mark(&run, "read");
+    assert_eq!(get(r, "faults.zero_read"), 32);
+    let before = get(r, "predicted_ns");
+    assert_eq!(before, 32 * 300);
+    // Linux: wp_page_copy zeroes a new folio for the zero pfn: 32 zero-page
+    // writes, none a copy, none a fresh anonymous fault.
+    let m = mark(&run, "written");
+    assert_eq!(get(m, "faults.zero_cow"), 32);
+    assert_eq!(get(m, "faults.cow"), 0);
+    assert_eq!(get(m, "faults.anon_write"), 0);
+    assert_eq!(get(m, "predicted_ns") - before, 32 * 900);
+    assert_eq!(get(m, "predicted_lo_ns"), 32 * 300 + 32 * 800);
+    // The same after MADV_POPULATE_READ mapped the zero page.
+    let p = mark(&run, "populated");
+    assert_eq!(get(p, "faults.zero_cow"), 64);
+    assert_eq!(
+        get(p, "predicted_ns") - get(m, "predicted_ns"),
+        32 * 100 + 32 * 900
+    );
 }
 
 #[test]
@@ -627,4 +680,58 @@ fn a_major_fault_costs_its_call_plus_each_page_its_read_ahead_read() {
         assert_eq!(get(m, "predicted_lo_ns"), at(20_000, 300), "{kib} KiB");
         assert_eq!(get(m, "predicted_hi_ns"), at(40_000, 900), "{kib} KiB");
     }
+}
+
+/// Table pages below the root at mark `m` (VmPTE counts them, 4 KiB each;
+/// the root is never allocated by a fault).
+fn tables(m: &Mark) -> i64 {
+    get(m, "vmpte_kb") / 4
+}
+
+#[test]
+fn a_table_a_fault_allocates_costs_pt_alloc_once() {
+    let text = r#"
+name = "sparse"
+description = "one write per 2 MiB (a PTE table each), then a populated mapping"
+
+[[thread]]
+op = [
+  { mmap = "s", size = "64MiB" },
+  { mark = "mapped" },
+  { touch = "s", access = "write", stride = "2MiB" },
+  { mark = "touched" },
+  { touch = "s", access = "write", stride = "2MiB", offset = 4096 },
+  { mark = "again" },
+  { mmap = "p", size = "4MiB", populate = true },
+  { mark = "populated" },
+]
+"#;
+    let w = parse(text);
+    let mut cfg = config(model::Locking::SplitPte);
+    cfg.costs = costs(&[
+        ("fault.anon_write", 1000.0, 1000.0, 1000.0),
+        ("populate.page", 10.0, 10.0, 10.0),
+        ("pt.alloc", 300.0, 200.0, 400.0),
+    ]);
+    let run = model::run(&w, &cfg).unwrap();
+    let (m, t) = (mark(&run, "mapped"), mark(&run, "touched"));
+    // 32 faults, each in a PTE table of its own; the faults allocated
+    // every table the space gained (PTE tables and the upper levels).
+    assert_eq!(get(t, "faults.anon_write"), 32);
+    let added = tables(t) - tables(m);
+    assert!(added >= 32, "{added}");
+    assert_eq!(get(t, "predicted_ns"), 32 * 1000 + added * 300);
+    assert_eq!(get(t, "predicted_lo_ns"), 32 * 1000 + added * 200);
+    // The same pages' neighbours: their tables exist, nothing allocated.
+    let a = mark(&run, "again");
+    assert_eq!(tables(a), tables(t));
+    assert_eq!(get(a, "predicted_ns") - get(t, "predicted_ns"), 32 * 1000);
+    // A populating mmap's tables are the call's, priced once.
+    let p = mark(&run, "populated");
+    let by_call = tables(p) - tables(a);
+    assert!(by_call >= 2, "{by_call}");
+    assert_eq!(
+        get(p, "predicted_ns") - get(a, "predicted_ns"),
+        1024 * 10 + by_call * 300
+    );
 }

@@ -55,7 +55,9 @@ pub const CATALOG: &[CostName] = &[
     c("fault.major", Per::Event, "Fault that reads a file page in from the page cache's backing store: the part per fault (the read-ahead's pages priced apart, fault.major_page)."),
     c("fault.major_page", Per::Page, "A page a fault's read-ahead reads in from the backing store (allocated, inserted in the page cache, read)."),
     c("fault.spurious", Per::Event, "Fault that maps nothing new: spurious, write-protect reuse, access-flag update."),
+    c("fault.zero_cow", Per::Event, "Write fault on anonymous memory that maps the zero page: a zeroed page replaces it (nothing copied)."),
     c("populate.page", Per::Page, "A page a system call populates (MAP_POPULATE, mlock, MADV_POPULATE_WRITE): a zeroed anonymous page mapped without an exception."),
+    c("populate.zero_page", Per::Page, "A zero page a system call populates (MADV_POPULATE_READ, MAP_POPULATE of a read-only anonymous mapping): the shared zero page mapped without an exception."),
     // Page tables.
     c("pt.alloc", Per::Table, "Allocating, clearing and linking one page-table page."),
     c("pt.free", Per::Table, "Unlinking and freeing one page-table page."),

@@ -57,10 +57,14 @@ pub enum FaultKind {
     /// Nothing new mapped: spurious, write-protect reuse, access flag.
     #[default]
     Spurious = 8,
+    /// A write to an anonymous page that maps the zero page: a zeroed
+    /// page replaces it (Linux: mm/memory.c, wp_page_copy takes
+    /// `vma_alloc_zeroed_movable_folio` for the zero pfn; nothing copied).
+    ZeroCow = 9,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::AnonWrite,
         FaultKind::ZeroRead,
         FaultKind::Cow,
@@ -70,6 +74,7 @@ impl FaultKind {
         FaultKind::Mthp,
         FaultKind::Major,
         FaultKind::Spurious,
+        FaultKind::ZeroCow,
     ];
 }
 

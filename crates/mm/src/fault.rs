@@ -739,7 +739,13 @@ impl AddressSpace {
                 PageKind::Zero => self.rss_add(Rss::Anon, 1),
             }
             drop(g);
-            ctx.fault_kind = FaultKind::Cow;
+            // wp_page_copy zeroes a new page for the zero pfn and copies
+            // the old page otherwise: two kinds, priced apart.
+            ctx.fault_kind = if kind == PageKind::Zero {
+                FaultKind::ZeroCow
+            } else {
+                FaultKind::Cow
+            };
             d.add_flush(va.get(), self.page);
             return Ok(Some(false));
         }

@@ -25,7 +25,12 @@ const FIGURES: &[(&str, f64, f64, f64)] = &[
     ("fault.major", 10_000.0, 5000.0, 50_000.0),
     ("fault.major_page", 1000.0, 200.0, 5000.0),
     ("fault.spurious", 400.0, 250.0, 800.0),
+    // A write to the zero page: an anonymous write fault's allocation and
+    // clearing, plus replacing the old entry with a local flush.
+    ("fault.zero_cow", 1700.0, 1100.0, 2800.0),
     ("populate.page", 600.0, 400.0, 1200.0),
+    // A zero page populated: a zero-page read without the exception.
+    ("populate.zero_page", 400.0, 200.0, 900.0),
     ("pt.alloc", 300.0, 200.0, 600.0),
     ("fork.call", 100_000.0, 50_000.0, 1_000_000.0),
     ("fork.page", 30.0, 15.0, 80.0),

@@ -10,13 +10,16 @@
 //!   theirs). `walk.ref_memory` is not charged: the line fetched from
 //!   memory is inside `tlb.miss_walk`.
 //! - A handled fault: the figure of its kind (`fault.*`, the whole fault as
-//!   the faulting thread sees it, its share of table allocation included;
-//!   every multi-size THP is priced as `fault.mthp_64k`). A major fault's
-//!   figure is its part per fault; the pages its read-ahead read in are
-//!   priced apart, `fault.major_page` each ([`CostModel::pages_read`]), as
-//!   are the pages a minor fault's asynchronous read-ahead reads (Linux:
-//!   mm/filemap.c, do_sync_mmap_readahead / do_async_mmap_readahead, both
-//!   allocating, inserting and submitting every page of the window).
+//!   the faulting thread sees it, measured densely; every multi-size THP is
+//!   priced as `fault.mthp_64k`; a write to the zero page is
+//!   `fault.zero_cow`, a zeroed page and no copy), plus `pt.alloc` per table
+//!   page the fault allocated (the virtual executor and the replay add it).
+//!   A major fault's figure is its part per fault; the pages its read-ahead
+//!   read in are priced apart, `fault.major_page` each
+//!   ([`CostModel::pages_read`]), as are the pages a minor fault's
+//!   asynchronous read-ahead reads (Linux: mm/filemap.c,
+//!   do_sync_mmap_readahead / do_async_mmap_readahead, both allocating,
+//!   inserting and submitting every page of the window).
 //! - A system call: its `*.call` figure, plus its per-page figure times the
 //!   pages it zapped (munmap, madvise) or the pages of its range (mprotect),
 //!   plus `pt.alloc` / `pt.free` per table page it added or freed, plus
@@ -25,7 +28,9 @@
 //!   kind of what they mapped (the virtual executor does this).
 //!   A page populated without an exception (anonymous pages that
 //!   MAP_POPULATE, mlock or MADV_POPULATE_WRITE map) is priced
-//!   `populate.page`, not as a fault.
+//!   `populate.page`, not as a fault; a zero page populated so
+//!   (MADV_POPULATE_READ, or MAP_POPULATE of a read-only anonymous
+//!   mapping) `populate.zero_page`.
 //! - mlock, munlock and msync: `syscall.call` per call.
 //! - A fork: `fork.call`, plus `fork.page` per present page and
 //!   `fork.table` per table page of the parent (copied, then zapped and
@@ -124,6 +129,9 @@ pub struct CostModel {
     pub pt_free: Ns3,
     /// An anonymous page a system call populated (no exception).
     pub populate_page: Ns3,
+    /// A zero-page mapping a system call populated (MADV_POPULATE_READ,
+    /// MAP_POPULATE of a read-only mapping; no exception, no allocation).
+    pub populate_zero: Ns3,
     fork_call: Ns3,
     fork_page: Ns3,
     fork_table: Ns3,
@@ -171,6 +179,7 @@ impl CostModel {
                 FaultKind::Mthp => "fault.mthp_64k",
                 FaultKind::Major => "fault.major",
                 FaultKind::Spurious => "fault.spurious",
+                FaultKind::ZeroCow => "fault.zero_cow",
             });
         }
         let calls = [
@@ -206,6 +215,7 @@ impl CostModel {
             pt_alloc: get("pt.alloc"),
             pt_free: get("pt.free"),
             populate_page: get("populate.page"),
+            populate_zero: get("populate.zero_page"),
             fork_call: get("fork.call"),
             fork_page: get("fork.page"),
             fork_table: get("fork.table"),

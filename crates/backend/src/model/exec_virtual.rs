@@ -163,7 +163,8 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
         sh.cfg.geometry.page_size(),
         pricing::huge_size(&sh.cfg.geometry),
     )
-    .with_handler_walk(&sh.cfg.geometry);
+    .with_handler_walk(&sh.cfg.geometry)
+    .with_space(&sh.machine, sh.space);
     let mut ex = Exec {
         sh,
         costs: &sh.cfg.costs,

@@ -59,6 +59,9 @@ pub(crate) struct Pricer<'c> {
     /// allocation takes it back from there (rmqueue_pcplist), its struct
     /// page and often its lines still in the caches.
     recycle: Vec<u64>,
+    /// The space whose table pages a fault allocates are priced, and its
+    /// table pages as of the last event ([`Pricer::with_space`]).
+    tables: Option<(SpaceId, u64)>,
 }
 
 /// What the address space holds, before and after a system call.
@@ -115,6 +118,8 @@ impl<'c> Pricer<'c> {
                 // (mm/huge_memory.c, __do_huge_pmd_anonymous_page:
                 // folio_zero_user of the whole folio).
                 FaultKind::AnonWrite | FaultKind::Shmem => page,
+                // wp_page_copy of the zero pfn: a zeroed folio, no copy.
+                FaultKind::ZeroCow => page,
                 FaultKind::Mthp => 64.0,
                 FaultKind::Thp => huge,
                 // wp_page_copy: the old page read, the new one written.
@@ -142,7 +147,21 @@ impl<'c> Pricer<'c> {
             handler_extra: Ns3::ZERO,
             shared: SharedResources::default(),
             recycle: Vec::new(),
+            tables: None,
         }
+    }
+
+    /// Prices the table pages the faults of `space`'s CPUs allocate, one
+    /// `pt.alloc` each: Linux allocates and links them inside the fault
+    /// (mm/memory.c, __handle_mm_fault -> p4d_alloc / pud_alloc /
+    /// pmd_alloc, and do_anonymous_page / do_fault -> __pte_alloc ->
+    /// pte_alloc_one + pmd_install). The fault figures are taken densely
+    /// (a table per 512 faults: 1.4 ns of `pt.alloc` each, left in them);
+    /// `pt.alloc` is measured as the extra of a fault that allocates one.
+    /// A system call's tables are its own ([`Pricer::syscall_cost`]).
+    pub(crate) fn with_space(mut self, machine: &Machine, space: SpaceId) -> Pricer<'c> {
+        self.tables = machine.space(space).ok().map(|s| (space, s.table_pages()));
+        self
     }
 
     /// The same pricing for a run in which one CPU places every event (a
@@ -225,6 +244,17 @@ impl<'c> Pricer<'c> {
         if handled > 0.0 {
             cost += self.handler_extra * handled;
         }
+        // Tables added since the last event are this event's faults' (a
+        // system call's own were taken out by syscall_cost).
+        if let Some((space, seen)) = self.tables {
+            if let Ok(s) = machine.space(space) {
+                let now = s.table_pages();
+                if now > seen {
+                    cost += self.costs.pt_alloc * (now - seen) as f64;
+                }
+                self.tables = Some((space, now));
+            }
+        }
         if kib > 0.0 {
             // The clear starts with the event; the event cannot end before
             // the channel has moved its pages.
@@ -295,6 +325,10 @@ impl<'c> Pricer<'c> {
         if matches!(kind, SyscallKind::Munmap | SyscallKind::Madvise) {
             self.shared.freed = pages;
         }
+        // The call's tables are priced here, not as its event's faults'.
+        if let Some((space, _)) = self.tables {
+            self.tables = Some((space, after.tables));
+        }
         let added = after.tables.saturating_sub(before.tables);
         let freed = before.tables.saturating_sub(after.tables);
         let mut cost = self.costs.syscall(kind, pages, added, freed);
@@ -313,9 +347,12 @@ impl<'c> Pricer<'c> {
     /// what the space gained: a PMD-mapped THP per `fault.thp`, an
     /// anonymous page per `populate.page` (no exception: cheaper than a
     /// touch's fault, measured apart), a shmem page per
-    /// `fault.shmem`; the rest (reads of the zero page, file pages mapped
-    /// with fault-around) per `fault.file_read` if file pages were mapped,
-    /// else per `fault.zero_read`.
+    /// `fault.shmem`; the rest per `fault.file_read` if file pages were
+    /// mapped (fault-around), else per `populate.zero_page`: zero pages
+    /// mapped by the kernel's own fault calls, no exception taken (Linux:
+    /// mm/gup.c, faultin_page -> handle_mm_fault -> do_anonymous_page's
+    /// read path, which maps the zero pfn; MADV_POPULATE_READ and
+    /// MAP_POPULATE of a mapping without write permission come this way).
     fn populated(&self, faults: u64, before: &Usage, after: &Usage) -> Ns3 {
         let page = self.page;
         let pages = |kb: i64| kb.max(0) as u64 * 1024 / page;
@@ -333,7 +370,7 @@ impl<'c> Pricer<'c> {
         let rest = if gain(|u| u.file_kb) > 0 {
             f[FaultKind::FileRead as usize]
         } else {
-            f[FaultKind::ZeroRead as usize]
+            self.costs.populate_zero
         };
         f[FaultKind::Thp as usize] * huge as f64
             + self.costs.populate_page * anon as f64

@@ -81,7 +81,9 @@ impl Default for SharedResources {
                 // Linux: do_anonymous_page, wp_page_copy, shmem's new
                 // page: one order-0 page from the CPU's list, one folio
                 // for the LRU.
-                FaultKind::AnonWrite | FaultKind::Cow | FaultKind::Shmem => (1, 1),
+                FaultKind::AnonWrite | FaultKind::Cow | FaultKind::ZeroCow | FaultKind::Shmem => {
+                    (1, 1)
+                }
                 // A large folio comes from the buddy lists (a 2 MiB one
                 // never sat on a CPU's list before 5.13; not counted as
                 // order-0 pages here), one folio for the LRU.

@@ -149,7 +149,8 @@ pub fn replay(
             cfg.geometry.page_size(),
             pricing::huge_size(&cfg.geometry),
         )
-        .with_handler_walk(&cfg.geometry),
+        .with_handler_walk(&cfg.geometry)
+        .with_space(&machine, space),
         clocks: Vec::new(),
         pending: Vec::new(),
         kinds: Vec::new(),

@@ -7,6 +7,17 @@ use pt::Level;
 use std::sync::atomic::Ordering;
 
 impl AddressSpace {
+    /// Table pages in the tree now, at every level (the root included):
+    /// what the cost model prices a fault's table allocations by, without
+    /// building [`AddressSpace::counters`].
+    pub fn table_pages(&self) -> u64 {
+        self.pt
+            .root_level()
+            .down_to_pte()
+            .map(|l| self.pt.tables_at(l))
+            .sum()
+    }
+
     /// Every counter now: the address-space-wide values from state plus the
     /// given threads' counters merged.
     pub fn counters(&self, threads: &[&ThreadCtx]) -> MmCounters {
