@@ -428,7 +428,7 @@ pub const LOCK_CONTENDED_FAMILY: Counter = Counter {
 pub const FAULTS_BY_KIND_FAMILY: Counter = Counter {
     name: "faults.<kind>",
     unit: Unit::Count,
-    meaning: "Handled faults by kind (anonymous write, zero-page read, COW, file read, shared write, THP, mTHP, major, spurious).",
+    meaning: "Handled faults by kind (anonymous write, zero-page read, COW, file read, shared write, THP, mTHP, major, spurious, a shared file page made writable).",
     compared: false,
     source: Source::ModelOnly,
     view: View::All,

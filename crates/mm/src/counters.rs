@@ -57,10 +57,16 @@ pub enum FaultKind {
     /// Nothing new mapped: spurious, write-protect reuse, access flag.
     #[default]
     Spurious = 8,
+    /// A write to a present, write-protected page of a shared file mapping
+    /// (mapped by a read fault, or cleaned by writeback since): nothing
+    /// new mapped, but the file system is told (Linux: mm/memory.c,
+    /// wp_page_shared -> do_page_mkwrite, then fault_dirty_shared_page:
+    /// the folio dirtied, file_update_time, balance_dirty_pages_ratelimited).
+    FileMkwrite = 9,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::AnonWrite,
         FaultKind::ZeroRead,
         FaultKind::Cow,
@@ -70,6 +76,7 @@ impl FaultKind {
         FaultKind::Mthp,
         FaultKind::Major,
         FaultKind::Spurious,
+        FaultKind::FileMkwrite,
     ];
 }
 
@@ -112,6 +119,10 @@ pub struct ThreadCounters {
     pub lock_contended: [u64; 4],
     /// Handled faults per [`FaultKind`] (model-only breakdown).
     pub fault_kinds: [u64; FAULT_KINDS],
+    /// Dirty page-cache pages msync wrote back (model-only; Linux:
+    /// mm/msync.c -> vfs_fsync_range, each folio cleaned by
+    /// folio_clear_dirty_for_io and written).
+    pub writeback_pages: u64,
 }
 
 impl ThreadCounters {
@@ -124,6 +135,7 @@ impl ThreadCounters {
         self.thp_fault_alloc += other.thp_fault_alloc;
         self.thp_fault_fallback += other.thp_fault_fallback;
         self.mthp_fault_alloc += other.mthp_fault_alloc;
+        self.writeback_pages += other.writeback_pages;
         for i in 0..4 {
             self.lock_acquisitions[i] += other.lock_acquisitions[i];
             self.lock_contended[i] += other.lock_contended[i];

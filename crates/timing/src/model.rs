@@ -11,7 +11,8 @@
 //!   memory is inside `tlb.miss_walk`.
 //! - A handled fault: the figure of its kind (`fault.*`, the whole fault as
 //!   the faulting thread sees it, its share of table allocation included;
-//!   every multi-size THP is priced as `fault.mthp_64k`).
+//!   every multi-size THP is priced as `fault.mthp_64k`; a write to a
+//!   write-protected page of a shared file mapping, `fault.file_mkwrite`).
 //! - A system call: its `*.call` figure, plus its per-page figure times the
 //!   pages it zapped (munmap, madvise) or the pages of its range (mprotect),
 //!   plus `pt.alloc` / `pt.free` per table page it added or freed, plus
@@ -21,7 +22,11 @@
 //!   A page populated without an exception (anonymous pages that
 //!   MAP_POPULATE, mlock or MADV_POPULATE_WRITE map) is priced
 //!   `populate.page`, not as a fault.
-//! - mlock, munlock and msync: `syscall.call` per call.
+//! - mlock, munlock, mremap: `syscall.call` per call.
+//! - msync(MS_SYNC): `msync.call` plus `msync.page` per dirty page it
+//!   wrote back (Linux: mm/msync.c -> vfs_fsync_range: the pages written
+//!   and waited for, the file system's commit; elapsed time, the I/O wait
+//!   included); an msync that found nothing dirty, `syscall.call`.
 //! - A fork: `fork.call`, plus `fork.page` per present page and
 //!   `fork.table` per table page of the parent (copied, then zapped and
 //!   freed at the child's exit); the child's faults are priced as faults.
@@ -65,11 +70,13 @@ pub enum SyscallKind {
     Munmap = 1,
     Mprotect = 2,
     Madvise = 3,
-    /// mlock, munlock, msync.
+    /// mlock, munlock, mremap; an msync that wrote nothing back.
     Other = 4,
+    /// msync(MS_SYNC) that wrote dirty pages back.
+    Msync = 5,
 }
 
-const SYSCALLS: usize = 5;
+const SYSCALLS: usize = 6;
 
 /// How reports name the shipped cost file.
 pub const SHIPPED: &str =
@@ -164,6 +171,7 @@ impl CostModel {
                 FaultKind::Mthp => "fault.mthp_64k",
                 FaultKind::Major => "fault.major",
                 FaultKind::Spurious => "fault.spurious",
+                FaultKind::FileMkwrite => "fault.file_mkwrite",
             });
         }
         let calls = [
@@ -172,6 +180,7 @@ impl CostModel {
             get("mprotect.call"),
             get("madvise.call"),
             get("syscall.call"),
+            get("msync.call"),
         ];
         let per_page = [
             Ns3::ZERO,
@@ -179,6 +188,7 @@ impl CostModel {
             get("mprotect.page"),
             get("madvise.page"),
             Ns3::ZERO,
+            get("msync.page"),
         ];
         // A file without the recycled figure (taken before it existed, or
         // the 2013 machine's) prices every anonymous write fault alike.
@@ -277,7 +287,9 @@ impl CostModel {
     }
 
     /// One system call of `kind` that touched `pages` pages and added
-    /// `tables_added` and freed `tables_freed` table pages.
+    /// `tables_added` and freed `tables_freed` table pages. For
+    /// [`SyscallKind::Msync`], `pages` are the pages it wrote back; one
+    /// that wrote none is priced as any other call (`syscall.call`).
     pub fn syscall(
         &self,
         kind: SyscallKind,
@@ -285,6 +297,10 @@ impl CostModel {
         tables_added: u64,
         tables_freed: u64,
     ) -> Ns3 {
+        let kind = match kind {
+            SyscallKind::Msync if pages == 0 => SyscallKind::Other,
+            k => k,
+        };
         let k = kind as usize;
         self.calls[k]
             + self.per_page[k] * pages as f64
@@ -361,6 +377,20 @@ mod tests {
             m.access(HitLevel::Walk, 3, true).ns,
             m.l1_hit.ns + m.walk_cached.ns + 3.0 * m.walk_ref.ns
         );
+    }
+
+    #[test]
+    fn an_msync_pays_its_call_and_pages_only_when_it_wrote_some() {
+        let m = CostModel::builtin();
+        // Nothing dirty: any other call.
+        assert_eq!(
+            m.syscall(SyscallKind::Msync, 0, 0, 0),
+            m.syscall(SyscallKind::Other, 0, 0, 0)
+        );
+        let one = m.syscall(SyscallKind::Msync, 1, 0, 0).ns;
+        let many = m.syscall(SyscallKind::Msync, 101, 0, 0).ns;
+        assert_eq!(one, 1_000_000.0 + 5000.0);
+        assert_eq!(many - one, 100.0 * 5000.0);
     }
 
     #[test]

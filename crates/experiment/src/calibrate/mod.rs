@@ -45,6 +45,7 @@ mod runner;
 mod shootdown;
 mod syscalls;
 mod tables;
+mod writeback;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -76,6 +77,9 @@ pub const MEASURED: &[&str] = &[
     "fork.table",
     "mmap.call",
     "syscall.call",
+    "fault.file_mkwrite",
+    "msync.call",
+    "msync.page",
     "munmap.call",
     "munmap.page",
     "mprotect.call",
@@ -227,6 +231,7 @@ const FAMILIES: &[(&str, Family)] = &[
     ("page tables", tables::probe),
     ("fork", fork::probe),
     ("system calls", syscalls::probe),
+    ("file writeback", writeback::probe),
     ("shootdown", shootdown::probe),
     ("locks", locks::probe),
     ("latency", latency::probe),
