@@ -735,3 +735,85 @@ op = [
         1024 * 10 + by_call * 300
     );
 }
+
+#[test]
+fn shared_file_writes_pay_page_mkwrite_and_msync_pays_per_page_written_back() {
+    let text = r#"
+name = "mkwrite"
+description = "a shared file mapping read, 8 pages written, msynced, written again, msynced twice"
+
+[[thread]]
+op = [
+  { mmap = "f", size = "64KiB", kind = "file", shared = true, file = "cached" },
+  { touch = "f", access = "read" },
+  { mark = "read" },
+  { touch = "f", access = "write", len = "32KiB" },
+  { mark = "written" },
+  { sync = "f" },
+  { mark = "synced" },
+  { touch = "f", access = "write", len = "16KiB" },
+  { sync = "f" },
+  { mark = "again" },
+  { sync = "f" },
+  { mark = "clean" },
+]
+"#;
+    let w = parse(text);
+    let mut cfg = config(model::Locking::SplitPte);
+    cfg.costs = costs(&[
+        ("fault.file_read", 100.0, 100.0, 100.0),
+        ("fault.file_mkwrite", 1000.0, 1000.0, 1000.0),
+        ("fault.spurious", 7.0, 7.0, 7.0),
+        ("syscall.call", 30.0, 30.0, 30.0),
+        ("msync.call", 50_000.0, 50_000.0, 50_000.0),
+        ("msync.page", 2000.0, 2000.0, 2000.0),
+    ]);
+    let run = model::run(&w, &cfg).unwrap();
+    let at = |m: &str| get(mark(&run, m), "predicted_ns");
+    // One fault-around read fault maps all 16 pages read-only.
+    assert_eq!(get(mark(&run, "read"), "minor_faults"), 1);
+    // Each of the 8 writes is wp_page_shared's page_mkwrite, not spurious.
+    let w8 = mark(&run, "written");
+    assert_eq!(get(w8, "faults.file_mkwrite"), 8);
+    assert_eq!(get(w8, "faults.spurious"), 0);
+    assert_eq!(at("written") - at("read"), 8 * 1000);
+    // The msync writes back the 8 dirty pages.
+    assert_eq!(at("synced") - at("written"), 50_000 + 8 * 2000);
+    // 4 pages written again (cleaned, so 4 more mkwrite faults), then 4
+    // written back.
+    assert_eq!(at("again") - at("synced"), 4 * 1000 + 50_000 + 4 * 2000);
+    // Nothing dirty: a plain call.
+    assert_eq!(at("clean") - at("again"), 30);
+}
+
+#[test]
+fn populating_a_private_file_mapping_for_write_is_priced_as_copies() {
+    let text = r#"
+name = "locked-cow"
+description = "a read-only locked private file mapping made writable: mprotect populates copies"
+
+[[thread]]
+op = [
+  { mmap = "f", size = "64KiB", kind = "file", file = "cached", prot = "r", locked = true },
+  { mark = "mapped" },
+  { mprotect = "f", prot = "rw" },
+  { mark = "protected" },
+]
+"#;
+    let w = parse(text);
+    let mut cfg = config(model::Locking::SplitPte);
+    cfg.costs = costs(&[
+        ("fault.cow", 3000.0, 3000.0, 3000.0),
+        ("populate.page", 700.0, 700.0, 700.0),
+        ("mprotect.call", 90.0, 90.0, 90.0),
+    ]);
+    let run = model::run(&w, &cfg).unwrap();
+    let (m, p) = (mark(&run, "mapped"), mark(&run, "protected"));
+    assert_eq!(get(p, "minor_faults") - get(m, "minor_faults"), 16);
+    // Each of the 16 file pages replaced by an anonymous copy:
+    // wp_page_copy, a fault.cow each, not a zeroed populate.page.
+    assert_eq!(
+        get(p, "predicted_ns") - get(m, "predicted_ns"),
+        90 + 16 * 3000
+    );
+}

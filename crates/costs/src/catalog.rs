@@ -56,6 +56,7 @@ pub const CATALOG: &[CostName] = &[
     c("fault.major_page", Per::Page, "A page a fault's read-ahead reads in from the backing store (allocated, inserted in the page cache, read)."),
     c("fault.spurious", Per::Event, "Fault that maps nothing new: spurious, write-protect reuse, access-flag update."),
     c("fault.zero_cow", Per::Event, "Write fault on anonymous memory that maps the zero page: a zeroed page replaces it (nothing copied)."),
+    c("fault.file_mkwrite", Per::Event, "Write fault on a present, write-protected page of a shared file mapping (mapped by a read, or cleaned by writeback): the file system's page_mkwrite, the page dirtied, the PTE made writable."),
     c("populate.page", Per::Page, "A page a system call populates (MAP_POPULATE, mlock, MADV_POPULATE_WRITE): a zeroed anonymous page mapped without an exception."),
     c("populate.zero_page", Per::Page, "A zero page a system call populates (MADV_POPULATE_READ, MAP_POPULATE of a read-only anonymous mapping): the shared zero page mapped without an exception."),
     // Page tables.
@@ -74,7 +75,9 @@ pub const CATALOG: &[CostName] = &[
     c("madvise.call", Per::Event, "madvise(MADV_DONTNEED) per call."),
     c("madvise.page", Per::Page, "madvise(MADV_DONTNEED) per present page it zaps."),
     c("mmap.call", Per::Event, "mmap of an anonymous region (no population)."),
-    c("syscall.call", Per::Event, "Any other system call of the workload format (mlock, munlock, msync), per call."),
+    c("syscall.call", Per::Event, "Any other system call of the workload format (mlock, munlock, mremap, an msync with nothing dirty), per call."),
+    c("msync.call", Per::Event, "msync(MS_SYNC) that writes dirty pages back, per call: the file system's sync (journal commit, device cache flush), elapsed, its waits included."),
+    c("msync.page", Per::Page, "msync(MS_SYNC) per dirty page it writes back and waits for, elapsed."),
     // TLB shootdowns.
     c("shootdown.sender", Per::Event, "Sender's cost of a TLB flush request to other CPUs running the space (IPIs and their acknowledgements, or paravirtual deferral), per request."),
     c("shootdown.receiver", Per::Event, "Each other CPU's cost of a flush request sent to it (interrupt, flush, acknowledgement), per request."),

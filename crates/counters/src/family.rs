@@ -20,7 +20,7 @@ pub const LOCK_CONTENDED_BY_LOCK: [&str; 4] = [
 
 /// Handled faults by kind, in the order of `mm`'s `FaultKind` (what the
 /// cost model charges them as).
-pub const FAULTS_BY_KIND: [&str; 10] = [
+pub const FAULTS_BY_KIND: [&str; 11] = [
     "faults.anon_write",
     "faults.zero_read",
     "faults.cow",
@@ -31,6 +31,7 @@ pub const FAULTS_BY_KIND: [&str; 10] = [
     "faults.major",
     "faults.spurious",
     "faults.zero_cow",
+    "faults.file_mkwrite",
 ];
 
 /// The page sizes of the per-size TLB breakdowns (the last is every other size).

@@ -428,7 +428,7 @@ pub const LOCK_CONTENDED_FAMILY: Counter = Counter {
 pub const FAULTS_BY_KIND_FAMILY: Counter = Counter {
     name: "faults.<kind>",
     unit: Unit::Count,
-    meaning: "Handled faults by kind (anonymous write, zero-page read, COW, file read, shared write, THP, mTHP, major, spurious, write to the zero page).",
+    meaning: "Handled faults by kind (anonymous write, zero-page read, COW, file read, shared write, THP, mTHP, major, spurious, write to the zero page, a shared file page made writable).",
     compared: false,
     source: Source::ModelOnly,
     view: View::All,

@@ -61,10 +61,16 @@ pub enum FaultKind {
     /// page replaces it (Linux: mm/memory.c, wp_page_copy takes
     /// `vma_alloc_zeroed_movable_folio` for the zero pfn; nothing copied).
     ZeroCow = 9,
+    /// A write to a present, write-protected page of a shared file mapping
+    /// (mapped by a read fault, or cleaned by writeback since): nothing
+    /// new mapped, but the file system is told (Linux: mm/memory.c,
+    /// wp_page_shared -> do_page_mkwrite, then fault_dirty_shared_page:
+    /// the folio dirtied, file_update_time, balance_dirty_pages_ratelimited).
+    FileMkwrite = 10,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::AnonWrite,
         FaultKind::ZeroRead,
         FaultKind::Cow,
@@ -75,6 +81,7 @@ impl FaultKind {
         FaultKind::Major,
         FaultKind::Spurious,
         FaultKind::ZeroCow,
+        FaultKind::FileMkwrite,
     ];
 }
 
@@ -121,6 +128,10 @@ pub struct ThreadCounters {
     /// the backing store (model-only; the time model prices a major fault
     /// per call plus per page read, `fault.major_page`).
     pub pages_read: u64,
+    /// Dirty page-cache pages msync wrote back (model-only; Linux:
+    /// mm/msync.c -> vfs_fsync_range, each folio cleaned by
+    /// folio_clear_dirty_for_io and written).
+    pub writeback_pages: u64,
 }
 
 impl ThreadCounters {
@@ -133,6 +144,7 @@ impl ThreadCounters {
         self.thp_fault_alloc += other.thp_fault_alloc;
         self.thp_fault_fallback += other.thp_fault_fallback;
         self.mthp_fault_alloc += other.mthp_fault_alloc;
+        self.writeback_pages += other.writeback_pages;
         for i in 0..4 {
             self.lock_acquisitions[i] += other.lock_acquisitions[i];
             self.lock_contended[i] += other.lock_contended[i];

@@ -782,9 +782,15 @@ impl AddressSpace {
                     ),
                 },
             );
-            if let (PageKind::Cache(_), Some(obj)) = (kind, vma.object()) {
+            if let (PageKind::Cache(rss), Some(obj)) = (kind, vma.object()) {
                 let idx = vma.pgoff_of(va.get(), self.page_shift);
                 MemObject::set_dirty(&mut obj.lock(), idx, true);
+                // Linux: mm/memory.c, wp_page_shared: a shared file page
+                // (not shmem, which has no page_mkwrite and maps writable)
+                // goes through do_page_mkwrite and fault_dirty_shared_page.
+                if rss == Rss::File && vma.shared {
+                    ctx.fault_kind = FaultKind::FileMkwrite;
+                }
             }
         }
         drop(g);

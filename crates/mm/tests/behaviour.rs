@@ -422,11 +422,22 @@ fn do_shared_fault_wp_page_shared_and_folio_mkclean() {
             .write,
         "writenotify"
     );
+    let kind = |ctx: &ThreadCtx| ctx.counters.fault_kinds[FaultKind::FileMkwrite as usize];
+    assert_eq!(kind(&ctx), 0, "a read maps; it makes nothing writable");
     access(&s, &mut ctx, BASE, true);
     assert_eq!(counters(&s, &ctx).minor_faults, 2);
+    // wp_page_shared: the write to the read-mapped page is page_mkwrite's.
+    assert_eq!(kind(&ctx), 1);
     let d = s.msync(&mut ctx, BASE, 64 * K).unwrap();
     assert_eq!(d.flush.ranges, vec![(BASE, 4096)]);
     d.complete_without_tlb(&s).unwrap();
+    // The one dirty page was written back; a second msync finds none.
+    assert_eq!(ctx.counters.writeback_pages, 1);
+    s.msync(&mut ctx, BASE, 64 * K)
+        .unwrap()
+        .complete_without_tlb(&s)
+        .unwrap();
+    assert_eq!(ctx.counters.writeback_pages, 1);
     assert!(
         !s.page_table()
             .translate(VirtAddr::new(BASE))
@@ -437,6 +448,16 @@ fn do_shared_fault_wp_page_shared_and_folio_mkclean() {
     );
     access(&s, &mut ctx, BASE, true);
     assert_eq!(counters(&s, &ctx).minor_faults, 3);
+    assert_eq!(kind(&ctx), 2, "written again after its writeback");
+    // Another page fault-around mapped read-only with the first: the same.
+    access(&s, &mut ctx, BASE + 8 * K, true);
+    assert_eq!(kind(&ctx), 3);
+    assert_eq!(ctx.counters.fault_kinds[FaultKind::Shmem as usize], 0);
+    s.msync(&mut ctx, BASE, 64 * K)
+        .unwrap()
+        .complete_without_tlb(&s)
+        .unwrap();
+    assert_eq!(ctx.counters.writeback_pages, 3);
     assert_eq!(counters(&s, &ctx).rss_file_kb, 64);
     finish(s, &mut ctx);
 }

@@ -19,7 +19,8 @@
 //!   ([`CostModel::pages_read`]), as are the pages a minor fault's
 //!   asynchronous read-ahead reads (Linux: mm/filemap.c,
 //!   do_sync_mmap_readahead / do_async_mmap_readahead, both allocating,
-//!   inserting and submitting every page of the window).
+//!   inserting and submitting every page of the window). A write to a
+//!   write-protected page of a shared file mapping is `fault.file_mkwrite`.
 //! - A system call: its `*.call` figure, plus its per-page figure times the
 //!   pages it zapped (munmap, madvise) or the pages of its range (mprotect),
 //!   plus `pt.alloc` / `pt.free` per table page it added or freed, plus
@@ -31,7 +32,11 @@
 //!   `populate.page`, not as a fault; a zero page populated so
 //!   (MADV_POPULATE_READ, or MAP_POPULATE of a read-only anonymous
 //!   mapping) `populate.zero_page`.
-//! - mlock, munlock and msync: `syscall.call` per call.
+//! - mlock, munlock, mremap: `syscall.call` per call.
+//! - msync(MS_SYNC): `msync.call` plus `msync.page` per dirty page it
+//!   wrote back (Linux: mm/msync.c -> vfs_fsync_range: the pages written
+//!   and waited for, the file system's commit; elapsed time, the I/O wait
+//!   included); an msync that found nothing dirty, `syscall.call`.
 //! - A fork: `fork.call`, plus `fork.page` per present page and
 //!   `fork.table` per table page of the parent (copied, then zapped and
 //!   freed at the child's exit); the child's faults are priced as faults.
@@ -75,11 +80,13 @@ pub enum SyscallKind {
     Munmap = 1,
     Mprotect = 2,
     Madvise = 3,
-    /// mlock, munlock, msync.
+    /// mlock, munlock, mremap; an msync that wrote nothing back.
     Other = 4,
+    /// msync(MS_SYNC) that wrote dirty pages back.
+    Msync = 5,
 }
 
-const SYSCALLS: usize = 5;
+const SYSCALLS: usize = 6;
 
 /// How reports name the shipped cost file.
 pub const SHIPPED: &str =
@@ -180,6 +187,7 @@ impl CostModel {
                 FaultKind::Major => "fault.major",
                 FaultKind::Spurious => "fault.spurious",
                 FaultKind::ZeroCow => "fault.zero_cow",
+                FaultKind::FileMkwrite => "fault.file_mkwrite",
             });
         }
         let calls = [
@@ -188,6 +196,7 @@ impl CostModel {
             get("mprotect.call"),
             get("madvise.call"),
             get("syscall.call"),
+            get("msync.call"),
         ];
         let per_page = [
             Ns3::ZERO,
@@ -195,6 +204,7 @@ impl CostModel {
             get("mprotect.page"),
             get("madvise.page"),
             Ns3::ZERO,
+            get("msync.page"),
         ];
         // A file without the recycled figure (taken before it existed, or
         // the 2013 machine's) prices every anonymous write fault alike.
@@ -302,7 +312,9 @@ impl CostModel {
     }
 
     /// One system call of `kind` that touched `pages` pages and added
-    /// `tables_added` and freed `tables_freed` table pages.
+    /// `tables_added` and freed `tables_freed` table pages. For
+    /// [`SyscallKind::Msync`], `pages` are the pages it wrote back; one
+    /// that wrote none is priced as any other call (`syscall.call`).
     pub fn syscall(
         &self,
         kind: SyscallKind,
@@ -310,6 +322,10 @@ impl CostModel {
         tables_added: u64,
         tables_freed: u64,
     ) -> Ns3 {
+        let kind = match kind {
+            SyscallKind::Msync if pages == 0 => SyscallKind::Other,
+            k => k,
+        };
         let k = kind as usize;
         self.calls[k]
             + self.per_page[k] * pages as f64
@@ -414,6 +430,20 @@ mod tests {
             (m.faults(&counts) + m.pages_read(32)).ns,
             2.0 * (30_000.0 + 16.0 * 2_000.0)
         );
+    }
+
+    #[test]
+    fn an_msync_pays_its_call_and_pages_only_when_it_wrote_some() {
+        let m = CostModel::builtin();
+        // Nothing dirty: any other call.
+        assert_eq!(
+            m.syscall(SyscallKind::Msync, 0, 0, 0),
+            m.syscall(SyscallKind::Other, 0, 0, 0)
+        );
+        let one = m.syscall(SyscallKind::Msync, 1, 0, 0).ns;
+        let many = m.syscall(SyscallKind::Msync, 101, 0, 0).ns;
+        assert_eq!(one, 1_000_000.0 + 5000.0);
+        assert_eq!(many - one, 100.0 * 5000.0);
     }
 
     #[test]

@@ -42,7 +42,7 @@ use super::ModelError;
 use crate::latency::FineHist;
 use machine::{AccessKind, CpuHandle};
 use mmu::HitLevel;
-use timing::{CostModel, Ns3, TableLines};
+use timing::{CostModel, Ns3, SyscallKind, TableLines};
 use workload::plan::{self, Op};
 
 /// How far (ns of virtual time) a CPU may run ahead of the next one through
@@ -420,6 +420,7 @@ impl<'s, 'w> Exec<'s, 'w> {
     fn syscall(&mut self, v: &mut Vcpu<'s, 'w>, op: &Op) -> Option<Result<(), ModelError>> {
         let before = self.usage();
         let untyped_before = untyped_faults(v.cpu.thread_counters());
+        let written_before = v.cpu.thread_counters().writeback_pages;
         let (r, what, kind) = interp::syscall(&mut v.cpu, self.sh.w, op)?;
         if let Err(e) = r {
             return Some(Err(interp::syscall_error(v.tid, &v.op_label, what, e)));
@@ -431,7 +432,10 @@ impl<'s, 'w> Exec<'s, 'w> {
         };
         let page = self.sh.cfg.geometry.page_size();
         let populated = untyped_faults(v.cpu.thread_counters()) - untyped_before;
-        let range_pages = interp::range_len(op).div_ceil(page);
+        let range_pages = match kind {
+            SyscallKind::Msync => v.cpu.thread_counters().writeback_pages - written_before,
+            _ => interp::range_len(op).div_ceil(page),
+        };
         let cost = self
             .pricer
             .syscall_cost(kind, &before, &after, range_pages, populated);

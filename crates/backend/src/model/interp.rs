@@ -75,7 +75,7 @@ pub(super) fn syscall(
         Op::Sync { region, range } => (
             cpu.msync(at(*region, range), range.len),
             "msync",
-            SyscallKind::Other,
+            SyscallKind::Msync,
         ),
         Op::Mremap(m) => {
             let args = MremapArgs {

@@ -124,12 +124,14 @@ impl<'c> Pricer<'c> {
                 FaultKind::Thp => huge,
                 // wp_page_copy: the old page read, the new one written.
                 FaultKind::Cow => 2.0 * page,
-                // The zero page, a cached page, nothing new; a major
+                // The zero page, a cached page, nothing new (a shared file
+                // page made writable: page_mkwrite copies nothing); a major
                 // fault's read is the device's (not modeled).
                 FaultKind::ZeroRead
                 | FaultKind::FileRead
                 | FaultKind::Major
-                | FaultKind::Spurious => 0.0,
+                | FaultKind::Spurious
+                | FaultKind::FileMkwrite => 0.0,
             };
         }
         Pricer {
@@ -304,7 +306,9 @@ impl<'c> Pricer<'c> {
     /// The cost of a system call of `kind` before its faults and
     /// shootdowns, from the space's usage before and after it
     /// ([`usage`]); `range_pages` is the pages of its range (priced for
-    /// mprotect, which changes entries rather than zapping pages);
+    /// mprotect, which changes entries rather than zapping pages), and for
+    /// msync the pages it wrote back (`ThreadCounters::writeback_pages`
+    /// after less before);
     /// `populated` the faults the call made on the caller's behalf
     /// ([`untyped_faults`] after less before).
     pub(crate) fn syscall_cost(
@@ -317,7 +321,7 @@ impl<'c> Pricer<'c> {
     ) -> Ns3 {
         let pages = match kind {
             SyscallKind::Munmap | SyscallKind::Madvise => before.pages.saturating_sub(after.pages),
-            SyscallKind::Mprotect => range_pages,
+            SyscallKind::Mprotect | SyscallKind::Msync => range_pages,
             SyscallKind::Mmap | SyscallKind::Other => 0,
         };
         // The pages a munmap or DONTNEED zapped go back to the CPU's free
@@ -345,14 +349,19 @@ impl<'c> Pricer<'c> {
 
     /// The price of `faults` faults a system call made in populating, from
     /// what the space gained: a PMD-mapped THP per `fault.thp`, an
-    /// anonymous page per `populate.page` (no exception: cheaper than a
-    /// touch's fault, measured apart), a shmem page per
-    /// `fault.shmem`; the rest per `fault.file_read` if file pages were
-    /// mapped (fault-around), else per `populate.zero_page`: zero pages
-    /// mapped by the kernel's own fault calls, no exception taken (Linux:
-    /// mm/gup.c, faultin_page -> handle_mm_fault -> do_anonymous_page's
-    /// read path, which maps the zero pfn; MADV_POPULATE_READ and
-    /// MAP_POPULATE of a mapping without write permission come this way).
+    /// anonymous page that replaced a mapped file page per `fault.cow`
+    /// (populating a private file mapping for write, as mprotect of a
+    /// locked range does: Linux mm/gup.c, faultin_page with FOLL_WRITE ->
+    /// handle_mm_fault -> do_wp_page -> wp_page_copy, the file page
+    /// copied, not a zeroed page), any other anonymous page per
+    /// `populate.page` (no exception: cheaper than a touch's fault,
+    /// measured apart), a shmem page per `fault.shmem`; the rest per
+    /// `fault.file_read` if file pages were mapped (fault-around), else
+    /// per `populate.zero_page`: zero pages mapped by the kernel's own
+    /// fault calls, no exception taken (Linux: mm/gup.c, faultin_page ->
+    /// handle_mm_fault -> do_anonymous_page's read path, which maps the
+    /// zero pfn; MADV_POPULATE_READ and MAP_POPULATE of a mapping without
+    /// write permission come this way).
     fn populated(&self, faults: u64, before: &Usage, after: &Usage) -> Ns3 {
         let page = self.page;
         let pages = |kb: i64| kb.max(0) as u64 * 1024 / page;
@@ -364,6 +373,10 @@ impl<'c> Pricer<'c> {
             .saturating_sub(huge * per_huge)
             .min(left);
         left -= anon;
+        // File pages that left the space as anonymous pages came in: copies.
+        let lost_file = pages(before.file_kb - after.file_kb);
+        let copied = anon.min(lost_file);
+        let anon = anon - copied;
         let shmem = gain(|u| u.shmem_kb).min(left);
         left -= shmem;
         let f = &self.costs.faults;
@@ -373,6 +386,7 @@ impl<'c> Pricer<'c> {
             self.costs.populate_zero
         };
         f[FaultKind::Thp as usize] * huge as f64
+            + f[FaultKind::Cow as usize] * copied as f64
             + self.costs.populate_page * anon as f64
             + f[FaultKind::Shmem as usize] * shmem as f64
             + rest * left as f64

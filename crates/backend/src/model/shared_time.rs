@@ -93,7 +93,8 @@ impl Default for SharedResources {
                 FaultKind::ZeroRead
                 | FaultKind::FileRead
                 | FaultKind::Major
-                | FaultKind::Spurious => (0, 0),
+                | FaultKind::Spurious
+                | FaultKind::FileMkwrite => (0, 0),
             };
             pages_per_fault[k as usize] = p;
             folios_per_fault[k as usize] = f;

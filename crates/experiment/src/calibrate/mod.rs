@@ -48,6 +48,7 @@ mod runner;
 mod shootdown;
 mod syscalls;
 mod tables;
+mod writeback;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -82,6 +83,9 @@ pub const MEASURED: &[&str] = &[
     "fork.table",
     "mmap.call",
     "syscall.call",
+    "fault.file_mkwrite",
+    "msync.call",
+    "msync.page",
     "munmap.call",
     "munmap.page",
     "mprotect.call",
@@ -234,6 +238,7 @@ const FAMILIES: &[(&str, Family)] = &[
     ("page tables", tables::probe),
     ("fork", fork::probe),
     ("system calls", syscalls::probe),
+    ("file writeback", writeback::probe),
     ("shootdown", shootdown::probe),
     ("locks", locks::probe),
     ("latency", latency::probe),

@@ -41,12 +41,31 @@ impl AddressSpace {
             let e = v.end.min(end);
             covered += e - s;
             if v.writenotify() {
+                let dirty = |v: &crate::vma::Vma| self.dirty_pages(v, s, e);
+                let before = dirty(v);
                 self.writeback(ctx, v, s, e, d)?;
+                // The pages this writeback cleaned are the ones it wrote.
+                ctx.counters.writeback_pages += before.saturating_sub(dirty(v));
             }
         }
         if covered < end - addr {
             return Err(Errno::NoMem("msync range has a hole"));
         }
         Ok(())
+    }
+
+    /// Dirty page-cache pages of `v`'s object behind `[s, e)`.
+    fn dirty_pages(&self, v: &crate::vma::Vma, s: u64, e: u64) -> u64 {
+        let Some(obj) = v.object() else {
+            return 0;
+        };
+        let (first, last) = (
+            v.pgoff_of(s, self.page_shift),
+            v.pgoff_of(e, self.page_shift),
+        );
+        let pages = obj.lock();
+        (first..last)
+            .filter(|&i| crate::cache::MemObject::is_dirty(&pages, i))
+            .count() as u64
     }
 }
