@@ -27,5 +27,7 @@ pub mod record;
 pub mod regions;
 pub mod varint;
 
-pub use file::{rewrite_header, Header, TraceError, TraceReader, TraceWriter, VERSION};
+pub use file::{
+    read_index, rewrite_header, Header, Index, TraceError, TraceReader, TraceWriter, VERSION,
+};
 pub use record::{MapEvent, MapFlags, Prot, Record, RegionId, RegionKind};
