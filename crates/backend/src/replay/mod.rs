@@ -3,7 +3,8 @@
 //! fault) an access through the thread's modeled CPU, in the trace's order.
 //!
 //! One host thread drives every modeled CPU (a trace is one sequence, so
-//! the replay is deterministic); the machine keeps the shootdown and
+//! the replay is deterministic; a second only reads and decompresses the
+//! chunks ahead of it, in order: [`trace::file::Prefetch`]); the machine keeps the shootdown and
 //! reclaim order. The layout ([`layout`]) needs every region first: a
 //! trace of format version 2 carries them in its index (read from the end
 //! of the file, and checked against the records as the replay meets them:
@@ -62,6 +63,7 @@ use std::path::Path;
 use std::time::Instant;
 use thiserror::Error;
 use timing::{Ns3, SyscallKind, TableLines};
+use trace::file::Prefetch;
 use trace::regions::{self, Builder, RegionInfo, Scan};
 use trace::{MapEvent, Record, RegionKind, TraceError, TraceReader};
 use workload::result::{Counters, Mark, Run};
@@ -165,8 +167,10 @@ pub fn replay(
         lines: Vec::new(),
     };
     d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
-    let mut reader = TraceReader::open(path)?;
-    while let Some(chunk) = reader.next_raw_chunk()? {
+    // Chunks are read and decompressed on a second thread, two ahead.
+    let mut chunks = Prefetch::new(TraceReader::open(path)?, 2);
+    while let Some(owned) = chunks.next()? {
+        let chunk = owned.view(path);
         if opts.deadline.is_some_and(|t| Instant::now() >= t) {
             return Err(ReplayError::Timeout {
                 done: d.index,
@@ -210,7 +214,9 @@ pub fn replay(
             n += 1;
         }
         chunk.check_count(n)?;
+        chunks.recycle(owned);
     }
+    drop(chunks);
     if let Some(c) = check {
         c.finish(d.index, path)?;
     }
