@@ -14,13 +14,13 @@ pub fn put(buf: &mut Vec<u8>, mut v: u64) {
 /// Reads an unsigned LEB128 at `*pos`, advancing it; `None` if the bytes
 /// end first or the number does not fit 64 bits.
 ///
-/// Numbers of one to three bytes (below 2^21: every region id and the
-/// delta of an access within 1 MiB of the one before) are read with one
+/// Numbers of one to four bytes (below 2^28: every region id and the
+/// delta of an access within 128 MiB of the one before) are read with one
 /// bounds check, the rest byte by byte ([`get_long`]); both read the same
 /// (a property test compares them on any bytes).
 #[inline]
 pub fn get(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    if let Some(&[b0, b1, b2, ..]) = buf.get(*pos..) {
+    if let Some(&[b0, b1, b2, b3, ..]) = buf.get(*pos..) {
         if b0 < 0x80 {
             *pos += 1;
             return Some(u64::from(b0));
@@ -30,9 +30,14 @@ pub fn get(buf: &[u8], pos: &mut usize) -> Option<u64> {
             *pos += 2;
             return Some(lo | u64::from(b1) << 7);
         }
+        let mid = lo | u64::from(b1 & 0x7f) << 7;
         if b2 < 0x80 {
             *pos += 3;
-            return Some(lo | u64::from(b1 & 0x7f) << 7 | u64::from(b2) << 14);
+            return Some(mid | u64::from(b2) << 14);
+        }
+        if b3 < 0x80 {
+            *pos += 4;
+            return Some(mid | u64::from(b2 & 0x7f) << 14 | u64::from(b3) << 21);
         }
     }
     get_long(buf, pos)
@@ -87,7 +92,7 @@ mod tests {
             prop_assert_eq!(pos, b.len());
         }
 
-        /// The three-byte fast path reads what the byte loop reads, on
+        /// The four-byte fast path reads what the byte loop reads, on
         /// any bytes (cut, overlong, at any position), and stops at the
         /// same place.
         #[test]
