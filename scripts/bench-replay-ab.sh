@@ -10,7 +10,9 @@
 # are made once by this tree's `ptlab trace` (its wall time gives the rate
 # it produces accesses), in a temporary directory removed at the end; then
 # ROUNDS rounds (default 3) replay each trace with the old and the new
-# binary in turn (`ptlab replay --json`, default configuration). Printed
+# binary in turn (`ptlab replay --json`, default configuration; a binary
+# that reads only trace format 1, older than the eleventh session, is given
+# the trace's version-1 form: the same chunks, without the index). Printed
 # per program: median wall and CPU seconds (user + system) of each, the
 # ratio old/new of the CPU medians, the replay's accesses per second of
 # wall time and its ratio to the rate `trace` produced them; and whether
@@ -62,9 +64,25 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for p in "${programs[@]}"; do
   name=${p%%:*}; cmd=${p#*:}
   read -r tw _ < <(timed /dev/null "$new" trace -o "$work/$name.ptl" -- $cmd)
+  # The version-1 form for an old binary: version 1 at byte 8, the index
+  # block before the end marker cut out, the end marker's index length 0.
+  oldtrace=$work/$name.ptl
+  if ! "$old" replay "$work/$name.ptl" --json >/dev/null 2>&1; then
+    python3 - "$work/$name.ptl" "$work/$name.v1.ptl" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack_from("<I", b, len(b) - 4)[0]
+end = len(b) - 20
+out = bytearray(b[:end - n] + b[end:])
+out[8:10] = struct.pack("<H", 1)
+out[-4:] = b"\0\0\0\0"
+open(sys.argv[2], "wb").write(out)
+PY
+    oldtrace=$work/$name.v1.ptl
+  fi
   ow=(); oc=(); nw=(); nc=()
   for _ in $(seq "$rounds"); do
-    read -r w c < <(timed "$work/old.json" "$old" replay "$work/$name.ptl" --json); ow+=("$w"); oc+=("$c")
+    read -r w c < <(timed "$work/old.json" "$old" replay "$oldtrace" --json); ow+=("$w"); oc+=("$c")
     read -r w c < <(timed "$work/new.json" "$new" replay "$work/$name.ptl" --json); nw+=("$w"); nc+=("$c")
   done
   python3 - "$name" "$tw" "${ow[*]}" "${oc[*]}" "${nw[*]}" "${nc[*]}" "$work/old.json" "$work/new.json" "$work/$name.ptl" "$new" <<'PY'
@@ -84,7 +102,7 @@ print("| %s | {:,} | %.2f (%.0f) | %.2f / %.2f | %.2f / %.2f | %.2fx | %.0f | %.
     name, tw, acc / tw / 1e6, med(ow), med(oc), med(nw), med(nc), med(oc) / med(nc),
     acc / med(nw) / 1e6, (acc / med(nw)) / (acc / tw), counters(oj) == counters(nj)))
 PY
-  rm -f "$work/$name.ptl"
+  rm -f "$work/$name.ptl" "$work/$name.v1.ptl"
 done
 echo
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -252,6 +252,8 @@ impl<W: Write> Converter<W> {
         // access's offset.
         let mut run_start = 0;
         let mut run = 0u32;
+        // The accesses the run's records stand for (hits by their count).
+        let mut run_acc = 0u64;
         let mut run_last = None;
         let mut threaded = false;
         while pos < bytes.len() {
@@ -263,6 +265,7 @@ impl<W: Write> Converter<W> {
                 prev = addr;
                 if near && (cur.0..cur.1).contains(&addr) {
                     run += 1;
+                    run_acc += 1;
                     run_last = Some(addr - cur.3);
                     self.counts.accesses += 1;
                     pos = p;
@@ -270,8 +273,9 @@ impl<W: Write> Converter<W> {
                 }
                 if run > 0 {
                     self.writer
-                        .push_encoded(&bytes[run_start..pos], run, run_last)?;
+                        .push_encoded(&bytes[run_start..pos], run, run_acc, run_last)?;
                     run = 0;
+                    run_acc = 0;
                     run_last = None;
                 }
                 if !threaded {
@@ -306,8 +310,9 @@ impl<W: Write> Converter<W> {
                     // Hits of an access no region held: counted, not written.
                     if run > 0 {
                         self.writer
-                            .push_encoded(&bytes[run_start..pos], run, run_last)?;
+                            .push_encoded(&bytes[run_start..pos], run, run_acc, run_last)?;
                         run = 0;
+                        run_acc = 0;
                         run_last = None;
                     }
                     self.counts.unattributed += n;
@@ -315,6 +320,7 @@ impl<W: Write> Converter<W> {
                 } else {
                     self.counts.hits += n;
                     run += 1;
+                    run_acc += n;
                 }
                 pos = p;
                 continue;
@@ -322,11 +328,12 @@ impl<W: Write> Converter<W> {
             if run > 0
                 && self
                     .writer
-                    .push_encoded(&bytes[run_start..pos], run, run_last)?
+                    .push_encoded(&bytes[run_start..pos], run, run_acc, run_last)?
             {
                 near = false;
             }
             run = 0;
+            run_acc = 0;
             run_last = None;
             pos = self.other(vcpu, bytes, pos, &mut threaded)?;
             run_start = pos;
@@ -335,7 +342,7 @@ impl<W: Write> Converter<W> {
         }
         if run > 0 {
             self.writer
-                .push_encoded(&bytes[run_start..pos], run, run_last)?;
+                .push_encoded(&bytes[run_start..pos], run, run_acc, run_last)?;
         }
         Ok(())
     }

@@ -19,7 +19,11 @@
 //! 2. Every offset a record gives lies inside its region's size at that
 //!    point of the trace (checked by [`regions::scan`]).
 //! 3. A reader holds at most one chunk ([`file::MAX_CHUNK_RAW`] bytes of
-//!    records) in memory, whatever the trace's length.
+//!    records) in memory, whatever the trace's length ([`file::Prefetch`],
+//!    reading ahead on its own thread, at most its depth plus two).
+//! 4. A version-2 trace's index ([`file::read_index`]) is what
+//!    [`regions::scan`] finds in its records; a replay checks it as it
+//!    goes (crate `backend`).
 
 pub mod codec;
 pub mod file;
@@ -27,5 +31,7 @@ pub mod record;
 pub mod regions;
 pub mod varint;
 
-pub use file::{rewrite_header, Header, TraceError, TraceReader, TraceWriter, VERSION};
+pub use file::{
+    read_index, rewrite_header, Header, Index, TraceError, TraceReader, TraceWriter, VERSION,
+};
 pub use record::{MapEvent, MapFlags, Prot, Record, RegionId, RegionKind};

@@ -196,9 +196,17 @@ fn a_corrupt_chunk_is_refused_never_replayed() {
 #[test]
 fn a_newer_version_is_refused_at_byte_8() {
     let mut bytes = write(&[map(0, 4096)]);
-    bytes[8] = 2;
+    let newer = trace::VERSION + 1;
+    bytes[8..10].copy_from_slice(&newer.to_le_bytes());
     let e = read(&bytes).unwrap_err().to_string();
-    assert!(e.contains("byte 8") && e.contains("version 2"), "{e}");
+    assert!(
+        e.contains("byte 8") && e.contains(&format!("version {newer}")),
+        "{e}"
+    );
+    let e = trace::file::read_index_from(std::io::Cursor::new(&bytes), Path::new("t.ptl"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("byte 8"), "{e}");
 }
 
 #[test]

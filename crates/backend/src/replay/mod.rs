@@ -3,10 +3,13 @@
 //! fault) an access through the thread's modeled CPU, in the trace's order.
 //!
 //! One host thread drives every modeled CPU (a trace is one sequence, so
-//! the replay is deterministic); the machine keeps the shootdown and
-//! reclaim order. The trace is read twice, streaming: a first pass collects
-//! the regions for the layout ([`layout`]), the second replays, holding one
-//! chunk at a time.
+//! the replay is deterministic; a second only reads and decompresses the
+//! chunks ahead of it, in order: [`trace::file::Prefetch`]); the machine keeps the shootdown and
+//! reclaim order. The layout ([`layout`]) needs every region first: a
+//! trace of format version 2 carries them in its index (read from the end
+//! of the file, and checked against the records as the replay meets them:
+//! `IndexCheck`); a version-1 trace is read twice, streaming: a first pass
+//! collects the regions, the second replays, holding one chunk at a time.
 //!
 //! What a replay counts exactly and what it approximates:
 //! - `Hits` records (accesses a tracer left out because each fell in the
@@ -59,7 +62,8 @@ use std::path::Path;
 use std::time::Instant;
 use thiserror::Error;
 use timing::{Ns3, SyscallKind, TableLines};
-use trace::regions::{self, Scan};
+use trace::file::Prefetch;
+use trace::regions::{self, Builder, RegionInfo, Scan};
 use trace::{MapEvent, Record, RegionKind, TraceError, TraceReader};
 use workload::result::{Counters, Mark, Run};
 
@@ -115,7 +119,12 @@ pub fn replay(
     cfg: &ModelConfig,
     opts: &ReplayOptions,
 ) -> Result<Replayed, ReplayError> {
-    let scan = regions::scan(&mut TraceReader::open(path)?)?;
+    // The index when the trace has one (no first pass); then every record
+    // but the accesses is checked as the first pass would, and against it.
+    let (scan, mut check) = match trace::read_index(path)? {
+        Some(ix) => (ix.scan.clone(), Some(IndexCheck::new(ix))),
+        None => (regions::scan(&mut TraceReader::open(path)?)?, None),
+    };
     let layout = layout::choose(&scan, &cfg.geometry, opts.layout).map_err(ReplayError::Layout)?;
     let machine = Machine::new(MachineConfig {
         geometry: cfg.geometry.clone(),
@@ -158,8 +167,10 @@ pub fn replay(
         lines: Vec::new(),
     };
     d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
-    let mut reader = TraceReader::open(path)?;
-    while let Some(chunk) = reader.next_raw_chunk()? {
+    // Chunks are read and decompressed on a second thread, two ahead.
+    let mut chunks = Prefetch::new(TraceReader::open(path)?, 2);
+    while let Some(owned) = chunks.next()? {
+        let chunk = owned.view(path);
         if opts.deadline.is_some_and(|t| Instant::now() >= t) {
             return Err(ReplayError::Timeout {
                 done: d.index,
@@ -194,11 +205,20 @@ pub fn replay(
             let Some(r) = records.next_record() else {
                 break;
             };
-            d.step(&r.map_err(|e| chunk.error(e))?)?;
+            let r = r.map_err(|e| chunk.error(e))?;
+            if let Some(c) = &mut check {
+                c.record(d.index, &r, chunk.at, path)?;
+            }
+            d.step(&r)?;
             d.index += 1;
             n += 1;
         }
         chunk.check_count(n)?;
+        chunks.recycle(owned);
+    }
+    drop(chunks);
+    if let Some(c) = check {
+        c.finish(d.index, path)?;
     }
     d.end_mark()?;
     let marks = std::mem::take(&mut d.marks);
@@ -211,6 +231,100 @@ pub fn replay(
         layout,
         skipped_advice,
     })
+}
+
+/// A replay from a trace's index: the first pass's checks of invariants 1
+/// and 2, made on the records the replay decodes (all but accesses, which
+/// the replay checks itself), and the index held to what they say, so that
+/// a replay never uses a region the index placed wrongly. Invariant: every
+/// region the records introduced so far is in the index, of its kind,
+/// name, native address, birth and thread, no larger than its largest
+/// size there.
+struct IndexCheck {
+    index: trace::Index,
+    seen: Builder,
+}
+
+impl IndexCheck {
+    fn new(index: trace::Index) -> Self {
+        IndexCheck {
+            index,
+            seen: Builder::default(),
+        }
+    }
+
+    /// Record `r`, the trace's record number `at_record`, in the chunk at
+    /// byte `chunk`.
+    fn record(
+        &mut self,
+        at_record: u64,
+        r: &Record,
+        chunk: u64,
+        path: &Path,
+    ) -> Result<(), ReplayError> {
+        self.seen.passed(at_record - self.seen.scan().records, 0);
+        self.seen.record(r).map_err(|what| TraceError::Format {
+            path: path.to_path_buf(),
+            offset: chunk,
+            what: format!("record {at_record}: {what}"),
+        })?;
+        let id = match r {
+            Record::Thread { tid } if *tid >= self.index.scan.threads => {
+                return Err(self.bad(
+                    format!(
+                        "record {at_record} is of thread {tid}; the index counts {} threads",
+                        self.index.scan.threads
+                    ),
+                    path,
+                ))
+            }
+            Record::Map(m) => m.id,
+            Record::Move { new_id, .. } => *new_id,
+            Record::Resize { id, .. } => *id,
+            _ => return Ok(()),
+        };
+        let seen = &self.seen.scan().regions[&id];
+        match self.index.scan.regions.get(&id) {
+            Some(ix) if agrees(seen, ix) => Ok(()),
+            _ => Err(self.bad(
+                format!("the index disagrees with record {at_record} on region {id}"),
+                path,
+            )),
+        }
+    }
+
+    /// The end: `records` records replayed.
+    fn finish(self, records: u64, path: &Path) -> Result<(), ReplayError> {
+        let mut seen = self.seen.scan().clone();
+        seen.records = records;
+        seen.accesses = self.index.scan.accesses;
+        if seen != self.index.scan {
+            return Err(self.bad(
+                "the index does not describe the records (regions or totals differ)".into(),
+                path,
+            ));
+        }
+        Ok(())
+    }
+
+    fn bad(&self, what: String, path: &Path) -> ReplayError {
+        ReplayError::Trace(TraceError::Format {
+            path: path.to_path_buf(),
+            offset: self.index.at,
+            what,
+        })
+    }
+}
+
+/// Whether a region as the records made it so far (`seen`) agrees with the
+/// index's account of it (`ix`).
+fn agrees(seen: &RegionInfo, ix: &RegionInfo) -> bool {
+    seen.kind == ix.kind
+        && seen.name == ix.name
+        && seen.native == ix.native
+        && seen.born == ix.born
+        && seen.tid == ix.tid
+        && seen.max_size <= ix.max_size
 }
 
 fn internal(e: impl std::fmt::Display) -> ReplayError {
