@@ -968,7 +968,7 @@ impl Prefetch {
     ///
     /// # Errors
     /// What the reader raised, in its place in the file.
-    pub fn next(&mut self) -> Result<Option<OwnedChunk>, TraceError> {
+    pub fn next_chunk(&mut self) -> Result<Option<OwnedChunk>, TraceError> {
         match self.rx.as_ref().map(|rx| rx.recv()) {
             Some(Ok(Ok(c))) => Ok(Some(c)),
             Some(Ok(Err(e))) => Err(e),

@@ -169,7 +169,7 @@ pub fn replay(
     d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
     // Chunks are read and decompressed on a second thread, two ahead.
     let mut chunks = Prefetch::new(TraceReader::open(path)?, 2);
-    while let Some(owned) = chunks.next()? {
+    while let Some(owned) = chunks.next_chunk()? {
         let chunk = owned.view(path);
         if opts.deadline.is_some_and(|t| Instant::now() >= t) {
             return Err(ReplayError::Timeout {
