@@ -146,7 +146,7 @@ mod tests {
                 let moved = KIB * 50.0 * n as f64;
                 let rate = makespan / moved;
                 assert!(
-                    rate >= MACHINE.ns * 0.95 && rate <= MACHINE.ns * 1.05,
+                    (MACHINE.ns * 0.95..=MACHINE.ns * 1.05).contains(&rate),
                     "{rate}"
                 );
             }
