@@ -113,10 +113,11 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         return Err(CalibrateError::Probe {
             what: "mem.bandwidth_kib".into(),
             message: format!(
-                "not measured: the two clearing threads were rarely running at the same time ({} of {} pairs ran at once for {:.0}% of their time, at least 3 needed); run calibrate on a quieter host",
+                "not measured: the two clearing threads were rarely running at the same time ({} of {} pairs ran at once for {:.0}% of their time, at least 3 needed; the best pair {:.0}%); run calibrate on a quieter host",
                 pair.len(),
                 overlaps.len(),
-                100.0 * MIN_OVERLAP
+                100.0 * MIN_OVERLAP,
+                100.0 * overlaps.iter().copied().fold(0.0f64, f64::max)
             ),
         });
     }
