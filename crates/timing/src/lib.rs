@@ -12,8 +12,9 @@
 //! - [`locks`]: [`VirtualLocks`], each lock as "free at virtual time T", so
 //!   waiting and contention happen in virtual time; a hand-off's cost
 //!   grows with the waiters where the lock is a ticket lock.
-//! - [`channel`]: [`MemoryChannel`], the memory bandwidth all CPUs share
-//!   for clearing and copying pages.
+//! - [`bandwidth`]: [`SharedBandwidth`], the memory bandwidth all CPUs
+//!   share for clearing and copying pages (each of n CPUs transferring at
+//!   once gets 1/n of the machine's).
 //! - [`shared`]: [`SharedLock`], a lock or line every CPU shares (the zone
 //!   lock, the LRU lock, the mmap_lock's count line).
 //!
@@ -28,14 +29,14 @@
 //!    `f64` fields.
 
 pub mod assumed;
-pub mod channel;
+pub mod bandwidth;
 pub mod locks;
 pub mod model;
 pub mod ns3;
 pub mod shared;
 pub mod table_lines;
 
-pub use channel::MemoryChannel;
+pub use bandwidth::{SharedBandwidth, Transferred};
 pub use locks::{Acquired, Handoff, VirtualLocks};
 pub use model::{CostModel, SyscallKind, BARE_METAL, SHIPPED};
 pub use ns3::Ns3;

@@ -52,9 +52,11 @@
 //!   a CPU that takes a free lock another CPU held last pays
 //!   `lock.handoff` (its line moves).
 //! - Memory bandwidth: the KiB a fault clears or copies (its new page, a
-//!   THP's 2 MiB, a COW's copy read and written) go through the machine's
-//!   one [`crate::MemoryChannel`] at `mem.bandwidth_kib`; the event ends no
-//!   earlier than its transfer.
+//!   THP's 2 MiB, a COW's copy read and written) take, on a CPU alone, no
+//!   longer than the fault's own figure (measured alone, it holds them);
+//!   with other CPUs transferring at once they share the machine's
+//!   `mem.bandwidth_kib` ([`crate::SharedBandwidth`]), and the fault pays
+//!   what its share takes beyond its own figure.
 //!
 //! - Locks every CPU shares (the zone lock per batch of 63 pages a CPU's
 //!   free-page list takes or gives back, `zone.lock_batch`; the LRU lock
@@ -153,6 +155,7 @@ pub struct CostModel {
     pub handoff_waiter: Ns3,
     /// The machine's memory bandwidth, ns per KiB.
     pub bandwidth_kib: Ns3,
+
     /// The zone lock's hold per batch of a CPU's free-page list.
     pub zone_batch: Ns3,
     /// The LRU lock's hold per batch of folios.

@@ -10,9 +10,11 @@
 //! (sender's part) and places the whole with the locks the OS model logged
 //! ([`timing::VirtualLocks`]); the CPUs that received IPIs are left in
 //! [`Pricer::received`] for the caller to charge. The pages its faults
-//! cleared or copied go through the machine's one memory channel
-//! ([`timing::MemoryChannel`]): with many CPUs faulting at once the
-//! machine's bandwidth, not each CPU's, bounds them.
+//! cleared or copied share the machine's memory bandwidth with the other
+//! CPUs' clears in flight ([`timing::SharedBandwidth`]): with many CPUs
+//! faulting at once each gets its share of the machine's bandwidth, and a
+//! fault pays what that share takes beyond its own clear (a run of one CPU
+//! skips the resource: it is never slowed alone).
 //!
 //! ## Invariants
 //! 1. Nothing here reads a host clock (as `timing`'s invariant 1).
@@ -23,15 +25,21 @@
 use super::shared_time::SharedResources;
 use machine::{CpuHandle, Machine, SpaceId};
 use mm::{FaultKind, LockClass, LockEvent, FAULT_KINDS};
-use timing::{CostModel, MemoryChannel, Ns3, SyscallKind, VirtualLocks};
+use timing::{CostModel, Ns3, SharedBandwidth, SyscallKind, VirtualLocks};
 
 /// The shared part of pricing one address space's CPUs in virtual time.
 pub(crate) struct Pricer<'c> {
     pub costs: &'c CostModel,
     locks: VirtualLocks,
-    channel: MemoryChannel,
+    bandwidth: SharedBandwidth,
+    /// One CPU places every event: no other CPU's transfer can be in
+    /// flight, so [`Self::bandwidth`] is skipped.
+    alone: bool,
     /// KiB of memory traffic per fault, by [`FaultKind`].
     traffic_kib: [f64; FAULT_KINDS],
+    /// Transfers that shared the bandwidth, and what sharing added, over
+    /// every CPU.
+    pub bandwidth_extra: Ns3,
     log: Vec<LockEvent>,
     /// The MMU's flush generation and every CPU's IPIs received, as of the
     /// last event.
@@ -137,8 +145,10 @@ impl<'c> Pricer<'c> {
         Pricer {
             costs,
             locks: VirtualLocks::new(),
-            channel: MemoryChannel::new(),
+            bandwidth: SharedBandwidth::new(),
+            alone: false,
             traffic_kib,
+            bandwidth_extra: Ns3::ZERO,
             log: Vec::new(),
             generation: mmu.flush_generation(),
             ipis: mmu.ipis_received(),
@@ -171,6 +181,7 @@ impl<'c> Pricer<'c> {
     /// ([`VirtualLocks::single_cpu`]).
     pub(crate) fn one_cpu(mut self) -> Self {
         self.locks = VirtualLocks::single_cpu();
+        self.alone = true;
         self
     }
 
@@ -208,6 +219,7 @@ impl<'c> Pricer<'c> {
         }
         let kinds = &mut seen.kinds;
         let mut kib = 0.0;
+        let mut own = Ns3::ZERO;
         let mut handled = 0.0;
         let (mut pages, mut folios) = (0, 0);
         if self.recycle.len() <= cpu_id {
@@ -234,7 +246,15 @@ impl<'c> Pricer<'c> {
                 } else {
                     0
                 };
-                cost += self.costs.anon_recycled * again as f64 + *price * (d - again) as f64;
+                let priced = self.costs.anon_recycled * again as f64 + *price * (d - again) as f64;
+                cost += priced;
+                // The clear or copy is inside the fault's figure, at the
+                // speed one CPU alone moves fresh memory (in its caches for
+                // a 4 KiB page, to memory for a THP's 2 MiB): that figure is
+                // the time the transfer may take before sharing slows it.
+                if *traffic > 0.0 {
+                    own += priced;
+                }
                 recycle = recycle.saturating_sub(alloc * d);
                 handled += n;
                 pages += alloc * d;
@@ -256,12 +276,6 @@ impl<'c> Pricer<'c> {
                 }
                 self.tables = Some((space, now));
             }
-        }
-        if kib > 0.0 {
-            // The clear starts with the event; the event cannot end before
-            // the channel has moved its pages.
-            let done = self.channel.transfer(*clock, kib, self.costs.bandwidth_kib);
-            cost = cost.max(done - *clock);
         }
         let mmu = machine.mmu();
         let generation = mmu.flush_generation();
@@ -285,9 +299,18 @@ impl<'c> Pricer<'c> {
         self.recycle[cpu_id] = recycle + self.shared.freed;
         cpu.drain_lock_log(&mut self.log);
         let mmap = self.log.iter().any(|e| e.class == LockClass::Mmap);
-        let pre = self
+        let mut pre = self
             .shared
             .take(self.costs, cpu_id, *clock, pages, folios, mmap);
+        if kib > 0.0 && !self.alone {
+            // The clear starts once the page is allocated (after the zone
+            // lock); its share of the machine's bandwidth is decided then.
+            let t =
+                self.bandwidth
+                    .transfer(cpu_id, *clock + pre, kib, own, self.costs.bandwidth_kib);
+            self.bandwidth_extra += t.extra;
+            pre += t.extra;
+        }
         let placed = self.locks.place(
             cpu_id,
             *clock + pre,

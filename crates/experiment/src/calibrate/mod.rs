@@ -16,6 +16,8 @@
 //! - [`locks`]: an uncontended lock, and a lock hand-off between two CPUs
 //!   (threads in this process, pinned).
 //! - [`memory`]: clearing and copying memory per KiB (in this process).
+//! - [`bandwidth`]: the machine's memory bandwidth shared by two CPUs
+//!   clearing at once (in this process).
 //! - [`busy`]: whether the host is too busy to calibrate on (the command
 //!   refuses a busy host unless `--allow-busy`).
 //! - [`latency`]: dependent-load latency by working-set size, the TLB's L2
@@ -33,6 +35,7 @@
 //!    derived from measured figures); the file holds all of them when
 //!    `problems` is empty.
 
+mod bandwidth;
 pub mod busy;
 mod clock;
 pub mod estimate;
@@ -98,6 +101,7 @@ pub const MEASURED: &[&str] = &[
     "lock.handoff",
     "clear.kib",
     "copy.kib",
+    "mem.bandwidth_kib",
     "mem.latency_32k",
     "mem.latency_1m",
     "mem.latency_32m",
@@ -233,6 +237,7 @@ type Family = fn(Scale, &mut Figures) -> Result<(), CalibrateError>;
 /// last.
 const FAMILIES: &[(&str, Family)] = &[
     ("memory", memory::probe),
+    ("memory bandwidth", bandwidth::probe),
     ("faults", faults::probe),
     ("major faults", major::probe),
     ("page tables", tables::probe),
