@@ -41,7 +41,11 @@
 //! in the table batch (the model frees it with the page batch). Linux gives
 //! a run of PTEs mapping one large folio two entries (page and count); the
 //! model gives each PTE one, so with multi-size THP it flushes more often
-//! than Linux (no validation workload fills a batch with mTHP).
+//! than Linux (no validation workload fills a batch with mTHP). Not
+//! modeled either: Linux also flushes at the end of every PTE table in which
+//! it zapped a dirty PTE of a page-cache folio (`delay_rmap`, `force_flush`
+//! in `zap_present_folio_ptes`), so a zap of written shared file or shmem
+//! pages flushes more often on Linux than here.
 
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
