@@ -575,6 +575,40 @@ impl<R: Read> TraceReader<R> {
         Ok(true)
     }
 
+    /// Reads the `comp_len` compressed bytes of the block (a chunk or the
+    /// index) whose magic is at `at`, and decompresses them into `raw`,
+    /// which must come to the `raw_len` bytes its header says. `reading`
+    /// names what was being read when the file is cut short, `block` what
+    /// failed to decompress (reported at the block's data, 16 bytes after
+    /// its magic).
+    fn read_frame(
+        &mut self,
+        at: u64,
+        comp_len: u32,
+        raw_len: u32,
+        reading: &str,
+        block: &str,
+    ) -> Result<(), TraceError> {
+        let mut comp = std::mem::take(&mut self.compressed);
+        comp.resize(comp_len as usize, 0);
+        let filled = self.fill(&mut comp, reading);
+        self.compressed = comp;
+        filled?;
+        self.raw.clear();
+        self.raw.reserve(raw_len as usize);
+        let n = self
+            .decompressor
+            .decompress_to_buffer(&self.compressed, &mut self.raw)
+            .map_err(|e| self.bad(at + 16, format!("{block} does not decompress: {e}")))?;
+        if n != raw_len as usize {
+            return Err(self.bad(
+                at + 16,
+                format!("{block} decompresses to {n} bytes, its header says {raw_len}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Reads and decompresses the next chunk, leaving its records to be
     /// decoded one at a time ([`RawChunk::decoder`]); `None` once the end
     /// marker has been read.
@@ -632,23 +666,7 @@ impl<R: Read> TraceReader<R> {
                     format!("an index of {comp_len} compressed bytes: at most {MAX_CHUNK_RAW}"),
                 ));
             }
-            let mut comp = std::mem::take(&mut self.compressed);
-            comp.resize(comp_len as usize, 0);
-            let filled = self.fill(&mut comp, "the index");
-            self.compressed = comp;
-            filled?;
-            self.raw.clear();
-            self.raw.reserve(raw_len as usize);
-            let n = self
-                .decompressor
-                .decompress_to_buffer(&self.compressed, &mut self.raw)
-                .map_err(|e| self.bad(at + 16, format!("the index does not decompress: {e}")))?;
-            if n != raw_len as usize {
-                return Err(self.bad(
-                    at + 16,
-                    format!("the index decompresses to {n} bytes, its header says {raw_len}"),
-                ));
-            }
+            self.read_frame(at, comp_len, raw_len, "the index", "the index")?;
             self.index_len = 16 + u64::from(comp_len);
             return self.next_raw_chunk();
         }
@@ -680,23 +698,13 @@ impl<R: Read> TraceReader<R> {
                 ),
             ));
         }
-        let mut comp = std::mem::take(&mut self.compressed);
-        comp.resize(comp_len as usize, 0);
-        let filled = self.fill(&mut comp, "a chunk's compressed records");
-        self.compressed = comp;
-        filled?;
-        self.raw.clear();
-        self.raw.reserve(raw_len as usize);
-        let n = self
-            .decompressor
-            .decompress_to_buffer(&self.compressed, &mut self.raw)
-            .map_err(|e| self.bad(at + 16, format!("the chunk does not decompress: {e}")))?;
-        if n != raw_len as usize {
-            return Err(self.bad(
-                at + 16,
-                format!("the chunk decompresses to {n} bytes, its header says {raw_len}"),
-            ));
-        }
+        self.read_frame(
+            at,
+            comp_len,
+            raw_len,
+            "a chunk's compressed records",
+            "the chunk",
+        )?;
         self.records += u64::from(count);
         self.chunks += 1;
         Ok(Some(RawChunk {
