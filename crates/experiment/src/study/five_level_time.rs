@@ -77,9 +77,13 @@ fn add_lat(sec: &mut Section, lat: &[ConfigResult]) {
             t5.per(faults).text(),
             format!("{d:+.3}%"),
         ]);
+        let figures = match *cname {
+            "this host" => "this host's figures".to_string(),
+            c => format!("the {c} figures"),
+        };
         sec.findings.push(format!(
             "lat_pagefault-like (a cached 12 MiB file read a byte per page, 16 pages mapped per \
-             fault), {cname} figures: {} vs {} per page read, {} vs {} per fault, 4 vs 5 levels \
+             fault), {figures}: {} vs {} per page read, {} vs {} per fault, 4 vs 5 levels \
              ({d:+.3}%); the seed: 105.64 vs 105.88 ns per page (+0.23%). The fifth level's part: \
              the fault handler's descent reads one more entry (p4d) per fault, one \
              walk.ref_cached each.",

@@ -328,8 +328,12 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         let q = &ratios[ci];
         // Slowest by more than 1%: equal times are no ordering.
         let slowest = q[1] > 1.01 * q[0] && q[1] > 1.01 * q[2];
+        let figures = match *cname {
+            "this host" => "this host's figures".to_string(),
+            c => format!("the {c} figures"),
+        };
         sec.findings.push(format!(
-            "With the {cname} figures the model predicts THP off : THP on with one lock : THP on \
+            "With {figures} the model predicts THP off : THP on with one lock : THP on \
              with split PMD locks = 1 : {:.3} : {:.3}, against the seed's 1 : 1.37 : 0.93; {}; \
              the ratios are {}within 25% of the seed's.",
             q[1],
