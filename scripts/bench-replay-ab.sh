@@ -64,20 +64,9 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for p in "${programs[@]}"; do
   name=${p%%:*}; cmd=${p#*:}
   read -r tw _ < <(timed /dev/null "$new" trace -o "$work/$name.ptl" -- $cmd)
-  # The version-1 form for an old binary: version 1 at byte 8, the index
-  # block before the end marker cut out, the end marker's index length 0.
   oldtrace=$work/$name.ptl
   if ! "$old" replay "$work/$name.ptl" --json >/dev/null 2>&1; then
-    python3 - "$work/$name.ptl" "$work/$name.v1.ptl" <<'PY'
-import struct, sys
-b = open(sys.argv[1], "rb").read()
-n = struct.unpack_from("<I", b, len(b) - 4)[0]
-end = len(b) - 20
-out = bytearray(b[:end - n] + b[end:])
-out[8:10] = struct.pack("<H", 1)
-out[-4:] = b"\0\0\0\0"
-open(sys.argv[2], "wb").write(out)
-PY
+    python3 scripts/trace-to-v1.py "$work/$name.ptl" "$work/$name.v1.ptl"
     oldtrace=$work/$name.v1.ptl
   fi
   ow=(); oc=(); nw=(); nc=()

@@ -33,16 +33,7 @@ PY
 "$new" trace -o "$work/sort.ptl" -- sort -o "$work/sorted.txt" "$work/lines.txt" 2>&1 | head -1
 oldtrace=$work/sort.ptl
 if ! "$old" replay "$work/sort.ptl" --json >/dev/null 2>&1; then
-  python3 - "$work/sort.ptl" "$work/sort.v1.ptl" <<'PY'
-import struct, sys
-b = open(sys.argv[1], "rb").read()
-n = struct.unpack_from("<I", b, len(b) - 4)[0]
-end = len(b) - 20
-out = bytearray(b[:end - n] + b[end:])
-out[8:10] = struct.pack("<H", 1)
-out[-4:] = b"\0\0\0\0"
-open(sys.argv[2], "wb").write(out)
-PY
+  python3 scripts/trace-to-v1.py "$work/sort.ptl" "$work/sort.v1.ptl"
   oldtrace=$work/sort.v1.ptl
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (counts do not depend on it)"
