@@ -1,6 +1,8 @@
 //! The trace file end to end: round trips, chunking, and what a reader
 //! says of a cut, corrupt or newer file.
 
+mod common;
+
 use proptest::prelude::*;
 use std::path::Path;
 use trace::file::CHUNK_TARGET;
@@ -146,18 +148,7 @@ fn every_cut_is_refused_with_the_offset_where_the_file_ends() {
     let mut all = vec![map(0, 1 << 20)];
     all.extend(recs);
     let bytes = write(&all);
-    for cut in 0..bytes.len() {
-        match read(&bytes[..cut]) {
-            Err(TraceError::Format { offset, what, .. }) => {
-                assert!(offset <= cut as u64, "cut {cut}: offset {offset}");
-                assert!(
-                    what.contains("cut short") || what.contains("not a ptlab trace"),
-                    "cut {cut}: {what}"
-                );
-            }
-            other => panic!("cut at {cut} of {}: {other:?}", bytes.len()),
-        }
-    }
+    common::assert_every_cut_refused(&bytes, read);
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! an older trace has none, and a cut or corrupt one is refused with the
 //! byte offset.
 
+mod common;
+
 use proptest::prelude::*;
 use std::io::Cursor;
 use std::path::Path;
@@ -205,18 +207,7 @@ fn a_writer_given_a_bad_record_writes_no_index() {
 fn every_cut_of_a_version_2_trace_is_refused_with_where_it_ends() {
     let recs = valid(&[(8, 0, 5), (0, 0, 100), (8, 1, 9), (1, 1, 4000), (4, 0, 0)]);
     let bytes = write(&recs, trace::VERSION);
-    for cut in 0..bytes.len() {
-        match index(&bytes[..cut]) {
-            Err(TraceError::Format { offset, what, .. }) => {
-                assert!(offset <= cut as u64, "cut {cut}: offset {offset}");
-                assert!(
-                    what.contains("cut short") || what.contains("not a ptlab trace"),
-                    "cut {cut}: {what}"
-                );
-            }
-            other => panic!("cut at {cut} of {}: {other:?}", bytes.len()),
-        }
-    }
+    common::assert_every_cut_refused(&bytes, index);
 }
 
 #[test]
