@@ -3,20 +3,14 @@
 //! the entries fork write-protected (a stale writable translation would
 //! let the parent write into a page the child shares).
 
-use machine::{AccessKind, Machine, MachineConfig, MmConfig, MmapArgs, MmuConfig};
-use std::sync::Arc;
+mod common;
+
+use machine::{AccessKind, Machine, MmConfig, MmapArgs};
 
 const BASE: u64 = 32 << 40;
 
 fn machine() -> Machine {
-    let geometry = Arc::new(pt::geometry::preset("x86-64-4l").unwrap());
-    Machine::new(MachineConfig {
-        mmu: MmuConfig::preset("zen4").unwrap().fit_to(&geometry),
-        geometry,
-        mm: MmConfig::default(),
-        cpus: 2,
-    })
-    .unwrap()
+    common::machine("zen4", MmConfig::default(), 2)
 }
 
 #[test]

@@ -7,11 +7,10 @@
 //! few pages often, so that most accesses hit the first level, from the
 //! hit cache or from the arrays, with system calls and faults between.
 
-use machine::{
-    AccessKind, Advice, HitLevel, Machine, MachineConfig, MmConfig, MmapArgs, MmuConfig, Prot,
-};
+mod common;
+
+use machine::{AccessKind, Advice, HitLevel, Machine, MmConfig, MmapArgs, Prot};
 use proptest::prelude::*;
-use std::sync::Arc;
 
 const PAGE: u64 = 4096;
 const BASE: u64 = 0x4000_0000;
@@ -46,7 +45,6 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn machine(preset: &str, thp: bool) -> Machine {
-    let geometry = Arc::new(pt::geometry::preset("x86-64-4l").unwrap());
     let mm = MmConfig {
         thp: if thp {
             mm::ThpMode::Always
@@ -55,13 +53,7 @@ fn machine(preset: &str, thp: bool) -> Machine {
         },
         ..MmConfig::default()
     };
-    Machine::new(MachineConfig {
-        mmu: MmuConfig::preset(preset).unwrap().fit_to(&geometry),
-        geometry,
-        mm,
-        cpus: 1,
-    })
-    .unwrap()
+    common::machine(preset, mm, 1)
 }
 
 /// Runs `ops`, probing first or not; returns each step's outcome and

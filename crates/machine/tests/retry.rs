@@ -6,9 +6,10 @@
 //! walks and their references, walk-cache hits by level, A/D writes, fills
 //! seen through later hits) and OS counters must be equal.
 
-use machine::{AccessKind, Advice, Machine, MachineConfig, MmConfig, MmapArgs, MmuConfig, Prot};
+mod common;
+
+use machine::{AccessKind, Advice, Machine, MmConfig, MmapArgs, Prot};
 use proptest::prelude::*;
-use std::sync::Arc;
 
 const PAGE: u64 = 4096;
 /// Four PMD spans: room for PTE tables made and emptied, and huge pages.
@@ -63,7 +64,6 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn machine(preset: &str, thp: bool) -> Machine {
-    let geometry = Arc::new(pt::geometry::preset("x86-64-4l").unwrap());
     let mm = MmConfig {
         thp: if thp {
             mm::ThpMode::Always
@@ -73,13 +73,15 @@ fn machine(preset: &str, thp: bool) -> Machine {
         reclaim: mm::Reclaim::On,
         ..MmConfig::default()
     };
-    Machine::new(MachineConfig {
-        mmu: MmuConfig::preset(preset).unwrap().fit_to(&geometry),
-        geometry,
-        mm,
-        cpus: 1,
-    })
-    .unwrap()
+    common::machine(preset, mm, 1)
+}
+
+fn kind(write: bool) -> AccessKind {
+    if write {
+        AccessKind::Write
+    } else {
+        AccessKind::Read
+    }
 }
 
 /// Runs `ops` on `m`, retrying by lookup or not; returns what each step
@@ -96,21 +98,9 @@ fn run(m: &Machine, ops: &[Op], by_lookup: bool) -> Vec<String> {
         let r = match *op {
             Op::Access { page, write } => {
                 last = BASE + page * PAGE + 8;
-                let kind = if write {
-                    AccessKind::Write
-                } else {
-                    AccessKind::Read
-                };
-                format!("{:?}", cpu.access(last, kind))
+                format!("{:?}", cpu.access(last, kind(write)))
             }
-            Op::Again { write } => {
-                let kind = if write {
-                    AccessKind::Write
-                } else {
-                    AccessKind::Read
-                };
-                format!("{:?}", cpu.access(last, kind))
-            }
+            Op::Again { write } => format!("{:?}", cpu.access(last, kind(write))),
             Op::DontNeed { page, pages } => {
                 let (a, l) = range(page, pages);
                 format!("{:?}", cpu.madvise(a, l, Advice::DontNeed))

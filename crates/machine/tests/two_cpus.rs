@@ -4,6 +4,8 @@
 //! fail: a CPU reading through a stale TLB entry, or a table freed while a
 //! CPU could still reach it.
 
+mod common;
+
 use machine::{
     AccessError, AccessKind, Advice, HitLevel, Machine, MachineConfig, MachineError, MmConfig,
     MmapArgs, MmuConfig, SegvCode,
@@ -19,20 +21,12 @@ const B: u64 = 0x2000_0000;
 const C: u64 = 0x3000_0000;
 
 fn machine(cpus: usize) -> Machine {
-    let geometry = Arc::new(pt::geometry::preset("x86-64-4l").unwrap());
     let mm = MmConfig {
         thp: mm::ThpMode::Never,
         reclaim: mm::Reclaim::On,
         ..MmConfig::default()
     };
-    let mmu = MmuConfig::preset("zen4").unwrap().fit_to(&geometry);
-    Machine::new(MachineConfig {
-        geometry,
-        mm,
-        mmu,
-        cpus,
-    })
-    .unwrap()
+    common::machine("zen4", mm, cpus)
 }
 
 #[test]
