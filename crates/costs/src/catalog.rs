@@ -78,6 +78,7 @@ pub const CATALOG: &[CostName] = &[
     c("syscall.call", Per::Event, "Any other system call of the workload format (mlock, munlock, mremap, an msync with nothing dirty), per call."),
     c("msync.call", Per::Event, "msync(MS_SYNC) that writes dirty pages back, per call: the file system's sync (journal commit, device cache flush), elapsed, its waits included."),
     c("msync.page", Per::Page, "msync(MS_SYNC) per dirty page it writes back and waits for, elapsed."),
+    c("node_of.call", Per::Event, "get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) of a present page, per call: entry, the VMA's lookup under the mmap lock, the page got and put, exit."),
     // TLB shootdowns.
     c("shootdown.sender", Per::Event, "Sender's cost of a TLB flush request to other CPUs running the space (IPIs and their acknowledgements, or paravirtual deferral), per request."),
     c("shootdown.receiver", Per::Event, "Each other CPU's cost of a flush request sent to it (interrupt, flush, acknowledgement), per request."),
@@ -87,6 +88,7 @@ pub const CATALOG: &[CostName] = &[
     c("copy.kib", Per::KiB, "Copying memory (copy_page), per KiB."),
     c("lock.uncontended", Per::Event, "Taking and releasing a free spinlock."),
     c("lock.hold_fault", Per::Event, "Time a fault holds its page-table lock while it sets the entries."),
+    c("lock.hold_lookup", Per::Event, "Time get_user_pages' follow_page holds the page-table lock of one present page (follow_trans_huge_pmd or follow_page_pte: the entry re-read, a page reference taken)."),
     c("lock.handoff", Per::Event, "Handing a contended spinlock from one CPU to another (cache line transfer)."),
     c("lock.handoff_waiter", Per::Event, "Extra hand-off cost per CPU already waiting on the lock (a ticket spinlock sends its line to every waiter; a queued spinlock about 0)."),
     c("mem.bandwidth_kib", Per::KiB, "The whole machine's memory bandwidth, shared by every CPU, for clearing and copying pages: ns per KiB moved."),

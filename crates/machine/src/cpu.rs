@@ -427,6 +427,16 @@ impl<'m> CpuHandle<'m> {
         done.map(|()| out)
     }
 
+    /// Linux `get_mempolicy(&node, NULL, 0, addr, MPOL_F_NODE |
+    /// MPOL_F_ADDR)` (see [`mm::AddressSpace::lookup_node`]).
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn node_of(&mut self, addr: u64) -> Result<(), SyscallError> {
+        let r = self.space.mm.lookup_node(&mut self.ctx, addr);
+        self.syscall(r)
+    }
+
     /// Linux `msync`.
     ///
     /// # Errors

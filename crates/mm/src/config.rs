@@ -14,6 +14,18 @@ pub enum Locking {
     SplitPmd,
 }
 
+/// How `get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR)` gets the page it asks
+/// about (Linux: mm/mempolicy.c, lookup_node; see `space::lookup_node`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Gup {
+    /// get_user_pages_fast: a lockless walk; a present page takes no lock
+    /// (Linux since 2022, this host's kernel).
+    Fast,
+    /// get_user_pages under the mmap lock, the page read under its table's
+    /// lock (Linux 3.12, the split-PMD seed's kernel).
+    Slow,
+}
+
 /// What happens to PTE tables that become empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reclaim {
@@ -84,6 +96,8 @@ pub struct MmConfig {
     /// and XFS on 6.18 do): read-ahead then grows folios up to the PMD size,
     /// and PMD-sized ones are mapped by one PMD entry.
     pub large_folios: bool,
+    /// How get_mempolicy's node lookup gets the page.
+    pub gup: Gup,
     #[doc(hidden)]
     pub debug: DebugKnobs,
 }
@@ -93,7 +107,8 @@ impl Default for MmConfig {
     /// PT_RECLAIM on, THP "madvise", every mTHP size "never", the huge zero
     /// page on, fault-around 64 KiB, read-ahead 128 KiB (Linux's
     /// `VM_READAHEAD_PAGES`; the host's device may differ: the backend
-    /// reads it), large page-cache folios.
+    /// reads it), large page-cache folios, the node lookup through
+    /// get_user_pages_fast.
     fn default() -> MmConfig {
         let mthp = (14..20).map(|s| (1u64 << s, MthpPolicy::Never)).collect();
         MmConfig {
@@ -105,6 +120,7 @@ impl Default for MmConfig {
             fault_around_bytes: 64 << 10,
             readaround_bytes: 128 << 10,
             large_folios: true,
+            gup: Gup::Fast,
             debug: DebugKnobs::default(),
         }
     }

@@ -52,12 +52,18 @@ const FIGURES: &[(&str, f64, f64, f64)] = &[
     // 4 KiB write per page (SSD: 10-50 us each, largely overlapped).
     ("msync.call", 1_000_000.0, 200_000.0, 10_000_000.0),
     ("msync.page", 5000.0, 1000.0, 50_000.0),
+    // A system call that looks up a VMA and gets one present page: entry
+    // and exit, the mmap lock, a lockless walk, a page reference.
+    ("node_of.call", 600.0, 300.0, 1500.0),
     ("shootdown.sender", 3000.0, 1500.0, 8000.0),
     ("shootdown.receiver", 1500.0, 700.0, 4000.0),
     ("tlb.flush_local", 150.0, 80.0, 300.0),
     ("clear.kib", 25.0, 15.0, 50.0),
     ("copy.kib", 40.0, 25.0, 80.0),
     ("lock.uncontended", 20.0, 10.0, 40.0),
+    // follow_page under the lock: an entry re-read and a page reference
+    // (an atomic on the page's line), a few tens of ns.
+    ("lock.hold_lookup", 40.0, 20.0, 100.0),
     ("lock.hold_fault", 100.0, 50.0, 200.0),
     ("lock.handoff", 150.0, 80.0, 300.0),
     // Linux's queued spinlock: each waiter spins on its own node.

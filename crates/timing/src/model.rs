@@ -33,6 +33,11 @@
 //!   (MADV_POPULATE_READ, or MAP_POPULATE of a read-only anonymous
 //!   mapping) `populate.zero_page`.
 //! - mlock, munlock, mremap: `syscall.call` per call.
+//! - get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) (the format's `node_of`):
+//!   `node_of.call` per call (a present page), plus the fault it made
+//!   populating an absent page, priced as a populated page (the zero page:
+//!   `populate.zero_page`); the table lock the slow lookup takes (Linux
+//!   3.12's follow_page_mask) is held `lock.hold_lookup`.
 //! - msync(MS_SYNC): `msync.call` plus `msync.page` per dirty page it
 //!   wrote back (Linux: mm/msync.c -> vfs_fsync_range: the pages written
 //!   and waited for, the file system's commit; elapsed time, the I/O wait
@@ -86,9 +91,11 @@ pub enum SyscallKind {
     Other = 4,
     /// msync(MS_SYNC) that wrote dirty pages back.
     Msync = 5,
+    /// get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR): one page's node.
+    NodeOf = 6,
 }
 
-const SYSCALLS: usize = 6;
+const SYSCALLS: usize = 7;
 
 /// How reports name the shipped cost file.
 pub const SHIPPED: &str =
@@ -151,6 +158,9 @@ pub struct CostModel {
     pub flush_local: Ns3,
     pub hold_fault: Ns3,
     pub hold_syscall: Ns3,
+    /// What get_user_pages' follow_page holds a page-table lock for over
+    /// one present page (`lock.hold_lookup`).
+    pub hold_lookup: Ns3,
     pub handoff: Ns3,
     pub handoff_waiter: Ns3,
     /// The machine's memory bandwidth, ns per KiB.
@@ -200,6 +210,7 @@ impl CostModel {
             get("madvise.call"),
             get("syscall.call"),
             get("msync.call"),
+            get("node_of.call"),
         ];
         let per_page = [
             Ns3::ZERO,
@@ -208,6 +219,7 @@ impl CostModel {
             get("madvise.page"),
             Ns3::ZERO,
             get("msync.page"),
+            Ns3::ZERO,
         ];
         // A file without the recycled figure (taken before it existed, or
         // the 2013 machine's) prices every anonymous write fault alike.
@@ -239,6 +251,7 @@ impl CostModel {
             flush_local: get("tlb.flush_local"),
             hold_fault: get("lock.hold_fault"),
             hold_syscall: get("lock.uncontended"),
+            hold_lookup: get("lock.hold_lookup"),
             handoff: get("lock.handoff"),
             handoff_waiter: get("lock.handoff_waiter"),
             bandwidth_kib: get("mem.bandwidth_kib"),

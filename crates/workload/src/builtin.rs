@@ -233,6 +233,19 @@ const VALIDATE: &[(&str, &str)] = &[
         "fork-refault",
         include_str!("../validate/fork-refault.toml"),
     ),
+    (
+        "node-of-untouched-anon",
+        include_str!("../validate/node-of-untouched-anon.toml"),
+    ),
+    (
+        "node-of-touched-anon",
+        include_str!("../validate/node-of-touched-anon.toml"),
+    ),
+    ("node-of-thp", include_str!("../validate/node-of-thp.toml")),
+    (
+        "node-of-file",
+        include_str!("../validate/node-of-file.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.

@@ -578,7 +578,7 @@ impl<'a, 'd> Checker<'a, 'd> {
                 }
                 self.resolve(t, op, region, r, 0)
             }
-            VerbSyn::Touch(touch) => {
+            VerbSyn::Touch(touch) | VerbSyn::NodeOf(touch) => {
                 let whole = self.range(t, op, region, &touch.range, true)?;
                 let (slice, count) = self.split(t, op, whole)?;
                 let need = match touch.access {
@@ -589,7 +589,13 @@ impl<'a, 'd> Checker<'a, 'd> {
                     self.pages(region)
                         .first_where(slice.offset, slice.offset + slice.len, |a| !need(a.prot))
                 {
+                    let lookup = matches!(op.verb, VerbSyn::NodeOf(_));
                     let (what, fix) = match touch.access {
+                        // get_user_pages refuses a VMA without VM_READ.
+                        Access::Read if lookup => (
+                            "get_mempolicy's page lookup",
+                            "; mprotect it to a readable prot first",
+                        ),
                         Access::Read => ("a read", "; mprotect it first"),
                         Access::Write => (
                             "a write",
@@ -597,9 +603,14 @@ impl<'a, 'd> Checker<'a, 'd> {
                         ),
                     };
                     let problem = format!(
-                        "is mapped with prot {:?} at offset {}, so {what} there would die of SIGSEGV",
+                        "is mapped with prot {:?} at offset {}, so {what} there would {}",
                         syntax::prot_name(attrs.prot),
-                        format_size(at)
+                        format_size(at),
+                        if lookup {
+                            "fail (EFAULT)"
+                        } else {
+                            "die of SIGSEGV"
+                        }
                     );
                     return Err(self.region_err(t, op, op.at, region, problem, fix));
                 }
@@ -853,8 +864,8 @@ impl<'a, 'd> Checker<'a, 'd> {
 
     /// Narrows a touch to thread `t`'s slice and count.
     fn split(&self, t: &Thread, op: &OpSyn, whole: Range) -> Result<(Range, u64)> {
-        let VerbSyn::Touch(touch) = &op.verb else {
-            unreachable!("split is for touches")
+        let (VerbSyn::Touch(touch) | VerbSyn::NodeOf(touch)) = &op.verb else {
+            unreachable!("split is for touches and node_of")
         };
         let n = t.block_count as u64;
         let (range, count) = match touch.split {
@@ -1066,6 +1077,19 @@ impl<'a, 'd> Checker<'a, 'd> {
                     count: r.count,
                     seed: touch.seed,
                     latency: touch.latency,
+                })
+            }
+            VerbSyn::NodeOf(touch) => {
+                let r = res();
+                Op::NodeOf(Touch {
+                    region: region(),
+                    range: r.range,
+                    access: touch.access,
+                    pattern: touch.pattern,
+                    stride: touch.stride,
+                    count: r.count,
+                    seed: touch.seed,
+                    latency: false,
                 })
             }
             VerbSyn::Sync(..) => Op::Sync {

@@ -80,6 +80,7 @@ fn child_ops(src: Source<'_>, name: &str, ops: &[OpSyn]) -> Result<()> {
             VerbSyn::Barrier => Some("barrier (the child has one thread)"),
             VerbSyn::Fork(..) => Some("fork (a child cannot fork again)"),
             VerbSyn::Touch(t) if t.latency => Some("a latency touch"),
+            VerbSyn::NodeOf(_) => Some("node_of (run it in the parent)"),
             VerbSyn::Repeat(_, body) => {
                 child_ops(src, name, body)?;
                 None

@@ -222,6 +222,10 @@ pub enum Op {
         range: Range,
     },
     Touch(Touch),
+    /// One get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) system call per access
+    /// point of the (sequential, read) touch: the node of the page there
+    /// (Linux: mm/mempolicy.c, do_get_mempolicy -> lookup_node).
+    NodeOf(Touch),
     Sync {
         region: RegionId,
         range: Range,
@@ -325,7 +329,8 @@ impl Workload {
                     advice: Advice::PopulateRead | Advice::PopulateWrite | Advice::WillNeed,
                 } => (*region, range.len),
                 Op::Mlock { region, range } => (*region, range.len),
-                Op::Touch(t) => {
+                // A lookup faults a page in for read as a read touch would.
+                Op::Touch(t) | Op::NodeOf(t) => {
                     let r = t.region;
                     let huge = !file[r]
                         && self.regions[r].size >= HUGE_PAGE

@@ -162,6 +162,10 @@ pub(crate) enum VerbSyn {
     Mlock(RegionName, RangeSyn),
     Munlock(RegionName, RangeSyn),
     Touch(TouchSyn),
+    /// `node_of`: one get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) per stride
+    /// step, kept as a sequential read touch of the same keys (the lookups
+    /// go where its accesses would).
+    NodeOf(TouchSyn),
     Sync(RegionName, RangeSyn),
     Sleep(Duration),
     Barrier,
@@ -184,6 +188,7 @@ impl VerbSyn {
             VerbSyn::Mlock(..) => "mlock",
             VerbSyn::Munlock(..) => "munlock",
             VerbSyn::Touch(_) => "touch",
+            VerbSyn::NodeOf(_) => "node_of",
             VerbSyn::Sync(..) => "sync",
             VerbSyn::Sleep(_) => "sleep",
             VerbSyn::Barrier => "barrier",
@@ -198,7 +203,7 @@ impl VerbSyn {
     pub fn region(&self) -> Option<&RegionName> {
         match self {
             VerbSyn::Mmap(m) => Some(&m.region),
-            VerbSyn::Touch(t) => Some(&t.region),
+            VerbSyn::Touch(t) | VerbSyn::NodeOf(t) => Some(&t.region),
             VerbSyn::Mremap(m) => Some(&m.region),
             VerbSyn::Munmap(r, _)
             | VerbSyn::Mprotect(r, _, _)
@@ -244,6 +249,7 @@ pub(crate) const VERBS: &[(&str, &[&str])] = &[
             "access", "pattern", "stride", "count", "seed", "part", "latency", "offset", "len",
         ],
     ),
+    ("node_of", &["stride", "offset", "len"]),
     ("sync", RANGE_KEYS),
     ("sleep", &[]),
     ("barrier", &[]),
@@ -746,6 +752,7 @@ impl<'a> Parser<'a> {
             "mlock" => VerbSyn::Mlock(region()?, table.range()?),
             "munlock" => VerbSyn::Munlock(region()?, table.range()?),
             "touch" => VerbSyn::Touch(touch(&table, region()?)?),
+            "node_of" => VerbSyn::NodeOf(node_of(&table, region()?)?),
             "mremap" => VerbSyn::Mremap(mremap(&table, region()?)?),
             "sync" => VerbSyn::Sync(region()?, table.range()?),
             "sleep" => {
@@ -933,6 +940,22 @@ fn mremap(table: &Table<'_, '_>, region: RegionName) -> Result<MremapSyn> {
         size,
         maymove,
         to,
+    })
+}
+
+/// `node_of`: the keys of a sequential read touch (`offset`, `len`,
+/// `stride`), one lookup per stride step.
+fn node_of(table: &Table<'_, '_>, region: RegionName) -> Result<TouchSyn> {
+    Ok(TouchSyn {
+        region,
+        range: table.range()?,
+        access: Access::Read,
+        pattern: Pattern::Seq,
+        stride: table.size("stride", false)?.map_or(FORMAT_PAGE, |s| s.v),
+        count: None,
+        seed: 1,
+        split: None,
+        latency: false,
     })
 }
 

@@ -88,6 +88,28 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
                 }
             }
             KOpKind::Touch { base, touch } => self::touch(*base, touch, &mut local.hist),
+            KOpKind::NodeOf { base, touch } => {
+                for off in crate::touch::touch_offsets(touch) {
+                    let mut node: libc::c_int = -1;
+                    // SAFETY: get_mempolicy writes one int to `node`, a
+                    // live local; with MPOL_F_ADDR it only looks up the page
+                    // at the address (in a workload region), never writes
+                    // there; the node mask pointer is null with maxnode 0.
+                    let rc = unsafe {
+                        libc::syscall(
+                            libc::SYS_get_mempolicy,
+                            &mut node as *mut libc::c_int,
+                            std::ptr::null_mut::<libc::c_ulong>(),
+                            0 as libc::c_ulong,
+                            base + off,
+                            (MPOL_F_NODE | MPOL_F_ADDR) as libc::c_ulong,
+                        )
+                    };
+                    if rc != 0 {
+                        sh.fail(op.id, Call::GetMempolicy, errno());
+                    }
+                }
+            }
             KOpKind::Sleep(d) => std::thread::sleep(*d),
             KOpKind::Barrier => sh.barrier.wait(),
             KOpKind::Mark(name) => sh.mark(*name, tid, &mut local.hist),
@@ -100,6 +122,11 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
         }
     }
 }
+
+/// get_mempolicy's flags (include/uapi/linux/mempolicy.h): return the
+/// node of the page at the address.
+const MPOL_F_NODE: u32 = 1 << 0;
+const MPOL_F_ADDR: u32 = 1 << 1;
 
 fn ptr(addr: u64) -> *mut libc::c_void {
     addr as *mut libc::c_void

@@ -66,6 +66,12 @@ pub(crate) enum KOpKind {
         addr: u64,
         len: u64,
     },
+    /// get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) at each access point of
+    /// the (sequential read) touch.
+    NodeOf {
+        base: u64,
+        touch: plan::Touch,
+    },
     /// mremap; the call must return `expect` (the region's address).
     Mremap {
         addr: u64,
@@ -297,6 +303,10 @@ impl Builder<'_> {
                 let (addr, len) = self.span(*region, range);
                 KOpKind::Sync { addr, len }
             }
+            Op::NodeOf(t) => KOpKind::NodeOf {
+                base: self.region(t.region).addr,
+                touch: t.clone(),
+            },
             Op::Mremap(m) => {
                 let addr = self.region(m.region).addr;
                 let new_addr = m.to.map_or(0, |to| self.region(to).addr);
@@ -354,6 +364,7 @@ impl Builder<'_> {
                 format!("touch {:?} {access}", name(t.region))
             }
             Op::Sync { region, .. } => format!("sync {:?}", name(*region)),
+            Op::NodeOf(t) => format!("node_of {:?}", name(t.region)),
             Op::Mremap(m) => match m.to {
                 Some(to) => format!("mremap {:?} to {:?}", name(m.region), name(to)),
                 None => format!("mremap {:?}", name(m.region)),

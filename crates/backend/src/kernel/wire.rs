@@ -54,6 +54,7 @@ pub(crate) enum Call {
     Mremap,
     /// mremap succeeded at another address than the plan's (errno EADDRINUSE).
     MremapMoved,
+    GetMempolicy,
 }
 
 const CALL_NAMES: &[&str] = &[
@@ -72,6 +73,7 @@ const CALL_NAMES: &[&str] = &[
     "fork",
     "mremap",
     "mremap (the kernel moved the mapping away from its region's address: the room after it is in use)",
+    "get_mempolicy",
 ];
 
 /// Steps of the child's set-up that can fail, by wire code.
@@ -273,7 +275,8 @@ mod tests {
 
     #[test]
     fn call_names_cover_every_call() {
-        assert_eq!(CALL_NAMES.len(), Call::MremapMoved as usize + 1);
+        assert_eq!(CALL_NAMES.len(), Call::GetMempolicy as usize + 1);
+        assert_eq!(CALL_NAMES[Call::GetMempolicy as usize], "get_mempolicy");
         assert_eq!(CALL_NAMES[Call::Fork as usize], "fork");
         assert_eq!(CALL_NAMES[Call::Mremap as usize], "mremap");
         assert_eq!(CALL_NAMES[Call::Madvise as usize], "madvise");

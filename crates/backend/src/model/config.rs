@@ -145,6 +145,12 @@ impl ModelConfig {
                 opt::Locking::SplitPmd => Locking::SplitPmd,
             };
         }
+        if let Some(g) = opts.gup {
+            mm.gup = match g {
+                opt::Gup::Fast => mm::Gup::Fast,
+                opt::Gup::Slow => mm::Gup::Slow,
+            };
+        }
         if let Some(r) = opts.reclaim {
             mm.reclaim = match r {
                 opt::Reclaim::Off => Reclaim::Off,

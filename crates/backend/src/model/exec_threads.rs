@@ -137,6 +137,15 @@ impl<'a, 'w> Worker<'a, 'w> {
         }
         match op {
             Op::Touch(t) => self.touch(t),
+            Op::NodeOf(t) => {
+                let base = self.sh.w.regions[t.region].addr;
+                for off in crate::touch::touch_offsets(t) {
+                    self.cpu.node_of(base + off).map_err(|e| {
+                        interp::syscall_error(self.tid, &self.op_label, "get_mempolicy", e)
+                    })?;
+                }
+                Ok(())
+            }
             Op::Sleep(d) => {
                 // Not running while it sleeps: a preempted vCPU's flushes
                 // are deferred under the paravirtual flush.

@@ -91,6 +91,9 @@ struct Touching<'w> {
     ahead: Option<Box<dyn Iterator<Item = u64> + 'w>>,
     base: u64,
     kind: AccessKind,
+    /// A `node_of`: each point is a get_mempolicy call (one event), not
+    /// an access.
+    lookup: bool,
 }
 
 /// One workload thread on its modeled CPU.
@@ -312,6 +315,16 @@ impl<'s, 'w> Exec<'s, 'w> {
                         } else {
                             AccessKind::Read
                         },
+                        lookup: false,
+                    });
+                }
+                Op::NodeOf(t) => {
+                    v.touch = Some(Touching {
+                        offsets: Box::new(crate::touch::touch_offsets(t)),
+                        ahead: None,
+                        base: self.sh.w.regions[t.region].addr,
+                        kind: AccessKind::Read,
+                        lookup: true,
                     });
                 }
                 Op::Sleep(d) => {
@@ -385,6 +398,10 @@ impl<'s, 'w> Exec<'s, 'w> {
                 v.cpu.prefetch(t.base + next);
             }
             let (va, kind) = (t.base + off, t.kind);
+            if t.lookup {
+                self.lookup_node(v, va)?;
+                return Ok(Stepped::Yield);
+            }
             let o = match v.cpu.access(va, kind) {
                 Ok(o) => o,
                 Err(e) => return Err(interp::access_error(v.tid, &v.op_label, e)),
@@ -441,6 +458,30 @@ impl<'s, 'w> Exec<'s, 'w> {
             .syscall_cost(kind, &before, &after, range_pages, populated);
         self.event(v, cost, self.costs.hold_syscall);
         Some(Ok(()))
+    }
+
+    /// One get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) of `va` on `v`, as one
+    /// event: `node_of.call`, the page it faulted in (if absent) priced as
+    /// a populated page, its table lock (the slow lookup's) held
+    /// `lock.hold_lookup`.
+    fn lookup_node(&mut self, v: &mut Vcpu<'s, 'w>, va: u64) -> Result<(), ModelError> {
+        let before = self.usage()?;
+        let untyped_before = untyped_faults(v.cpu.thread_counters());
+        if let Err(e) = v.cpu.node_of(va) {
+            return Err(interp::syscall_error(
+                v.tid,
+                &v.op_label,
+                "get_mempolicy",
+                e,
+            ));
+        }
+        let after = self.usage()?;
+        let populated = untyped_faults(v.cpu.thread_counters()) - untyped_before;
+        let cost = self
+            .pricer
+            .syscall_cost(SyscallKind::NodeOf, &before, &after, 0, populated);
+        self.event(v, cost, self.costs.hold_lookup);
+        Ok(())
     }
 
     /// Resident pages and table pages of the address space now.

@@ -88,6 +88,7 @@ pub(super) fn syscall(
             (cpu.mremap(args).map(|_| ()), "mremap", SyscallKind::Other)
         }
         Op::Touch(_)
+        | Op::NodeOf(_)
         | Op::Sleep(_)
         | Op::Barrier
         | Op::Mark(_)

@@ -345,7 +345,7 @@ impl<'c> Pricer<'c> {
         let pages = match kind {
             SyscallKind::Munmap | SyscallKind::Madvise => before.pages.saturating_sub(after.pages),
             SyscallKind::Mprotect | SyscallKind::Msync => range_pages,
-            SyscallKind::Mmap | SyscallKind::Other => 0,
+            SyscallKind::Mmap | SyscallKind::Other | SyscallKind::NodeOf => 0,
         };
         // The pages a munmap or DONTNEED zapped go back to the CPU's free
         // list and off the LRU in the event that follows.

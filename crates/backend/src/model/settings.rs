@@ -68,6 +68,13 @@ named_option! {
 }
 
 named_option! {
+    /// How get_mempolicy's node lookup gets the page (`mm::Gup`): fast
+    /// (get_user_pages_fast, this host's kernel) or slow (get_user_pages
+    /// under the mmap lock and the page's table lock, Linux 3.12).
+    Gup { Fast = "fast", Slow = "slow" }
+}
+
+named_option! {
     /// Reclaim of empty PTE tables.
     Reclaim { Off = "off", On = "on", Eager = "eager" }
 }
@@ -182,6 +189,7 @@ pub struct ModelOptions {
     /// A geometry name `pt::geometry::load` accepts.
     pub geometry: Option<String>,
     pub locking: Option<Locking>,
+    pub gup: Option<Gup>,
     pub reclaim: Option<Reclaim>,
     pub thp: Option<Thp>,
     /// Multi-size THP policies by size, in the order given, each size once.
@@ -230,6 +238,7 @@ impl ModelOptions {
         };
         put("geometry", self.geometry.clone());
         put("locking", self.locking.map(|v| v.to_string()));
+        put("gup", self.gup.map(|v| v.to_string()));
         put("reclaim", self.reclaim.map(|v| v.to_string()));
         put("thp", self.thp.map(|v| v.to_string()));
         put(

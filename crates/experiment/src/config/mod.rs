@@ -17,7 +17,8 @@ mod values;
 pub use backend::model::ModelOptions;
 pub use parse::{from_pairs, parse_arg, parse_inline, parse_toml};
 pub use values::{
-    BackendKind, HostPage, Locking, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,
+    BackendKind, Gup, HostPage, Locking, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp,
+    MTHP_SIZES,
 };
 
 use serde::Serialize;
@@ -28,6 +29,7 @@ pub const KEYS: &[&str] = &[
     "backend",
     "geometry",
     "locking",
+    "gup",
     "reclaim",
     "thp",
     "mthp",
@@ -182,6 +184,7 @@ impl Builder {
         match key {
             "backend" => self.backend = self.named(key, value)?,
             "locking" => self.model.locking = Some(self.named(key, value)?),
+            "gup" => self.model.gup = Some(self.named(key, value)?),
             "reclaim" => self.model.reclaim = Some(self.named(key, value)?),
             "thp" => self.model.thp = Some(self.named(key, value)?),
             "pv-flush" => self.model.pv_flush = Some(self.named(key, value)?),

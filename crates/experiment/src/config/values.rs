@@ -4,7 +4,7 @@
 //! that the backend takes them as parsed here.
 
 pub use backend::model::{
-    HostPage, Locking, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,
+    Gup, HostPage, Locking, MthpPolicy, MthpSize, Named, PvFlush, Reclaim, Thp, MTHP_SIZES,
 };
 
 backend::named_option! {

@@ -23,6 +23,7 @@
 mod anon_vma;
 mod finish;
 mod fork;
+mod lookup_node;
 mod madvise;
 mod mlock;
 mod mmap;
