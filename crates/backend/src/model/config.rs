@@ -239,6 +239,7 @@ mod tests {
         let opts = ModelOptions {
             geometry: Some("x86-64-5l".into()),
             locking: Some(opt::Locking::Global),
+            gup: Some(opt::Gup::Slow),
             reclaim: Some(opt::Reclaim::Eager),
             thp: Some(opt::Thp::Never),
             mthp: Some(vec![
@@ -257,6 +258,7 @@ mod tests {
         let c = ModelConfig::new(&opts).unwrap();
         assert_eq!(c.geometry.name(), "x86-64-5l");
         assert_eq!(c.mm.locking, Locking::Global);
+        assert_eq!(c.mm.gup, mm::Gup::Slow);
         assert_eq!(c.mm.reclaim, Reclaim::Eager);
         assert_eq!(c.mm.thp, ThpMode::Never);
         assert_eq!(c.mm.mthp[&(64 << 10)], MthpPolicy::Always);

@@ -11,6 +11,8 @@
 //!   faults and unmaps, on the kernel backend).
 //! - [`syscalls`]: mmap, munmap, mprotect, madvise per call and per page,
 //!   by least squares over sizes (kernel backend).
+//! - [`node_of`]: get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) of a present
+//!   page, per call (kernel backend).
 //! - [`shootdown`]: a TLB shootdown's cost to its sender and its receiver
 //!   (kernel backend, two threads against one).
 //! - [`locks`]: an uncontended lock, and a lock hand-off between two CPUs
@@ -46,6 +48,7 @@ mod latency;
 mod locks;
 mod major;
 mod memory;
+mod node_of;
 mod pin;
 mod runner;
 mod shootdown;
@@ -86,6 +89,7 @@ pub const MEASURED: &[&str] = &[
     "fork.table",
     "mmap.call",
     "syscall.call",
+    "node_of.call",
     "fault.file_mkwrite",
     "msync.call",
     "msync.page",
@@ -243,6 +247,7 @@ const FAMILIES: &[(&str, Family)] = &[
     ("page tables", tables::probe),
     ("fork", fork::probe),
     ("system calls", syscalls::probe),
+    ("node lookup", node_of::probe),
     ("file writeback", writeback::probe),
     ("shootdown", shootdown::probe),
     ("locks", locks::probe),
