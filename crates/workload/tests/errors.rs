@@ -455,3 +455,40 @@ fn fork_name_and_unmapped_region_in_child() {
     assert!(e.starts_with("workloads/x.toml:2:39: "), "{e}");
     assert!(e.contains("not mapped"), "{e}");
 }
+
+#[test]
+fn node_of_takes_the_range_and_stride_keys_only() {
+    let text = "[[thread]]\nop = [ { mmap = \"a\", size = \"64KiB\" },\n  { node_of = \"a\", access = \"write\" } ]\n";
+    let e = err(text);
+    assert!(
+        e.starts_with("workloads/x.toml:3:20: unknown key \"access\" in op 2 of thread block 1"),
+        "{e}"
+    );
+    assert!(e.contains("node_of takes stride, offset, len"), "{e}");
+    let bad = "[[thread]]\nop = [ { mmap = \"a\", size = \"64KiB\" },\n  { node_of = \"a\", stride = \"3KiB\" } ]\n";
+    assert_eq!(
+        err(bad),
+        "workloads/x.toml:3:29: bad value for \"stride\" in op 2 of thread block 1: expected a multiple of 4 KiB (4096 bytes), found \"3KiB\" (3072 bytes)"
+    );
+}
+
+#[test]
+fn node_of_an_unreadable_range_is_refused_where_it_is_written() {
+    let text = "[[thread]]\nop = [ { mmap = \"a\", size = \"64KiB\", prot = \"none\" },\n  { node_of = \"a\" } ]\n";
+    let e = err(text);
+    assert!(e.starts_with("workloads/x.toml:3:15: "), "{e}");
+    assert!(
+        e.contains("get_mempolicy's page lookup there would fail (EFAULT)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn node_of_plans_one_lookup_per_stride_step() {
+    let w = ok("[[thread]]\nop = [ { mmap = \"a\", size = \"64KiB\" },\n  { node_of = \"a\", offset = \"8KiB\", len = \"32KiB\", stride = \"16KiB\" } ]\n");
+    let workload::plan::Op::NodeOf(t) = &w.threads[0].ops[1] else {
+        panic!("{:?}", w.threads[0].ops[1]);
+    };
+    let offsets: Vec<u64> = t.offsets().collect();
+    assert_eq!(offsets, vec![8 << 10, 24 << 10]);
+}
