@@ -249,7 +249,6 @@ pub(crate) const VERBS: &[(&str, &[&str])] = &[
             "access", "pattern", "stride", "count", "seed", "part", "latency", "offset", "len",
         ],
     ),
-    ("node_of", &["stride", "offset", "len"]),
     ("sync", RANGE_KEYS),
     ("sleep", &[]),
     ("barrier", &[]),
@@ -257,6 +256,7 @@ pub(crate) const VERBS: &[(&str, &[&str])] = &[
     ("repeat", &["op"]),
     ("fork", &["op"]),
     ("mremap", &["size", "maymove", "to"]),
+    ("node_of", &["stride", "offset", "len"]),
 ];
 
 fn verb_names() -> Vec<&'static str> {
