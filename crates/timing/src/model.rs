@@ -141,6 +141,10 @@ pub struct CostModel {
     /// A zero-page mapping a system call populated (MADV_POPULATE_READ,
     /// MAP_POPULATE of a read-only mapping; no exception, no allocation).
     pub populate_zero: Ns3,
+    /// A zero page a system call's populate-for-write replaced with a
+    /// zeroed page (`populate.zero_cow`; where a file lacks it, derived:
+    /// `populate.page + fault.zero_cow - fault.anon_write`).
+    pub populate_zero_cow: Ns3,
     fork_call: Ns3,
     fork_page: Ns3,
     fork_table: Ns3,
@@ -214,8 +218,29 @@ impl CostModel {
         let anon_recycled = file
             .get("fault.anon_recycled")
             .map_or(faults[FaultKind::AnonWrite as usize], Ns3::from);
+        // A file taken before the figure existed (or the 2013 machine's):
+        // a populated page plus what a zero-page write fault costs beyond a
+        // fresh one (wp_page_copy's flush and the old entry's clearing).
+        let populate_zero_cow = file.get("populate.zero_cow").map_or_else(
+            || {
+                // The difference's interval: its ends from the opposite
+                // ends of the two figures', clamped at 0.
+                let (z, a) = (
+                    faults[FaultKind::ZeroCow as usize],
+                    faults[FaultKind::AnonWrite as usize],
+                );
+                let extra = Ns3 {
+                    ns: (z.ns - a.ns).max(0.0),
+                    lo: (z.lo - a.hi).max(0.0),
+                    hi: (z.hi - a.lo).max(0.0),
+                };
+                get("populate.page") + extra
+            },
+            Ns3::from,
+        );
         let m = CostModel {
             origin: origin.to_string(),
+            populate_zero_cow,
             anon_recycled,
             missing: Vec::new(),
             l1_hit: get("access.tlb_hit"),

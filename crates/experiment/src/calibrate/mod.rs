@@ -79,6 +79,7 @@ pub const MEASURED: &[&str] = &[
     "fault.mthp_64k",
     "populate.page",
     "populate.zero_page",
+    "populate.zero_cow",
     "pt.alloc",
     "pt.free",
     "fork.call",
