@@ -547,17 +547,21 @@ op = [
     let mut cfg = config(model::Locking::SplitPte);
     let mut with = set.to_vec();
     with.push(("populate.zero_cow", 1500.0, 1400.0, 1600.0));
+    with.push(("mlock.folio", 200.0, 200.0, 200.0));
     cfg.costs = costs(&with);
     let run = model::run(&w, &cfg).unwrap();
+    // The mlock mapped zero pages: no folio of their own, none mlocked.
     let l = get(mark(&run, "locked"), "predicted_ns");
+    assert_eq!(l, 32 * 100);
     let p = mark(&run, "protected");
-    // 16 zero pages replaced: 16 faults the kernel made, none a touch's.
+    // 16 zero pages replaced: 16 faults the kernel made, none a touch's,
+    // each a new folio in the locked VMA (mlock_new_folio).
     assert_eq!(get(p, "minor_faults"), 32 + 16);
     assert_eq!(get(p, "faults.zero_cow"), 0);
-    assert_eq!(get(p, "predicted_ns") - l, 40 + 16 * 1500);
+    assert_eq!(get(p, "predicted_ns") - l, 40 + 16 * 1500 + 16 * 200);
     assert_eq!(
         get(p, "predicted_lo_ns") - get(mark(&run, "locked"), "predicted_lo_ns"),
-        40 + 16 * 1400
+        40 + 16 * 1400 + 16 * 200
     );
     // A fresh page populated is populate.page, a zero page replaced is
     // populate.zero_cow.
@@ -571,8 +575,9 @@ op = [
     );
 
     // A cost file without the figure derives it: populate.page plus what
-    // a zero-page write fault costs beyond a fresh one (700 + 300).
-    cfg.costs = costs_lacking(&set, &["populate.zero_cow"]);
+    // a zero-page write fault costs beyond a fresh one (700 + 300); one
+    // without mlock.folio prices no locked folio.
+    cfg.costs = costs_lacking(&set, &["populate.zero_cow", "mlock.folio"]);
     let run = model::run(&w, &cfg).unwrap();
     let l = get(mark(&run, "locked"), "predicted_ns");
     assert_eq!(

@@ -140,6 +140,11 @@ pub struct ThreadCounters {
     /// time model prices them `populate.zero_cow`, apart from the fresh
     /// pages a populate maps (`populate.page`).
     pub populate_zero_cow: u64,
+    /// Folios a system call's populate mapped into a locked VMA
+    /// (model-only; Linux: folio_add_lru_vma -> mlock_new_folio for a new
+    /// folio in a VM_LOCKED VMA, and munlock_folio when it is unlocked or
+    /// unmapped later): the time model prices each `mlock.folio`.
+    pub populate_locked: u64,
 }
 
 impl ThreadCounters {
@@ -154,6 +159,7 @@ impl ThreadCounters {
         self.mthp_fault_alloc += other.mthp_fault_alloc;
         self.writeback_pages += other.writeback_pages;
         self.populate_zero_cow += other.populate_zero_cow;
+        self.populate_locked += other.populate_locked;
         for i in 0..4 {
             self.lock_acquisitions[i] += other.lock_acquisitions[i];
             self.lock_contended[i] += other.lock_contended[i];

@@ -32,7 +32,11 @@
 //!   `populate.page`, not as a fault; a zero page populated so
 //!   (MADV_POPULATE_READ, or MAP_POPULATE of a read-only anonymous
 //!   mapping) `populate.zero_page`.
-//! - mlock, munlock, mremap: `syscall.call` per call.
+//! - mlock, munlock, mremap: `syscall.call` per call. A new folio a
+//!   populate maps into a locked VMA adds `mlock.folio` (mlocked as it is
+//!   mapped, munlocked when unmapped; both charged at the populate), and a
+//!   zero page a populate-for-write replaces is `populate.zero_cow`, not
+//!   `populate.page`.
 //! - msync(MS_SYNC): `msync.call` plus `msync.page` per dirty page it
 //!   wrote back (Linux: mm/msync.c -> vfs_fsync_range: the pages written
 //!   and waited for, the file system's commit; elapsed time, the I/O wait
@@ -145,6 +149,10 @@ pub struct CostModel {
     /// zeroed page (`populate.zero_cow`; where a file lacks it, derived:
     /// `populate.page + fault.zero_cow - fault.anon_write`).
     pub populate_zero_cow: Ns3,
+    /// A new folio a populate mapped into a locked VMA: its mlock and its
+    /// later munlock (`mlock.folio`; 0 where a file lacks it, as before
+    /// the figure existed).
+    pub mlock_folio: Ns3,
     fork_call: Ns3,
     fork_page: Ns3,
     fork_table: Ns3,
@@ -241,6 +249,7 @@ impl CostModel {
         let m = CostModel {
             origin: origin.to_string(),
             populate_zero_cow,
+            mlock_folio: file.get("mlock.folio").map_or(Ns3::ZERO, Ns3::from),
             anon_recycled,
             missing: Vec::new(),
             l1_hit: get("access.tlb_hit"),

@@ -117,6 +117,8 @@ pub(crate) fn untyped_faults(t: &mm::ThreadCounters) -> u64 {
 pub(crate) struct Populated {
     pub faults: u64,
     pub zero_cow: u64,
+    /// Folios mapped into a locked VMA (`ThreadCounters::populate_locked`).
+    pub locked: u64,
 }
 
 impl Populated {
@@ -125,6 +127,7 @@ impl Populated {
         Populated {
             faults: untyped_faults(t),
             zero_cow: t.populate_zero_cow,
+            locked: t.populate_locked,
         }
     }
 
@@ -133,6 +136,7 @@ impl Populated {
         Populated {
             faults: self.faults - before.faults,
             zero_cow: self.zero_cow - before.zero_cow,
+            locked: self.locked - before.locked,
         }
     }
 }
@@ -417,7 +421,10 @@ impl<'c> Pricer<'c> {
     /// fault calls, no exception taken (Linux: mm/gup.c, faultin_page ->
     /// handle_mm_fault -> do_anonymous_page's read path, which maps the
     /// zero pfn; MADV_POPULATE_READ and MAP_POPULATE of a mapping without
-    /// write permission come this way).
+    /// write permission come this way). Each new folio mapped into a
+    /// locked VMA adds `mlock.folio` (Linux: mm/swap.c, folio_add_lru_vma
+    /// -> mm/mlock.c, mlock_new_folio; its munlock_folio when it is
+    /// unlocked or unmapped is in the same figure, charged here).
     fn populated(&self, populated: Populated, before: &Usage, after: &Usage) -> Ns3 {
         let faults = populated.faults;
         let page = self.page;
@@ -450,6 +457,7 @@ impl<'c> Pricer<'c> {
             + f[FaultKind::Cow as usize] * copied as f64
             + self.costs.populate_page * anon as f64
             + self.costs.populate_zero_cow * zero_cow as f64
+            + self.costs.mlock_folio * populated.locked as f64
             + f[FaultKind::Shmem as usize] * shmem as f64
             + rest * left as f64
     }

@@ -161,6 +161,16 @@ fn workload(reps: usize, s: &Sizes, n: u64) -> String {
     line(&mut ops, "{ madvise = \"p\", advice = \"populate_write\" }");
     line(&mut ops, "{ mark = \"p1\" }");
     line(&mut ops, "{ munmap = \"p\" }");
+    line(&mut ops, "{ mark = \"p2\" }");
+    // The same, but populated by mlock and unmapped locked: each new folio
+    // is mlocked as it is mapped (mlock_new_folio) and munlocked as munmap
+    // zaps it (munlock_folio); less the unlocked populate and munmap.
+    line(&mut ops, &format!("{{ mmap = \"l\", size = {r} }}"));
+    line(&mut ops, "{ mark = \"l0\" }");
+    line(&mut ops, "{ mlock = \"l\" }");
+    line(&mut ops, "{ mark = \"l1\" }");
+    line(&mut ops, "{ munmap = \"l\" }");
+    line(&mut ops, "{ mark = \"l2\" }");
     // MADV_POPULATE_READ of a fresh region: the zero page mapped at every
     // page by the kernel's own faults, no exception.
     line(&mut ops, &format!("{{ mmap = \"q\", size = {r} }}"));
@@ -351,6 +361,23 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
             &format!(
                 "kernel backend: madvise(MADV_POPULATE_READ) of a fresh {} KiB anonymous mapping ({zero:.0} zero pages mapped per run, minor faults), {warm}; the call's process CPU time / its minor faults",
                 s.region >> 10
+            ),
+        ),
+    );
+    // The locked folios: (mlock and munmap of a locked region - the
+    // unlocked populate and munmap of one) over the pages mapped.
+    let locked_pages = per_kb_pages(&p.count("l0", "l1", "rss_anon_kb"));
+    figs.put(
+        "mlock.folio",
+        measured(
+            &per(
+                &minus(&p.cpu_time("l0", "l2"), &p.cpu_time("p0", "p2")),
+                &locked_pages,
+            ),
+            &format!(
+                "kernel backend: mlock of a fresh {} KiB anonymous mapping, then munmap of it, less MADV_POPULATE_WRITE of one and its munmap ({:.0} pages each), {warm}; the difference in process CPU time / the pages mapped (each an order-0 folio mlocked as it is mapped, munlocked as it is zapped)",
+                s.region >> 10,
+                runner::mean(&locked_pages)
             ),
         ),
     );

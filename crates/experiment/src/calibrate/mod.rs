@@ -80,6 +80,7 @@ pub const MEASURED: &[&str] = &[
     "populate.page",
     "populate.zero_page",
     "populate.zero_cow",
+    "mlock.folio",
     "pt.alloc",
     "pt.free",
     "fork.call",

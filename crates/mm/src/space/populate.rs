@@ -79,6 +79,14 @@ impl AddressSpace {
                         if !major && ctx.fault_kind == FaultKind::ZeroCow {
                             ctx.counters.populate_zero_cow += 1;
                         }
+                        // A new folio mapped into a locked VMA is mlocked
+                        // (the zero page is no folio of its own; a fault
+                        // that mapped nothing new mlocks nothing).
+                        if v.flags.locked
+                            && !matches!(ctx.fault_kind, FaultKind::ZeroRead | FaultKind::Spurious)
+                        {
+                            ctx.counters.populate_locked += 1;
+                        }
                         d.merge(dd);
                     }
                     Err(e) => {
