@@ -24,8 +24,14 @@ fn config(locking: model::Locking) -> ModelConfig {
 /// (`(name, ns, lo, hi)`): a run's prediction is then a sum the test can
 /// write down.
 fn costs(set: &[(&str, f64, f64, f64)]) -> Arc<CostModel> {
+    costs_lacking(set, &[])
+}
+
+/// [`costs`] of a file that lacks the names `lacking` (a file taken before
+/// they existed).
+fn costs_lacking(set: &[(&str, f64, f64, f64)], lacking: &[&str]) -> Arc<CostModel> {
     let mut f = CostFile::new(Default::default());
-    for c in costs::CATALOG {
+    for c in costs::CATALOG.iter().filter(|c| !lacking.contains(&c.name)) {
         f.costs
             .insert(c.name.into(), Cost::assumed(0.0, 0.0, 0.0, "test"));
     }
@@ -497,6 +503,86 @@ op = [
     assert_eq!(
         get(p, "predicted_ns") - get(m, "predicted_ns"),
         32 * 100 + 32 * 900
+    );
+}
+
+#[test]
+fn a_populate_for_write_over_zero_pages_is_priced_per_page_replaced() {
+    // mlock of a read-only mapping maps the zero page at every page;
+    // mprotect of half of it to read-write populates that half for write
+    // (Linux: mprotect_fixup -> populate_vma_page_range), each zero page
+    // replaced by a zeroed one (do_wp_page -> wp_page_copy). Then
+    // MADV_POPULATE_WRITE of a fresh mapping next to MADV_POPULATE_WRITE
+    // over zero pages.
+    let text = r#"
+name = "populate-zero-cow"
+description = "populate for write over zero pages, and over nothing"
+
+[[thread]]
+op = [
+  { mmap = "a", size = "128KiB", prot = "r" },
+  { mlock = "a" },
+  { mark = "locked" },
+  { mprotect = "a", prot = "rw", offset = "64KiB", len = "64KiB" },
+  { mark = "protected" },
+  { mmap = "f", size = "64KiB" },
+  { madvise = "f", advice = "populate_write" },
+  { mark = "fresh" },
+  { mmap = "z", size = "64KiB" },
+  { madvise = "z", advice = "populate_read" },
+  { mark = "zeroed" },
+  { madvise = "z", advice = "populate_write" },
+  { mark = "replaced" },
+]
+"#;
+    let w = parse(text);
+    let set = [
+        ("fault.anon_write", 1000.0, 1000.0, 1000.0),
+        ("fault.zero_cow", 1300.0, 1300.0, 1300.0),
+        ("populate.page", 700.0, 700.0, 700.0),
+        ("populate.zero_page", 100.0, 100.0, 100.0),
+        ("mprotect.call", 40.0, 40.0, 40.0),
+        ("madvise.call", 70.0, 70.0, 70.0),
+    ];
+    let mut cfg = config(model::Locking::SplitPte);
+    let mut with = set.to_vec();
+    with.push(("populate.zero_cow", 1500.0, 1400.0, 1600.0));
+    with.push(("mlock.folio", 200.0, 200.0, 200.0));
+    cfg.costs = costs(&with);
+    let run = model::run(&w, &cfg).unwrap();
+    // The mlock mapped zero pages: no folio of their own, none mlocked.
+    let l = get(mark(&run, "locked"), "predicted_ns");
+    assert_eq!(l, 32 * 100);
+    let p = mark(&run, "protected");
+    // 16 zero pages replaced: 16 faults the kernel made, none a touch's,
+    // each a new folio in the locked VMA (mlock_new_folio).
+    assert_eq!(get(p, "minor_faults"), 32 + 16);
+    assert_eq!(get(p, "faults.zero_cow"), 0);
+    assert_eq!(get(p, "predicted_ns") - l, 40 + 16 * 1500 + 16 * 200);
+    assert_eq!(
+        get(p, "predicted_lo_ns") - get(mark(&run, "locked"), "predicted_lo_ns"),
+        40 + 16 * 1400 + 16 * 200
+    );
+    // A fresh page populated is populate.page, a zero page replaced is
+    // populate.zero_cow.
+    let f = get(mark(&run, "fresh"), "predicted_ns");
+    assert_eq!(f - get(p, "predicted_ns"), 70 + 16 * 700);
+    let z = get(mark(&run, "zeroed"), "predicted_ns");
+    assert_eq!(z - f, 70 + 16 * 100);
+    assert_eq!(
+        get(mark(&run, "replaced"), "predicted_ns") - z,
+        70 + 16 * 1500
+    );
+
+    // A cost file without the figure derives it: populate.page plus what
+    // a zero-page write fault costs beyond a fresh one (700 + 300); one
+    // without mlock.folio prices no locked folio.
+    cfg.costs = costs_lacking(&set, &["populate.zero_cow", "mlock.folio"]);
+    let run = model::run(&w, &cfg).unwrap();
+    let l = get(mark(&run, "locked"), "predicted_ns");
+    assert_eq!(
+        get(mark(&run, "protected"), "predicted_ns") - l,
+        40 + 16 * 1000
     );
 }
 

@@ -58,6 +58,8 @@ pub const CATALOG: &[CostName] = &[
     c("fault.zero_cow", Per::Event, "Write fault on anonymous memory that maps the zero page: a zeroed page replaces it (nothing copied)."),
     c("fault.file_mkwrite", Per::Event, "Write fault on a present, write-protected page of a shared file mapping (mapped by a read, or cleaned by writeback): the file system's page_mkwrite, the page dirtied, the PTE made writable."),
     c("populate.page", Per::Page, "A page a system call populates (MAP_POPULATE, mlock, MADV_POPULATE_WRITE): a zeroed anonymous page mapped without an exception."),
+    c("populate.zero_cow", Per::Page, "A zero page a system call's populate-for-write replaces (mprotect of a locked read-only range to read-write, MADV_POPULATE_WRITE over zero pages): a zeroed page mapped and the old entry flushed, without an exception."),
+    c("mlock.folio", Per::Event, "A new folio a system call's populate maps into a locked VMA (mlock, MAP_LOCKED, mprotect of a locked range): mlocked as it is mapped (mlock_new_folio) and munlocked when unlocked or unmapped (munlock_folio), both charged at the populate."),
     c("populate.zero_page", Per::Page, "A zero page a system call populates (MADV_POPULATE_READ, MAP_POPULATE of a read-only anonymous mapping): the shared zero page mapped without an exception."),
     // Page tables.
     c("pt.alloc", Per::Table, "Allocating, clearing and linking one page-table page."),

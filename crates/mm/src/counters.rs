@@ -132,6 +132,19 @@ pub struct ThreadCounters {
     /// mm/msync.c -> vfs_fsync_range, each folio cleaned by
     /// folio_clear_dirty_for_io and written).
     pub writeback_pages: u64,
+    /// Zero-page mappings a system call's populate-for-write replaced with
+    /// zeroed pages (model-only; Linux: mm/gup.c, __get_user_pages with
+    /// FOLL_WRITE -> faultin_page -> handle_mm_fault -> do_wp_page ->
+    /// wp_page_copy of the zero pfn, then ptep_clear_flush of the old
+    /// entry). Counted in `minor_faults` too, not in `fault_kinds`: the
+    /// time model prices them `populate.zero_cow`, apart from the fresh
+    /// pages a populate maps (`populate.page`).
+    pub populate_zero_cow: u64,
+    /// Folios a system call's populate mapped into a locked VMA
+    /// (model-only; Linux: folio_add_lru_vma -> mlock_new_folio for a new
+    /// folio in a VM_LOCKED VMA, and munlock_folio when it is unlocked or
+    /// unmapped later): the time model prices each `mlock.folio`.
+    pub populate_locked: u64,
 }
 
 impl ThreadCounters {
@@ -145,6 +158,8 @@ impl ThreadCounters {
         self.thp_fault_fallback += other.thp_fault_fallback;
         self.mthp_fault_alloc += other.mthp_fault_alloc;
         self.writeback_pages += other.writeback_pages;
+        self.populate_zero_cow += other.populate_zero_cow;
+        self.populate_locked += other.populate_locked;
         for i in 0..4 {
             self.lock_acquisitions[i] += other.lock_acquisitions[i];
             self.lock_contended[i] += other.lock_contended[i];

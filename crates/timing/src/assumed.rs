@@ -32,6 +32,13 @@ const FIGURES: &[(&str, f64, f64, f64)] = &[
     // handle on ext4) and the page's dirtying.
     ("fault.file_mkwrite", 1200.0, 600.0, 3000.0),
     ("populate.page", 600.0, 400.0, 1200.0),
+    // A zero page replaced by a populate-for-write: a populated page plus
+    // the zero-page write fault's extra (the old entry cleared and
+    // flushed).
+    ("populate.zero_cow", 800.0, 500.0, 1600.0),
+    // A folio mlocked as it is mapped into a locked VMA, and munlocked
+    // when unmapped: the LRU lock and list moves twice.
+    ("mlock.folio", 250.0, 100.0, 600.0),
     // A zero page populated: a zero-page read without the exception.
     ("populate.zero_page", 400.0, 200.0, 900.0),
     ("pt.alloc", 300.0, 200.0, 600.0),

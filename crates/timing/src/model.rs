@@ -32,7 +32,11 @@
 //!   `populate.page`, not as a fault; a zero page populated so
 //!   (MADV_POPULATE_READ, or MAP_POPULATE of a read-only anonymous
 //!   mapping) `populate.zero_page`.
-//! - mlock, munlock, mremap: `syscall.call` per call.
+//! - mlock, munlock, mremap: `syscall.call` per call. A new folio a
+//!   populate maps into a locked VMA adds `mlock.folio` (mlocked as it is
+//!   mapped, munlocked when unmapped; both charged at the populate), and a
+//!   zero page a populate-for-write replaces is `populate.zero_cow`, not
+//!   `populate.page`.
 //! - get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) (the format's `node_of`):
 //!   `node_of.call` per call (a present page), plus the fault it made
 //!   populating an absent page, priced as a populated page (the zero page:
@@ -148,6 +152,14 @@ pub struct CostModel {
     /// A zero-page mapping a system call populated (MADV_POPULATE_READ,
     /// MAP_POPULATE of a read-only mapping; no exception, no allocation).
     pub populate_zero: Ns3,
+    /// A zero page a system call's populate-for-write replaced with a
+    /// zeroed page (`populate.zero_cow`; where a file lacks it, derived:
+    /// `populate.page + fault.zero_cow - fault.anon_write`).
+    pub populate_zero_cow: Ns3,
+    /// A new folio a populate mapped into a locked VMA: its mlock and its
+    /// later munlock (`mlock.folio`; 0 where a file lacks it, as before
+    /// the figure existed).
+    pub mlock_folio: Ns3,
     fork_call: Ns3,
     fork_page: Ns3,
     fork_table: Ns3,
@@ -226,8 +238,30 @@ impl CostModel {
         let anon_recycled = file
             .get("fault.anon_recycled")
             .map_or(faults[FaultKind::AnonWrite as usize], Ns3::from);
+        // A file taken before the figure existed (or the 2013 machine's):
+        // a populated page plus what a zero-page write fault costs beyond a
+        // fresh one (wp_page_copy's flush and the old entry's clearing).
+        let populate_zero_cow = file.get("populate.zero_cow").map_or_else(
+            || {
+                // The difference's interval: its ends from the opposite
+                // ends of the two figures', clamped at 0.
+                let (z, a) = (
+                    faults[FaultKind::ZeroCow as usize],
+                    faults[FaultKind::AnonWrite as usize],
+                );
+                let extra = Ns3 {
+                    ns: (z.ns - a.ns).max(0.0),
+                    lo: (z.lo - a.hi).max(0.0),
+                    hi: (z.hi - a.lo).max(0.0),
+                };
+                get("populate.page") + extra
+            },
+            Ns3::from,
+        );
         let m = CostModel {
             origin: origin.to_string(),
+            populate_zero_cow,
+            mlock_folio: file.get("mlock.folio").map_or(Ns3::ZERO, Ns3::from),
             anon_recycled,
             missing: Vec::new(),
             l1_hit: get("access.tlb_hit"),

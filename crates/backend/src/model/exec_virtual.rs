@@ -36,7 +36,7 @@
 //! `virtual_contended`.
 
 use super::interp;
-use super::pricing::{self, untyped_faults, Pricer, Usage};
+use super::pricing::{self, Populated, Pricer, Usage};
 use super::run::{Prediction, Shared, PREFETCH_AHEAD};
 use super::ModelError;
 use crate::latency::FineHist;
@@ -436,7 +436,7 @@ impl<'s, 'w> Exec<'s, 'w> {
     /// is not one.
     fn syscall(&mut self, v: &mut Vcpu<'s, 'w>, op: &Op) -> Option<Result<(), ModelError>> {
         let before = self.usage();
-        let untyped_before = untyped_faults(v.cpu.thread_counters());
+        let populated_before = Populated::of(v.cpu.thread_counters());
         let written_before = v.cpu.thread_counters().writeback_pages;
         let (r, what, kind) = interp::syscall(&mut v.cpu, self.sh.w, op)?;
         if let Err(e) = r {
@@ -448,7 +448,7 @@ impl<'s, 'w> Exec<'s, 'w> {
             (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
         };
         let page = self.sh.cfg.geometry.page_size();
-        let populated = untyped_faults(v.cpu.thread_counters()) - untyped_before;
+        let populated = Populated::of(v.cpu.thread_counters()).since(populated_before);
         let range_pages = match kind {
             SyscallKind::Msync => v.cpu.thread_counters().writeback_pages - written_before,
             _ => interp::range_len(op).div_ceil(page),
@@ -466,7 +466,7 @@ impl<'s, 'w> Exec<'s, 'w> {
     /// `lock.hold_lookup`.
     fn lookup_node(&mut self, v: &mut Vcpu<'s, 'w>, va: u64) -> Result<(), ModelError> {
         let before = self.usage()?;
-        let untyped_before = untyped_faults(v.cpu.thread_counters());
+        let populated_before = Populated::of(v.cpu.thread_counters());
         if let Err(e) = v.cpu.node_of(va) {
             return Err(interp::syscall_error(
                 v.tid,
@@ -476,7 +476,7 @@ impl<'s, 'w> Exec<'s, 'w> {
             ));
         }
         let after = self.usage()?;
-        let populated = untyped_faults(v.cpu.thread_counters()) - untyped_before;
+        let populated = Populated::of(v.cpu.thread_counters()).since(populated_before);
         let cost = self
             .pricer
             .syscall_cost(SyscallKind::NodeOf, &before, &after, 0, populated);

@@ -110,6 +110,37 @@ pub(crate) fn untyped_faults(t: &mm::ThreadCounters) -> u64 {
     (t.minor_faults + t.major_faults).saturating_sub(typed)
 }
 
+/// What a thread's system calls populated, as of a moment: the faults no
+/// kind counts ([`untyped_faults`]) and, among them, the zero pages a
+/// populate-for-write replaced (`ThreadCounters::populate_zero_cow`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Populated {
+    pub faults: u64,
+    pub zero_cow: u64,
+    /// Folios mapped into a locked VMA (`ThreadCounters::populate_locked`).
+    pub locked: u64,
+}
+
+impl Populated {
+    /// What `t` counts.
+    pub(crate) fn of(t: &mm::ThreadCounters) -> Populated {
+        Populated {
+            faults: untyped_faults(t),
+            zero_cow: t.populate_zero_cow,
+            locked: t.populate_locked,
+        }
+    }
+
+    /// What was populated between `before` and `self`.
+    pub(crate) fn since(self, before: Populated) -> Populated {
+        Populated {
+            faults: self.faults - before.faults,
+            zero_cow: self.zero_cow - before.zero_cow,
+            locked: self.locked - before.locked,
+        }
+    }
+}
+
 impl<'c> Pricer<'c> {
     /// Pricing for `machine`, whose base page is `page` bytes and whose
     /// PMD-sized THP is `huge` bytes.
@@ -333,14 +364,14 @@ impl<'c> Pricer<'c> {
     /// msync the pages it wrote back (`ThreadCounters::writeback_pages`
     /// after less before);
     /// `populated` the faults the call made on the caller's behalf
-    /// ([`untyped_faults`] after less before).
+    /// ([`Populated`] after, since before).
     pub(crate) fn syscall_cost(
         &mut self,
         kind: SyscallKind,
         before: &Usage,
         after: &Usage,
         range_pages: u64,
-        populated: u64,
+        populated: Populated,
     ) -> Ns3 {
         let pages = match kind {
             SyscallKind::Munmap | SyscallKind::Madvise => before.pages.saturating_sub(after.pages),
@@ -364,7 +395,7 @@ impl<'c> Pricer<'c> {
         // the kernel on the caller's behalf (Linux: mm/gup.c,
         // populate_vma_page_range -> faultin_page -> handle_mm_fault), each
         // a fault like a touch's: priced as faults, by what they mapped.
-        if populated > 0 {
+        if populated.faults > 0 {
             cost += self.populated(populated, before, after);
         }
         cost
@@ -378,14 +409,24 @@ impl<'c> Pricer<'c> {
     /// handle_mm_fault -> do_wp_page -> wp_page_copy, the file page
     /// copied, not a zeroed page), any other anonymous page per
     /// `populate.page` (no exception: cheaper than a touch's fault,
-    /// measured apart), a shmem page per `fault.shmem`; the rest per
+    /// measured apart) but one that replaced a zero page per
+    /// `populate.zero_cow` (Linux: mm/gup.c, faultin_page with FOLL_WRITE
+    /// -> handle_mm_fault -> do_wp_page -> wp_page_copy of the zero pfn:
+    /// a zeroed page, no copy, and ptep_clear_flush of the old entry, a
+    /// TLB flush per page; mprotect of a locked read-only range to
+    /// read-write, or MADV_POPULATE_WRITE over zero pages, comes this
+    /// way), a shmem page per `fault.shmem`; the rest per
     /// `fault.file_read` if file pages were mapped (fault-around), else
     /// per `populate.zero_page`: zero pages mapped by the kernel's own
     /// fault calls, no exception taken (Linux: mm/gup.c, faultin_page ->
     /// handle_mm_fault -> do_anonymous_page's read path, which maps the
     /// zero pfn; MADV_POPULATE_READ and MAP_POPULATE of a mapping without
-    /// write permission come this way).
-    fn populated(&self, faults: u64, before: &Usage, after: &Usage) -> Ns3 {
+    /// write permission come this way). Each new folio mapped into a
+    /// locked VMA adds `mlock.folio` (Linux: mm/swap.c, folio_add_lru_vma
+    /// -> mm/mlock.c, mlock_new_folio; its munlock_folio when it is
+    /// unlocked or unmapped is in the same figure, charged here).
+    fn populated(&self, populated: Populated, before: &Usage, after: &Usage) -> Ns3 {
+        let faults = populated.faults;
         let page = self.page;
         let pages = |kb: i64| kb.max(0) as u64 * 1024 / page;
         let gain = |f: fn(&Usage) -> i64| pages(f(after) - f(before));
@@ -400,6 +441,10 @@ impl<'c> Pricer<'c> {
         let lost_file = pages(before.file_kb - after.file_kb);
         let copied = anon.min(lost_file);
         let anon = anon - copied;
+        // The zero pages replaced are anonymous pages gained too (the zero
+        // page is not in RSS).
+        let zero_cow = populated.zero_cow.min(anon);
+        let anon = anon - zero_cow;
         let shmem = gain(|u| u.shmem_kb).min(left);
         left -= shmem;
         let f = &self.costs.faults;
@@ -411,6 +456,8 @@ impl<'c> Pricer<'c> {
         f[FaultKind::Thp as usize] * huge as f64
             + f[FaultKind::Cow as usize] * copied as f64
             + self.costs.populate_page * anon as f64
+            + self.costs.populate_zero_cow * zero_cow as f64
+            + self.costs.mlock_folio * populated.locked as f64
             + f[FaultKind::Shmem as usize] * shmem as f64
             + rest * left as f64
     }

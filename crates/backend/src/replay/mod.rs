@@ -547,11 +547,12 @@ impl<'m> Driver<'m> {
         call: impl FnOnce(&mut CpuHandle<'m>) -> Result<(), SyscallError>,
     ) -> Result<(), ReplayError> {
         let before = self.usage()?;
-        let untyped_before = pricing::untyped_faults(self.cpu()?.thread_counters());
+        let populated_before = pricing::Populated::of(self.cpu()?.thread_counters());
         let r = call(self.cpu()?);
         self.syscall(r, what)?;
         let after = self.usage()?;
-        let populated = pricing::untyped_faults(self.cpu()?.thread_counters()) - untyped_before;
+        let populated =
+            pricing::Populated::of(self.cpu()?.thread_counters()).since(populated_before);
         let range_pages = range_len.div_ceil(self.page_bytes);
         let cost = self
             .pricer

@@ -161,6 +161,16 @@ fn workload(reps: usize, s: &Sizes, n: u64) -> String {
     line(&mut ops, "{ madvise = \"p\", advice = \"populate_write\" }");
     line(&mut ops, "{ mark = \"p1\" }");
     line(&mut ops, "{ munmap = \"p\" }");
+    line(&mut ops, "{ mark = \"p2\" }");
+    // The same, but populated by mlock and unmapped locked: each new folio
+    // is mlocked as it is mapped (mlock_new_folio) and munlocked as munmap
+    // zaps it (munlock_folio); less the unlocked populate and munmap.
+    line(&mut ops, &format!("{{ mmap = \"l\", size = {r} }}"));
+    line(&mut ops, "{ mark = \"l0\" }");
+    line(&mut ops, "{ mlock = \"l\" }");
+    line(&mut ops, "{ mark = \"l1\" }");
+    line(&mut ops, "{ munmap = \"l\" }");
+    line(&mut ops, "{ mark = \"l2\" }");
     // MADV_POPULATE_READ of a fresh region: the zero page mapped at every
     // page by the kernel's own faults, no exception.
     line(&mut ops, &format!("{{ mmap = \"q\", size = {r} }}"));
@@ -168,6 +178,17 @@ fn workload(reps: usize, s: &Sizes, n: u64) -> String {
     line(&mut ops, "{ madvise = \"q\", advice = \"populate_read\" }");
     line(&mut ops, "{ mark = \"q1\" }");
     line(&mut ops, "{ munmap = \"q\" }");
+    // MADV_POPULATE_WRITE over zero pages (mapped by MADV_POPULATE_READ
+    // first): each replaced by a zeroed page from the kernel's own fault
+    // call (do_wp_page -> wp_page_copy of the zero pfn, ptep_clear_flush
+    // of the old entry), as mprotect of a locked read-only range to
+    // read-write populates.
+    line(&mut ops, &format!("{{ mmap = \"u\", size = {r} }}"));
+    line(&mut ops, "{ madvise = \"u\", advice = \"populate_read\" }");
+    line(&mut ops, "{ mark = \"u0\" }");
+    line(&mut ops, "{ madvise = \"u\", advice = \"populate_write\" }");
+    line(&mut ops, "{ mark = \"u1\" }");
+    line(&mut ops, "{ munmap = \"u\" }");
     line(&mut ops, &format!("{{ mmap = \"z\", size = {r} }}"));
     line(&mut ops, "{ mark = \"z0\" }");
     passes(&mut ops, "z", "z", "read", "4KiB", n, slice);
@@ -339,6 +360,36 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
             &per(&p.cpu_time("q0", "q1"), &p.count("q0", "q1", "minor_faults")),
             &format!(
                 "kernel backend: madvise(MADV_POPULATE_READ) of a fresh {} KiB anonymous mapping ({zero:.0} zero pages mapped per run, minor faults), {warm}; the call's process CPU time / its minor faults",
+                s.region >> 10
+            ),
+        ),
+    );
+    // The locked folios: (mlock and munmap of a locked region - the
+    // unlocked populate and munmap of one) over the pages mapped.
+    let locked_pages = per_kb_pages(&p.count("l0", "l1", "rss_anon_kb"));
+    figs.put(
+        "mlock.folio",
+        measured(
+            &per(
+                &minus(&p.cpu_time("l0", "l2"), &p.cpu_time("p0", "p2")),
+                &locked_pages,
+            ),
+            &format!(
+                "kernel backend: mlock of a fresh {} KiB anonymous mapping, then munmap of it, less MADV_POPULATE_WRITE of one and its munmap ({:.0} pages each), {warm}; the difference in process CPU time / the pages mapped (each an order-0 folio mlocked as it is mapped, munlocked as it is zapped)",
+                s.region >> 10,
+                runner::mean(&locked_pages)
+            ),
+        ),
+    );
+    // The zero pages replaced: the call's time over the anonymous pages
+    // it mapped (each replaced a zero page; the zero page is not in RSS).
+    let replaced = runner::mean(&p.count("u0", "u1", "rss_anon_kb")) / 4.0;
+    figs.put(
+        "populate.zero_cow",
+        measured(
+            &per(&p.cpu_time("u0", "u1"), &per_kb_pages(&p.count("u0", "u1", "rss_anon_kb"))),
+            &format!(
+                "kernel backend: madvise(MADV_POPULATE_WRITE) of a {} KiB anonymous mapping whose every page maps the zero page (MADV_POPULATE_READ before; {replaced:.0} pages replaced per run), {warm}; the call's process CPU time / the pages it mapped (from RssAnon)",
                 s.region >> 10
             ),
         ),

@@ -82,6 +82,8 @@ pub const MEASURED: &[&str] = &[
     "fault.mthp_64k",
     "populate.page",
     "populate.zero_page",
+    "populate.zero_cow",
+    "mlock.folio",
     "pt.alloc",
     "pt.free",
     "fork.call",

@@ -2,7 +2,7 @@
 //! MADV_POPULATE_*), as GUP does.
 
 use super::AddressSpace;
-use crate::counters::ThreadCtx;
+use crate::counters::{FaultKind, ThreadCtx};
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{Vma, Vmas};
@@ -66,12 +66,26 @@ impl AddressSpace {
                 }
                 tries += 1;
                 self.anon_vma_prepare_for_fault(vmas, v, va.get(), write);
+                ctx.fault_kind = FaultKind::Spurious;
                 match self.handle_mm_fault(ctx, v, va, write) {
                     Ok((dd, major)) => {
                         if major {
                             ctx.counters.major_faults += 1;
                         } else {
                             ctx.counters.minor_faults += 1;
+                        }
+                        // A zero page replaced by a zeroed one: priced
+                        // apart from a fresh page populated (counters.rs).
+                        if !major && ctx.fault_kind == FaultKind::ZeroCow {
+                            ctx.counters.populate_zero_cow += 1;
+                        }
+                        // A new folio mapped into a locked VMA is mlocked
+                        // (the zero page is no folio of its own; a fault
+                        // that mapped nothing new mlocks nothing).
+                        if v.flags.locked
+                            && !matches!(ctx.fault_kind, FaultKind::ZeroRead | FaultKind::Spurious)
+                        {
+                            ctx.counters.populate_locked += 1;
                         }
                         d.merge(dd);
                     }

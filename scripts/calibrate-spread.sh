@@ -1,0 +1,100 @@
+#!/bin/sh
+# How much the calibration itself moves: N fresh `ptlab calibrate` takes in a
+# row (the default, quick mode; nothing else alternated between them), then a
+# Markdown table of every figure over the takes: median, min, max, max/min,
+# and the first take's own 95% interval, on stdout. A figure whose max/min
+# is above 1.3 moves by more than the 30% held-out target between takes a
+# minute apart: it bounds the error of the workloads it dominates.
+#
+#   scripts/calibrate-spread.sh [N] [CALIBRATE OPTIONS...]
+#
+# N defaults to 3. Options after N go to every `ptlab calibrate` (e.g.
+# `--allow-busy` on a busy host, which calibrate otherwise refuses with exit
+# 2; `--long` for the long takes). Each quick take runs about a minute on the
+# quiet 2-vCPU development machine (2-3 minutes with the host busy), so the
+# default is 3-4 minutes after the build. Progress, each take's wall time and
+# the load average go to stderr; the takes' files are removed at the end.
+set -eu
+cd "$(dirname "$0")/.."
+n="${1:-3}"
+[ $# -gt 0 ] && shift
+case "$n" in
+'' | *[!0-9]*)
+	echo "calibrate-spread.sh: N must be a whole number, not '$n'" >&2
+	exit 2
+	;;
+esac
+if [ "$n" -lt 2 ]; then
+	echo "calibrate-spread.sh: N must be at least 2 (a spread needs two takes)" >&2
+	exit 2
+fi
+cargo build --release --bin ptlab >&2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+i=1
+while [ "$i" -le "$n" ]; do
+	echo "take $i of $n: load before $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+	start=$(date +%s)
+	status=0
+	target/release/ptlab calibrate --out "$tmp/take$i.toml" "$@" >"$tmp/take$i.log" 2>&1 || status=$?
+	# Exit 1: written without a figure this host could not give (named in
+	# the log); anything else is a failure.
+	if [ "$status" -ne 0 ] && { [ "$status" -ne 1 ] || [ ! -f "$tmp/take$i.toml" ]; }; then
+		cat "$tmp/take$i.log" >&2
+		echo "calibrate-spread.sh: take $i failed (exit $status)" >&2
+		exit 1
+	fi
+	grep -E '^(warning|error):' "$tmp/take$i.log" >&2 || true
+	echo "take $i: $(($(date +%s) - start)) s, load after $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+	i=$((i + 1))
+done
+python3 - "$tmp" "$n" <<'EOF'
+import statistics
+import sys
+import tomllib
+
+tmp, n = sys.argv[1], int(sys.argv[2])
+takes = []
+for i in range(1, n + 1):
+    with open(f"{tmp}/take{i}.toml", "rb") as f:
+        takes.append(tomllib.load(f))
+first = takes[0]
+names = list(first.get("costs", {}))
+for t in takes[1:]:
+    names += [k for k in t.get("costs", {}) if k not in names]
+
+
+def fmt(x):
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3g}"
+
+
+print(f"Calibration's spread over {n} takes ({first['host'].get('mode', '?')} mode), in the catalog's units (ns per event, page, table or KiB)")
+print()
+print("| figure | takes | median | min | max | max/min | first take's interval |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+moved = []
+for name in names:
+    vals = [t["costs"][name]["ns"] for t in takes if name in t.get("costs", {})]
+    prov = first["costs"].get(name, {}).get("provenance", "")
+    lo, hi = min(vals), max(vals)
+    ratio = hi / lo if lo > 0 else float("inf") if hi > 0 else 1.0
+    ratio_s = "-" if lo == 0 else f"{ratio:.2f}"
+    c = first["costs"].get(name)
+    interval = f"[{fmt(c['lo'])}, {fmt(c['hi'])}]" if c else "-"
+    tag = " (derived)" if prov == "derived" else " (assumed)" if prov == "assumed" else ""
+    print(f"| `{name}`{tag} | {len(vals)} | {fmt(statistics.median(vals))} | {fmt(lo)} | {fmt(hi)} | {ratio_s} | {interval} |")
+    if prov == "measured" and ratio > 1.3:
+        moved.append(f"`{name}` {ratio_s}" if lo > 0 else f"`{name}` (0 in a take)")
+print()
+print(f"Measured figures whose max/min over the takes is above 1.3 (more than the 30% target): {len(moved)}" + (": " + ", ".join(moved) if moved else ""))
+def load(t):
+    parts = t["host"].get("description", "").split(";")
+    return next((p.strip() for p in parts if "load average" in p), "load not recorded")
+
+
+print("Takes: " + "; ".join(f"{i + 1} at {t['host'].get('taken', '?')}, {load(t)}" for i, t in enumerate(takes)))
+EOF
