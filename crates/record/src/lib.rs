@@ -37,6 +37,49 @@ pub struct Options {
     pub out: PathBuf,
     /// The program is killed past this.
     pub timeout: Duration,
+    /// Which parts of the recorder run ([`Only::All`] for a recording;
+    /// the others are diagnostics that price each part).
+    pub only: Only,
+}
+
+/// The parts of the recorder a run keeps: a diagnostic (`ptlab record
+/// --only`) that measures what each part costs the program. Every one
+/// but [`Only::All`] writes an incomplete trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Only {
+    /// The recording: calls and faults.
+    #[default]
+    All,
+    /// Nothing: the program started the same way, not traced, no events.
+    Native,
+    /// The fault events sampled and drained exactly as the recording
+    /// does, the program not traced (no calls, so the samples fall in no
+    /// known region and are counted, not written).
+    Faults,
+    /// The same fault events counting (no sample, no ring).
+    FaultsCounting,
+    /// The software page-fault event sampled with its address instead of
+    /// the tracepoints, drained the same way.
+    FaultsSoftware,
+    /// The memory calls stopped and recorded, no fault events.
+    Calls,
+}
+
+impl Only {
+    /// Whether the program is traced and its memory calls stopped.
+    pub fn calls(self) -> bool {
+        matches!(self, Only::All | Only::Calls)
+    }
+
+    /// The fault events opened, if any.
+    fn events(self) -> Option<perf::Events> {
+        match self {
+            Only::All | Only::Faults => Some(perf::Events::Sampled),
+            Only::FaultsCounting => Some(perf::Events::Counting),
+            Only::FaultsSoftware => Some(perf::Events::SoftwareSampled),
+            Only::Native | Only::Calls => None,
+        }
+    }
 }
 
 /// What a recording saw.
@@ -64,6 +107,14 @@ pub struct Summary {
     pub kernel_major_faults: u64,
     /// The program's wall time under the recorder.
     pub wall: Duration,
+    /// The program's own CPU time, user and system (its rusage at exit).
+    pub program_user: Duration,
+    pub program_sys: Duration,
+    /// The recorder's own CPU time, every thread, user + system.
+    pub recorder_cpu: Duration,
+    /// Fault samples read from the rings (every process), or with
+    /// [`Only::FaultsCounting`] the events' count.
+    pub fault_events: u64,
 }
 
 /// Why a recording failed.

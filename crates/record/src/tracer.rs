@@ -16,7 +16,7 @@
 
 use crate::child;
 use crate::maps;
-use crate::perf::{FaultSample, Sampler, Source};
+use crate::perf::{Events, FaultSample, Sampler, Source};
 use crate::space::Space;
 use crate::{Options, RecordError, Summary};
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +24,10 @@ use std::io::BufWriter;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use trace::{Record, TraceWriter};
+
+fn timeval(t: libc::timeval) -> Duration {
+    Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000)
+}
 
 fn now_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -39,7 +43,9 @@ fn now_ns() -> u64 {
 struct Shared {
     writer: TraceWriter<BufWriter<std::fs::File>>,
     space: Space,
-    sampler: Sampler,
+    /// None when no fault events are sampled (`--only calls`, `native`,
+    /// `faults-counting`).
+    sampler: Option<Sampler>,
     queue: Vec<FaultSample>,
     /// Threads stopped inside a traced call: entry time.
     in_flight: BTreeMap<i32, u64>,
@@ -74,7 +80,11 @@ impl Shared {
     /// every call in flight (invariant 1).
     fn flush(&mut self, bound: u64) {
         let mut fresh = std::mem::take(&mut self.queue);
-        self.sampler.drain(&mut fresh);
+        let before = fresh.len();
+        if let Some(s) = &mut self.sampler {
+            s.drain(&mut fresh);
+        }
+        self.stats.fault_events += (fresh.len() - before) as u64;
         let limit = self
             .in_flight
             .values()
@@ -184,8 +194,13 @@ pub fn run(
         path: partial.into(),
         source: e,
     })?;
-    let filter = crate::seccomp::program();
-    let child = child::spawn(&program, cmd, &filter).map_err(RecordError::Spawn)?;
+    let traced = opts.only.calls();
+    let filter = if traced {
+        crate::seccomp::program()
+    } else {
+        Vec::new()
+    };
+    let child = child::spawn(&program, cmd, &filter, traced).map_err(RecordError::Spawn)?;
     let pid = child.pid;
     let options = libc::PTRACE_O_TRACESECCOMP
         | libc::PTRACE_O_TRACESYSGOOD
@@ -194,9 +209,16 @@ pub fn run(
         | libc::PTRACE_O_TRACEVFORK
         | libc::PTRACE_O_TRACEEXEC
         | libc::PTRACE_O_EXITKILL;
-    // SAFETY: `pid` is our stopped tracee.
-    unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, options as libc::c_long) };
-    let sampler = match Sampler::open(pid) {
+    if traced {
+        // SAFETY: `pid` is our stopped tracee.
+        unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, options as libc::c_long) };
+    }
+    let sampler = match opts
+        .only
+        .events()
+        .map(|e| Sampler::open(pid, e))
+        .transpose()
+    {
         Ok(s) => s,
         Err(e) => {
             // SAFETY: killing and reaping our own child.
@@ -207,7 +229,8 @@ pub fn run(
             return Err(RecordError::Perf(e));
         }
     };
-    let source = sampler.source;
+    let source = sampler.as_ref().map(|s| s.source);
+    let sampling = opts.only.events().is_some_and(|e| e != Events::Counting);
     let shared = Arc::new(Mutex::new(Shared {
         writer,
         space: Space::default(),
@@ -226,7 +249,7 @@ pub fn run(
     // the watchdog stop when `done` is set.
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let drainer = {
+    let drainer = sampling.then(|| {
         let (sh, done) = (Arc::clone(&shared), Arc::clone(&done));
         std::thread::spawn(move || {
             while !done.load(std::sync::atomic::Ordering::Acquire) {
@@ -234,7 +257,7 @@ pub fn run(
                 lock(&sh).flush(u64::MAX);
             }
         })
-    };
+    });
     let watchdog = {
         let (done, timed_out) = (Arc::clone(&done), Arc::clone(&timed_out));
         let deadline = Instant::now() + opts.timeout;
@@ -251,10 +274,16 @@ pub fn run(
         })
     };
     let started = Instant::now();
-    resume(libc::PTRACE_CONT, pid, 0);
+    if traced {
+        resume(libc::PTRACE_CONT, pid, 0);
+    } else {
+        // SAFETY: continuing our own stopped child.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    }
     let mut pending: HashMap<i32, (i64, [u64; 6], u64)> = HashMap::new();
     let mut foreign: HashMap<i32, bool> = HashMap::new();
-    let mut exec_seen = false;
+    // Untraced, the exec is not seen: a failed one exits 127.
+    let mut exec_seen = !traced;
     let mut exit_status = None;
     let mut rusage = None;
     loop {
@@ -354,7 +383,9 @@ pub fn run(
     }
     let wall = started.elapsed();
     done.store(true, std::sync::atomic::Ordering::Release);
-    let _ = drainer.join();
+    if let Some(d) = drainer {
+        let _ = d.join();
+    }
     let _ = watchdog.join();
     let shared = Arc::try_unwrap(shared)
         .map_err(|_| RecordError::Internal("the sampler thread still holds the trace".into()))?
@@ -375,10 +406,15 @@ pub fn run(
         });
     }
     let mut stats = sh.stats.clone();
-    stats.lost = sh.sampler.lost;
+    if let Some(s) = &sh.sampler {
+        stats.lost = s.lost;
+        if !sampling {
+            stats.fault_events = s.count();
+        }
+    }
     stats.approximations = sh.space.approximations;
     stats.wall = wall;
-    stats.fault_kinds_known = source == Source::Tracepoints;
+    stats.fault_kinds_known = source == Some(Source::Tracepoints);
     stats.records = sh.writer.records();
     sh.writer.finish().map_err(|e| RecordError::Io {
         path: partial.into(),
@@ -396,6 +432,13 @@ pub fn run(
     if let Some(ru) = rusage {
         stats.kernel_minor_faults = ru.ru_minflt as u64;
         stats.kernel_major_faults = ru.ru_majflt as u64;
+        stats.program_user = timeval(ru.ru_utime);
+        stats.program_sys = timeval(ru.ru_stime);
     }
+    // SAFETY: an all-zero rusage is valid plain data; a valid out pointer.
+    let mut me: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF sums every thread of the recorder.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut me) };
+    stats.recorder_cpu = timeval(me.ru_utime) + timeval(me.ru_stime);
     Ok(stats)
 }
