@@ -25,7 +25,9 @@
 # the overhead over native (ratio of medians), the extra per fault (ns, for
 # the fault parts) or per traced call (us, for calls), the counts, and for
 # `all` what the parts predict (faults' extra + calls' extra) against what
-# it costs. Counts are exact; times are as quiet as the machine is (the load
+# it costs; "command wall" is the whole `ptlab record` invocation (start,
+# rings, trace written), as bench-record.sh times it. PROGRAMS="sort gzip
+# python-dict" (a space-separated subset) limits the programs. Counts are exact; times are as quiet as the machine is (the load
 # average is printed at the start and end of each program).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +53,7 @@ head -c 100000000 "$work/lines.txt" > "$work/zip.in"
 python3_bin=$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')
 
 python3 - "$ptlab" "$work" "$rounds" "$python3_bin" <<'PY'
-import os, statistics, subprocess, sys
+import os, statistics, subprocess, sys, time
 
 ptlab, work, rounds, py = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 programs = [
@@ -65,15 +67,18 @@ def load():
     return " ".join(open("/proc/loadavg").read().split()[:3])
 
 def run(part, cmd):
+    t0 = time.monotonic()
     r = subprocess.run(
         [ptlab, "record", "--only", part, "-o", f"{work}/x.ptl", "--"] + cmd,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    command = time.monotonic() - t0
     line = [l for l in r.stderr.splitlines() if l.startswith("diagnostic ")][-1]
     kv = dict(f.split("=", 1) for f in line.split()[1:])
     if kv["status"] != "0":
         sys.exit(f"{part} {cmd}: the program failed (status {kv['status']})")
     return {
         "wall": float(kv["wall"]),
+        "command": command,
         "cpu": float(kv["user"]) + float(kv["sys"]),
         "sys": float(kv["sys"]),
         "rec": float(kv["recorder_cpu"]),
@@ -86,7 +91,10 @@ def run(part, cmd):
 def med(xs):
     return statistics.median(xs)
 
+only = os.environ.get("PROGRAMS", "").split()
 for name, cmd in programs:
+    if only and name not in only:
+        continue
     print(f"\n### {name}: load average at start {load()}")
     got = {p: [] for p in parts}
     for _ in range(rounds):
@@ -96,8 +104,8 @@ for name, cmd in programs:
     n = {k: med([r[k] for r in got["native"]]) for k in ("wall", "cpu")}
     faults = med([r["events"] for r in got["faults"]])
     calls = med([r["calls"] for r in got["calls"]])
-    print(f"| part | wall s (median of {rounds}, min-max) | over native | user+sys s (median, min-max) | over native | extra per unit, wall / CPU | faults (events) | traced calls | lost | recorder CPU s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(f"| part | wall s (median of {rounds}, min-max) | over native | user+sys s (median, min-max) | over native | extra per unit, wall / CPU | faults (events) | traced calls | lost | recorder CPU s | command wall s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     m = {}
     for p in parts:
         rs = got[p]
@@ -117,11 +125,12 @@ for name, cmd in programs:
                 (med(w) - n["wall"]) / faults * 1e9, (med(c) - n["cpu"]) / faults * 1e9)
         else:
             per = "-"
-        print("| %s | %.3f (%.3f-%.3f) | %+.1f%% | %.3f (%.3f-%.3f) | %+.1f%% | %s | %d | %d | %d | %.3f |" % (
+        print("| %s | %.3f (%.3f-%.3f) | %+.1f%% | %.3f (%.3f-%.3f) | %+.1f%% | %s | %d | %d | %d | %.3f | %.3f |" % (
             p, med(w), min(w), max(w), (med(w) / n["wall"] - 1) * 100,
             med(c), min(c), max(c), (med(c) / n["cpu"] - 1) * 100, per,
             med([r["events"] for r in rs]), med([r["calls"] for r in rs]),
-            max(r["lost"] for r in rs), med([r["rec"] for r in rs])))
+            max(r["lost"] for r in rs), med([r["rec"] for r in rs]),
+            med([r["command"] for r in rs])))
     for k in ("wall", "cpu"):
         parts_sum = (m["faults"][k] - n[k]) + (m["calls"][k] - n[k])
         full = m["all"][k] - n[k]

@@ -22,6 +22,7 @@ pub mod calls;
 mod child;
 pub mod maps;
 mod perf;
+mod release;
 pub mod seccomp;
 pub mod space;
 mod tracer;

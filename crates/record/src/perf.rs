@@ -449,11 +449,26 @@ impl Sampler {
     }
 }
 
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        for r in &self.rings {
-            // SAFETY: a mapping made in `open`, not used after this.
+impl Sampler {
+    /// Unmaps the rings and closes the events without waiting for the
+    /// kernel to release them ([`crate::release`]); the samples must have
+    /// been drained.
+    pub fn release(mut self) {
+        self.unmap();
+        crate::release::close_detached(std::mem::take(&mut self.fds));
+    }
+
+    fn unmap(&mut self) {
+        for r in self.rings.drain(..) {
+            // SAFETY: a mapping made in `open`, not used after this (it
+            // leaves `rings` here).
             unsafe { libc::munmap(r.ptr.cast(), r.len) };
         }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.unmap();
     }
 }

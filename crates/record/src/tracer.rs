@@ -245,8 +245,8 @@ pub fn run(
         out: Vec::new(),
     }));
     lock(&shared).threads.insert(pid as u32, 0);
-    // The sampler thread drains the ring while the program runs; it and
-    // the watchdog stop when `done` is set.
+    // The sampler thread drains the ring while the program runs; it stops
+    // when `done` is set.
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let drainer = sampling.then(|| {
@@ -258,18 +258,17 @@ pub fn run(
             }
         })
     });
+    // The watchdog waits on a channel that the end of the recording
+    // closes, so that it stops at once rather than at its next poll.
+    let (stop_watchdog, stopped) = std::sync::mpsc::channel::<()>();
     let watchdog = {
-        let (done, timed_out) = (Arc::clone(&done), Arc::clone(&timed_out));
-        let deadline = Instant::now() + opts.timeout;
+        let timed_out = Arc::clone(&timed_out);
+        let timeout = opts.timeout;
         std::thread::spawn(move || {
-            while !done.load(std::sync::atomic::Ordering::Acquire) {
-                if Instant::now() >= deadline {
-                    timed_out.store(true, std::sync::atomic::Ordering::Release);
-                    // SAFETY: killing our own tracee at the time limit.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(timeout) {
+                timed_out.store(true, std::sync::atomic::Ordering::Release);
+                // SAFETY: killing our own tracee at the time limit.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
             }
         })
     };
@@ -383,6 +382,7 @@ pub fn run(
     }
     let wall = started.elapsed();
     done.store(true, std::sync::atomic::Ordering::Release);
+    drop(stop_watchdog);
     if let Some(d) = drainer {
         let _ = d.join();
     }
@@ -399,18 +399,21 @@ pub fn run(
     sh.push(Record::Mark {
         name: "exit".into(),
     });
+    let mut stats = sh.stats.clone();
+    // Every sample is drained: the events are closed, without waiting for
+    // the kernel's release (crate::release).
+    if let Some(s) = sh.sampler.take() {
+        stats.lost = s.lost;
+        if !sampling {
+            stats.fault_events = s.count();
+        }
+        s.release();
+    }
     if let Some(e) = sh.error.take() {
         return Err(RecordError::Io {
             path: partial.into(),
             source: e,
         });
-    }
-    let mut stats = sh.stats.clone();
-    if let Some(s) = &sh.sampler {
-        stats.lost = s.lost;
-        if !sampling {
-            stats.fault_events = s.count();
-        }
     }
     stats.approximations = sh.space.approximations;
     stats.wall = wall;
