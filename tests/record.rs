@@ -258,7 +258,10 @@ fn each_part_of_the_recorder_runs_alone_with_its_own_counts() {
     // The software event excludes faults taken in the kernel (dd's buffer
     // is filled by read()): it sees only the program's own.
     let sw = diagnostic("faults-software", dir.path(), &dd);
-    assert!(n(&sw, "fault_events") > 0 && n(&sw, "fault_events") < 4096, "{sw:?}");
+    assert!(
+        n(&sw, "fault_events") > 0 && n(&sw, "fault_events") < 4096,
+        "{sw:?}"
+    );
 }
 
 /// The inode of a pipe descriptor (its /proc link reads `pipe:[N]`).
@@ -303,4 +306,31 @@ fn the_process_that_releases_the_events_keeps_none_of_the_recorders_output() {
         }
     }
     assert!(out.exists());
+}
+
+#[test]
+fn a_file_mapped_then_closed_at_once_keeps_its_name() {
+    // The dynamic loader maps libc from a descriptor and closes it right
+    // after: the recorder reads the name while the program is stopped at
+    // the mmap's exit, before letting it go on.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("true.ptl");
+    let r = ptlab(&["record", "-o", out.to_str().unwrap(), "--", "true"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let mut reader = trace::TraceReader::open(&out).unwrap();
+    let (mut records, mut chunk) = (Vec::new(), Vec::new());
+    while reader.next_chunk(&mut chunk).unwrap() {
+        records.append(&mut chunk);
+    }
+    let names: Vec<&str> = records
+        .iter()
+        .filter_map(|r| match r {
+            trace::Record::Map(m) => Some(m.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        names.iter().any(|n| n.contains("libc.so")),
+        "no Map names libc: {names:?}"
+    );
 }

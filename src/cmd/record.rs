@@ -37,7 +37,7 @@ pub fn run(args: RecordArgs) -> CmdResult {
     if let Some(part) = args.only {
         // One line a script can read: key=value, seconds and counts.
         eprintln!(
-            "diagnostic only={part:?} wall={:.6} user={:.6} sys={:.6} recorder_cpu={:.6} minflt={} fault_events={} lost={} calls={} status={}",
+            "diagnostic only={part:?} wall={:.6} user={:.6} sys={:.6} recorder_cpu={:.6} minflt={} fault_events={} lost={} calls={} exit_stops_held={:.6} exit_work={:.6} status={}",
             s.wall.as_secs_f64(),
             s.program_user.as_secs_f64(),
             s.program_sys.as_secs_f64(),
@@ -46,6 +46,8 @@ pub fn run(args: RecordArgs) -> CmdResult {
             s.fault_events,
             s.lost,
             s.syscalls,
+            s.exit_stops_held.as_secs_f64(),
+            s.exit_work.as_secs_f64(),
             s.exit_status,
         );
         return Ok(ExitCode::SUCCESS);

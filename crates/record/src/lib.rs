@@ -113,6 +113,11 @@ pub struct Summary {
     pub program_sys: Duration,
     /// The recorder's own CPU time, every thread, user + system.
     pub recorder_cpu: Duration,
+    /// The time the tracer kept the program stopped at its calls' exits
+    /// (from seeing the stop to resuming it), and the time it then spent
+    /// writing the call and the faults before it while the program ran.
+    pub exit_stops_held: Duration,
+    pub exit_work: Duration,
     /// Fault samples read from the rings (every process), or with
     /// [`Only::FaultsCounting`] the events' count.
     pub fault_events: u64,
