@@ -8,7 +8,10 @@
 //! `exceptions` tracepoints when allowed (address and read or write), else
 //! the software page-fault event (address only) ([`perf`]). The two are
 //! merged by time ([`tracer`]), native addresses are turned into regions
-//! ([`space`], [`maps`]).
+//! ([`space`], [`maps`]). At the end the events are closed by a detached
+//! grandchild ([`release`]), since the kernel's release of a tracepoint's
+//! last perf event waits for a grace period. [`Only`] runs one part alone
+//! (a diagnostic that prices each).
 //!
 //! ## Invariants
 //! 1. Nothing is left behind: the trace is written to a partial file next
