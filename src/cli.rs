@@ -157,9 +157,29 @@ pub struct RecordArgs {
     /// Kill the program past this many seconds
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
+    /// Diagnostic: run only this part of the recorder and print what the program cost (the trace is incomplete)
+    #[arg(long, value_enum)]
+    pub only: Option<RecordPart>,
     /// The program and its arguments (after --)
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
+}
+
+/// The parts of the recorder `record --only` runs (a diagnostic).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum RecordPart {
+    /// Nothing: the program started the same way, untraced
+    Native,
+    /// The fault events sampled and drained as a recording does, no ptrace
+    Faults,
+    /// The same fault events counting (no sample)
+    FaultsCounting,
+    /// The software page-fault event sampled with its address instead
+    FaultsSoftware,
+    /// The ptrace of the memory calls, no fault events
+    Calls,
+    /// Everything (a full recording), with the same diagnostic line
+    All,
 }
 
 #[derive(Args)]

@@ -205,3 +205,132 @@ fn a_shell_that_forks_and_executes_records_the_exec_and_counts_the_child() {
     assert!(h.observed["faults_other_processes"] >= 4096);
     no_partial_left(dir.path());
 }
+
+/// The `key=value` figures of `record --only`'s diagnostic line.
+fn diagnostic(part: &str, dir: &Path, cmd: &[&str]) -> std::collections::HashMap<String, String> {
+    let out = dir.join(format!("{part}.ptl"));
+    let mut args = vec!["record", "--only", part, "-o", out.to_str().unwrap(), "--"];
+    args.extend_from_slice(cmd);
+    let r = ptlab(&args);
+    let err = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(r.status.success(), "{part}: {err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("diagnostic "))
+        .unwrap_or_else(|| panic!("{part}: no diagnostic line in {err}"));
+    line.split_whitespace()
+        .skip(1)
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap();
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn each_part_of_the_recorder_runs_alone_with_its_own_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4,096 faults taken by the kernel filling dd's buffer, a few memory
+    // calls of its start.
+    let dd = ["dd", "if=/dev/zero", "of=/dev/null", "bs=16M", "count=1"];
+    let n = |d: &std::collections::HashMap<String, String>, k: &str| -> u64 {
+        d[k].parse().unwrap_or_else(|_| panic!("{k}={}", d[k]))
+    };
+    let native = diagnostic("native", dir.path(), &dd);
+    assert_eq!(n(&native, "fault_events"), 0);
+    assert_eq!(n(&native, "calls"), 0);
+    assert!(n(&native, "minflt") >= 4096);
+    let calls = diagnostic("calls", dir.path(), &dd);
+    assert_eq!(n(&calls, "fault_events"), 0);
+    assert!(n(&calls, "calls") > 0);
+    // Sampled or counted, the tracepoints see the program's faults from
+    // its exec on: all but those of the exec itself (a few dozen).
+    for part in ["faults", "faults-counting", "all"] {
+        let d = diagnostic(part, dir.path(), &dd);
+        let (events, minflt) = (n(&d, "fault_events"), n(&d, "minflt"));
+        assert!(
+            events >= 4096 && events <= minflt && minflt - events < 200,
+            "{part}: {d:?}"
+        );
+        assert_eq!(n(&d, "lost"), 0, "{part}");
+        assert_eq!(n(&d, "calls") > 0, part == "all", "{part}: {d:?}");
+    }
+    // The software event excludes faults taken in the kernel (dd's buffer
+    // is filled by read()): it sees only the program's own.
+    let sw = diagnostic("faults-software", dir.path(), &dd);
+    assert!(
+        n(&sw, "fault_events") > 0 && n(&sw, "fault_events") < 4096,
+        "{sw:?}"
+    );
+}
+
+/// The inode of a pipe descriptor (its /proc link reads `pipe:[N]`).
+fn pipe_of(link: &Path) -> Option<String> {
+    let target = std::fs::read_link(link).ok()?;
+    let t = target.to_string_lossy();
+    t.starts_with("pipe:").then(|| t.into_owned())
+}
+
+#[test]
+fn the_process_that_releases_the_events_keeps_none_of_the_recorders_output() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.ptl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .args(["record", "-o", out.to_str().unwrap(), "--", "true"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let fd = child.stdout.as_ref().unwrap().as_raw_fd();
+    let pipe = pipe_of(&Path::new("/proc/self/fd").join(fd.to_string())).unwrap();
+    assert!(child.wait().unwrap().success());
+    // The recorder has exited; the grandchild that closes its fault
+    // events may still be waiting on the kernel, but must not hold the
+    // recorder's stdout (a caller reading it would wait too).
+    let me = std::process::id().to_string();
+    for proc_dir in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        let name = proc_dir.file_name().to_string_lossy().into_owned();
+        if name == me || !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(proc_dir.path().join("fd")) else {
+            continue;
+        };
+        for f in fds.filter_map(|e| e.ok()) {
+            assert_ne!(
+                pipe_of(&f.path()).as_deref(),
+                Some(pipe.as_str()),
+                "process {name} holds the recorder's stdout"
+            );
+        }
+    }
+    assert!(out.exists());
+}
+
+#[test]
+fn a_file_mapped_then_closed_at_once_keeps_its_name() {
+    // The dynamic loader maps libc from a descriptor and closes it right
+    // after: the recorder reads the name while the program is stopped at
+    // the mmap's exit, before letting it go on.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("true.ptl");
+    let r = ptlab(&["record", "-o", out.to_str().unwrap(), "--", "true"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let mut reader = trace::TraceReader::open(&out).unwrap();
+    let (mut records, mut chunk) = (Vec::new(), Vec::new());
+    while reader.next_chunk(&mut chunk).unwrap() {
+        records.append(&mut chunk);
+    }
+    let names: Vec<&str> = records
+        .iter()
+        .filter_map(|r| match r {
+            trace::Record::Map(m) => Some(m.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        names.iter().any(|n| n.contains("libc.so")),
+        "no Map names libc: {names:?}"
+    );
+}

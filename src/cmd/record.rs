@@ -2,16 +2,25 @@
 //! address-space calls and page faults written to a trace; a summary on
 //! stderr (the program owns stdout).
 
-use crate::cli::RecordArgs;
+use crate::cli::{RecordArgs, RecordPart};
 use crate::fail::{CmdResult, Failure};
 use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(args: RecordArgs) -> CmdResult {
     super::check_out_dir(&args.out)?;
+    let only = args.only.map(|p| match p {
+        RecordPart::Native => record::Only::Native,
+        RecordPart::Faults => record::Only::Faults,
+        RecordPart::FaultsCounting => record::Only::FaultsCounting,
+        RecordPart::FaultsSoftware => record::Only::FaultsSoftware,
+        RecordPart::Calls => record::Only::Calls,
+        RecordPart::All => record::Only::All,
+    });
     let opts = record::Options {
         out: args.out.clone(),
         timeout: Duration::from_secs(args.timeout),
+        only: only.unwrap_or_default(),
     };
     let s = record::record(&args.command, &opts).map_err(|e| {
         if e.is_bad_input() {
@@ -25,6 +34,24 @@ pub fn run(args: RecordArgs) -> CmdResult {
     } else {
         format!("killed by signal {}", s.exit_status & 0x7f)
     };
+    if let Some(part) = args.only {
+        // One line a script can read: key=value, seconds and counts.
+        eprintln!(
+            "diagnostic only={part:?} wall={:.6} user={:.6} sys={:.6} recorder_cpu={:.6} minflt={} fault_events={} lost={} calls={} exit_stops_held={:.6} exit_work={:.6} status={}",
+            s.wall.as_secs_f64(),
+            s.program_user.as_secs_f64(),
+            s.program_sys.as_secs_f64(),
+            s.recorder_cpu.as_secs_f64(),
+            s.kernel_minor_faults,
+            s.fault_events,
+            s.lost,
+            s.syscalls,
+            s.exit_stops_held.as_secs_f64(),
+            s.exit_work.as_secs_f64(),
+            s.exit_status,
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     eprintln!(
         "recorded {}: {} records, {} memory calls, {} faults recorded of {} minor + {} major the kernel counted{}{}{}",
         args.out.display(),

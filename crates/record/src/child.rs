@@ -32,8 +32,9 @@ pub struct Child {
 }
 
 /// Forks `program` with `args` (argv\[0\] first) and the current
-/// environment; the child asks to be traced, installs `filter`, stops, and
-/// on being continued executes the program (or exits 127).
+/// environment; the child asks to be traced if `traced`, installs `filter`
+/// unless it is empty, stops, and on being continued (PTRACE_CONT, or
+/// SIGCONT when not traced) executes the program (or exits 127).
 ///
 /// # Errors
 /// fork failed, or the child did not reach its stop.
@@ -41,6 +42,7 @@ pub fn spawn(
     program: &Path,
     args: &[String],
     filter: &[libc::sock_filter],
+    traced: bool,
 ) -> std::io::Result<Child> {
     let to_c = |s: &[u8]| {
         CString::new(s).map_err(|_| {
@@ -82,16 +84,20 @@ pub fn spawn(
         // SAFETY: in the child, see above; every pointer refers to data
         // allocated before the fork and still alive in the child's copy.
         unsafe {
-            libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0);
+            if traced {
+                libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0);
+            }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-            if libc::prctl(
-                libc::PR_SET_SECCOMP,
-                libc::SECCOMP_MODE_FILTER,
-                &prog as *const _,
-            ) != 0
-            {
-                libc::_exit(126);
+            if !filter.is_empty() {
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                if libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &prog as *const _,
+                ) != 0
+                {
+                    libc::_exit(126);
+                }
             }
             libc::raise(libc::SIGSTOP);
             libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
@@ -100,7 +106,8 @@ pub fn spawn(
     }
     let mut status = 0;
     // SAFETY: waiting for our own child, status a valid out pointer.
-    let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+    // (WUNTRACED: an untraced child's stop is reported only when asked.)
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL | libc::WUNTRACED) };
     if r != pid || !libc::WIFSTOPPED(status) {
         return Err(std::io::Error::other(format!(
             "the child did not stop before exec (status {status:#x})"

@@ -8,7 +8,10 @@
 //! `exceptions` tracepoints when allowed (address and read or write), else
 //! the software page-fault event (address only) ([`perf`]). The two are
 //! merged by time ([`tracer`]), native addresses are turned into regions
-//! ([`space`], [`maps`]).
+//! ([`space`], [`maps`]). At the end the events are closed by a detached
+//! grandchild ([`release`]), since the kernel's release of a tracepoint's
+//! last perf event waits for a grace period. [`Only`] runs one part alone
+//! (a diagnostic that prices each).
 //!
 //! ## Invariants
 //! 1. Nothing is left behind: the trace is written to a partial file next
@@ -22,6 +25,7 @@ pub mod calls;
 mod child;
 pub mod maps;
 mod perf;
+mod release;
 pub mod seccomp;
 pub mod space;
 mod tracer;
@@ -37,6 +41,49 @@ pub struct Options {
     pub out: PathBuf,
     /// The program is killed past this.
     pub timeout: Duration,
+    /// Which parts of the recorder run ([`Only::All`] for a recording;
+    /// the others are diagnostics that price each part).
+    pub only: Only,
+}
+
+/// The parts of the recorder a run keeps: a diagnostic (`ptlab record
+/// --only`) that measures what each part costs the program. Every one
+/// but [`Only::All`] writes an incomplete trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Only {
+    /// The recording: calls and faults.
+    #[default]
+    All,
+    /// Nothing: the program started the same way, not traced, no events.
+    Native,
+    /// The fault events sampled and drained exactly as the recording
+    /// does, the program not traced (no calls, so the samples fall in no
+    /// known region and are counted, not written).
+    Faults,
+    /// The same fault events counting (no sample, no ring).
+    FaultsCounting,
+    /// The software page-fault event sampled with its address instead of
+    /// the tracepoints, drained the same way.
+    FaultsSoftware,
+    /// The memory calls stopped and recorded, no fault events.
+    Calls,
+}
+
+impl Only {
+    /// Whether the program is traced and its memory calls stopped.
+    pub fn calls(self) -> bool {
+        matches!(self, Only::All | Only::Calls)
+    }
+
+    /// The fault events opened, if any.
+    fn events(self) -> Option<perf::Events> {
+        match self {
+            Only::All | Only::Faults => Some(perf::Events::Sampled),
+            Only::FaultsCounting => Some(perf::Events::Counting),
+            Only::FaultsSoftware => Some(perf::Events::SoftwareSampled),
+            Only::Native | Only::Calls => None,
+        }
+    }
 }
 
 /// What a recording saw.
@@ -64,6 +111,19 @@ pub struct Summary {
     pub kernel_major_faults: u64,
     /// The program's wall time under the recorder.
     pub wall: Duration,
+    /// The program's own CPU time, user and system (its rusage at exit).
+    pub program_user: Duration,
+    pub program_sys: Duration,
+    /// The recorder's own CPU time, every thread, user + system.
+    pub recorder_cpu: Duration,
+    /// The time the tracer kept the program stopped at its calls' exits
+    /// (from seeing the stop to resuming it), and the time it then spent
+    /// writing the call and the faults before it while the program ran.
+    pub exit_stops_held: Duration,
+    pub exit_work: Duration,
+    /// Fault samples read from the rings (every process), or with
+    /// [`Only::FaultsCounting`] the events' count.
+    pub fault_events: u64,
 }
 
 /// Why a recording failed.

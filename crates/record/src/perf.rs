@@ -78,6 +78,21 @@ pub enum Source {
     SoftwareEvent,
 }
 
+/// Which fault events are opened (the recorder uses [`Events::Sampled`];
+/// the others are diagnostics, `ptlab record --only`, that price the
+/// sample against the event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Events {
+    /// The tracepoints, every fault a sample into the ring (else, without
+    /// tracepoint access, the software event with its address).
+    Sampled,
+    /// The same tracepoints counting: no sample, no ring.
+    Counting,
+    /// The software page-fault event, every fault a sample with its
+    /// address (`PERF_SAMPLE_ADDR`), the same ring.
+    SoftwareSampled,
+}
+
 /// One mapped ring buffer (one per CPU).
 struct Ring {
     ptr: *mut u8,
@@ -86,7 +101,7 @@ struct Ring {
 
 /// The open events and their ring buffers.
 pub struct Sampler {
-    _fds: Vec<OwnedFd>,
+    fds: Vec<OwnedFd>,
     rings: Vec<Ring>,
     page: usize,
     pub source: Source,
@@ -95,6 +110,8 @@ pub struct Sampler {
     code_off: usize,
     /// Samples the kernel dropped because the ring was full.
     pub lost: u64,
+    /// Whether the events count instead of sampling ([`Events::Counting`]).
+    counting: bool,
 }
 
 // SAFETY: the ring pointers are private mappings owned by the Sampler; they
@@ -156,12 +173,14 @@ impl Sampler {
     /// # Errors
     /// Neither the tracepoints nor the software event could be opened
     /// (perf_event_paranoid, a seccomp sandbox, no perf support).
-    pub fn open(pid: i32) -> std::io::Result<Sampler> {
+    pub fn open(pid: i32, events: Events) -> std::io::Result<Sampler> {
+        let counting = events == Events::Counting;
         let base = |kind: u32, config: u64, sample_type: u64, extra: u64| Attr {
             kind,
             size: std::mem::size_of::<Attr>() as u32,
             config,
-            sample_period: 1,
+            // A period of 0 is a counting event: no sample, no ring.
+            sample_period: u64::from(!counting),
             sample_type: sample_type | SAMPLE_TID | SAMPLE_TIME,
             flags: FLAG_DISABLED
                 | FLAG_INHERIT
@@ -186,7 +205,10 @@ impl Sampler {
         let pages = (RING_PAGES / ncpu).next_power_of_two().max(64);
         // SAFETY: sysconf has no memory effects.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let tracepoints = tracepoint("page_fault_user").zip(tracepoint("page_fault_kernel"));
+        let tracepoints = match events {
+            Events::SoftwareSampled => None,
+            _ => tracepoint("page_fault_user").zip(tracepoint("page_fault_kernel")),
+        };
         let unmap = |rings: &[Ring]| {
             for r in rings {
                 // SAFETY: unmapping a ring mapped below, used nowhere else.
@@ -199,7 +221,7 @@ impl Sampler {
             let r = Self::open_rings(
                 pid,
                 ncpu,
-                pages,
+                if counting { 0 } else { pages },
                 page,
                 tp,
                 tracepoints,
@@ -222,18 +244,45 @@ impl Sampler {
         };
         let (addr_off, code_off) = tracepoints.map_or((0, 0), |(u, _)| (u.1, u.2));
         Ok(Sampler {
-            _fds: fds,
+            fds,
             rings,
             page,
             source,
             addr_off,
             code_off,
             lost: 0,
+            counting,
         })
     }
 
-    /// Opens the events of every CPU into `fds`, each CPU's ring into
-    /// `rings` (what was opened stays there for the caller to undo).
+    /// The events' count summed over CPUs (a counting sampler; 0 for a
+    /// sampling one, whose samples are the count).
+    pub fn count(&self) -> u64 {
+        if !self.counting {
+            return 0;
+        }
+        let mut total = 0;
+        for fd in &self.fds {
+            let mut v = 0u64;
+            // SAFETY: reading one u64 (read_format 0) from an open perf
+            // event into a local of that size.
+            let n = unsafe {
+                libc::read(
+                    fd.as_raw_fd(),
+                    (&mut v as *mut u64).cast(),
+                    std::mem::size_of::<u64>(),
+                )
+            };
+            if n == std::mem::size_of::<u64>() as isize {
+                total += v;
+            }
+        }
+        total
+    }
+
+    /// Opens the events of every CPU into `fds`, each CPU's ring of
+    /// `pages` data pages into `rings` (none if `pages` is 0: counting
+    /// events); what was opened stays there for the caller to undo.
     #[allow(clippy::too_many_arguments)]
     fn open_rings(
         pid: i32,
@@ -267,6 +316,9 @@ impl Sampler {
                     pid,
                     cpu,
                 )?);
+            }
+            if pages == 0 {
+                continue;
             }
             let len = page * (pages + 1);
             // SAFETY: a fresh shared mapping of a perf descriptor, of
@@ -397,11 +449,26 @@ impl Sampler {
     }
 }
 
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        for r in &self.rings {
-            // SAFETY: a mapping made in `open`, not used after this.
+impl Sampler {
+    /// Unmaps the rings and closes the events without waiting for the
+    /// kernel to release them ([`crate::release`]); the samples must have
+    /// been drained.
+    pub fn release(mut self) {
+        self.unmap();
+        crate::release::close_detached(std::mem::take(&mut self.fds));
+    }
+
+    fn unmap(&mut self) {
+        for r in self.rings.drain(..) {
+            // SAFETY: a mapping made in `open`, not used after this (it
+            // leaves `rings` here).
             unsafe { libc::munmap(r.ptr.cast(), r.len) };
         }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.unmap();
     }
 }

@@ -16,7 +16,7 @@
 
 use crate::child;
 use crate::maps;
-use crate::perf::{FaultSample, Sampler, Source};
+use crate::perf::{Events, FaultSample, Sampler, Source};
 use crate::space::Space;
 use crate::{Options, RecordError, Summary};
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +24,10 @@ use std::io::BufWriter;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use trace::{Record, TraceWriter};
+
+fn timeval(t: libc::timeval) -> Duration {
+    Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000)
+}
 
 fn now_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -39,7 +43,9 @@ fn now_ns() -> u64 {
 struct Shared {
     writer: TraceWriter<BufWriter<std::fs::File>>,
     space: Space,
-    sampler: Sampler,
+    /// None when no fault events are sampled (`--only calls`, `native`,
+    /// `faults-counting`).
+    sampler: Option<Sampler>,
     queue: Vec<FaultSample>,
     /// Threads stopped inside a traced call: entry time.
     in_flight: BTreeMap<i32, u64>,
@@ -74,7 +80,11 @@ impl Shared {
     /// every call in flight (invariant 1).
     fn flush(&mut self, bound: u64) {
         let mut fresh = std::mem::take(&mut self.queue);
-        self.sampler.drain(&mut fresh);
+        let before = fresh.len();
+        if let Some(s) = &mut self.sampler {
+            s.drain(&mut fresh);
+        }
+        self.stats.fault_events += (fresh.len() - before) as u64;
         let limit = self
             .in_flight
             .values()
@@ -151,11 +161,20 @@ fn tgid_of(pid: i32) -> Option<u32> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// The records of one finished call.
-fn handle_call(sh: &mut Shared, pid: i32, nr: i64, a: [u64; 6], ret: i64) {
+/// The records of one finished call; `path` names the file an mmap
+/// mapped (read while the program was stopped, [`mapped_file`]).
+fn handle_call(sh: &mut Shared, nr: i64, a: [u64; 6], ret: i64, path: String) {
     let mut out = std::mem::take(&mut sh.out);
-    crate::calls::apply(&mut sh.space, nr, a, ret, &|fd| fd_path(pid, fd), &mut out);
+    crate::calls::apply(&mut sh.space, nr, a, ret, &|_| path.clone(), &mut out);
     sh.out = out;
+}
+
+/// The descriptor a successful call mapped a file from (mmap without
+/// MAP_ANONYMOUS), whose name `calls::apply` asks for.
+fn mapped_file(nr: i64, a: [u64; 6], ret: i64) -> Option<i32> {
+    let failed = ret < 0 && ret > -4096;
+    (nr == libc::SYS_mmap && a[3] as i32 & libc::MAP_ANONYMOUS == 0 && !failed)
+        .then_some(a[4] as i32)
 }
 
 /// The path of descriptor `fd` of process `pid` ("" if unknown).
@@ -184,8 +203,13 @@ pub fn run(
         path: partial.into(),
         source: e,
     })?;
-    let filter = crate::seccomp::program();
-    let child = child::spawn(&program, cmd, &filter).map_err(RecordError::Spawn)?;
+    let traced = opts.only.calls();
+    let filter = if traced {
+        crate::seccomp::program()
+    } else {
+        Vec::new()
+    };
+    let child = child::spawn(&program, cmd, &filter, traced).map_err(RecordError::Spawn)?;
     let pid = child.pid;
     let options = libc::PTRACE_O_TRACESECCOMP
         | libc::PTRACE_O_TRACESYSGOOD
@@ -194,9 +218,16 @@ pub fn run(
         | libc::PTRACE_O_TRACEVFORK
         | libc::PTRACE_O_TRACEEXEC
         | libc::PTRACE_O_EXITKILL;
-    // SAFETY: `pid` is our stopped tracee.
-    unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, options as libc::c_long) };
-    let sampler = match Sampler::open(pid) {
+    if traced {
+        // SAFETY: `pid` is our stopped tracee.
+        unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, options as libc::c_long) };
+    }
+    let sampler = match opts
+        .only
+        .events()
+        .map(|e| Sampler::open(pid, e))
+        .transpose()
+    {
         Ok(s) => s,
         Err(e) => {
             // SAFETY: killing and reaping our own child.
@@ -207,7 +238,8 @@ pub fn run(
             return Err(RecordError::Perf(e));
         }
     };
-    let source = sampler.source;
+    let source = sampler.as_ref().map(|s| s.source);
+    let sampling = opts.only.events().is_some_and(|e| e != Events::Counting);
     let shared = Arc::new(Mutex::new(Shared {
         writer,
         space: Space::default(),
@@ -222,11 +254,11 @@ pub fn run(
         out: Vec::new(),
     }));
     lock(&shared).threads.insert(pid as u32, 0);
-    // The sampler thread drains the ring while the program runs; it and
-    // the watchdog stop when `done` is set.
+    // The sampler thread drains the ring while the program runs; it stops
+    // when `done` is set.
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let drainer = {
+    let drainer = sampling.then(|| {
         let (sh, done) = (Arc::clone(&shared), Arc::clone(&done));
         std::thread::spawn(move || {
             while !done.load(std::sync::atomic::Ordering::Acquire) {
@@ -234,27 +266,32 @@ pub fn run(
                 lock(&sh).flush(u64::MAX);
             }
         })
-    };
+    });
+    // The watchdog waits on a channel that the end of the recording
+    // closes, so that it stops at once rather than at its next poll.
+    let (stop_watchdog, stopped) = std::sync::mpsc::channel::<()>();
     let watchdog = {
-        let (done, timed_out) = (Arc::clone(&done), Arc::clone(&timed_out));
-        let deadline = Instant::now() + opts.timeout;
+        let timed_out = Arc::clone(&timed_out);
+        let timeout = opts.timeout;
         std::thread::spawn(move || {
-            while !done.load(std::sync::atomic::Ordering::Acquire) {
-                if Instant::now() >= deadline {
-                    timed_out.store(true, std::sync::atomic::Ordering::Release);
-                    // SAFETY: killing our own tracee at the time limit.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(timeout) {
+                timed_out.store(true, std::sync::atomic::Ordering::Release);
+                // SAFETY: killing our own tracee at the time limit.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
             }
         })
     };
     let started = Instant::now();
-    resume(libc::PTRACE_CONT, pid, 0);
+    if traced {
+        resume(libc::PTRACE_CONT, pid, 0);
+    } else {
+        // SAFETY: continuing our own stopped child.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    }
     let mut pending: HashMap<i32, (i64, [u64; 6], u64)> = HashMap::new();
     let mut foreign: HashMap<i32, bool> = HashMap::new();
-    let mut exec_seen = false;
+    // Untraced, the exec is not seen: a failed one exits 127.
+    let mut exec_seen = !traced;
     let mut exit_status = None;
     let mut rusage = None;
     loop {
@@ -266,6 +303,7 @@ pub fn run(
         if w < 0 {
             break;
         }
+        let seen = Instant::now();
         if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
             pending.remove(&w);
             lock(&shared).in_flight.remove(&w);
@@ -298,24 +336,37 @@ pub fn run(
             }
             resume(libc::PTRACE_SYSCALL, w, 0);
         } else if sig == (libc::SIGTRAP | 0x80) {
-            if let Some((nr, args, t)) = pending.remove(&w) {
-                let ret = syscall_info(w)
-                    // SAFETY: at a syscall-exit stop the kernel fills the
-                    // exit member.
-                    .map(|i| unsafe { i.u.exit.sval })
-                    .unwrap_or(-1);
-                let mut sh = lock(&shared);
-                sh.flush(t);
-                sh.in_flight.remove(&w);
-                sh.stats.syscalls += 1;
-                handle_call(&mut sh, w, nr, args, ret);
-                if !sh.out.is_empty() {
-                    sh.switch_to(w as u32);
-                    sh.emit();
-                }
-                sh.flush(u64::MAX);
-            }
+            let Some((nr, args, t)) = pending.remove(&w) else {
+                resume(libc::PTRACE_CONT, w, 0);
+                continue;
+            };
+            let ret = syscall_info(w)
+                // SAFETY: at a syscall-exit stop the kernel fills the
+                // exit member.
+                .map(|i| unsafe { i.u.exit.sval })
+                .unwrap_or(-1);
+            // What only the stopped program can tell (a mapped file's
+            // name, before it closes the descriptor) is read now; then it
+            // goes on while its call and the faults before it are written
+            // (invariant 1 holds: its entry stays in flight until then, so
+            // its later faults wait behind the call's records). The stop
+            // lasted for the whole flush before, ~220 samples a call on the
+            // Python dict of BENCHMARKS.md.
+            let path = mapped_file(nr, args, ret).map(|fd| fd_path(w, fd));
             resume(libc::PTRACE_CONT, w, 0);
+            let resumed = Instant::now();
+            let mut sh = lock(&shared);
+            sh.flush(t);
+            sh.in_flight.remove(&w);
+            sh.stats.syscalls += 1;
+            handle_call(&mut sh, nr, args, ret, path.unwrap_or_default());
+            if !sh.out.is_empty() {
+                sh.switch_to(w as u32);
+                sh.emit();
+            }
+            sh.flush(u64::MAX);
+            sh.stats.exit_stops_held += resumed - seen;
+            sh.stats.exit_work += resumed.elapsed();
         } else if event == libc::PTRACE_EVENT_EXEC {
             if !is_foreign {
                 exec_seen = true;
@@ -354,7 +405,10 @@ pub fn run(
     }
     let wall = started.elapsed();
     done.store(true, std::sync::atomic::Ordering::Release);
-    let _ = drainer.join();
+    drop(stop_watchdog);
+    if let Some(d) = drainer {
+        let _ = d.join();
+    }
     let _ = watchdog.join();
     let shared = Arc::try_unwrap(shared)
         .map_err(|_| RecordError::Internal("the sampler thread still holds the trace".into()))?
@@ -368,17 +422,25 @@ pub fn run(
     sh.push(Record::Mark {
         name: "exit".into(),
     });
+    let mut stats = sh.stats.clone();
+    // Every sample is drained: the events are closed, without waiting for
+    // the kernel's release (crate::release).
+    if let Some(s) = sh.sampler.take() {
+        stats.lost = s.lost;
+        if !sampling {
+            stats.fault_events = s.count();
+        }
+        s.release();
+    }
     if let Some(e) = sh.error.take() {
         return Err(RecordError::Io {
             path: partial.into(),
             source: e,
         });
     }
-    let mut stats = sh.stats.clone();
-    stats.lost = sh.sampler.lost;
     stats.approximations = sh.space.approximations;
     stats.wall = wall;
-    stats.fault_kinds_known = source == Source::Tracepoints;
+    stats.fault_kinds_known = source == Some(Source::Tracepoints);
     stats.records = sh.writer.records();
     sh.writer.finish().map_err(|e| RecordError::Io {
         path: partial.into(),
@@ -396,6 +458,13 @@ pub fn run(
     if let Some(ru) = rusage {
         stats.kernel_minor_faults = ru.ru_minflt as u64;
         stats.kernel_major_faults = ru.ru_majflt as u64;
+        stats.program_user = timeval(ru.ru_utime);
+        stats.program_sys = timeval(ru.ru_stime);
     }
+    // SAFETY: an all-zero rusage is valid plain data; a valid out pointer.
+    let mut me: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF sums every thread of the recorder.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut me) };
+    stats.recorder_cpu = timeval(me.ru_utime) + timeval(me.ru_stime);
     Ok(stats)
 }
