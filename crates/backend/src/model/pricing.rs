@@ -255,13 +255,14 @@ impl<'c> Pricer<'c> {
             if *now != *then {
                 let d = *now - *then;
                 let n = d as f64;
-                // Anonymous write faults first take pages the CPU freed.
+                // Anonymous write faults first take pages the CPU freed;
+                // major faults that read PMD folios have their own figure.
                 let (again, other) = if k == FaultKind::AnonWrite as usize {
                     (d.min(recycle), self.costs.anon_recycled)
                 } else if k == FaultKind::Major as usize {
-                    let n = d.min(pmd_majors);
-                    pmd_majors -= n;
-                    (n, self.costs.major_pmd)
+                    let pmd = d.min(pmd_majors);
+                    pmd_majors -= pmd;
+                    (pmd, self.costs.major_pmd)
                 } else {
                     (0, Ns3::ZERO)
                 };
