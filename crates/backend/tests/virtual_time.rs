@@ -768,6 +768,64 @@ fn a_major_fault_costs_its_call_plus_each_page_its_read_ahead_read() {
     }
 }
 
+#[test]
+fn a_hugepage_major_fault_prices_its_pmd_folios_pages_apart() {
+    // A cold 4 MiB file advised hugepage: one fault reads two 2 MiB folios
+    // (Linux do_sync_mmap_readahead with VM_HUGEPAGE) and maps the first by
+    // a PMD; the fault is priced fault.major_pmd, the 1,024 pages
+    // fault.major_pmd_page, none fault.major_page. With MADV_NOHUGEPAGE the same read is 1,024 pages of
+    // base-page folios, priced fault.major_page.
+    let text = |advice: &str| {
+        format!(
+            r#"
+name = "cold-huge"
+description = "a cold file's first page read, with or without MADV_HUGEPAGE"
+
+[[thread]]
+op = [
+  {{ mmap = "f", size = "4MiB", kind = "file", file = "cold" }},
+  {{ madvise = "f", advice = "{advice}" }},
+  {{ mark = "advised" }},
+  {{ touch = "f", access = "read", len = "4KiB" }},
+  {{ mark = "major" }},
+]
+"#
+        )
+    };
+    let mut cfg = ModelConfig::new(&ModelOptions {
+        thp: Some(Thp::Madvise),
+        tlb: Some("zen4".into()),
+        cpus: Some(1),
+        ..ModelOptions::default()
+    })
+    .unwrap();
+    cfg.costs = costs(&[
+        ("fault.major", 30_000.0, 20_000.0, 40_000.0),
+        ("fault.major_page", 500.0, 300.0, 900.0),
+        ("fault.major_pmd_page", 2_000.0, 1_000.0, 3_000.0),
+        ("fault.major_pmd", 70_000.0, 60_000.0, 80_000.0),
+    ]);
+    let run = model::run(&parse(&text("hugepage")), &cfg).unwrap();
+    let (a, m) = (mark(&run, "advised"), mark(&run, "major"));
+    assert_eq!(get(m, "major_faults"), 1);
+    assert_eq!(get(m, "rss_file_kb"), 2048, "the first folio PMD-mapped");
+    let d = |k: &str| get(m, k) - get(a, k);
+    assert_eq!(get(m, "faults.major"), 1);
+    // The fault is fault.major_pmd, not fault.major.
+    assert_eq!(d("predicted_ns"), 70_000 + 1024 * 2_000);
+    assert_eq!(d("predicted_lo_ns"), 60_000 + 1024 * 1_000);
+    assert_eq!(d("predicted_hi_ns"), 80_000 + 1024 * 3_000);
+    // MADV_NOHUGEPAGE: the same file read in base-page folios by one fault (a
+    // window from page 0, clipped to the file), its fault-around priced 0.
+    let run = model::run(&parse(&text("nohugepage")), &cfg).unwrap();
+    let (a, m) = (mark(&run, "advised"), mark(&run, "major"));
+    assert_eq!(get(m, "major_faults"), 1);
+    assert_eq!(
+        get(m, "predicted_ns") - get(a, "predicted_ns"),
+        30_000 + 1024 * 500
+    );
+}
+
 /// Table pages below the root at mark `m` (VmPTE counts them, 4 KiB each;
 /// the root is never allocated by a fault).
 fn tables(m: &Mark) -> i64 {

@@ -54,6 +54,8 @@ pub const CATALOG: &[CostName] = &[
     c("fault.mthp_64k", Per::Event, "Write fault that maps a 64 KiB multi-size THP, zeroing included."),
     c("fault.major", Per::Event, "Fault that reads a file page in from the page cache's backing store: the part per fault (the read-ahead's pages priced apart, fault.major_page)."),
     c("fault.major_page", Per::Page, "A page a fault's read-ahead reads in from the backing store (allocated, inserted in the page cache, read)."),
+    c("fault.major_pmd", Per::Event, "Major fault whose read-ahead read PMD-sized folios: the part per fault, in place of fault.major (its pages priced fault.major_pmd_page)."),
+    c("fault.major_pmd_page", Per::Page, "A page a fault's read-ahead reads in a PMD-sized folio (MADV_HUGEPAGE on a file system with large folios): the folio's share of the read the fault waits for whole, in place of fault.major_page."),
     c("fault.spurious", Per::Event, "Fault that maps nothing new: spurious, write-protect reuse, access-flag update."),
     c("fault.zero_cow", Per::Event, "Write fault on anonymous memory that maps the zero page: a zeroed page replaces it (nothing copied)."),
     c("fault.file_mkwrite", Per::Event, "Write fault on a present, write-protected page of a shared file mapping (mapped by a read, or cleaned by writeback): the file system's page_mkwrite, the page dirtied, the PTE made writable."),

@@ -78,6 +78,10 @@ pub struct MemObject {
     /// read-ahead added, in pages). Changed only under the pages lock, so
     /// [`MemObject::get`] can tell what one lookup read.
     read_in: std::sync::atomic::AtomicU64,
+    /// Of those, the pages read in PMD-sized folios (`CacheFolio::block`):
+    /// a fault waits for the whole folio's read, not for its own page's
+    /// (see [`Lookup::read_pmd`]). Changed with `read_in`.
+    read_in_pmd: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for MemObject {
@@ -99,6 +103,12 @@ pub struct Lookup {
     /// window of a miss (`do_sync_mmap_readahead`) or the next window a
     /// marked folio started (`do_async_mmap_readahead`); 0 for a plain hit.
     pub read: u64,
+    /// Of `read`, the pages read in PMD-sized folios. Linux marks a folio
+    /// uptodate and unlocks it when its last block is read
+    /// (`folio_end_read`), and `filemap_fault` waits on the folio's lock
+    /// (`lock_folio_maybe_drop_mmap`): a fault on a page of a 2 MiB folio
+    /// waits for all 2 MiB, one on a base-page folio for its own request.
+    pub read_pmd: u64,
 }
 
 impl Slot {
@@ -122,12 +132,18 @@ impl MemObject {
             size_pages: std::sync::OnceLock::new(),
             ra: Mutex::new(crate::readahead::RaState::default()),
             read_in: std::sync::atomic::AtomicU64::new(0),
+            read_in_pmd: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     /// Pages read in from the backing store so far.
     fn read_in(&self) -> u64 {
         self.read_in.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Of those, pages read in PMD-sized folios.
+    fn read_in_pmd(&self) -> u64 {
+        self.read_in_pmd.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The object with its size in pages (a file as large as its mapping).
@@ -184,6 +200,7 @@ impl MemObject {
         // Under the pages lock nothing else reads in, so the difference is
         // this lookup's.
         let before = self.read_in();
+        let before_pmd = self.read_in_pmd();
         if let Some(pa) = self.cached(pages, idx) {
             if self.kind == ObjectKind::File {
                 self.async_mmap_readahead(pages, idx, ra)?;
@@ -192,6 +209,7 @@ impl MemObject {
                 pa,
                 major: false,
                 read: self.read_in() - before,
+                read_pmd: self.read_in_pmd() - before_pmd,
             });
         }
         if self.kind == ObjectKind::Shmem {
@@ -201,6 +219,7 @@ impl MemObject {
                 pa,
                 major: false,
                 read: 0,
+                read_pmd: 0,
             });
         }
         self.sync_mmap_readahead(pages, idx, ra)?;
@@ -209,6 +228,7 @@ impl MemObject {
                 pa,
                 major: true,
                 read: self.read_in() - before,
+                read_pmd: self.read_in_pmd() - before_pmd,
             }),
             None => Err(Errno::NoMem("no frame for a page-cache page")),
         }
@@ -277,6 +297,10 @@ impl MemObject {
         if self.kind == ObjectKind::File {
             self.read_in
                 .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            if block {
+                self.read_in_pmd
+                    .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         Ok(true)
     }

@@ -128,6 +128,13 @@ pub struct ThreadCounters {
     /// the backing store (model-only; the time model prices a major fault
     /// per call plus per page read, `fault.major_page`).
     pub pages_read: u64,
+    /// Of `pages_read`, the pages read in PMD-sized folios (model-only;
+    /// priced `fault.major_pmd_page` instead of `fault.major_page`: the
+    /// fault waits for the whole folio's read, Linux `folio_end_read`).
+    pub pmd_pages_read: u64,
+    /// Major faults whose read-ahead read PMD-sized folios (model-only;
+    /// priced `fault.major_pmd` instead of `fault.major`).
+    pub pmd_major_faults: u64,
     /// Dirty page-cache pages msync wrote back (model-only; Linux:
     /// mm/msync.c -> vfs_fsync_range, each folio cleaned by
     /// folio_clear_dirty_for_io and written).
@@ -168,6 +175,8 @@ impl ThreadCounters {
             *a += b;
         }
         self.pages_read += other.pages_read;
+        self.pmd_pages_read += other.pmd_pages_read;
+        self.pmd_major_faults += other.pmd_major_faults;
     }
 }
 

@@ -555,6 +555,10 @@ impl AddressSpace {
         let ra = self.ra_request(vma, obj);
         let lookup = obj.get(&mut obj.lock(), idx, &ra)?;
         ctx.counters.pages_read += lookup.read;
+        ctx.counters.pmd_pages_read += lookup.read_pmd;
+        if lookup.major && lookup.read_pmd > 0 {
+            ctx.counters.pmd_major_faults += 1;
+        }
         Ok(lookup)
     }
 

@@ -100,7 +100,12 @@ impl AddressSpace {
             None => return Ok(None),
         };
         // filemap_fault: a miss reads ahead, a hit on a marked folio reads on.
-        ctx.counters.pages_read += obj.get(&mut pages, idx, &ra)?.read;
+        let lookup = obj.get(&mut pages, idx, &ra)?;
+        ctx.counters.pages_read += lookup.read;
+        ctx.counters.pmd_pages_read += lookup.read_pmd;
+        if major && lookup.read_pmd > 0 {
+            ctx.counters.pmd_major_faults += 1;
+        }
         let Some(folio) = MemObject::folio_of(&pages, idx) else {
             return Ok(None);
         };

@@ -304,7 +304,11 @@ mod tests {
         // Sequential hits of each mark: orders 2, 4, 6, 8, then 9.
         let mut mark = 1536;
         for want in [2u8, 4, 6, 8, 9, 9] {
-            assert!(!o.get(&mut o.lock(), mark, &r).unwrap().major);
+            let l = o.get(&mut o.lock(), mark, &r).unwrap();
+            assert!(!l.major);
+            // Only the PMD-sized folios' pages count as read in PMD folios.
+            let pmd = if want == 9 { l.read } else { 0 };
+            assert_eq!(l.read_pmd, pmd, "order {want}");
             let next = (mark / 2048 + 1) * 2048;
             let f = folios(&o);
             let win: Vec<_> = f
@@ -351,7 +355,13 @@ mod tests {
             hugepage: true,
             ..req(2048, 1 << 20)
         };
-        assert_eq!(o.get(&mut o.lock(), 700, &r).unwrap().read, 1024);
+        let l = o.get(&mut o.lock(), 700, &r).unwrap();
+        assert_eq!((l.read, l.read_pmd), (1024, 1024));
+        // Without the advice, read-ahead's folios grow only on later
+        // windows: the first window has no PMD folio.
+        let o = cold_file();
+        let l = o.get(&mut o.lock(), 0, &req(2048, 1 << 20)).unwrap();
+        assert_eq!((l.read, l.read_pmd), (2048, 0));
     }
 
     #[test]

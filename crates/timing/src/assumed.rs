@@ -24,6 +24,12 @@ const FIGURES: &[(&str, f64, f64, f64)] = &[
     ("fault.mthp_64k", 5000.0, 3500.0, 8000.0),
     ("fault.major", 10_000.0, 5000.0, 50_000.0),
     ("fault.major_page", 1000.0, 200.0, 5000.0),
+    // A page of a 2 MiB folio read: the device's streaming time per 4 KiB
+    // (about 1.6 GB/s assumed), the fault waiting for the whole folio.
+    ("fault.major_pmd_page", 2500.0, 1000.0, 8000.0),
+    // Its fault: the exception, the two folios' allocation and submission,
+    // the PMD mapped after the wait.
+    ("fault.major_pmd", 100_000.0, 20_000.0, 500_000.0),
     ("fault.spurious", 400.0, 250.0, 800.0),
     // A write to the zero page: an anonymous write fault's allocation and
     // clearing, plus replacing the old entry with a local flush.

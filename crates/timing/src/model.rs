@@ -145,6 +145,11 @@ pub struct CostModel {
     pub faults: [Ns3; FAULT_KINDS],
     /// Per page a fault's read-ahead read in (`fault.major_page`).
     pub major_page: Ns3,
+    /// Per page read in a PMD-sized folio (`fault.major_pmd_page`).
+    pub major_pmd_page: Ns3,
+    /// A major fault that read PMD-sized folios (`fault.major_pmd`), in
+    /// place of `fault.major`.
+    pub major_pmd: Ns3,
     pub pt_alloc: Ns3,
     pub pt_free: Ns3,
     /// An anonymous page a system call populated (no exception).
@@ -271,6 +276,8 @@ impl CostModel {
             walk_ref: get("walk.ref_cached"),
             faults,
             major_page: get("fault.major_page"),
+            major_pmd_page: get("fault.major_pmd_page"),
+            major_pmd: get("fault.major_pmd"),
             pt_alloc: get("pt.alloc"),
             pt_free: get("pt.free"),
             populate_page: get("populate.page"),
@@ -359,6 +366,16 @@ impl CostModel {
     /// pages costs `fault.major + n x fault.major_page`.
     pub fn pages_read(&self, pages: u64) -> Ns3 {
         self.major_page * pages as f64
+    }
+
+    /// `pages` of those read in PMD-sized folios, priced
+    /// `fault.major_pmd_page` each instead of `fault.major_page`: the
+    /// fault waits for its whole folio's read (Linux mm/filemap.c,
+    /// filemap_fault -> lock_folio_maybe_drop_mmap; the read unlocks the
+    /// folio at its last block, folio_end_read), and allocates one folio,
+    /// not one per page. `pages` must not exceed `all`.
+    pub fn pages_read_split(&self, all: u64, pmd: u64) -> Ns3 {
+        self.pages_read(all - pmd) + self.major_pmd_page * pmd as f64
     }
 
     /// One system call of `kind` that touched `pages` pages and added
@@ -480,6 +497,30 @@ mod tests {
             (m.faults(&counts) + m.pages_read(32)).ns,
             2.0 * (30_000.0 + 16.0 * 2_000.0)
         );
+    }
+
+    #[test]
+    fn pages_read_in_pmd_folios_cost_their_own_figure() {
+        let mut f = CostFile::new(Default::default());
+        f.costs.insert(
+            "fault.major_page".into(),
+            Cost::assumed(1_000.0, 800.0, 1_200.0, "test"),
+        );
+        f.costs.insert(
+            "fault.major_pmd_page".into(),
+            Cost::assumed(2_500.0, 2_000.0, 3_000.0, "test"),
+        );
+        let m = CostModel::new(&f, "t.toml");
+        // Two 2 MiB folios: 1024 pages at the PMD figure, none at the other.
+        let c = m.pages_read_split(1024, 1024);
+        assert_eq!((c.ns, c.lo, c.hi), (2_560_000.0, 2_048_000.0, 3_072_000.0));
+        // Mixed: 16 base pages and one 2 MiB folio.
+        assert_eq!(
+            m.pages_read_split(528, 512).ns,
+            16.0 * 1_000.0 + 512.0 * 2_500.0
+        );
+        // None in PMD folios: the per-page figure alone.
+        assert_eq!(m.pages_read_split(64, 0), m.pages_read(64));
     }
 
     #[test]

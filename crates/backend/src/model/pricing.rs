@@ -90,6 +90,8 @@ pub(crate) struct Usage {
 pub(crate) struct Priced {
     pub kinds: [u64; FAULT_KINDS],
     pub pages_read: u64,
+    pub pmd_pages_read: u64,
+    pub pmd_major_faults: u64,
 }
 
 impl Priced {
@@ -98,6 +100,8 @@ impl Priced {
         Priced {
             kinds: t.fault_kinds,
             pages_read: t.pages_read,
+            pmd_pages_read: t.pmd_pages_read,
+            pmd_major_faults: t.pmd_major_faults,
         }
     }
 }
@@ -243,10 +247,21 @@ impl<'c> Pricer<'c> {
         // major fault is its figure plus fault.major_page per page it read
         // (Linux: mm/filemap.c, filemap_fault -> do_sync_mmap_readahead ->
         // mm/readahead.c, page_cache_ra_order).
-        let read = cpu.thread_counters().pages_read;
+        // Pages read in PMD-sized folios cost fault.major_pmd_page: the
+        // fault waits for the whole folio (filemap_fault ->
+        // lock_folio_maybe_drop_mmap, released by folio_end_read).
+        let t = cpu.thread_counters();
+        let (read, pmd) = (t.pages_read, t.pmd_pages_read);
+        // Major faults that read PMD folios cost fault.major_pmd instead of
+        // fault.major (priced with the kinds below).
+        let mut pmd_majors = t.pmd_major_faults - seen.pmd_major_faults;
+        seen.pmd_major_faults = t.pmd_major_faults;
         if read != seen.pages_read {
-            cost += self.costs.pages_read(read - seen.pages_read);
+            cost += self
+                .costs
+                .pages_read_split(read - seen.pages_read, pmd - seen.pmd_pages_read);
             seen.pages_read = read;
+            seen.pmd_pages_read = pmd;
         }
         let kinds = &mut seen.kinds;
         let mut kib = 0.0;
@@ -271,13 +286,18 @@ impl<'c> Pricer<'c> {
             if *now != *then {
                 let d = *now - *then;
                 let n = d as f64;
-                // Anonymous write faults first take pages the CPU freed.
-                let again = if k == FaultKind::AnonWrite as usize {
-                    d.min(recycle)
+                // Anonymous write faults first take pages the CPU freed;
+                // major faults that read PMD folios have their own figure.
+                let (again, other) = if k == FaultKind::AnonWrite as usize {
+                    (d.min(recycle), self.costs.anon_recycled)
+                } else if k == FaultKind::Major as usize {
+                    let pmd = d.min(pmd_majors);
+                    pmd_majors -= pmd;
+                    (pmd, self.costs.major_pmd)
                 } else {
-                    0
+                    (0, Ns3::ZERO)
                 };
-                let priced = self.costs.anon_recycled * again as f64 + *price * (d - again) as f64;
+                let priced = other * again as f64 + *price * (d - again) as f64;
                 cost += priced;
                 // The clear or copy is inside the fault's figure, at the
                 // speed one CPU alone moves fresh memory (in its caches for

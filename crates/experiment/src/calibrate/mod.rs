@@ -7,6 +7,8 @@
 //!   with marks around each touch).
 //! - [`major`]: the major fault, per call and per page its read-ahead
 //!   reads (cold files of several sizes, kernel backend).
+//! - [`major_pmd`]: the same per page read in PMD-sized folios (cold files
+//!   advised hugepage, one and two 2 MiB folios, kernel backend).
 //! - [`tables`]: page-table allocation and freeing (sparse against dense
 //!   faults and unmaps, on the kernel backend).
 //! - [`syscalls`]: mmap, munmap, mprotect, madvise per call and per page,
@@ -47,6 +49,7 @@ mod host_info;
 mod latency;
 mod locks;
 mod major;
+mod major_pmd;
 mod memory;
 mod node_of;
 mod pin;
@@ -79,6 +82,8 @@ pub const MEASURED: &[&str] = &[
     "fault.thp",
     "fault.major",
     "fault.major_page",
+    "fault.major_pmd",
+    "fault.major_pmd_page",
     "fault.mthp_64k",
     "populate.page",
     "populate.zero_page",
@@ -246,6 +251,7 @@ const FAMILIES: &[(&str, Family)] = &[
     ("memory bandwidth", bandwidth::probe),
     ("faults", faults::probe),
     ("major faults", major::probe),
+    ("major pmd faults", major_pmd::probe),
     ("page tables", tables::probe),
     ("fork", fork::probe),
     ("system calls", syscalls::probe),
