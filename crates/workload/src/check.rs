@@ -1066,9 +1066,11 @@ impl<'a, 'd> Checker<'a, 'd> {
                 region: region(),
                 range: res().range,
             },
-            VerbSyn::Touch(touch) => {
+            VerbSyn::Touch(touch) | VerbSyn::NodeOf(touch) => {
                 let r = res();
-                Op::Touch(Touch {
+                // node_of walks a range as touch does; it keeps no latency.
+                let lookup = matches!(op.verb, VerbSyn::NodeOf(_));
+                let t = Touch {
                     region: region(),
                     range: r.range,
                     access: touch.access,
@@ -1076,21 +1078,13 @@ impl<'a, 'd> Checker<'a, 'd> {
                     stride: touch.stride,
                     count: r.count,
                     seed: touch.seed,
-                    latency: touch.latency,
-                })
-            }
-            VerbSyn::NodeOf(touch) => {
-                let r = res();
-                Op::NodeOf(Touch {
-                    region: region(),
-                    range: r.range,
-                    access: touch.access,
-                    pattern: touch.pattern,
-                    stride: touch.stride,
-                    count: r.count,
-                    seed: touch.seed,
-                    latency: false,
-                })
+                    latency: touch.latency && !lookup,
+                };
+                if lookup {
+                    Op::NodeOf(t)
+                } else {
+                    Op::Touch(t)
+                }
             }
             VerbSyn::Sync(..) => Op::Sync {
                 region: region(),
