@@ -503,9 +503,8 @@ mod tests {
 
     #[test]
     fn the_workloads_pass_the_format_checks_at_every_scale() {
-        for scale in [Scale::Test, Scale::Quick, Scale::Long] {
-            let text = workload(scale.reps(), &sizes(scale), slices(scale));
-            workload::parse(&super::runner::doubled_marks(&text), "faults.toml", 48).unwrap();
-        }
+        crate::calibrate::runner::assert_parses_at_every_scale("faults.toml", |scale| {
+            workload(scale.reps(), &sizes(scale), slices(scale))
+        });
     }
 }

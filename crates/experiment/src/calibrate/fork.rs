@@ -129,13 +129,8 @@ mod tests {
 
     #[test]
     fn the_workloads_pass_the_format_checks_at_every_scale() {
-        for scale in [Scale::Test, Scale::Quick, Scale::Long] {
-            workload::parse(
-                &runner::doubled_marks(&workload(scale.reps(), &sizes(scale))),
-                "fork.toml",
-                48,
-            )
-            .unwrap();
-        }
+        crate::calibrate::runner::assert_parses_at_every_scale("fork.toml", |scale| {
+            workload(scale.reps(), &sizes(scale))
+        });
     }
 }

@@ -250,9 +250,8 @@ mod tests {
 
     #[test]
     fn the_workloads_pass_the_format_checks_at_every_scale() {
-        for scale in [Scale::Test, Scale::Quick, Scale::Long] {
-            let text = workload(scale.reps(), &sizes(scale), scale != Scale::Test);
-            workload::parse(&runner::doubled_marks(&text), "major.toml", 48).unwrap();
-        }
+        crate::calibrate::runner::assert_parses_at_every_scale("major.toml", |scale| {
+            workload(scale.reps(), &sizes(scale), scale != Scale::Test)
+        });
     }
 }

@@ -87,13 +87,8 @@ mod tests {
 
     #[test]
     fn the_workloads_pass_the_format_checks_at_every_scale() {
-        for scale in [Scale::Test, Scale::Quick, Scale::Long] {
-            workload::parse(
-                &runner::doubled_marks(&workload(scale.reps(), pages(scale))),
-                "node_of.toml",
-                48,
-            )
-            .unwrap();
-        }
+        crate::calibrate::runner::assert_parses_at_every_scale("node_of.toml", |scale| {
+            workload(scale.reps(), pages(scale))
+        });
     }
 }

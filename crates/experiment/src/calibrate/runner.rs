@@ -179,6 +179,19 @@ pub fn mean(v: &[f64]) -> f64 {
     }
 }
 
+/// Test helper: a probe's workload, made by `make` at every scale, passes
+/// the format's checks as [`run`] gives it to the kernel backend (marks
+/// doubled).
+#[cfg(test)]
+pub fn assert_parses_at_every_scale(name: &str, make: impl Fn(super::Scale) -> String) {
+    use super::Scale;
+    for scale in [Scale::Test, Scale::Quick, Scale::Long] {
+        if let Err(e) = workload::parse(&doubled_marks(&make(scale)), name, 48) {
+            panic!("{name} at {scale:?}: {e:?}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

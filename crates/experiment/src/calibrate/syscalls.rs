@@ -295,14 +295,9 @@ mod tests {
 
     #[test]
     fn the_workloads_pass_the_format_checks_at_every_scale() {
-        for scale in [Scale::Test, Scale::Quick, Scale::Long] {
-            workload::parse(
-                &super::runner::doubled_marks(&workload(scale.reps(), &plan(scale))),
-                "s.toml",
-                48,
-            )
-            .unwrap();
-        }
+        crate::calibrate::runner::assert_parses_at_every_scale("syscalls.toml", |scale| {
+            workload(scale.reps(), &plan(scale))
+        });
     }
 
     #[test]
