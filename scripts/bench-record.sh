@@ -17,17 +17,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # Inputs that take a second or more natively here.
-python3 - "$work" <<'PY'
-import random, sys
-d = sys.argv[1]
-random.seed(1)
-with open(f"{d}/lines.txt", "w") as f:
-    for _ in range(2_000_000):
-        f.write("%016x %s\n" % (random.getrandbits(64), "x" * random.randint(0, 40)))
-with open(f"{d}/dict.py", "w") as f:
-    f.write("d = {i: str(i) for i in range(3_000_000)}\nprint(len(d))\n")
-PY
-head -c 100000000 "$work/lines.txt" > "$work/zip.in"
+scripts/bench-inputs.py "$work" native
 python3_bin=$(python3 -c 'import sys; print(sys.executable)')
 
 programs=(

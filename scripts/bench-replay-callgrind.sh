@@ -23,13 +23,7 @@ cargo build --release -q -p ptlab
 new=$PWD/target/release/ptlab
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-python3 - "$work/lines.txt" "$lines" <<'PY'
-import random, sys
-random.seed(1)
-with open(sys.argv[1], "w") as f:
-    for _ in range(int(sys.argv[2])):
-        f.write("%016x %s\n" % (random.getrandbits(64), "x" * random.randint(0, 40)))
-PY
+scripts/bench-inputs.py "$work" lines "$lines"
 "$new" trace -o "$work/sort.ptl" -- sort -o "$work/sorted.txt" "$work/lines.txt" 2>&1 | head -1
 oldtrace=$work/sort.ptl
 if ! "$old" replay "$work/sort.ptl" --json >/dev/null 2>&1; then

@@ -46,13 +46,7 @@ timed() {
 traces=(seq seq-filtered)
 declare -A produced=()
 if ./scripts/install-qemu-user.sh 2>/dev/null; then
-  python3 - "$work" <<'PY'
-import random, sys
-random.seed(1)
-with open(f"{sys.argv[1]}/lines.txt", "w") as f:
-    for _ in range(200_000):
-        f.write("%016x %s\n" % (random.getrandbits(64), "x" * random.randint(0, 40)))
-PY
+  scripts/bench-inputs.py "$work" lines 200000
   for form in filtered unfiltered; do
     flag=(); [ "$form" = unfiltered ] && flag=(--no-filter)
     read -r t tc < <(timed /dev/null "$ptlab" trace "${flag[@]}" -o "$work/sort-$form.ptl" -- \
