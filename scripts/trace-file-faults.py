@@ -25,9 +25,10 @@ the run-queue part grows, the device part does not (much).
 import re
 import statistics
 import sys
+
+from perf_events import events
 from collections import defaultdict
 
-LINE = re.compile(r"^\s*(?P<comm>.+?)\s+(?P<tid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<ts>\d+\.\d+):\s+(?P<ev>[\w:]+):\s*(?P<rest>.*)$")
 
 
 def us(ns):
@@ -56,12 +57,7 @@ def main():
     asleep = {}  # tid -> [out, woken]
     issued = {}  # sector -> (ts, bytes, fault)
     done = []  # (fault, bytes, latency)
-    for raw in sys.stdin:
-        m = LINE.match(raw)
-        if not m:
-            continue
-        comm, tid, ev, rest = m["comm"], int(m["tid"]), m["ev"], m["rest"]
-        ts = int(round(float(m["ts"]) * 1e9))
+    for comm, tid, ev, rest, ts in events(sys.stdin):
         mine = comm.startswith("ptlab")
         if ev == "exceptions:page_fault_user" and mine:
             a = re.search(r"address=(\S+) ip=\S+ error_code=(\S+)", rest)

@@ -14,7 +14,8 @@ import re
 import statistics
 import sys
 
-LINE = re.compile(r"^\s*(?P<comm>.+?)\s+(?P<tid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<ts>\d+\.\d+):\s+(?P<ev>[\w:]+):\s*(?P<rest>.*)$")
+from perf_events import events
+
 
 
 def main():
@@ -23,12 +24,7 @@ def main():
     issued = {}  # sector -> ts
     commit_start = None
     active = []  # records open now
-    for raw in sys.stdin:
-        m = LINE.match(raw)
-        if not m:
-            continue
-        comm, tid, ev, rest = m["comm"], int(m["tid"]), m["ev"], m["rest"]
-        ts = int(round(float(m["ts"]) * 1e9))
+    for comm, tid, ev, rest, ts in events(sys.stdin):
         if ev == "ext4:ext4_sync_file_enter" and comm.startswith("ptlab"):
             r = {"start": ts, "reqs": 0, "kib": 0, "first": None, "last": None, "commit": 0, "waits": 0}
             open_sync[tid] = r
