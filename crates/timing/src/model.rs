@@ -373,7 +373,7 @@ impl CostModel {
     /// fault waits for its whole folio's read (Linux mm/filemap.c,
     /// filemap_fault -> lock_folio_maybe_drop_mmap; the read unlocks the
     /// folio at its last block, folio_end_read), and allocates one folio,
-    /// not one per page. `pages` must not exceed `all`.
+    /// not one per page. `pmd` must not exceed `all`.
     pub fn pages_read_split(&self, all: u64, pmd: u64) -> Ns3 {
         self.pages_read(all - pmd) + self.major_pmd_page * pmd as f64
     }
