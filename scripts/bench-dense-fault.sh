@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Dense faults end to end (issue 19): one write per 4 KiB page of a fresh
+# Dense faults end to end: one write per 4 KiB page of a fresh
 # 1 GiB anonymous mapping, run through a workload on the model and on this
 # machine's kernel, alternating (model, kernel, model, kernel ...), and the
 # per-fault wall time of each with the ratio kernel / model.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Peak host memory of the model over MADV_DONTNEED of a huge sparse range
-# (issue 19): the reclaim slides' allocator pattern (5.5 pages written per
+# Peak host memory of the model over MADV_DONTNEED of a huge sparse range:
+# the reclaim slides' allocator pattern (5.5 pages written per
 # 2 MiB, the `study --production` case) at a reduced size, then DONTNEED over
 # all of it and munmap, once per reclaim mode. Prints, per mode, the peak RSS
 # of the whole run and of a run that stops at the "touched" mark (the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The order effect (issue 19): two identical model configurations compared
+# The order effect: two identical model configurations compared
 # in one `ptlab compare` must show the same time per fault, whichever runs
 # first. Runs a fresh 1 GiB dense (one write per 4 KiB) and 1 TiB sparse
 # (one write per 2 MiB) workload as `--config reclaim=on --config

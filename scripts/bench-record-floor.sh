@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What bounds `ptlab record`'s overhead (issue 18): each part of the
+# What bounds `ptlab record`'s overhead: each part of the
 # recorder run alone on the three programs of bench-record.sh.
 #
 #   scripts/bench-record-floor.sh [ROUNDS]

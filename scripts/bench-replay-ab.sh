@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Replay speed of two ptlab builds on the three programs of
 # scripts/bench-trace.sh (sort of 200,000 lines, gzip of 10 MB, a Python
-# dict of 500,000 entries), for BENCHMARKS.md (issue 18, "After the
-# translated-access fast path").
+# dict of 500,000 entries), for an A/B of a change to the replay.
 #
 #   scripts/bench-replay-ab.sh OLD_PTLAB [ROUNDS]
 #
@@ -11,7 +10,7 @@
 # it produces accesses), in a temporary directory removed at the end; then
 # ROUNDS rounds (default 3) replay each trace with the old and the new
 # binary in turn (`ptlab replay --json`, default configuration; a binary
-# that reads only trace format 1, older than the eleventh session, is given
+# that reads only trace format 1 (a build older than the trace's index) is given
 # the trace's version-1 form: the same chunks, without the index). Printed
 # per program: median wall and CPU seconds (user + system) of each, the
 # ratio old/new of the CPU medians, the replay's accesses per second of

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions a replay costs, old build against this one, on the same
 # trace (valgrind --tool=callgrind: exact counts, unaffected by load), for
-# BENCHMARKS.md (issue 18, eleventh session).
+# BENCHMARKS.md, "Replay".
 #
 #   scripts/bench-replay-callgrind.sh OLD_PTLAB [LINES]
 #

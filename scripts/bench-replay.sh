@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Replay speed (accesses per second) on traces whose accesses mostly hit the
 # first-level TLB, unfiltered and filtered, against the rate `ptlab trace`
-# produces accesses; for BENCHMARKS.md (issue 18).
+# produces accesses; for BENCHMARKS.md, "Replay".
 #
 #   scripts/bench-replay.sh [ROUNDS] [MILLIONS]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Growth of the model with the address space (issue 19): time and peak host
+# Growth of the model with the address space: time and peak host
 # memory of `ptlab run` for 1 GiB, 64 GiB, 1 TiB, 16 TiB and the reclaim
 # slides' 50 TiB (55 TB), under three patterns:
 #   dense   one write per 4 KiB (every PTE table full);

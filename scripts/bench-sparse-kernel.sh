@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One write per 2 MiB over a fresh 1 TiB noreserve mapping (524,288 faults,
 # each a new PTE table: 2 GiB of VmPTE), on the kernel and on the model in
-# one `ptlab compare` (issue 19): the kernel's time to the mark
+# one `ptlab compare`: the kernel's time to the mark
 # (elapsed_ns - mark_read_ns), the model's (model_wall_ns, ptlab's own
 # time), their ratio, and the model process's peak RSS (a model-only run
 # under /usr/bin/time) against the kernel's VmPTE. ROUNDS (default 3)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Linux's TLB flushes over one big MADV_DONTNEED (issue 19's gather), counted
+# Linux's TLB flushes over one big MADV_DONTNEED (against mm::gather), counted
 # by the tlb:tlb_flush tracepoint ("local MM shootdown" events of the
 # process between two trace markers, in a tracefs instance of its own), next
 # to what the model's gather gives (mm::gather's bounds: a flush per 9,678

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The seeds' time questions (issue 16 (a)-(d)) on the model in virtual
+# The seeds' time questions ((a)-(d) of the study) on the model in virtual
 # time: runs the four study sections twice (the second time beside a busy
 # loop on every CPU) and checks that every model figure of study.json is
 # identical, then prints the findings. Usage: scripts/seeds-time.sh [--quick]

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 16, major faults: re-takes fault.major and fault.major_page alone
+# Major faults: re-takes fault.major and fault.major_page alone
 # (`ptlab calibrate --long --only major-faults`) into costs/this-host.toml,
 # keeping its other figures, then measures the held-out workloads whose time
 # a major fault sets, on a QUIET host (calibrate refuses a busy one, exit 2).

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Where the kernel's time goes in file faults (BENCHMARKS.md, "Held-out file
-# workloads: where the time goes"): runs each workload on the kernel backend
+# Where the kernel's time goes in file faults (BENCHMARKS.md, "Time model
+# accuracy"): runs each workload on the kernel backend
 # under `perf record -a` with the kernel's tracepoints (block requests issued
 # and completed, folios added to the page cache and their order, file faults,
 # sleeps and wake-ups, system calls of ptlab's threads) and prints, per file

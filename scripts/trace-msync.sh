@@ -1,6 +1,6 @@
 #!/bin/sh
-# Where msync(MS_SYNC)'s time goes on the kernel (BENCHMARKS.md, "Held-out
-# file workloads: where the time goes"): runs a workload (default the
+# Where msync(MS_SYNC)'s time goes on the kernel (BENCHMARKS.md, "Time
+# model accuracy"): runs a workload (default the
 # built-in writeback) on the kernel backend under `perf record -a` with
 # ext4's fsync, jbd2's commit, the block layer's write requests and the
 # waits on writeback, and prints per msync its span, the writes it issued
