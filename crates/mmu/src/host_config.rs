@@ -21,7 +21,7 @@ use thiserror::Error;
 
 /// Entries of the nested TLB (gPA -> hPA). ASSUMED: neither AMD nor Intel
 /// publish its size; 32 is a small fully associative structure like the
-/// first-level DTLBs of the presets, and the figure the lost session used.
+/// first-level DTLBs of the presets.
 pub const NESTED_TLB_ENTRIES: u32 = 32;
 
 /// Guest-physical addresses the model hands out lie below `2^47` (128 TiB:

@@ -25,10 +25,9 @@
 //!
 //! `shootdown.receiver = (B - B_alone) / requests`
 //!
-//! (Until the eleventh session the sender's difference was divided by K,
-//! every munmap, though only the requests pay it: at the 17:56 take 1,200 of
-//! 5,000 munmaps fell while the reads ran, so that figure was about a
-//! quarter of the per-request cost.)
+//! (Not divided by K, every munmap: only the requests pay it, and in a
+//! quiet takes 872 to 1,200 of 5,000 munmaps fell while the reads ran, so that
+//! figure would be a sixth to a quarter of the per-request cost.)
 //!
 //! Why per request: under KVM's paravirtual TLB flush a request to a
 //! preempted vCPU is deferred to its next entry instead of interrupting it,

@@ -90,7 +90,7 @@ pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
         e.push(
             Experiment::model("slides-55tb model", slides_toml("50TiB"), &models, 1)
                 // A few minutes per mode on a 2-core machine (BENCHMARKS.md,
-                // "Scale (issue 19, tenth session)"); the default 120 s would stop
+                // "Scale and the production run"); the default 120 s would stop
                 // it on a loaded host.
                 .timeout(std::time::Duration::from_secs(900)),
         );
