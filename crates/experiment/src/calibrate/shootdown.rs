@@ -25,7 +25,7 @@
 //!
 //! `shootdown.receiver = (B - B_alone) / requests`
 //!
-//! (Not divided by K, every munmap: only the requests pay it, and in a
+//! (Not divided by K, every munmap: only the requests pay it, and in
 //! quiet takes 872 to 1,200 of 5,000 munmaps fell while the reads ran, so that
 //! figure would be a sixth to a quarter of the per-request cost.)
 //!
