@@ -143,12 +143,13 @@ fn perf_event_open(attr: &Attr, pid: i32, cpu: i32) -> std::io::Result<OwnedFd> 
 type Tracepoint = (u64, usize, usize);
 
 /// The id and the offsets of `address` and `error_code` of an
-/// `exceptions` tracepoint, from tracefs.
-fn tracepoint(name: &str) -> Option<Tracepoint> {
-    let dir = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .map(|d| format!("{d}/events/exceptions/{name}"))
-        .find(|d| std::path::Path::new(d).exists())?;
+/// `exceptions` tracepoint, from the tracefs at `tracefs`.
+fn tracepoint(tracefs: &std::path::Path, name: &str) -> Option<Tracepoint> {
+    let dir = tracefs
+        .join("events/exceptions")
+        .join(name)
+        .display()
+        .to_string();
     let id = std::fs::read_to_string(format!("{dir}/id"))
         .ok()?
         .trim()
@@ -168,12 +169,18 @@ fn tracepoint(name: &str) -> Option<Tracepoint> {
 
 impl Sampler {
     /// Opens the fault events on `pid` (a process stopped before its
-    /// `execve`), enabled at its exec and inherited by its threads.
+    /// `execve`), enabled at its exec and inherited by its threads; the
+    /// tracepoints from the tracefs at `tracefs` (none: the software
+    /// event).
     ///
     /// # Errors
     /// Neither the tracepoints nor the software event could be opened
     /// (perf_event_paranoid, a seccomp sandbox, no perf support).
-    pub fn open(pid: i32, events: Events) -> std::io::Result<Sampler> {
+    pub fn open(
+        pid: i32,
+        events: Events,
+        tracefs: Option<&std::path::Path>,
+    ) -> std::io::Result<Sampler> {
         let counting = events == Events::Counting;
         let base = |kind: u32, config: u64, sample_type: u64, extra: u64| Attr {
             kind,
@@ -205,9 +212,11 @@ impl Sampler {
         let pages = (RING_PAGES / ncpu).next_power_of_two().max(64);
         // SAFETY: sysconf has no memory effects.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let tracepoints = match events {
-            Events::SoftwareSampled => None,
-            _ => tracepoint("page_fault_user").zip(tracepoint("page_fault_kernel")),
+        let tracepoints = match (events, tracefs) {
+            (Events::SoftwareSampled, _) | (_, None) => None,
+            (_, Some(t)) => {
+                tracepoint(t, "page_fault_user").zip(tracepoint(t, "page_fault_kernel"))
+            }
         };
         let unmap = |rings: &[Ring]| {
             for r in rings {
