@@ -378,7 +378,16 @@ fn without_tracefs_fault_kinds_are_inferred_and_the_trace_replays_under_two_geom
     let out = dir.path().join("sort.ptl");
     let o = out.to_str().unwrap();
     let r = ptlab_env(
-        &["record", "-o", o, "--", "sort", input.to_str().unwrap(), "-o", "/dev/null"],
+        &[
+            "record",
+            "-o",
+            o,
+            "--",
+            "sort",
+            input.to_str().unwrap(),
+            "-o",
+            "/dev/null",
+        ],
         "none",
     );
     let summary = String::from_utf8_lossy(&r.stderr).into_owned();
@@ -392,7 +401,13 @@ fn without_tracefs_fault_kinds_are_inferred_and_the_trace_replays_under_two_geom
     assert_eq!(h.observed["faults_inferred"], recorded as i64);
     let reads = h.observed["faults_inferred_reads"];
     assert!(reads > 0 && reads < recorded as i64, "{:?}", h.observed);
-    assert!(h.notes.iter().any(|n| n.starts_with("fault kinds inferred")), "{:?}", h.notes);
+    assert!(
+        h.notes
+            .iter()
+            .any(|n| n.starts_with("fault kinds inferred")),
+        "{:?}",
+        h.notes
+    );
 
     // Rule 1 in the trace itself: no fault is a write into a region its
     // Map made without write permission (sort makes no mprotect after its
@@ -409,11 +424,11 @@ fn without_tracefs_fault_kinds_are_inferred_and_the_trace_replays_under_two_geom
             trace::Record::Protect { id, .. } => {
                 protected.insert(id);
             }
-            trace::Record::Fault { id, write, .. } if !protected.contains(&id) => {
-                if !prot[&id].writable() {
-                    assert!(!write, "a write fault into read-only region {id}");
-                    checked += 1;
-                }
+            trace::Record::Fault { id, write, .. }
+                if !protected.contains(&id) && !prot[&id].writable() =>
+            {
+                assert!(!write, "a write fault into read-only region {id}");
+                checked += 1;
             }
             _ => {}
         }
@@ -455,7 +470,10 @@ fn a_trace_that_recorded_every_fault_as_a_write_replays_to_its_end() {
         "none",
     );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let mut header = trace::TraceReader::open(&recorded).unwrap().header().clone();
+    let mut header = trace::TraceReader::open(&recorded)
+        .unwrap()
+        .header()
+        .clone();
     header.observed.remove("faults_inferred");
     header.notes = vec!["fault kinds unknown (no access to the exceptions tracepoints): every recorded fault replays as a write".into()];
     let old = dir.path().join("old.ptl");

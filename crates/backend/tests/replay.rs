@@ -282,11 +282,22 @@ fn a_recorded_fault_the_model_refuses_is_counted_and_gone_past() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config("x86-64-4l", Thp::Never);
     let plain = dir.path().join("plain.ptl");
-    write_trace(&plain, &from_workload::records(&workload::parse(WORK, "replayed.toml", 48).unwrap()).unwrap());
+    write_trace(
+        &plain,
+        &from_workload::records(&workload::parse(WORK, "replayed.toml", 48).unwrap()).unwrap(),
+    );
     let base = replay::replay(&plain, &cfg, &ReplayOptions::default()).unwrap();
     assert_eq!(base.refused.count, 0);
     assert_eq!(base.refused.describe(), None);
-    let faults = |r: &replay::Replayed| r.run.marks.last().unwrap().counters.get("minor_faults").unwrap();
+    let faults = |r: &replay::Replayed| {
+        r.run
+            .marks
+            .last()
+            .unwrap()
+            .counters
+            .get("minor_faults")
+            .unwrap()
+    };
 
     // Kinds read from the kernel: the write was the program's own (the
     // kernel refused it too): skipped, nothing mapped for it.
@@ -301,9 +312,17 @@ fn a_recorded_fault_the_model_refuses_is_counted_and_gone_past() {
     let r = replay::replay(&known, &cfg, &ReplayOptions::default()).unwrap();
     assert_eq!((r.refused.count, r.refused.as_reads), (1, 0));
     let f = &r.refused.first[0];
-    assert_eq!((f.index, f.region, f.offset, f.write, f.as_read), (at, 0, 5 << 20, true, false));
+    assert_eq!(
+        (f.index, f.region, f.offset, f.write, f.as_read),
+        (at, 0, 5 << 20, true, false)
+    );
     let line = r.refused.describe().unwrap();
-    assert!(line.contains(&format!("record {at} (write at offset 0x500000 of region 0")), "{line}");
+    assert!(
+        line.contains(&format!(
+            "record {at} (write at offset 0x500000 of region 0"
+        )),
+        "{line}"
+    );
     assert_eq!(faults(&r), faults(&base));
 
     // Kinds inferred by the recorder: replayed as the read it most likely
@@ -315,7 +334,11 @@ fn a_recorded_fault_the_model_refuses_is_counted_and_gone_past() {
     let r = replay::replay(&inferred, &cfg, &ReplayOptions::default()).unwrap();
     assert_eq!((r.refused.count, r.refused.as_reads), (1, 1));
     assert!(r.refused.first[0].as_read);
-    assert!(r.refused.describe().unwrap().contains("1 replayed as reads"));
+    assert!(r
+        .refused
+        .describe()
+        .unwrap()
+        .contains("1 replayed as reads"));
     assert_eq!(faults(&r), faults(&base));
 }
 

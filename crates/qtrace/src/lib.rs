@@ -240,7 +240,10 @@ fn run(
         .map_err(|e| QtraceError::Setup(format!("waiting for QEMU: {e}")))?;
     drop(watched);
     if let Some(sig) = interrupt::requested() {
-        return Err(QtraceError::Setup(format!("interrupted by {}", interrupt::name(sig))));
+        return Err(QtraceError::Setup(format!(
+            "interrupted by {}",
+            interrupt::name(sig)
+        )));
     }
     let wall = start.elapsed();
     let stream_bytes = blocks.offset;

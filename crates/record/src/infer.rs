@@ -246,8 +246,7 @@ fn page_written(class: Class, entry: u64, zero: Option<(u64, Option<u64>)>) -> O
         Class::PrivateAnon => {
             let (small, huge) = zero?;
             let pfn = entry & PM_PFN;
-            let is_zero =
-                pfn == small || huge.is_some_and(|h| (h..h + HUGE_FRAMES).contains(&pfn));
+            let is_zero = pfn == small || huge.is_some_and(|h| (h..h + HUGE_FRAMES).contains(&pfn));
             Some(!is_zero)
         }
         Class::Opaque => None,
@@ -261,7 +260,8 @@ fn zero_frames() -> Option<(u64, Option<u64>)> {
     let pm = File::open("/proc/self/pagemap").ok()?;
     let frame = |va: usize| -> Option<u64> {
         let mut b = [0u8; 8];
-        pm.read_exact_at(&mut b, (va as u64 >> PAGE_SHIFT) * 8).ok()?;
+        pm.read_exact_at(&mut b, (va as u64 >> PAGE_SHIFT) * 8)
+            .ok()?;
         let e = u64::from_ne_bytes(b);
         (e & PM_PRESENT != 0 && e & PM_PFN != 0).then_some(e & PM_PFN)
     };
@@ -374,7 +374,14 @@ mod tests {
         rp.protect(0x3000, 0x6000, Prot(0));
         let at = |o| rp.at(o).0;
         assert_eq!(
-            [at(0x0), at(0x1000), at(0x2000), at(0x3000), at(0x5fff), at(0x6000)],
+            [
+                at(0x0),
+                at(0x1000),
+                at(0x2000),
+                at(0x3000),
+                at(0x5fff),
+                at(0x6000)
+            ],
             [Prot::READ, RW, Prot::READ, 0, 0, RW]
         );
     }
@@ -384,12 +391,27 @@ mod tests {
         let present = PM_PRESENT;
         let zero = Some((77, Some(1024)));
         // A private file page: still the file's (read) or copied (written).
-        assert_eq!(page_written(Class::PrivateFile, present | PM_FILE | 5, zero), Some(false));
-        assert_eq!(page_written(Class::PrivateFile, present | 5, zero), Some(true));
+        assert_eq!(
+            page_written(Class::PrivateFile, present | PM_FILE | 5, zero),
+            Some(false)
+        );
+        assert_eq!(
+            page_written(Class::PrivateFile, present | 5, zero),
+            Some(true)
+        );
         // Anonymous: the zero page, a frame of the huge zero page, or not.
-        assert_eq!(page_written(Class::PrivateAnon, present | 77, zero), Some(false));
-        assert_eq!(page_written(Class::PrivateAnon, present | 1030, zero), Some(false));
-        assert_eq!(page_written(Class::PrivateAnon, present | 2000, zero), Some(true));
+        assert_eq!(
+            page_written(Class::PrivateAnon, present | 77, zero),
+            Some(false)
+        );
+        assert_eq!(
+            page_written(Class::PrivateAnon, present | 1030, zero),
+            Some(false)
+        );
+        assert_eq!(
+            page_written(Class::PrivateAnon, present | 2000, zero),
+            Some(true)
+        );
         // Frames hidden, not present, or shared: no evidence.
         assert_eq!(page_written(Class::PrivateAnon, present | 2000, None), None);
         assert_eq!(page_written(Class::PrivateFile, PM_FILE, zero), None);

@@ -31,8 +31,8 @@ mod perf;
 mod release;
 pub mod seccomp;
 pub mod space;
-mod tracer;
 pub mod tracefs;
+mod tracer;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -56,12 +56,12 @@ pub mod refused;
 use crate::model::pricing::{self, Pricer};
 use crate::model::{snapshot, ModelConfig, Prediction};
 pub use layout::{Layout, LayoutMode};
-pub use refused::{Refused, RefusedFault};
 use machine::{
     AccessError, AccessKind, CpuHandle, Machine, MachineConfig, MapKind, MmapArgs, Prot, SpaceId,
     SyscallError,
 };
 use mmu::HitLevel;
+pub use refused::{Refused, RefusedFault};
 use std::path::Path;
 use std::time::Instant;
 use thiserror::Error;

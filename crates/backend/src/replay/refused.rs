@@ -78,7 +78,11 @@ impl Refused {
                     f.offset,
                     f.region,
                     f.why,
-                    if f.as_read { ", replayed as a read" } else { "" }
+                    if f.as_read {
+                        ", replayed as a read"
+                    } else {
+                        ""
+                    }
                 )
             })
             .collect();
@@ -146,8 +150,9 @@ mod tests {
         h.observed.insert("faults_inferred".into(), 12);
         assert!(kinds_inferred(&h));
         h.observed.clear();
-        h.notes
-            .push("fault kinds unknown (no access ...): every recorded fault replays as a write".into());
+        h.notes.push(
+            "fault kinds unknown (no access ...): every recorded fault replays as a write".into(),
+        );
         assert!(kinds_inferred(&h));
     }
 }
