@@ -334,3 +334,180 @@ fn a_file_mapped_then_closed_at_once_keeps_its_name() {
         "no Map names libc: {names:?}"
     );
 }
+
+/// `ptlab` with `PTLAB_TRACEFS` set (the recorder's diagnostic: `none`
+/// records as a host without tracefs does, whatever this one has).
+fn ptlab_env(args: &[&str], tracefs: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .args(args)
+        .env("PTLAB_TRACEFS", tracefs)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Every record of the trace at `path`.
+fn all_records(path: &Path) -> Vec<trace::Record> {
+    let mut r = trace::TraceReader::open(path).unwrap();
+    let mut all = Vec::new();
+    let mut chunk = Vec::new();
+    while r.next_chunk(&mut chunk).unwrap() {
+        all.append(&mut chunk);
+    }
+    all
+}
+
+/// A file of `n` lines of pseudo-random keys for `sort`.
+fn lines_file(dir: &Path, n: u64) -> std::path::PathBuf {
+    let path = dir.join("in.txt");
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut text = String::new();
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        text.push_str(&format!("{x:016x} {}\n", "x".repeat((x % 41) as usize)));
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn without_tracefs_fault_kinds_are_inferred_and_the_trace_replays_under_two_geometries() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = lines_file(dir.path(), 50_000);
+    let out = dir.path().join("sort.ptl");
+    let o = out.to_str().unwrap();
+    let r = ptlab_env(
+        &[
+            "record",
+            "-o",
+            o,
+            "--",
+            "sort",
+            input.to_str().unwrap(),
+            "-o",
+            "/dev/null",
+        ],
+        "none",
+    );
+    let summary = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(r.status.success(), "{summary}");
+    no_partial_left(dir.path());
+    let recorded = figure(&summary, "faults recorded");
+    // Every recorded fault's kind was inferred, and the summary says so.
+    assert_eq!(figure(&summary, "faults (no access"), recorded, "{summary}");
+    assert!(summary.contains("PTLAB_TRACEFS=none"), "{summary}");
+    let h = trace::TraceReader::open(&out).unwrap().header().clone();
+    assert_eq!(h.observed["faults_inferred"], recorded as i64);
+    let reads = h.observed["faults_inferred_reads"];
+    assert!(reads > 0 && reads < recorded as i64, "{:?}", h.observed);
+    assert!(
+        h.notes
+            .iter()
+            .any(|n| n.starts_with("fault kinds inferred")),
+        "{:?}",
+        h.notes
+    );
+
+    // Rule 1 in the trace itself: no fault is a write into a region its
+    // Map made without write permission (sort makes no mprotect after its
+    // loader's, which the trace holds as Protect records: those are
+    // followed too).
+    let mut prot: std::collections::HashMap<u32, trace::Prot> = Default::default();
+    let mut protected: std::collections::HashSet<u32> = Default::default();
+    let mut checked = 0;
+    for rec in all_records(&out) {
+        match rec {
+            trace::Record::Map(m) => {
+                prot.insert(m.id, m.prot);
+            }
+            trace::Record::Protect { id, .. } => {
+                protected.insert(id);
+            }
+            trace::Record::Fault { id, write, .. }
+                if !protected.contains(&id) && !prot[&id].writable() =>
+            {
+                assert!(!write, "a write fault into read-only region {id}");
+                checked += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(checked > 0, "the libraries' read-only pages fault");
+
+    // The replay runs to the end under both geometries (issue 28: it
+    // stopped at a write into a read-only library page).
+    let c = ptlab(&[
+        "compare",
+        o,
+        "--config",
+        "geometry=x86-64-4l",
+        "--config",
+        "geometry=x86-64-5l",
+    ]);
+    let err = String::from_utf8_lossy(&c.stderr);
+    assert_eq!(c.status.code(), Some(0), "{err}");
+}
+
+#[test]
+fn a_trace_that_recorded_every_fault_as_a_write_replays_to_its_end() {
+    // What a recorder without the inference wrote on a host without
+    // tracefs: every fault a write, a note saying the kinds are unknown.
+    let dir = tempfile::tempdir().unwrap();
+    let input = lines_file(dir.path(), 2_000);
+    let recorded = dir.path().join("sort.ptl");
+    let r = ptlab_env(
+        &[
+            "record",
+            "-o",
+            recorded.to_str().unwrap(),
+            "--",
+            "sort",
+            input.to_str().unwrap(),
+            "-o",
+            "/dev/null",
+        ],
+        "none",
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let mut header = trace::TraceReader::open(&recorded)
+        .unwrap()
+        .header()
+        .clone();
+    header.observed.remove("faults_inferred");
+    header.notes = vec!["fault kinds unknown (no access to the exceptions tracepoints): every recorded fault replays as a write".into()];
+    let old = dir.path().join("old.ptl");
+    let mut w = trace::TraceWriter::create(&old, &header).unwrap();
+    for rec in all_records(&recorded) {
+        let rec = match rec {
+            trace::Record::Fault { id, offset, .. } => trace::Record::Fault {
+                id,
+                offset,
+                write: true,
+            },
+            other => other,
+        };
+        w.push(&rec).unwrap();
+    }
+    w.finish().unwrap();
+    let c = ptlab(&[
+        "compare",
+        old.to_str().unwrap(),
+        "--config",
+        "geometry=x86-64-4l",
+        "--config",
+        "geometry=x86-64-5l",
+    ]);
+    let err = String::from_utf8_lossy(&c.stderr);
+    assert_eq!(c.status.code(), Some(0), "{err}");
+    // Each configuration says what it went past: writes into read-only
+    // pages, replayed as reads.
+    for label in ["x86-64-4l", "x86-64-5l"] {
+        let line = err
+            .lines()
+            .find(|l| l.contains(label) && l.contains("the model refused"))
+            .unwrap_or_else(|| panic!("{label}: {err}"));
+        assert!(line.contains("replayed as reads"), "{line}");
+        assert!(line.contains("first: record "), "{line}");
+    }
+}

@@ -17,10 +17,21 @@ pub fn run(args: RecordArgs) -> CmdResult {
         RecordPart::Calls => record::Only::Calls,
         RecordPart::All => record::Only::All,
     });
+    // PTLAB_TRACEFS (a diagnostic, docs/cli.md): `none` records as a host
+    // without tracefs does; a directory names the tracefs to use.
+    let choice = record::tracefs::Choice::from_env(std::env::var("PTLAB_TRACEFS").ok().as_deref());
+    let tracefs = record::tracefs::locate(&choice);
+    if let (true, Some(dir)) = (tracefs.mounted, &tracefs.dir) {
+        eprintln!(
+            "ptlab record: tracefs was not mounted; mounted it at {} to read each fault's kind (left mounted, as systemd mounts it at boot)",
+            dir.display()
+        );
+    }
     let opts = record::Options {
         out: args.out.clone(),
         timeout: Duration::from_secs(args.timeout),
         only: only.unwrap_or_default(),
+        tracefs,
     };
     let s = record::record(&args.command, &opts).map_err(|e| {
         if e.is_bad_input() {
@@ -80,14 +91,24 @@ pub fn run(args: RecordArgs) -> CmdResult {
         },
     );
     eprintln!(
-        "the program {status} after {:.3} s under the recorder{}",
+        "the program {status} after {:.3} s under the recorder",
         s.wall.as_secs_f64(),
-        if s.fault_kinds_known {
-            ""
-        } else {
-            "; fault kinds unknown (no tracepoint access): they replay as writes"
-        }
     );
+    if !s.fault_kinds_known {
+        let i = s.inferred;
+        eprintln!(
+            "fault kinds inferred for {} faults (no access to the exceptions tracepoints{}): {} reads ({} by protection, {} by page state, {} faulted again), {} writes ({} by page state, {} without evidence); docs/trace.md",
+            i.total(),
+            opts.tracefs.why.as_deref().map_or(String::new(), |w| format!(": {w}")),
+            i.reads(),
+            i.read_by_protection,
+            i.read_by_page_state,
+            i.read_by_later_fault,
+            i.writes(),
+            i.write_by_page_state,
+            i.write_by_default,
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

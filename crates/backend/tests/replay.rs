@@ -251,6 +251,97 @@ fn an_access_the_model_refuses_names_its_record() {
     }
 }
 
+/// The workload's records with a recorded write `Fault` into the part of
+/// region 0 that its mprotect left read-only, right after that mprotect,
+/// written under `header`; the fault's record index.
+fn trace_with_refused_fault(path: &Path, header: &Header) -> u64 {
+    let w = workload::parse(WORK, "replayed.toml", 48).unwrap();
+    let mut recs = from_workload::records(&w).unwrap();
+    let at = recs
+        .iter()
+        .position(|r| matches!(r, Record::Protect { .. }))
+        .unwrap();
+    recs.insert(
+        at + 1,
+        Record::Fault {
+            id: 0,
+            offset: 5 << 20,
+            write: true,
+        },
+    );
+    let mut wr = TraceWriter::create(path, header).unwrap();
+    for r in &recs {
+        wr.push(r).unwrap();
+    }
+    wr.finish().unwrap();
+    at as u64 + 1
+}
+
+#[test]
+fn a_recorded_fault_the_model_refuses_is_counted_and_gone_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config("x86-64-4l", Thp::Never);
+    let plain = dir.path().join("plain.ptl");
+    write_trace(
+        &plain,
+        &from_workload::records(&workload::parse(WORK, "replayed.toml", 48).unwrap()).unwrap(),
+    );
+    let base = replay::replay(&plain, &cfg, &ReplayOptions::default()).unwrap();
+    assert_eq!(base.refused.count, 0);
+    assert_eq!(base.refused.describe(), None);
+    let faults = |r: &replay::Replayed| {
+        r.run
+            .marks
+            .last()
+            .unwrap()
+            .counters
+            .get("minor_faults")
+            .unwrap()
+    };
+
+    // Kinds read from the kernel: the write was the program's own (the
+    // kernel refused it too): skipped, nothing mapped for it.
+    let known = dir.path().join("known.ptl");
+    let header = Header {
+        source: "record".into(),
+        page_size: 4096,
+        va_bits: 48,
+        ..Header::default()
+    };
+    let at = trace_with_refused_fault(&known, &header);
+    let r = replay::replay(&known, &cfg, &ReplayOptions::default()).unwrap();
+    assert_eq!((r.refused.count, r.refused.as_reads), (1, 0));
+    let f = &r.refused.first[0];
+    assert_eq!(
+        (f.index, f.region, f.offset, f.write, f.as_read),
+        (at, 0, 5 << 20, true, false)
+    );
+    let line = r.refused.describe().unwrap();
+    assert!(
+        line.contains(&format!(
+            "record {at} (write at offset 0x500000 of region 0"
+        )),
+        "{line}"
+    );
+    assert_eq!(faults(&r), faults(&base));
+
+    // Kinds inferred by the recorder: replayed as the read it most likely
+    // was (the page is mapped already: no fault either way).
+    let inferred = dir.path().join("inferred.ptl");
+    let mut header = header.clone();
+    header.observed.insert("faults_inferred".into(), 1);
+    trace_with_refused_fault(&inferred, &header);
+    let r = replay::replay(&inferred, &cfg, &ReplayOptions::default()).unwrap();
+    assert_eq!((r.refused.count, r.refused.as_reads), (1, 1));
+    assert!(r.refused.first[0].as_read);
+    assert!(r
+        .refused
+        .describe()
+        .unwrap()
+        .contains("1 replayed as reads"));
+    assert_eq!(faults(&r), faults(&base));
+}
+
 #[test]
 fn an_access_outside_its_region_names_its_record() {
     let dir = tempfile::tempdir().unwrap();

@@ -32,7 +32,9 @@ impl From<ReplayError> for ExecError {
     }
 }
 
-/// Replays the trace at `path` once under `cfg`.
+/// Replays the trace at `path` once under `cfg`: the run, and a warning
+/// when the replay went past recorded faults the model refused
+/// (`backend::replay::refused`).
 ///
 /// # Errors
 /// A kernel configuration; what the replay reports.
@@ -40,7 +42,7 @@ pub fn replay_once(
     path: &Path,
     cfg: &RunConfig,
     opts: &ExecOptions,
-) -> Result<workload::result::Run, ExecError> {
+) -> Result<(workload::result::Run, Option<String>), ExecError> {
     if cfg.backend == BackendKind::Kernel {
         return Err(ExecError::Trace {
             message: format!(
@@ -56,9 +58,11 @@ pub fn replay_once(
         deadline: Instant::now().checked_add(opts.timeout),
         ..ReplayOptions::default()
     };
-    let mut run = replay::replay(path, &mc, &ro)?.run;
+    let replayed = replay::replay(path, &mc, &ro)?;
+    let warning = replayed.refused.describe();
+    let mut run = replayed.run;
     aggregate::derive(&mut run);
-    Ok(run)
+    Ok((run, warning))
 }
 
 /// As [`exec::run_all`] for a trace file.
@@ -74,10 +78,13 @@ pub fn run_trace_all(
     let warmup = exec::warmup_runs(opts);
     let total = (warmup + opts.repeat) * configs.len();
     let mut runs = vec![Vec::new(); configs.len()];
+    // A replay is deterministic: every round of a configuration warns alike.
+    let mut warnings = vec![None; configs.len()];
     let mut done = 0;
     for round in 0..warmup + opts.repeat {
         for (i, cfg) in configs.iter().enumerate() {
-            let run = replay_once(path, cfg, opts)?;
+            let (run, warning) = replay_once(path, cfg, opts)?;
+            warnings[i] = warning;
             if round >= warmup {
                 runs[i].push(run);
             }
@@ -92,11 +99,16 @@ pub fn run_trace_all(
     Ok(configs
         .iter()
         .zip(runs)
-        .map(|(c, runs)| ConfigResult {
-            config: c.clone(),
-            workload: name.clone(),
-            aggregate: aggregate::aggregate(&runs),
-            runs,
+        .zip(warnings)
+        .map(|((c, runs), warning)| {
+            let mut aggregate = aggregate::aggregate(&runs);
+            aggregate.warnings.extend(warning);
+            ConfigResult {
+                config: c.clone(),
+                workload: name.clone(),
+                aggregate,
+                runs,
+            }
         })
         .collect())
 }

@@ -126,6 +126,13 @@ pub fn trace(cmd: &[String], opts: &Options) -> Result<Summary, QtraceError> {
     })?;
     let so = plugin::ensure(&qemu)?;
     let partial = partial_of(&opts.out);
+    // On SIGINT or SIGTERM (crate interrupt) QEMU is killed, `run` returns
+    // an error, the partial file is removed below, and then this section
+    // exits the process.
+    let _section = interrupt::Section::enter(format!(
+        "the trace of {name} under QEMU: QEMU ended, {} removed, no trace written",
+        partial.display()
+    ));
     let result = run(&qemu, &so, &program, cmd, opts, &partial).and_then(|s| {
         std::fs::rename(&partial, &opts.out).map_err(|source| QtraceError::Io {
             path: opts.out.clone(),
@@ -211,6 +218,7 @@ fn run(
         .spawn()
         .map_err(|e| QtraceError::Setup(format!("{}: {e}", qemu.display())))?;
     drop(wr);
+    let watched = interrupt::watch(child.id() as libc::pid_t);
     // Unbuffered: a block is read whole into its buffer (no second copy).
     let mut blocks = wire::Blocks::new(std::fs::File::from(rd));
     let converted = (|| -> std::io::Result<()> {
@@ -230,6 +238,13 @@ fn run(
     let status = child
         .wait()
         .map_err(|e| QtraceError::Setup(format!("waiting for QEMU: {e}")))?;
+    drop(watched);
+    if let Some(sig) = interrupt::requested() {
+        return Err(QtraceError::Setup(format!(
+            "interrupted by {}",
+            interrupt::name(sig)
+        )));
+    }
     let wall = start.elapsed();
     let stream_bytes = blocks.offset;
     let conv_exec = conv.pending_exec.clone();

@@ -6,7 +6,9 @@
 //! How: the system calls through ptrace, stopped only for those calls by a
 //! seccomp filter ([`seccomp`]); the faults from perf events, the
 //! `exceptions` tracepoints when allowed (address and read or write), else
-//! the software page-fault event (address only) ([`perf`]). The two are
+//! the software page-fault event (address only), each fault's kind then
+//! inferred ([`infer`]); tracefs, where the tracepoints are described, is
+//! found or mounted by [`tracefs`]. The two are
 //! merged by time ([`tracer`]), native addresses are turned into regions
 //! ([`space`], [`maps`]). At the end the events are closed by a detached
 //! grandchild ([`release`]), since the kernel's release of a tracepoint's
@@ -18,16 +20,18 @@
 //!    to the output, renamed into place only when complete, and removed on
 //!    any failure; the program is killed with the recorder.
 //! 2. No privilege is needed where the kernel allows tracing one's own
-//!    child: without access to tracepoints the recording says that fault
-//!    kinds are unknown rather than failing.
+//!    child: without access to tracepoints the recording infers fault
+//!    kinds, and says how many, rather than failing.
 
 pub mod calls;
 mod child;
+pub mod infer;
 pub mod maps;
 mod perf;
 mod release;
 pub mod seccomp;
 pub mod space;
+pub mod tracefs;
 mod tracer;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +48,10 @@ pub struct Options {
     /// Which parts of the recorder run ([`Only::All`] for a recording;
     /// the others are diagnostics that price each part).
     pub only: Only,
+    /// The tracefs whose `exceptions` tracepoints give each fault's kind
+    /// ([`tracefs::locate`]); without one, the software page-fault event,
+    /// the kinds inferred ([`infer`]).
+    pub tracefs: tracefs::Located,
 }
 
 /// The parts of the recorder a run keeps: a diagnostic (`ptlab record
@@ -104,6 +112,8 @@ pub struct Summary {
     pub approximations: u64,
     /// Whether reads and writes are told apart (tracepoints were allowed).
     pub fault_kinds_known: bool,
+    /// Faults whose kind was inferred, by rule (all zero with tracepoints).
+    pub inferred: infer::Counts,
     /// The program's wait status.
     pub exit_status: i32,
     /// The program's own minor and major faults (rusage).
@@ -146,6 +156,9 @@ pub enum RecordError {
     Timeout(Duration),
     #[error("{0}")]
     Trace(trace::TraceError),
+    /// SIGINT or SIGTERM (crate interrupt), by name.
+    #[error("interrupted by {0}")]
+    Interrupted(&'static str),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -182,6 +195,14 @@ pub fn record(cmd: &[String], opts: &Options) -> Result<Summary, RecordError> {
         return Err(RecordError::NotFound(String::new()));
     }
     let partial = partial_of(&opts.out);
+    // On SIGINT or SIGTERM (crate interrupt) the program is killed, the
+    // recording returns an error, the partial file is removed below, and
+    // then this section exits the process.
+    let _section = interrupt::Section::enter(format!(
+        "the recording of {}: the program ended, {} removed, no trace written",
+        cmd[0],
+        partial.display()
+    ));
     let result = tracer::run(cmd, opts, &partial).and_then(|s| {
         let mut r = trace::TraceReader::open(&partial)?;
         let mut header = r.header().clone();
@@ -194,10 +215,28 @@ pub fn record(cmd: &[String], opts: &Options) -> Result<Summary, RecordError> {
         header
             .observed
             .insert("faults_other_processes".into(), s.faults_other_processes as i64);
+        let inf = s.inferred;
         if !s.fault_kinds_known {
-            header.notes.push(
-                "fault kinds unknown (no access to the exceptions tracepoints: is tracefs mounted at /sys/kernel/tracing, and may this user read it?): every recorded fault replays as a write".into(),
-            );
+            header.observed.insert("faults_inferred".into(), inf.total() as i64);
+            header
+                .observed
+                .insert("faults_inferred_reads".into(), inf.reads() as i64);
+            header
+                .observed
+                .insert("faults_inferred_by_default".into(), inf.write_by_default as i64);
+            header.notes.push(format!(
+                "fault kinds inferred, not read from the kernel (no access to the exceptions tracepoints{}): {} of {} recorded faults; {} reads ({} in mappings without write permission, {} by the page's state, {} faulted again), {} writes ({} by the page's state, {} without evidence)",
+                opts.tracefs.why.as_deref().map_or(String::new(), |w| format!(": {w}")),
+                inf.total(),
+                s.faults_recorded,
+                inf.reads(),
+                inf.read_by_protection,
+                inf.read_by_page_state,
+                inf.read_by_later_fault,
+                inf.writes(),
+                inf.write_by_page_state,
+                inf.write_by_default,
+            ));
         }
         header.notes.push(
             "faults taken inside system calls by the kernel on the program's behalf (MAP_POPULATE, get_user_pages) are not sampled; the replay makes them from the call itself".into(),

@@ -14,6 +14,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 /// Data pages of the ring buffer (a power of two): 16 MiB, about 400,000
 /// samples before the reader must have drained it.
 pub const RING_PAGES: usize = 4096;
+/// The smallest ring a CPU is given when the user may not lock more.
+const MIN_RING_PAGES: usize = 16;
 
 const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_TYPE_TRACEPOINT: u32 = 2;
@@ -93,6 +95,17 @@ pub enum Events {
     SoftwareSampled,
 }
 
+/// Which events [`Sampler::open`] tries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opened {
+    /// The two `exceptions` tracepoints.
+    Tracepoints,
+    /// The software page-fault event, kernel-mode faults included.
+    Software,
+    /// The software page-fault event, user-mode faults only.
+    SoftwareUserMode,
+}
+
 /// One mapped ring buffer (one per CPU).
 struct Ring {
     ptr: *mut u8,
@@ -143,12 +156,13 @@ fn perf_event_open(attr: &Attr, pid: i32, cpu: i32) -> std::io::Result<OwnedFd> 
 type Tracepoint = (u64, usize, usize);
 
 /// The id and the offsets of `address` and `error_code` of an
-/// `exceptions` tracepoint, from tracefs.
-fn tracepoint(name: &str) -> Option<Tracepoint> {
-    let dir = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .map(|d| format!("{d}/events/exceptions/{name}"))
-        .find(|d| std::path::Path::new(d).exists())?;
+/// `exceptions` tracepoint, from the tracefs at `tracefs`.
+fn tracepoint(tracefs: &std::path::Path, name: &str) -> Option<Tracepoint> {
+    let dir = tracefs
+        .join("events/exceptions")
+        .join(name)
+        .display()
+        .to_string();
     let id = std::fs::read_to_string(format!("{dir}/id"))
         .ok()?
         .trim()
@@ -168,12 +182,18 @@ fn tracepoint(name: &str) -> Option<Tracepoint> {
 
 impl Sampler {
     /// Opens the fault events on `pid` (a process stopped before its
-    /// `execve`), enabled at its exec and inherited by its threads.
+    /// `execve`), enabled at its exec and inherited by its threads; the
+    /// tracepoints from the tracefs at `tracefs` (none: the software
+    /// event).
     ///
     /// # Errors
     /// Neither the tracepoints nor the software event could be opened
     /// (perf_event_paranoid, a seccomp sandbox, no perf support).
-    pub fn open(pid: i32, events: Events) -> std::io::Result<Sampler> {
+    pub fn open(
+        pid: i32,
+        events: Events,
+        tracefs: Option<&std::path::Path>,
+    ) -> std::io::Result<Sampler> {
         let counting = events == Events::Counting;
         let base = |kind: u32, config: u64, sample_type: u64, extra: u64| Attr {
             kind,
@@ -205,9 +225,11 @@ impl Sampler {
         let pages = (RING_PAGES / ncpu).next_power_of_two().max(64);
         // SAFETY: sysconf has no memory effects.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let tracepoints = match events {
-            Events::SoftwareSampled => None,
-            _ => tracepoint("page_fault_user").zip(tracepoint("page_fault_kernel")),
+        let tracepoints = match (events, tracefs) {
+            (Events::SoftwareSampled, _) | (_, None) => None,
+            (_, Some(t)) => {
+                tracepoint(t, "page_fault_user").zip(tracepoint(t, "page_fault_kernel"))
+            }
         };
         let unmap = |rings: &[Ring]| {
             for r in rings {
@@ -215,30 +237,48 @@ impl Sampler {
                 unsafe { libc::munmap(r.ptr.cast(), r.len) };
             }
         };
-        let open_all = |tp: bool| -> std::io::Result<(Vec<OwnedFd>, Vec<Ring>)> {
-            let mut fds = Vec::new();
-            let mut rings = Vec::new();
-            let r = Self::open_rings(
-                pid,
-                ncpu,
-                if counting { 0 } else { pages },
-                page,
-                tp,
-                tracepoints,
-                &base,
-                &mut fds,
-                &mut rings,
-            );
-            if let Err(e) = r {
-                unmap(&rings);
-                return Err(e);
+        // Each try with the largest ring the user may lock: an
+        // unprivileged user's rings are limited by perf_event_mlock_kb (516
+        // KiB a CPU by default) plus RLIMIT_MEMLOCK, and a ring that does
+        // not fit is refused with EPERM; halved down to MIN_RING_PAGES.
+        let open_all = |tp: Opened| -> std::io::Result<(Vec<OwnedFd>, Vec<Ring>)> {
+            let mut pages = pages;
+            loop {
+                let mut fds = Vec::new();
+                let mut rings = Vec::new();
+                let r = Self::open_rings(
+                    pid,
+                    ncpu,
+                    if counting { 0 } else { pages },
+                    page,
+                    tp,
+                    tracepoints,
+                    &base,
+                    &mut fds,
+                    &mut rings,
+                );
+                match r {
+                    Ok(()) => return Ok((fds, rings)),
+                    Err(e) => {
+                        unmap(&rings);
+                        if e.raw_os_error() != Some(libc::EPERM) || pages <= MIN_RING_PAGES {
+                            return Err(e);
+                        }
+                        pages /= 2;
+                    }
+                }
             }
-            Ok((fds, rings))
         };
-        let (fds, rings, source) = match tracepoints.map(|_| open_all(true)) {
+        // The software event counts the faults the kernel takes in kernel
+        // mode on user addresses too (read(2) filling a fresh buffer), as
+        // the page_fault_kernel tracepoint does, where the user may see
+        // kernel-mode events (perf_event_paranoid 1 or less, or root);
+        // else the program's own user-mode faults only.
+        let (fds, rings, source) = match tracepoints.map(|_| open_all(Opened::Tracepoints)) {
             Some(Ok((f, r))) => (f, r, Source::Tracepoints),
             _ => {
-                let (f, r) = open_all(false)?;
+                let (f, r) =
+                    open_all(Opened::Software).or_else(|_| open_all(Opened::SoftwareUserMode))?;
                 (f, r, Source::SoftwareEvent)
             }
         };
@@ -289,7 +329,7 @@ impl Sampler {
         ncpu: usize,
         pages: usize,
         page: usize,
-        tp: bool,
+        tp: Opened,
         tracepoints: Option<(Tracepoint, Tracepoint)>,
         base: &dyn Fn(u32, u64, u64, u64) -> Attr,
         fds: &mut Vec<OwnedFd>,
@@ -297,7 +337,7 @@ impl Sampler {
     ) -> std::io::Result<()> {
         for cpu in 0..ncpu as i32 {
             let first = fds.len();
-            if let (true, Some((user, kernel))) = (tp, tracepoints) {
+            if let (Opened::Tracepoints, Some((user, kernel))) = (tp, tracepoints) {
                 for (id, _, _) in [user, kernel] {
                     fds.push(perf_event_open(
                         &base(PERF_TYPE_TRACEPOINT, id, SAMPLE_RAW, 0),
@@ -311,7 +351,11 @@ impl Sampler {
                         PERF_TYPE_SOFTWARE,
                         PERF_COUNT_SW_PAGE_FAULTS,
                         SAMPLE_ADDR,
-                        FLAG_EXCLUDE_KERNEL,
+                        if tp == Opened::SoftwareUserMode {
+                            FLAG_EXCLUDE_KERNEL
+                        } else {
+                            0
+                        },
                     ),
                     pid,
                     cpu,

@@ -15,6 +15,7 @@
 //!    drains (the sampler thread drains every few milliseconds).
 
 use crate::child;
+use crate::infer::Inference;
 use crate::maps;
 use crate::perf::{Events, FaultSample, Sampler, Source};
 use crate::space::Space;
@@ -56,10 +57,16 @@ struct Shared {
     stats: Summary,
     error: Option<std::io::Error>,
     out: Vec<Record>,
+    /// Fault kinds inferred, when the samples do not carry them (the
+    /// software event: [`crate::infer`]).
+    infer: Option<Inference>,
 }
 
 impl Shared {
     fn push(&mut self, r: Record) {
+        if let Some(i) = &mut self.infer {
+            i.observe(&r);
+        }
         if self.error.is_none() {
             if let Err(e) = self.writer.push(&r) {
                 self.error = Some(e);
@@ -93,9 +100,20 @@ impl Shared {
             .unwrap_or(u64::MAX)
             .min(bound);
         fresh.sort_by_key(|s| s.time);
+        // Where kinds are inferred: each page's last sample so far, so a
+        // fault can tell whether its page faults again (infer, rule 3).
+        let last_of_page: HashMap<u64, usize> = match self.infer {
+            Some(_) => fresh
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.pid == self.main)
+                .map(|(i, s)| (s.addr >> 12, i))
+                .collect(),
+            None => HashMap::new(),
+        };
         let cut = fresh.partition_point(|s| s.time < limit);
         let keep = fresh.split_off(cut);
-        for s in fresh {
+        for (i, s) in fresh.into_iter().enumerate() {
             if s.pid != self.main {
                 self.stats.faults_other_processes += 1;
                 continue;
@@ -104,11 +122,15 @@ impl Shared {
                 Some((id, offset)) => {
                     self.switch_to(s.tid);
                     self.stats.faults_recorded += 1;
-                    self.push(Record::Fault {
-                        id,
-                        offset,
-                        write: s.write.unwrap_or(true),
-                    });
+                    let write = match (s.write, &mut self.infer) {
+                        (Some(w), _) => w,
+                        (None, Some(inf)) => {
+                            let again = last_of_page.get(&(s.addr >> 12)).is_some_and(|&l| l > i);
+                            inf.kind(id, offset, s.addr, again)
+                        }
+                        (None, None) => true,
+                    };
+                    self.push(Record::Fault { id, offset, write });
                 }
                 None => self.stats.faults_unattributed += 1,
             }
@@ -211,6 +233,9 @@ pub fn run(
     };
     let child = child::spawn(&program, cmd, &filter, traced).map_err(RecordError::Spawn)?;
     let pid = child.pid;
+    // A SIGINT or SIGTERM to ptlab kills the program (crate interrupt);
+    // the loop below then ends as at any exit.
+    let watched = interrupt::watch(pid);
     let options = libc::PTRACE_O_TRACESECCOMP
         | libc::PTRACE_O_TRACESYSGOOD
         | libc::PTRACE_O_TRACECLONE
@@ -225,7 +250,7 @@ pub fn run(
     let sampler = match opts
         .only
         .events()
-        .map(|e| Sampler::open(pid, e))
+        .map(|e| Sampler::open(pid, e, opts.tracefs.dir.as_deref()))
         .transpose()
     {
         Ok(s) => s,
@@ -252,6 +277,7 @@ pub fn run(
         stats: Summary::default(),
         error: None,
         out: Vec::new(),
+        infer: (source == Some(Source::SoftwareEvent)).then(Inference::new),
     }));
     lock(&shared).threads.insert(pid as u32, 0);
     // The sampler thread drains the ring while the program runs; it stops
@@ -304,7 +330,17 @@ pub fn run(
             break;
         }
         let seen = Instant::now();
+        if interrupt::requested().is_some() {
+            // The program is dead (crate interrupt): end what it started
+            // too, every tracee not yet reaped.
+            for &t in foreign.keys() {
+                // SAFETY: `t` is a tracee of ours that this loop has not
+                // reaped (reaped ones leave `foreign`), so not a reused pid.
+                unsafe { libc::kill(t, libc::SIGKILL) };
+            }
+        }
         if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+            foreign.remove(&w);
             pending.remove(&w);
             lock(&shared).in_flight.remove(&w);
             if w == pid {
@@ -373,6 +409,9 @@ pub fn run(
                 let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
                 let mut sh = lock(&shared);
                 sh.flush(u64::MAX);
+                if let Some(i) = &mut sh.infer {
+                    i.attach(pid);
+                }
                 let mut out = std::mem::take(&mut sh.out);
                 sh.space.exec(&mut out);
                 maps::regions_at_exec(&text, &mut sh.space, &mut out);
@@ -404,6 +443,7 @@ pub fn run(
         }
     }
     let wall = started.elapsed();
+    drop(watched);
     done.store(true, std::sync::atomic::Ordering::Release);
     drop(stop_watchdog);
     if let Some(d) = drainer {
@@ -439,6 +479,7 @@ pub fn run(
         });
     }
     stats.approximations = sh.space.approximations;
+    stats.inferred = sh.infer.as_ref().map(|i| i.counts).unwrap_or_default();
     stats.wall = wall;
     stats.fault_kinds_known = source == Some(Source::Tracepoints);
     stats.records = sh.writer.records();
@@ -446,6 +487,9 @@ pub fn run(
         path: partial.into(),
         source: e,
     })?;
+    if let Some(sig) = interrupt::requested() {
+        return Err(RecordError::Interrupted(interrupt::name(sig)));
+    }
     if timed_out.load(std::sync::atomic::Ordering::Acquire) {
         return Err(RecordError::Timeout(opts.timeout));
     }

@@ -105,6 +105,14 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
     // SAFETY: prctl with these arguments only sets a flag: if the parent
     // dies, the kernel kills this child, so none is left behind.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    // The parent's SIGINT and SIGTERM handlers (crate interrupt) are its
+    // own: a terminal's Ctrl-C ends the workload at once, as it would any
+    // program, and the parent cleans up.
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: signal() with SIG_DFL only resets a disposition
+        // (async-signal-safe, no memory shared with the parent).
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
     REPORT_FD.store(report_fd, Ordering::SeqCst);
     install_fault_handlers();
 

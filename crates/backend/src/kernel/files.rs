@@ -51,6 +51,14 @@ impl RegionFiles {
             if !prog.file_regions[id] {
                 continue;
             }
+            if interrupt::requested().is_some() {
+                // The section around the run exits once this directory
+                // is removed (dropped on the way out).
+                return Err(setup(
+                    "writing the region files".into(),
+                    std::io::ErrorKind::Interrupted.into(),
+                ));
+            }
             let path = dir.path().join(format!("region-{id}"));
             let what = || format!("writing {} for region {:?}", path.display(), region.name);
             let mut file = OpenOptions::new()

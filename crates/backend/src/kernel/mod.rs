@@ -116,6 +116,18 @@ pub fn run(w: &Workload, opts: &KernelOptions) -> Result<Run, KernelError> {
         });
     }
     check_memory(w, &prog)?;
+    // On SIGINT or SIGTERM (crate interrupt) the child is killed, the run
+    // returns through its error path, the files are dropped (their
+    // directory removed), and then this section exits the process.
+    let _section = interrupt::Section::enter(format!(
+        "the kernel run of workload {}: its process ended{}",
+        w.name,
+        if prog.file_regions.contains(&true) {
+            ", its region files removed"
+        } else {
+            ""
+        }
+    ));
     let files = files::RegionFiles::create(&prog, opts.temp_dir.as_deref())?;
     let words = parent::run_in_child(&prog, &files.fds(), opts.timeout);
     drop(files); // removes the temporary directory

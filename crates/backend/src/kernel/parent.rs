@@ -55,7 +55,11 @@ pub(crate) fn run_in_child(
         child_main(prog, fds, fd);
     }
     drop(write_end);
-    let mut child = Child { pid, reaped: None };
+    let mut child = Child {
+        pid,
+        reaped: None,
+        watched: Some(interrupt::watch(pid)),
+    };
     let bytes = read_until_eof(&read_end, Instant::now() + timeout);
     let bytes = match bytes {
         Ok(b) => b,
@@ -122,10 +126,12 @@ fn read_until_eof(fd: &OwnedFd, deadline: Instant) -> Result<Vec<u8>, ReadError>
     }
 }
 
-/// The forked child; reaped exactly once.
+/// The forked child; reaped exactly once. A SIGINT or SIGTERM to ptlab
+/// kills it (crate interrupt) until it is reaped.
 struct Child {
     pid: libc::pid_t,
     reaped: Option<libc::c_int>,
+    watched: Option<interrupt::Watched>,
 }
 
 impl Child {
@@ -143,6 +149,9 @@ impl Child {
             return status;
         }
         let mut status = 0;
+        // Unwatched before it is reaped (its pid may then be reused); it
+        // is past its report or killed already.
+        self.watched = None;
         loop {
             // SAFETY: waits for our own child; `status` is a valid out-pointer.
             let rc = unsafe { libc::waitpid(self.pid, &mut status, 0) };

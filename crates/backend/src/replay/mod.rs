@@ -17,7 +17,9 @@
 //!   level TLB hits without being translated.
 //! - A recorded `Fault` is replayed as an access of its kind: it faults on
 //!   the model if the model has not mapped the page by then (fault-around
-//!   or THP may have), which is the comparison a recording is for.
+//!   or THP may have), which is the comparison a recording is for. One the
+//!   model refuses (SIGSEGV) is counted and named, and the replay goes on
+//!   ([`refused`]); a refused `Access` stops it.
 //! - File regions are replayed with the file cached (no major faults).
 //! - `Move` (mremap) is replayed as a new mapping and an unmap of the old
 //!   one: the pages fault in again where Linux would move the tables.
@@ -49,6 +51,7 @@
 
 pub mod from_workload;
 pub mod layout;
+pub mod refused;
 
 use crate::model::pricing::{self, Pricer};
 use crate::model::{snapshot, ModelConfig, Prediction};
@@ -58,6 +61,7 @@ use machine::{
     SyscallError,
 };
 use mmu::HitLevel;
+pub use refused::{Refused, RefusedFault};
 use std::path::Path;
 use std::time::Instant;
 use thiserror::Error;
@@ -107,6 +111,8 @@ pub struct Replayed {
     pub layout: Layout,
     /// Advice numbers the model does not have, with how often they were skipped.
     pub skipped_advice: Vec<(u8, u64)>,
+    /// Recorded faults the model refused, which the replay went past.
+    pub refused: Refused,
 }
 
 /// Replays the trace at `path` on the model configured by `cfg`.
@@ -126,6 +132,7 @@ pub fn replay(
         None => (regions::scan(&mut TraceReader::open(path)?)?, None),
     };
     let layout = layout::choose(&scan, &cfg.geometry, opts.layout).map_err(ReplayError::Layout)?;
+    let kinds_inferred = refused::kinds_inferred(TraceReader::open(path)?.header());
     let machine = Machine::new(MachineConfig {
         geometry: cfg.geometry.clone(),
         mm: cfg.mm.clone(),
@@ -165,6 +172,9 @@ pub fn replay(
         kinds: Vec::new(),
         page_bytes: cfg.geometry.page_size(),
         lines: Vec::new(),
+        segv: None,
+        refused: Refused::default(),
+        kinds_inferred,
     };
     d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
     // Chunks are read and decompressed on a second thread, two ahead.
@@ -223,6 +233,7 @@ pub fn replay(
     d.end_mark()?;
     let marks = std::mem::take(&mut d.marks);
     let skipped_advice = d.skipped.iter().map(|(&a, &n)| (a, n)).collect();
+    let refused = std::mem::take(&mut d.refused);
     drop(d);
     machine.exit_space(space).map_err(internal)?;
     Ok(Replayed {
@@ -230,6 +241,7 @@ pub fn replay(
         scan,
         layout,
         skipped_advice,
+        refused,
     })
 }
 
@@ -374,6 +386,14 @@ struct Driver<'m> {
     /// Per trace thread (its modeled CPU): the last-level table lines its
     /// caches hold (timing::TableLines).
     lines: Vec<TableLines>,
+    /// The code of the SIGSEGV the last refused access raised (set where
+    /// the refusal is made, taken by [`Driver::fault`]).
+    segv: Option<String>,
+    /// Recorded faults refused and gone past ([`refused`]).
+    refused: Refused,
+    /// The recorder inferred some faults' kinds (a refused write is then
+    /// retried as a read).
+    kinds_inferred: bool,
 }
 
 /// The page of a thread's last access and its kind. When that access was
@@ -657,11 +677,46 @@ impl<'m> Driver<'m> {
                 Ok(())
             }
             Err(AccessError::Segv { va, code }) => {
+                self.segv = Some(format!("{code:?}"));
                 Err(self.refused(format!("SIGSEGV at {va:#x} ({code:?})")))
             }
             Err(AccessError::Oom { va }) => Err(self.refused(format!("out of memory at {va:#x}"))),
             Err(AccessError::Internal(s)) => Err(ReplayError::Internal(s)),
         }
+    }
+
+    /// A recorded fault: an access of its kind, which the replay goes past
+    /// when the model refuses it (see [`refused`]).
+    fn fault(&mut self, id: u32, offset: u64, write: bool) -> Result<(), ReplayError> {
+        self.segv = None;
+        let e = match self.access(id, offset, write) {
+            Err(e) => e,
+            ok => return ok,
+        };
+        let Some(why) = self.segv.take() else {
+            return Err(e);
+        };
+        // A write the recording guessed, refused: the read it most likely
+        // was, if the model allows that.
+        let as_read = write && self.kinds_inferred && {
+            match self.access(id, offset, false) {
+                Ok(()) => true,
+                Err(e) if self.segv.take().is_none() => return Err(e),
+                Err(_) => false,
+            }
+        };
+        // The refusal may have walked and filled nothing the next access
+        // can rely on: translate it afresh.
+        self.forget();
+        self.refused.add(RefusedFault {
+            index: self.index,
+            region: id,
+            offset,
+            write,
+            why,
+            as_read,
+        });
+        Ok(())
     }
 
     /// A `Hits` record: hits in the page of the thread's last access,
@@ -745,9 +800,8 @@ impl<'m> Driver<'m> {
             self.forget();
         }
         match r {
-            Record::Access { id, offset, write } | Record::Fault { id, offset, write } => {
-                self.access(*id, *offset, *write)
-            }
+            Record::Access { id, offset, write } => self.access(*id, *offset, *write),
+            Record::Fault { id, offset, write } => self.fault(*id, *offset, *write),
             Record::Hits { count } => {
                 self.hits(*count);
                 Ok(())
