@@ -13,6 +13,8 @@
 //! - `anon_vma`: which VMAs have an anon_vma (it decides merges);
 //! - `fork`: a child address space from this one (`dup_mmap`), COW both ways;
 //! - `share`: anonymous frames shared by fork (holders, `PageAnonExclusive`);
+//! - `reclaim`: MADV_COLD / MADV_PAGEOUT / lazy-free discard of anonymous
+//!   memory and the split of large folios (zero subpages to the zero page);
 //! - `upper`: the walk to the PMD table;
 //! - `usage`: the counters read from state.
 //!
@@ -32,6 +34,7 @@ mod mremap;
 mod msync;
 mod pages;
 mod populate;
+mod reclaim;
 mod share;
 mod thp;
 mod upper;
@@ -42,6 +45,7 @@ pub use madvise::Advice;
 pub use mmap::{MapKind, MmapArgs};
 pub use mremap::{MremapArgs, Remapped};
 pub(crate) use pages::{anon_leaf_attrs, Folio, PageKind, Rss};
+pub(crate) use reclaim::{HugeStep, PageAdvice};
 
 use crate::config::{MmConfig, MthpPolicy};
 use crate::counters::ThreadCtx;

@@ -44,6 +44,7 @@ impl AddressSpace {
                 let dirty = |v: &crate::vma::Vma| self.dirty_pages(v, s, e);
                 let before = dirty(v);
                 self.writeback(ctx, v, s, e, d)?;
+                self.writeback_unmapped(v, s, e);
                 // The pages this writeback cleaned are the ones it wrote.
                 ctx.counters.writeback_pages += before.saturating_sub(dirty(v));
             }
@@ -52,6 +53,28 @@ impl AddressSpace {
             return Err(Errno::NoMem("msync range has a hole"));
         }
         Ok(())
+    }
+
+    /// Writes back the dirty pages of `v`'s object behind `[s, e)` that no
+    /// entry maps (the walk cleaned the mapped ones): Linux's
+    /// `vfs_fsync_range` writes every dirty page of the range, and the end
+    /// of writeback clears the `PG_reclaim` mark reclaim may have left
+    /// (`folio_end_writeback`; the bit is `PG_readahead`).
+    fn writeback_unmapped(&self, v: &crate::vma::Vma, s: u64, e: u64) {
+        let Some(obj) = v.object() else {
+            return;
+        };
+        let (first, last) = (
+            v.pgoff_of(s, self.page_shift),
+            v.pgoff_of(e, self.page_shift),
+        );
+        let mut pages = obj.lock();
+        for i in first..last {
+            if crate::cache::MemObject::is_dirty(&pages, i) {
+                crate::cache::MemObject::set_dirty(&mut pages, i, false);
+                crate::cache::MemObject::clear_readahead(&mut pages, i);
+            }
+        }
     }
 
     /// Dirty page-cache pages of `v`'s object behind `[s, e)`.
