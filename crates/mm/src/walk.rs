@@ -12,27 +12,28 @@ use crate::config::Reclaim;
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
-use crate::space::{lock_plain, AddressSpace, HugeStep, PageAdvice, PageKind, Rss};
+use crate::space::{lock_plain, AddressSpace, Elsewhere, HugeStep, PageAdvice, PageKind, Rss};
 use crate::vma::Vma;
 use pt::{Attrs, Entry, Level, PhysAddr, TableAddr, VirtAddr};
 use std::sync::atomic::Ordering;
 
 /// What to do with each present PTE of a range.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum PteOp {
+#[derive(Clone, Copy)]
+enum PteOp<'a> {
     Protect,
     Free,
-    PageOut,
+    /// MADV_PAGEOUT; the object pages another process maps are kept.
+    PageOut(&'a Elsewhere),
     Cold,
     Writeback,
 }
 
-impl PteOp {
+impl PteOp<'_> {
     /// The page-level advice this op applies, if it is one.
     fn reclaim(self) -> Option<PageAdvice> {
         match self {
             PteOp::Free => Some(PageAdvice::Free),
-            PteOp::PageOut => Some(PageAdvice::PageOut),
+            PteOp::PageOut(_) => Some(PageAdvice::PageOut),
             PteOp::Cold => Some(PageAdvice::Cold),
             PteOp::Protect | PteOp::Writeback => None,
         }
@@ -603,13 +604,13 @@ impl AddressSpace {
             // Linux: madvise_pageout → reclaim_pages: with no swap only clean
             // file pages mapped once can go; they are unmapped and evicted.
             PteOp::Cold => return Ok(()),
-            PteOp::PageOut => {
+            PteOp::PageOut(elsewhere) => {
                 if kind == PageKind::Anon {
                     self.pageout_anon_pte(table, va, pa, attrs.dirty, d);
                     return Ok(());
                 }
                 if let PageKind::Cache(rss) = kind {
-                    if self.mapped_once(pa) {
+                    if !elsewhere.contains(vma.pgoff_of(va.get(), self.page_shift)) {
                         self.pageout_cache_pte(vma, table, va, attrs.dirty, rss, d);
                     }
                 }
@@ -647,19 +648,6 @@ impl AddressSpace {
             d.add_flush(va.get(), self.page);
         }
         Ok(())
-    }
-
-    /// Whether a page-cache page may be mapped by this PTE only (Linux
-    /// `folio_maybe_mapped_shared` false, as `madvise_cold_or_pageout_pte_range`
-    /// asks). Within one address space the model maps a file page at most
-    /// once (one object per mapping, and a VMA split keeps one PTE per
-    /// page). Across a fork family the model keeps no map count of
-    /// page-cache pages, so while another space of the family lives, every
-    /// page is taken as possibly shared and kept: the safe side (an evicted
-    /// page still mapped elsewhere would be a freed frame in use), where
-    /// Linux would still evict the pages the other process never mapped.
-    fn mapped_once(&self, _pa: u64) -> bool {
-        self.shares.alone()
     }
 
     /// Linux `change_protection` over `[start, end)` of `vma` (its VMA
@@ -710,12 +698,21 @@ impl AddressSpace {
         end: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
+        let elsewhere = match vma.object() {
+            Some(obj) => self.mapped_elsewhere(
+                ctx,
+                obj,
+                vma.pgoff_of(start, self.page_shift),
+                vma.pgoff_of(end, self.page_shift),
+            ),
+            None => Elsewhere::Pages(Default::default()),
+        };
         self.pte_walk(
             ctx,
             vma,
             VirtAddr::new(start),
             VirtAddr::new(end),
-            PteOp::PageOut,
+            PteOp::PageOut(&elsewhere),
             d,
         )
     }

@@ -294,6 +294,18 @@ const VALIDATE: &[(&str, &str)] = &[
         "reclaim-shmem",
         include_str!("../validate/reclaim-shmem.toml"),
     ),
+    (
+        "fork-msync-wrprotect",
+        include_str!("../validate/fork-msync-wrprotect.toml"),
+    ),
+    (
+        "fork-pageout-file",
+        include_str!("../validate/fork-pageout-file.toml"),
+    ),
+    (
+        "fork-pageout-shmem",
+        include_str!("../validate/fork-pageout-shmem.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.

@@ -7,7 +7,8 @@ use crate::error::Errno;
 
 impl AddressSpace {
     /// Linux `msync(MS_SYNC)`: writes back the dirty pages of shared file
-    /// mappings, write-protecting their PTEs (`folio_mkclean`).
+    /// mappings, write-protecting their PTEs in every process of the family
+    /// that maps them (`folio_mkclean`, see `rmap`).
     ///
     /// # Errors
     /// [`Errno::Inval`] for a misaligned address; [`Errno::NoMem`] if part
@@ -43,6 +44,12 @@ impl AddressSpace {
             if v.writenotify() {
                 let dirty = |v: &crate::vma::Vma| self.dirty_pages(v, s, e);
                 let before = dirty(v);
+                if let Some(obj) = v.object() {
+                    // folio_mkclean reaches every process mapping the pages.
+                    let first = v.pgoff_of(s, self.page_shift);
+                    let last = v.pgoff_of(e, self.page_shift);
+                    self.mkclean_others(ctx, obj, first, last)?;
+                }
                 self.writeback(ctx, v, s, e, d)?;
                 self.writeback_unmapped(v, s, e);
                 // The pages this writeback cleaned are the ones it wrote.

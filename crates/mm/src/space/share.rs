@@ -36,6 +36,20 @@ pub(crate) struct AnonShares {
     /// Base pages of large anonymous folios that a write has reached (see
     /// [`WrittenPages`]).
     pub(crate) written: WrittenPages,
+    /// The family's spaces, for the reverse map of page-cache pages (see
+    /// `rmap`).
+    pub(crate) members: RmapMembers,
+}
+
+/// The spaces of a family that joined its reverse map (weak: a space that
+/// is gone is skipped).
+#[derive(Default)]
+pub(crate) struct RmapMembers(pub(crate) Mutex<Vec<std::sync::Weak<dyn super::FamilyMember>>>);
+
+impl std::fmt::Debug for RmapMembers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RmapMembers").finish_non_exhaustive()
+    }
 }
 
 /// The base pages of large anonymous folios whose contents a write has
