@@ -32,6 +32,8 @@ pub fn advice_number(a: Advice) -> u8 {
         Advice::HugePage => 14,
         Advice::NoHugePage => 15,
         // Since Linux 5.4.
+        // Since Linux 5.4.
+        Advice::Cold => 20,
         Advice::PageOut => 21,
         // Since Linux 5.14.
         Advice::PopulateRead => 22,
@@ -47,6 +49,7 @@ pub fn model_advice(n: u8) -> Option<MmAdvice> {
         8 => MmAdvice::Free,
         14 => MmAdvice::HugePage,
         15 => MmAdvice::NoHugePage,
+        20 => MmAdvice::Cold,
         21 => MmAdvice::PageOut,
         22 => MmAdvice::PopulateRead,
         23 => MmAdvice::PopulateWrite,
@@ -58,7 +61,7 @@ pub fn model_advice(n: u8) -> Option<MmAdvice> {
 mod tests {
     use super::*;
 
-    const ADVICE: [Advice; 8] = [
+    const ADVICE: [Advice; 9] = [
         Advice::DontNeed,
         Advice::Free,
         Advice::HugePage,
@@ -67,6 +70,7 @@ mod tests {
         Advice::PopulateWrite,
         Advice::WillNeed,
         Advice::PageOut,
+        Advice::Cold,
     ];
 
     #[cfg(target_os = "linux")]
@@ -81,6 +85,7 @@ mod tests {
             libc::MADV_POPULATE_WRITE,
             libc::MADV_WILLNEED,
             libc::MADV_PAGEOUT,
+            libc::MADV_COLD,
         ];
         for (a, n) in ADVICE.iter().zip(libc_advice) {
             assert_eq!(i32::from(advice_number(*a)), n, "{a:?}");

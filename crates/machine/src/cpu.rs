@@ -61,6 +61,10 @@ pub struct CpuHandle<'m> {
     /// access does (the reference [`CpuHandle::set_retry_by_lookup`]
     /// compares with) instead of [`mmu::Cpu::retry_after_fault`].
     retry_by_lookup: bool,
+    /// The base page this CPU last noted written in a large folio
+    /// ([`mm::AddressSpace::note_write`]), so a run of writes to one page
+    /// notes it once; forgotten on every walk (the mapping may be new).
+    last_written: u64,
     _claim: Claim<'m>,
 }
 
@@ -99,6 +103,7 @@ impl<'m> CpuHandle<'m> {
             machine,
             cpu: machine.mmu.attach(cpu, space.asid),
             retry_by_lookup: false,
+            last_written: u64::MAX,
             space,
             id,
             ctx,
@@ -224,12 +229,30 @@ impl<'m> CpuHandle<'m> {
     pub fn access(&mut self, va: u64, kind: AccessKind) -> Result<AccessOutcome, AccessError> {
         let write = kind == AccessKind::Write;
         match self.cpu.access(self.space.mm.page_table(), va, write, true) {
-            Ok(translation) => Ok(AccessOutcome {
-                translation,
-                faults: 0,
-            }),
+            Ok(translation) => {
+                if write && self.space.mm.tracks_writes() {
+                    self.note_write(&translation);
+                }
+                Ok(AccessOutcome {
+                    translation,
+                    faults: 0,
+                })
+            }
             Err(_) => self.fault_and_retry(va, write),
         }
+    }
+
+    /// Tells the OS model that a write reached `t`'s page while the space
+    /// has large folios (their split asks which subpages were written).
+    #[inline(never)]
+    fn note_write(&mut self, t: &mmu::Access) {
+        let page = self.space.mm.geometry().page_size();
+        let pa = t.pa & !(page - 1);
+        if pa == self.last_written && t.hit != mmu::HitLevel::Walk {
+            return;
+        }
+        self.last_written = pa;
+        self.space.mm.note_write(pa);
     }
 
     /// [`CpuHandle::access`] when it would be a clean first-level hit from
@@ -277,6 +300,9 @@ impl<'m> CpuHandle<'m> {
                 self.cpu.retry_after_fault(pt, va, write, true)
             };
             if let Ok(translation) = retried {
+                if write && self.space.mm.tracks_writes() {
+                    self.note_write(&translation);
+                }
                 return Ok(AccessOutcome {
                     translation,
                     faults,

@@ -43,6 +43,12 @@ pub(crate) struct Space {
     pub(crate) mm: AddressSpace,
 }
 
+impl mm::FamilyMember for Space {
+    fn space(&self) -> &AddressSpace {
+        &self.mm
+    }
+}
+
 /// What a CPU has published for snapshots.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Published {
@@ -178,7 +184,10 @@ impl Machine {
             .ok_or(MachineError::NoAsid)?;
         let mm = make().map_err(|e| MachineError::Config(e.to_string()))?;
         order::install_table_flusher(&mm, &self.mmu, asid);
-        spaces.push(Arc::new(Space { asid, mm }));
+        let space = Arc::new(Space { asid, mm });
+        let member: std::sync::Weak<dyn mm::FamilyMember> = Arc::downgrade(&space) as _;
+        space.mm.join_rmap(member);
+        spaces.push(space);
         Ok(SpaceId(id))
     }
 

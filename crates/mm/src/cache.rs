@@ -312,6 +312,19 @@ impl MemObject {
         }
     }
 
+    /// Sets `PG_reclaim` on the folio of page `idx`: the bit is
+    /// `PG_readahead`'s, so it reads as the read-ahead mark (Linux
+    /// `folio_set_reclaim` on a dirty folio reclaim could not write).
+    pub(crate) fn mark_reclaim(pages: &mut HashMap<u64, Slot>, idx: u64) {
+        let Some(order) = Self::folio_of(pages, idx).map(|f| f.order) else {
+            return;
+        };
+        let head = idx & !((1u64 << order) - 1);
+        if let Some(Slot::Cached { folio, .. }) = pages.get_mut(&head) {
+            folio.readahead = true;
+        }
+    }
+
     /// Reads pages `[first, first + n)` into the cache (MADV_WILLNEED).
     pub(crate) fn readahead(&self, first: u64, n: u64) {
         if self.kind != ObjectKind::File {

@@ -80,5 +80,5 @@ pub use deferred::{Deferred, Work};
 pub use error::Errno;
 pub use fault::{FaultAccess, FaultResult, SegvCode};
 pub use gather::{GatherFlush, GatherLimits};
-pub use space::{AddressSpace, Advice, MapKind, MmapArgs, MremapArgs, Remapped};
+pub use space::{AddressSpace, Advice, FamilyMember, MapKind, MmapArgs, MremapArgs, Remapped};
 pub use vma::{Prot, Vma};

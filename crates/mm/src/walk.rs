@@ -12,18 +12,32 @@ use crate::config::Reclaim;
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
-use crate::space::{lock_plain, AddressSpace, PageKind, Rss};
+use crate::space::{lock_plain, AddressSpace, Elsewhere, HugeStep, PageAdvice, PageKind, Rss};
 use crate::vma::Vma;
 use pt::{Attrs, Entry, Level, PhysAddr, TableAddr, VirtAddr};
 use std::sync::atomic::Ordering;
 
 /// What to do with each present PTE of a range.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum PteOp {
+#[derive(Clone, Copy)]
+enum PteOp<'a> {
     Protect,
     Free,
-    PageOut,
+    /// MADV_PAGEOUT; the object pages another process maps are kept.
+    PageOut(&'a Elsewhere),
+    Cold,
     Writeback,
+}
+
+impl PteOp<'_> {
+    /// The page-level advice this op applies, if it is one.
+    fn reclaim(self) -> Option<PageAdvice> {
+        match self {
+            PteOp::Free => Some(PageAdvice::Free),
+            PteOp::PageOut(_) => Some(PageAdvice::PageOut),
+            PteOp::Cold => Some(PageAdvice::Cold),
+            PteOp::Protect | PteOp::Writeback => None,
+        }
+    }
 }
 
 impl AddressSpace {
@@ -192,6 +206,7 @@ impl AddressSpace {
             self.not_exclusive.remove(pa);
             // Another space of the family (fork) may still hold the folio.
             if !self.shares.put(pa) {
+                self.shares.written.forget(pa, self.pmd_size, self.page);
                 d.frames.push((pa, self.pmd_size));
             }
         }
@@ -442,9 +457,12 @@ impl AddressSpace {
             match self.pt.read_entry(pmd_table, Level::PMD, a)? {
                 Entry::Invalid => return Ok(()),
                 Entry::Leaf { .. } => {
-                    if op == PteOp::PageOut {
-                        // Not modelled: anonymous THP cannot be paged out without swap.
-                        return Ok(());
+                    if let Some(how) = op.reclaim() {
+                        match self.huge_pmd_reclaim(ctx, vma, pmd_table, a, next, how, d)? {
+                            HugeStep::Done => return Ok(()),
+                            HugeStep::Walk => continue,
+                            HugeStep::Lazyfree => {}
+                        }
                     }
                     self.huge_pmd_range(ctx, vma, pmd_table, a, next, d, &mut |d, pa, attrs| {
                         let attrs = match op {
@@ -507,6 +525,9 @@ impl AddressSpace {
                     self.pt.contpte_try_unfold(table, Level::PTE, a)?;
                     if !next.is_aligned(self.pmd_size) {
                         self.pt.contpte_try_unfold(table, Level::PTE, next)?;
+                    }
+                    if let Some(how) = op.reclaim() {
+                        self.split_for_reclaim(vma, table, a, next, how, d)?;
                     }
                     let mut va = a;
                     while va < next {
@@ -582,17 +603,15 @@ impl AddressSpace {
             }
             // Linux: madvise_pageout → reclaim_pages: with no swap only clean
             // file pages mapped once can go; they are unmapped and evicted.
-            PteOp::PageOut => {
-                if let (PageKind::Cache(Rss::File), Some(obj)) = (kind, vma.object()) {
-                    let idx = vma.pgoff_of(va.get(), self.page_shift);
-                    let mut pages = obj.lock();
-                    if !attrs.dirty && !MemObject::is_dirty(&pages, idx) && self.mapped_once(pa) {
-                        self.pt.pte_clear(table, Level::PTE, va);
-                        d.add_flush(va.get(), self.page);
-                        self.rss_add(Rss::File, -1);
-                        if let Some(f) = MemObject::evict(&mut pages, idx) {
-                            d.frames.push((f, self.page));
-                        }
+            PteOp::Cold => return Ok(()),
+            PteOp::PageOut(elsewhere) => {
+                if kind == PageKind::Anon {
+                    self.pageout_anon_pte(table, va, pa, attrs.dirty, d);
+                    return Ok(());
+                }
+                if let PageKind::Cache(rss) = kind {
+                    if !elsewhere.contains(vma.pgoff_of(va.get(), self.page_shift)) {
+                        self.pageout_cache_pte(vma, table, va, attrs.dirty, rss, d);
                     }
                 }
                 return Ok(());
@@ -629,19 +648,6 @@ impl AddressSpace {
             d.add_flush(va.get(), self.page);
         }
         Ok(())
-    }
-
-    /// Whether a page-cache page may be mapped by this PTE only (Linux
-    /// `folio_maybe_mapped_shared` false, as `madvise_cold_or_pageout_pte_range`
-    /// asks). Within one address space the model maps a file page at most
-    /// once (one object per mapping, and a VMA split keeps one PTE per
-    /// page). Across a fork family the model keeps no map count of
-    /// page-cache pages, so while another space of the family lives, every
-    /// page is taken as possibly shared and kept: the safe side (an evicted
-    /// page still mapped elsewhere would be a freed frame in use), where
-    /// Linux would still evict the pages the other process never mapped.
-    fn mapped_once(&self, _pa: u64) -> bool {
-        self.shares.alone()
     }
 
     /// Linux `change_protection` over `[start, end)` of `vma` (its VMA
@@ -692,12 +698,40 @@ impl AddressSpace {
         end: u64,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
+        let elsewhere = match vma.object() {
+            Some(obj) => self.mapped_elsewhere(
+                ctx,
+                obj,
+                vma.pgoff_of(start, self.page_shift),
+                vma.pgoff_of(end, self.page_shift),
+            ),
+            None => Elsewhere::Pages(Default::default()),
+        };
         self.pte_walk(
             ctx,
             vma,
             VirtAddr::new(start),
             VirtAddr::new(end),
-            PteOp::PageOut,
+            PteOp::PageOut(&elsewhere),
+            d,
+        )
+    }
+
+    /// Linux `madvise_cold`.
+    pub(crate) fn cold(
+        &self,
+        ctx: &mut ThreadCtx,
+        vma: &Vma,
+        start: u64,
+        end: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        self.pte_walk(
+            ctx,
+            vma,
+            VirtAddr::new(start),
+            VirtAddr::new(end),
+            PteOp::Cold,
             d,
         )
     }

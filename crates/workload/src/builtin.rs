@@ -245,6 +245,66 @@ const VALIDATE: &[(&str, &str)] = &[
     (
         "node-of-file",
         include_str!("../validate/node-of-file.toml"),
+    ), // reclaim on request and THP folio splitting (issue 30)
+    (
+        "reclaim-pageout-anon",
+        include_str!("../validate/reclaim-pageout-anon.toml"),
+    ),
+    (
+        "reclaim-lazyfree-discard",
+        include_str!("../validate/reclaim-lazyfree-discard.toml"),
+    ),
+    (
+        "reclaim-lazyfree-thp",
+        include_str!("../validate/reclaim-lazyfree-thp.toml"),
+    ),
+    (
+        "thp-split-by-pageout",
+        include_str!("../validate/thp-split-by-pageout.toml"),
+    ),
+    (
+        "thp-split-by-pageout-full",
+        include_str!("../validate/thp-split-by-pageout-full.toml"),
+    ),
+    (
+        "thp-split-by-cold",
+        include_str!("../validate/thp-split-by-cold.toml"),
+    ),
+    (
+        "thp-split-by-free",
+        include_str!("../validate/thp-split-by-free.toml"),
+    ),
+    (
+        "thp-split-after-pmd-split",
+        include_str!("../validate/thp-split-after-pmd-split.toml"),
+    ),
+    (
+        "thp-fork-pageout",
+        include_str!("../validate/thp-fork-pageout.toml"),
+    ),
+    (
+        "reclaim-file-clean",
+        include_str!("../validate/reclaim-file-clean.toml"),
+    ),
+    (
+        "reclaim-file-dirty",
+        include_str!("../validate/reclaim-file-dirty.toml"),
+    ),
+    (
+        "reclaim-shmem",
+        include_str!("../validate/reclaim-shmem.toml"),
+    ),
+    (
+        "fork-msync-wrprotect",
+        include_str!("../validate/fork-msync-wrprotect.toml"),
+    ),
+    (
+        "fork-pageout-file",
+        include_str!("../validate/fork-pageout-file.toml"),
+    ),
+    (
+        "fork-pageout-shmem",
+        include_str!("../validate/fork-pageout-shmem.toml"),
     ),
 ];
 

@@ -922,7 +922,10 @@ impl<'a, 'd> Checker<'a, 'd> {
         let m = self.mapping(region);
         let name = syntax::advice_name(advice);
         let end = r.offset + r.len;
-        let refuses_locked = matches!(advice, Advice::DontNeed | Advice::Free | Advice::PageOut);
+        let refuses_locked = matches!(
+            advice,
+            Advice::DontNeed | Advice::Free | Advice::PageOut | Advice::Cold
+        );
         if refuses_locked {
             if let Some((at, _)) = m.pages.first_where(r.offset, end, |a| a.locked) {
                 let problem = format!(

@@ -102,6 +102,7 @@ pub enum Advice {
     PopulateWrite,
     WillNeed,
     PageOut,
+    Cold,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -286,6 +286,7 @@ const ADVICES: &[(&str, Advice)] = &[
     ("populate_write", Advice::PopulateWrite),
     ("willneed", Advice::WillNeed),
     ("pageout", Advice::PageOut),
+    ("cold", Advice::Cold),
 ];
 const ACCESSES: &[(&str, Access)] = &[("read", Access::Read), ("write", Access::Write)];
 const PATTERNS: &[(&str, Pattern)] = &[

@@ -165,5 +165,6 @@ fn advice_of(a: plan::Advice) -> MmAdvice {
         plan::Advice::PopulateWrite => MmAdvice::PopulateWrite,
         plan::Advice::WillNeed => MmAdvice::WillNeed,
         plan::Advice::PageOut => MmAdvice::PageOut,
+        plan::Advice::Cold => MmAdvice::Cold,
     }
 }

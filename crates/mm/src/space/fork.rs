@@ -247,7 +247,14 @@ impl AddressSpace {
                 match f.get_mut(&head) {
                     Some(folio) => folio.mapped += 1,
                     None => {
-                        f.insert(head, Folio { size, mapped: 1 });
+                        f.insert(
+                            head,
+                            Folio {
+                                size,
+                                mapped: 1,
+                                lazyfree: false,
+                            },
+                        );
                         child.nr_folios.fetch_add(1, Ordering::Release);
                         self.shares.get(head);
                     }
@@ -301,6 +308,7 @@ impl AddressSpace {
             Folio {
                 size: self.pmd_size,
                 mapped: n as u64,
+                lazyfree: false,
             },
         );
         child.nr_folios.fetch_add(1, Ordering::Release);

@@ -18,13 +18,16 @@ pub enum Advice {
     PopulateWrite,
     WillNeed,
     PageOut,
+    /// MADV_COLD: deactivates the pages (no counter sees that); a large
+    /// folio the range covers only in part is split.
+    Cold,
 }
 
 impl AddressSpace {
     /// Linux `madvise`.
     ///
     /// # Errors
-    /// [`Errno::Inval`] for a misaligned address, DONTNEED or PAGEOUT on a
+    /// [`Errno::Inval`] for a misaligned address, DONTNEED, PAGEOUT or COLD on a
     /// locked VMA, FREE on a VMA that is not private anonymous;
     /// [`Errno::NoMem`] if part of the range is not mapped (the rest is
     /// advised); [`Errno::Fault`] when POPULATE_* meets a range it cannot
@@ -118,6 +121,12 @@ impl AddressSpace {
                                     return Err(Errno::Inval("MADV_PAGEOUT on a locked VMA"));
                                 }
                                 self.pageout(ctx, v, s, e, d)?;
+                            }
+                            Advice::Cold => {
+                                if v.flags.locked {
+                                    return Err(Errno::Inval("MADV_COLD on a locked VMA"));
+                                }
+                                self.cold(ctx, v, s, e, d)?;
                             }
                             Advice::WillNeed => {
                                 if let Some(obj) = v.object() {

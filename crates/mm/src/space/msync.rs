@@ -7,7 +7,8 @@ use crate::error::Errno;
 
 impl AddressSpace {
     /// Linux `msync(MS_SYNC)`: writes back the dirty pages of shared file
-    /// mappings, write-protecting their PTEs (`folio_mkclean`).
+    /// mappings, write-protecting their PTEs in every process of the family
+    /// that maps them (`folio_mkclean`, see `rmap`).
     ///
     /// # Errors
     /// [`Errno::Inval`] for a misaligned address; [`Errno::NoMem`] if part
@@ -43,7 +44,14 @@ impl AddressSpace {
             if v.writenotify() {
                 let dirty = |v: &crate::vma::Vma| self.dirty_pages(v, s, e);
                 let before = dirty(v);
+                if let Some(obj) = v.object() {
+                    // folio_mkclean reaches every process mapping the pages.
+                    let first = v.pgoff_of(s, self.page_shift);
+                    let last = v.pgoff_of(e, self.page_shift);
+                    self.mkclean_others(ctx, obj, first, last)?;
+                }
                 self.writeback(ctx, v, s, e, d)?;
+                self.writeback_unmapped(v, s, e);
                 // The pages this writeback cleaned are the ones it wrote.
                 ctx.counters.writeback_pages += before.saturating_sub(dirty(v));
             }
@@ -52,6 +60,28 @@ impl AddressSpace {
             return Err(Errno::NoMem("msync range has a hole"));
         }
         Ok(())
+    }
+
+    /// Writes back the dirty pages of `v`'s object behind `[s, e)` that no
+    /// entry maps (the walk cleaned the mapped ones): Linux's
+    /// `vfs_fsync_range` writes every dirty page of the range, and the end
+    /// of writeback clears the `PG_reclaim` mark reclaim may have left
+    /// (`folio_end_writeback`; the bit is `PG_readahead`).
+    fn writeback_unmapped(&self, v: &crate::vma::Vma, s: u64, e: u64) {
+        let Some(obj) = v.object() else {
+            return;
+        };
+        let (first, last) = (
+            v.pgoff_of(s, self.page_shift),
+            v.pgoff_of(e, self.page_shift),
+        );
+        let mut pages = obj.lock();
+        for i in first..last {
+            if crate::cache::MemObject::is_dirty(&pages, i) {
+                crate::cache::MemObject::set_dirty(&mut pages, i, false);
+                crate::cache::MemObject::clear_readahead(&mut pages, i);
+            }
+        }
     }
 
     /// Dirty page-cache pages of `v`'s object behind `[s, e)`.

@@ -34,6 +34,9 @@ pub(crate) enum PageKind {
 pub(crate) struct Folio {
     pub size: u64,
     pub mapped: u64,
+    /// MADV_FREE made it lazily free (Linux: `folio_test_swapbacked`
+    /// cleared) and reclaim has not seen it dirty since.
+    pub lazyfree: bool,
 }
 
 impl AddressSpace {
@@ -102,6 +105,7 @@ impl AddressSpace {
                             f.remove(&head);
                             self.nr_folios.fetch_sub(1, Ordering::Release);
                             if !self.shares.put(head) {
+                                self.shares.written.forget(head, size, self.page);
                                 d.frames.push((head, size));
                             }
                         }
@@ -117,11 +121,14 @@ impl AddressSpace {
     }
 
     pub(crate) fn add_folio(&self, head: u64, size: u64) {
+        // A new folio is zero-filled: no write has reached it yet.
+        self.shares.written.forget(head, size, self.page);
         lock_plain(&self.folios).insert(
             head,
             Folio {
                 size,
                 mapped: size / self.page,
+                lazyfree: false,
             },
         );
         self.nr_folios.fetch_add(1, Ordering::Release);

@@ -33,6 +33,66 @@ pub(crate) struct AnonShares {
     len: AtomicUsize,
     /// Spaces of the family not yet exited.
     live: AtomicUsize,
+    /// Base pages of large anonymous folios that a write has reached (see
+    /// [`WrittenPages`]).
+    pub(crate) written: WrittenPages,
+    /// The family's spaces, for the reverse map of page-cache pages (see
+    /// `rmap`).
+    pub(crate) members: RmapMembers,
+}
+
+/// The spaces of a family that joined its reverse map (weak: a space that
+/// is gone is skipped).
+#[derive(Default)]
+pub(crate) struct RmapMembers(pub(crate) Mutex<Vec<std::sync::Weak<dyn super::FamilyMember>>>);
+
+impl std::fmt::Debug for RmapMembers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RmapMembers").finish_non_exhaustive()
+    }
+}
+
+/// The base pages of large anonymous folios whose contents a write has
+/// made nonzero. The model keeps no data; Linux's folio split asks whether
+/// a subpage is all zero (`try_to_map_unused_to_zeropage`, memchr_inv), and
+/// in a workload a page is nonzero exactly when a write touched it (every
+/// write stores a nonzero byte; faults and populate only zero pages). Kept
+/// per family, as a frame is one frame whichever space maps it; a new large
+/// folio forgets the stale entries of its frames (`forget`).
+#[derive(Debug, Default)]
+pub(crate) struct WrittenPages {
+    pages: Mutex<HashSet<u64>>,
+    len: AtomicUsize,
+}
+
+impl WrittenPages {
+    /// A write reached base page `pa`.
+    pub(crate) fn insert(&self, pa: u64) {
+        if lock_plain(&self.pages).insert(pa) {
+            self.len.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Whether a write reached base page `pa`.
+    pub(crate) fn contains(&self, pa: u64) -> bool {
+        self.len.load(Ordering::Acquire) != 0 && lock_plain(&self.pages).contains(&pa)
+    }
+
+    /// Forgets the base pages of `[head, head + size)` (a folio freed,
+    /// split, or newly allocated there, zero-filled).
+    pub(crate) fn forget(&self, head: u64, size: u64, page: u64) {
+        if self.len.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut m = lock_plain(&self.pages);
+        let mut pa = head;
+        while pa < head + size {
+            if m.remove(&pa) {
+                self.len.fetch_sub(1, Ordering::Release);
+            }
+            pa += page;
+        }
+    }
 }
 
 impl AnonShares {

@@ -220,6 +220,51 @@ impl PhysMem {
         Ok(())
     }
 
+    /// Splits the allocated data frame at `pa` of `size` bytes into base
+    /// pages, each then allocated on its own and freed with
+    /// [`PhysMem::free_data`] of one base page (Linux `split_page`, as a
+    /// large folio's split leaves base pages). A base page is left as it is.
+    ///
+    /// # Errors
+    /// [`MemError::NotAFrame`], [`MemError::DoubleFree`] (not allocated) or
+    /// [`MemError::WrongSize`]; nothing changes.
+    pub fn split_data(&self, pa: u64, size: u64) -> Result<(), MemError> {
+        let page = 1u64 << self.page_shift;
+        if pa < DATA_ZONE_BASE || pa & (page - 1) != 0 {
+            return Err(MemError::NotAFrame(pa));
+        }
+        let bit = self.bit_of(pa);
+        let mut d = lock(&self.data);
+        if !self.heads.test(bit) {
+            return Err(MemError::DoubleFree(pa));
+        }
+        let allocated = d.large.get(&pa).copied().unwrap_or(page);
+        if allocated != size {
+            return Err(MemError::WrongSize {
+                pa,
+                allocated,
+                freed: size,
+            });
+        }
+        if size == page {
+            return Ok(());
+        }
+        d.large.remove(&pa);
+        self.large_heads.clear(bit);
+        d.live_frames -= 1;
+        d.live_bytes -= size;
+        drop(d);
+        let n = size / page;
+        for i in 1..n {
+            self.heads.set(bit + i);
+        }
+        // The base pages are counted as the per-thread lists count theirs
+        // (the sum over lists is what `live_data` reports).
+        let mut l = self.pcp().list.lock();
+        l.live_frames = l.live_frames.wrapping_add(n);
+        Ok(())
+    }
+
     /// Data frames and bytes currently allocated.
     pub fn live_data(&self) -> (u64, u64) {
         let (large_frames, large_bytes) = {
