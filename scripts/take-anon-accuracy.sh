@@ -4,7 +4,7 @@
 # the held-out suite's anonymous cases, then ebizzy and multi-fault at 1 and
 # 2 threads (the built-ins with their thread count changed, in a temporary
 # directory that is removed). Run after scripts/take-time-accuracy.sh has
-# re-taken costs/this-host.toml (and the binary was rebuilt with it).
+# written this host's target/this-host-costs.toml.
 #
 #   scripts/take-anon-accuracy.sh [REPEAT]
 set -eu
@@ -20,7 +20,7 @@ for w in ebizzy multi-fault; do
 done
 echo "load before: $(cat /proc/loadavg)" >&2
 status=0
-target/release/ptlab validate --time --repeat "$repeat" --costs costs/this-host.toml --markdown \
+target/release/ptlab validate --time --repeat "$repeat" --costs target/this-host-costs.toml --markdown \
   populate-read populate-write anon-write-after-read anon-read-zero-page \
   vma-merge-anon-vma-conflict vma-merge-anon-vma-shared thp-split-by-mlock \
   dontneed-reclaim pt-reclaim-whole pt-reclaim-partial mremap-move-dontneed-reclaim \
