@@ -12,6 +12,10 @@ if [ ! -x "$env/bin/pytest" ]; then
 fi
 cargo build --quiet --bin ptlab
 export PTLAB_BIN="$PWD/target/debug/ptlab"
+# The command line prices predicted time with this host's own cost file,
+# calibrated the first time (a minute, and figures that differ by host);
+# the tests price with the shipped reference file instead.
+export PTLAB_COSTS="${PTLAB_COSTS:-xeon-kvm-2026}"
 # Ray writes its session files under /tmp/ray; nothing of it is in the tree.
 export RAY_USAGE_STATS_ENABLED=0
 set +e

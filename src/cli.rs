@@ -106,8 +106,10 @@ pub struct ModelOpts {
     /// Modeled CPUs
     #[arg(long)]
     pub cpus: Option<u32>,
-    /// A cost file (ptlab calibrate writes one) for the model's predicted time (default: built-in assumed figures)
-    #[arg(long, value_name = "FILE")]
+    /// Price predicted time with this cost file, or a shipped one by name (xeon-kvm-2026,
+    /// bare-metal-2013) [default: $PTLAB_COSTS, else this host's own file, measured by a quick
+    /// calibration the first time and kept in ~/.cache/ptlab/costs]
+    #[arg(long, value_name = "FILE|NAME")]
     pub costs: Option<String>,
     /// KVM's paravirtual remote TLB flush: on or off (default: this host's)
     #[arg(long = "pv-flush")]
@@ -242,8 +244,10 @@ pub struct CompareArgs {
     /// A configuration: KEY=VALUE,... inline (backend=kernel, geometry=x86-64-5l, ...) or a TOML file; repeat for each column
     #[arg(long = "config", required = true)]
     pub configs: Vec<String>,
-    /// A cost file for every model configuration's predicted time (default: built-in assumed figures)
-    #[arg(long, value_name = "FILE")]
+    /// Price predicted time with this cost file, or a shipped one by name (xeon-kvm-2026,
+    /// bare-metal-2013) [default: $PTLAB_COSTS, else this host's own file, measured by a quick
+    /// calibration the first time and kept in ~/.cache/ptlab/costs]
+    #[arg(long, value_name = "FILE|NAME")]
     pub costs: Option<String>,
     #[command(flatten)]
     pub repeat: RepeatOpts,
@@ -330,8 +334,10 @@ pub struct StudyArgs {
     /// Print study.json on stdout instead of the summary
     #[arg(long)]
     pub json: bool,
-    /// A cost file for the model's predicted time (default: built-in assumed figures)
-    #[arg(long, value_name = "FILE")]
+    /// Price predicted time with this cost file, or a shipped one by name (xeon-kvm-2026,
+    /// bare-metal-2013) [default: $PTLAB_COSTS, else this host's own file, measured by a quick
+    /// calibration the first time and kept in ~/.cache/ptlab/costs]
+    #[arg(long, value_name = "FILE|NAME")]
     pub costs: Option<String>,
     /// Only these sections, by id (comma-separated: five-level, riscv-64k,
     /// split-pmd, empty-tables, multi-fault, munmap-shootdown, hazards)

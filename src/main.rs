@@ -4,6 +4,7 @@
 mod cli;
 mod cmd;
 mod fail;
+mod host_costs;
 mod out;
 mod progress;
 mod suggest;

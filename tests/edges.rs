@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 fn ptlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .env("PTLAB_COSTS", "xeon-kvm-2026")
         .args(args)
         .output()
         .expect("the binary runs")
@@ -29,6 +30,7 @@ fn bad_input(args: &[&str], needles: &[&str]) -> String {
 /// after exec, before `main` prints anything).
 fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .env("PTLAB_COSTS", "xeon-kvm-2026")
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

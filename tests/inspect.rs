@@ -12,6 +12,7 @@ const M2: usize = 2 << 20;
 
 fn ptlab(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .env("PTLAB_COSTS", "xeon-kvm-2026")
         .args(args)
         .output()
         .expect("the binary runs")
@@ -300,6 +301,7 @@ fn a_pid_that_is_not_a_number_is_bad_input() {
 fn a_process_of_another_user_is_refused_with_the_file_named() {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ptlab"));
+    cmd.env("PTLAB_COSTS", "xeon-kvm-2026");
     cmd.args(["inspect", "1"]);
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {

@@ -26,6 +26,7 @@ fn compare(configs: [&str; 2]) -> Value {
     let path = std::env::temp_dir().join(format!("ptlab-order-{}.toml", std::process::id()));
     std::fs::write(&path, SMALL).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .env("PTLAB_COSTS", "xeon-kvm-2026")
         .args([
             "compare",
             path.to_str().unwrap(),
@@ -117,6 +118,7 @@ op = [
     std::fs::write(&path, huge).unwrap();
     let t = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .env("PTLAB_COSTS", "xeon-kvm-2026")
         .args(["run", path.to_str().unwrap(), "--timeout", "1"])
         .output()
         .expect("the binary runs");

@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 
 fn ptlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .env("PTLAB_COSTS", "xeon-kvm-2026")
         .args(args)
         .output()
         .expect("the binary runs")
@@ -277,6 +278,7 @@ fn the_process_that_releases_the_events_keeps_none_of_the_recorders_output() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.ptl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .env("PTLAB_COSTS", "xeon-kvm-2026")
         .args(["record", "-o", out.to_str().unwrap(), "--", "true"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

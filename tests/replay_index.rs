@@ -8,6 +8,7 @@ use trace::{Header, MapEvent, MapFlags, Prot, Record, RegionKind, TraceWriter};
 
 fn ptlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .env("PTLAB_COSTS", "xeon-kvm-2026")
         .args(args)
         .output()
         .expect("the binary runs")

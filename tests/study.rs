@@ -9,6 +9,7 @@ use std::process::Command;
 fn quick_study_writes_a_complete_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .env("PTLAB_COSTS", "xeon-kvm-2026")
         .args(["study", "--quick", "--out"])
         .arg(dir.path())
         .output()

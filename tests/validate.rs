@@ -36,6 +36,7 @@ const MUNMAPS: i64 = 500;
 
 fn ptlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .env("PTLAB_COSTS", "xeon-kvm-2026")
         .args(args)
         .output()
         .expect("the binary runs")

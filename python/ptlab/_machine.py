@@ -30,7 +30,7 @@ class Machine:
     (:class:`ptlab.BadInput`)::
 
         Machine(geometry="x86-64-5l", tlb="zen4", thp="always", cpus=4,
-                locking="split-pmd", reclaim="on", costs="costs/this-host.toml")
+                locking="split-pmd", reclaim="on", costs="costs/xeon-kvm-2026.toml")
     """
 
     def __init__(self, **config: Any) -> None:

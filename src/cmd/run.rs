@@ -12,6 +12,7 @@ use crate::out::{out, outln};
 use crate::progress::Progress;
 use experiment::config::{self, RunConfig};
 use experiment::exec::{self, ConfigResult, ExecError, ExecOptions};
+use experiment::validate::time::Load;
 use serde_json::Value;
 use std::path::Path;
 use std::process::ExitCode;
@@ -72,6 +73,63 @@ pub fn config_from(backend: &str, m: &ModelOpts) -> Result<RunConfig, Failure> {
         base = base.with("backend", backend).map_err(bad)?;
     }
     Ok(base)
+}
+
+/// Makes the command line's default cost file (`PTLAB_COSTS`, or this
+/// host's own, calibrated the first time; see `crate::host_costs`) the one
+/// of every model configuration that names none. Nothing is resolved (or
+/// calibrated) when every configuration names its file or runs on the
+/// kernel.
+pub fn with_host_costs(configs: &[RunConfig]) -> Result<(), Failure> {
+    let needs = |c: &RunConfig| c.backend == config::BackendKind::Model && c.model.costs.is_none();
+    crate::host_costs::install_default(configs.iter().any(needs))
+}
+
+/// The header lines of `configs`' cost files (each once): the file, the
+/// machine it describes, and whether that is this host.
+pub fn costs_lines(configs: &[RunConfig]) -> Vec<String> {
+    let mut files: Vec<Option<&str>> = Vec::new();
+    for c in configs {
+        if c.backend == config::BackendKind::Model {
+            let f = c.model.costs.as_deref();
+            if !files.contains(&f) {
+                files.push(f);
+            }
+        }
+    }
+    files
+        .into_iter()
+        .filter_map(crate::host_costs::label_line)
+        .collect()
+}
+
+/// The host's load average before and after kernel runs, as one line
+/// (`None` when no configuration ran on the kernel, or /proc is unreadable).
+fn load_line(configs: &[RunConfig], before: &Option<Load>, after: &Option<Load>) -> Option<String> {
+    let on_kernel = configs
+        .iter()
+        .any(|c| c.backend == config::BackendKind::Kernel);
+    let (Some(b), Some(a)) = (before, after) else {
+        return None;
+    };
+    on_kernel.then(|| {
+        format!(
+            "host load average (1, 5, 15 min) before {:.2} {:.2} {:.2}, after {:.2} {:.2} {:.2} \
+             on {} CPUs: the kernel's times include other processes' work when it is above 1",
+            b.avg[0],
+            b.avg[1],
+            b.avg[2],
+            a.avg[0],
+            a.avg[1],
+            a.avg[2],
+            host::cpu::online_cpus().unwrap_or(1)
+        )
+    })
+}
+
+/// The load readings as the JSON documents carry them (`load`).
+fn load_json(before: &Option<Load>, after: &Option<Load>) -> Value {
+    serde_json::json!({ "before": before, "after": after })
 }
 
 /// Progress of `total` runs of `what` (a bar on a terminal, lines elsewhere).
@@ -228,12 +286,15 @@ fn print_prediction(r: &ConfigResult) -> Result<(), Failure> {
         return Ok(());
     };
     let t = |v| report::human(v, report::Unit::Nanoseconds);
-    let from = r
-        .config
-        .model
-        .costs
-        .as_deref()
-        .map_or(timing::SHIPPED.to_string(), |f| format!("costs {f}"));
+    let from = format!(
+        "costs {}",
+        r.config
+            .model
+            .costs
+            .as_deref()
+            .or(backend::model::default_costs())
+            .unwrap_or(timing::SHIPPED)
+    );
     outln!(
         "{}: predicted {} [{}, {}] from {from} (the modeled system's time, not measured)",
         r.config.label,
@@ -246,9 +307,16 @@ fn print_prediction(r: &ConfigResult) -> Result<(), Failure> {
 
 pub fn run(args: RunArgs) -> CmdResult {
     let cfg = config_from(&args.backend, &args.model)?;
-    let results = execute(&args.workload, std::slice::from_ref(&cfg), &args.repeat)?;
+    with_host_costs(std::slice::from_ref(&cfg))?;
+    let configs = std::slice::from_ref(&cfg);
+    let before = Load::read();
+    let results = execute(&args.workload, configs, &args.repeat)?;
+    let after = Load::read();
     let r = &results[0];
-    let v = experiment::document::run(r);
+    let mut v = experiment::document::run(r);
+    if cfg.backend == config::BackendKind::Kernel {
+        v["load"] = load_json(&before, &after);
+    }
     let table = report::views::run_table(&main_counters(&r.runs, args.repeat.all));
     let heading = format!(
         "{} on {} ({}), {} run(s)",
@@ -267,6 +335,12 @@ pub fn run(args: RunArgs) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
     outln!("{heading}")?;
+    for line in costs_lines(configs) {
+        outln!("{line}")?;
+    }
+    if let Some(line) = load_line(configs, &before, &after) {
+        outln!("{line}")?;
+    }
     out!("{}", table.render())?;
     print_prediction(r)?;
     print_latency(&r.runs, &r.config)?;
@@ -310,8 +384,17 @@ pub fn compare(args: CompareArgs) -> CmdResult {
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
+    with_host_costs(&configs)?;
+    let before = Load::read();
     let results = execute(&args.workload, &configs, &args.repeat)?;
-    let v = experiment::document::compare(&results);
+    let after = Load::read();
+    let mut v = experiment::document::compare(&results);
+    if configs
+        .iter()
+        .any(|c| c.backend == config::BackendKind::Kernel)
+    {
+        v["load"] = load_json(&before, &after);
+    }
     let shown: Vec<Vec<Run>> = results
         .iter()
         .map(|r| main_counters(&r.runs, args.repeat.all))
@@ -342,6 +425,12 @@ pub fn compare(args: CompareArgs) -> CmdResult {
     if args.repeat.csv {
         out!("{}", runs_csv(&results)?)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    for line in costs_lines(&configs) {
+        outln!("{line}")?;
+    }
+    if let Some(line) = load_line(&configs, &before, &after) {
+        outln!("{line}")?;
     }
     for t in &tables {
         outln!("{}", t.render())?;

@@ -24,27 +24,31 @@ pub fn run(args: StudyArgs) -> CmdResult {
         .with_context(|| format!("cannot create the output folder {}", args.out.display()))
         .map_err(|e| Failure::BadInput(format!("{e:#}")))?;
     let total = study::expected_runs_of(opts, &args.only);
+    let costs = {
+        if let Some(f) = &args.costs {
+            // A missing or bad file stops before the first run (and
+            // before a calibration).
+            backend::model::load_costs(f).map_err(Failure::BadInput)?;
+        }
+        // This host's own file unless one is named (calibrated the first
+        // time, before the study's progress starts).
+        crate::host_costs::for_prediction(args.costs.as_deref())?
+    };
     let mut pb = Progress::new(
         total,
         "study",
         "run",
         "study [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}: {msg}",
     );
-    if let Some(f) = &args.costs {
-        // A missing or bad file stops before the first run.
-        backend::model::load_costs(f).map_err(Failure::BadInput)?;
-    }
-    let result = study::run_selected(
-        opts,
-        args.costs.as_deref(),
-        &args.only,
-        &mut |what, runs| {
-            pb.set_message(what);
-            pb.set(runs, total.max(runs));
-        },
-    );
+    let result = study::run_selected(opts, Some(&costs), &args.only, &mut |what, runs| {
+        pb.set_message(what);
+        pb.set(runs, total.max(runs));
+    });
     pb.finish();
     let s = result.map_err(|e| Failure::Error(anyhow::Error::new(e)))?;
+    if let Some(w) = &s.load.warning {
+        eprintln!("warning: {w}");
+    }
     let html = study::render::html(&s);
     let json = serde_json::to_string_pretty(&s).map_err(anyhow::Error::new)?;
     let index = args.out.join("index.html");

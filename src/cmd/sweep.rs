@@ -12,6 +12,11 @@ use std::process::ExitCode;
 pub fn run(args: SweepArgs) -> CmdResult {
     let path = args.file.display().to_string();
     let file = sweep::read(&path).map_err(bad)?;
+    // Every task prices with this host's own cost file unless the sweep
+    // names one (in [config] or as an axis).
+    let names_costs =
+        file.config.iter().any(|(k, _)| k == "costs") || file.axes.iter().any(|a| a.key == "costs");
+    crate::host_costs::install_default(!names_costs)?;
     let format = match &args.out {
         None => None,
         Some(p) => match p.extension().and_then(|e| e.to_str()) {

@@ -14,6 +14,7 @@ pub fn run(args: ValidateArgs) -> CmdResult {
         return Err(Failure::BadInput("--repeat must be at least 1".into()));
     }
     let model = config_from("model", &args.model)?;
+    crate::cmd::run::with_host_costs(std::slice::from_ref(&model))?;
     let cases = if args.workloads.is_empty() {
         time::default_cases()
     } else {
@@ -147,6 +148,9 @@ fn print_table(o: &TimeOutcome, markdown: bool) -> Result<(), Failure> {
         "Predicted: the model's makespan in virtual time with {}; [lo, hi] from the cost file's intervals.",
         o.costs
     )?;
+    if let Some(l) = &o.costs_label {
+        outln!("{}", l.line())?;
+    }
     let load = |l: &Option<time::Load>| {
         l.as_ref().map_or("unknown".into(), |l| {
             format!(

@@ -94,12 +94,69 @@ pub struct HostInfo {
     /// file describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taken: Option<String>,
-    /// "quick", "long", or "assumed".
+    /// "quick", "long", "test" or "assumed".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// Free text: what the file is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The THP policies the figures were taken under (`enabled=madvise
+    /// defrag=madvise shmem=never 64K=never ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<String>,
+    /// The base page size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<u64>,
+    /// The key of the machine the figures describe (`host::MachineKey`'s
+    /// id: the CPU model's words and a hash of CPU, kernel, hypervisor,
+    /// THP and page size); a command uses a file by default only when it
+    /// is this host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+impl HostInfo {
+    /// The machine in a few words, for every label of a figure priced with
+    /// the file: `Intel(R) Xeon(R) Processor, 2 CPUs, hypervisor KVM, Linux
+    /// 6.18.44; calibrate long mode, 2026-11-27T23:31:55Z`. Fields the file
+    /// does not give are left out; a file that gives none is "a machine the
+    /// file does not describe".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = &self.cpu_model {
+            parts.push(c.clone());
+        }
+        if let Some(n) = self.cpus {
+            parts.push(format!("{n} CPUs"));
+        }
+        if let Some(h) = &self.hypervisor {
+            parts.push(if h == "none" {
+                "bare metal".to_string()
+            } else {
+                format!("hypervisor {h}")
+            });
+        }
+        if let Some(k) = &self.kernel_release {
+            parts.push(format!("Linux {k}"));
+        }
+        if parts.is_empty() {
+            parts.push("a machine the file does not describe".into());
+        }
+        let mut s = parts.join(", ");
+        let how = match self.mode.as_deref() {
+            Some("assumed") => Some("assumed figures".to_string()),
+            Some(m) => Some(format!("calibrate {m} mode")),
+            None => None,
+        };
+        let when = self.taken.clone();
+        match (how, when) {
+            (Some(h), Some(w)) => s.push_str(&format!("; {h}, {w}")),
+            (Some(h), None) => s.push_str(&format!("; {h}")),
+            (None, Some(w)) => s.push_str(&format!("; taken {w}")),
+            (None, None) => {}
+        }
+        s
+    }
 }
 
 /// A whole cost file.

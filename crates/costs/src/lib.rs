@@ -8,6 +8,7 @@
 //! - [`catalog`]: the one list of cost names, their units and meanings. A
 //!   cost file may name only these; add a cost here and every reader
 //!   follows.
+//! - [`cache`]: the per-user folder of each host's calibrated file.
 //! - [`file`]: [`CostFile`], its TOML form, loading with errors that say
 //!   where, and saving.
 //!
@@ -17,6 +18,7 @@
 //! 2. A cost file never mixes hosts: its `[host]` table describes the one
 //!    machine every measured figure came from.
 
+pub mod cache;
 pub mod catalog;
 pub mod file;
 

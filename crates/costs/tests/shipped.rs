@@ -26,8 +26,15 @@ fn the_bare_metal_file_assumes_every_figure_with_a_source() {
 }
 
 #[test]
-fn this_hosts_file_is_calibrates_long_output() {
-    let f = shipped("this-host.toml");
+fn the_reference_machines_file_is_calibrates_long_output() {
+    let f = shipped("xeon-kvm-2026.toml");
+    // Named for the machine it was measured on, which its host table says.
+    assert_eq!(
+        f.host.cpu_model.as_deref(),
+        Some("Intel(R) Xeon(R) Processor")
+    );
+    assert_eq!(f.host.hypervisor.as_deref(), Some("KVM"));
+    assert_eq!(f.host.page_size, Some(4096));
     assert_eq!(f.host.mode.as_deref(), Some("long"));
     assert!(f.host.kernel_release.is_some() && f.host.taken.is_some());
     assert!(f.costs.len() >= 25, "only {} figures", f.costs.len());

@@ -4,7 +4,9 @@
 //!
 //! Invariant: a document holds every measured run's raw values (`samples`:
 //! counter -> one value per run, in run order), the first run's counters per
-//! mark, and the spread of every counter when repeated.
+//! mark, and the spread of every counter when repeated; a model
+//! configuration's document says which cost file priced it and which
+//! machine that file describes (`costs`).
 
 use crate::exec::{ConfigResult, ExecError};
 use serde_json::{json, Value};
@@ -52,14 +54,28 @@ pub fn config_result(r: &ConfigResult) -> Value {
             mark
         })
         .collect();
-    json!({
+    let mut v = json!({
         "workload": r.workload,
         "backend": r.config.backend,
         "config": r.config,
         "marks": marks,
         "runs": r.runs.len(),
         "warnings": r.aggregate.warnings,
-    })
+    });
+    if r.config.backend == crate::config::BackendKind::Model {
+        v["costs"] = costs_label(r.config.model.costs.as_deref());
+    }
+    v
+}
+
+/// The cost file a model configuration priced with and the machine it
+/// describes ([`crate::host_costs::CostsLabel`]); `null` if it cannot be
+/// read again.
+pub fn costs_label(costs: Option<&str>) -> Value {
+    crate::host_costs::CostsLabel::of(costs)
+        .ok()
+        .and_then(|l| serde_json::to_value(l).ok())
+        .unwrap_or(Value::Null)
 }
 
 /// This host's fingerprint, as every document carries it.

@@ -10,6 +10,8 @@
 //! - [`exec`]: running workloads under configurations, repeated and interleaved.
 //! - [`inspect`]: a live process's page tables, its VmPTE explained, and
 //!   the same memory under other geometries (`ptlab inspect`).
+//! - [`host_costs`]: this host's cost file in the per-user cache, and the
+//!   label saying which machine any cost file describes.
 //! - [`calibrate`]: this host's costs, measured with the kernel backend and
 //!   small probes, into a cost file.
 
@@ -19,6 +21,7 @@ pub mod calibrate;
 pub mod config;
 pub mod document;
 pub mod exec;
+pub mod host_costs;
 pub mod inspect;
 pub mod replay;
 pub mod study;

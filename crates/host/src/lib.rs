@@ -3,6 +3,8 @@
 //!
 //! - [`Fingerprint`]: the environment a result came from (kernel, CPU, paging
 //!   levels, THP, hypervisor, memory).
+//! - [`MachineKey`]: the part of the fingerprint a cost file is valid for
+//!   (CPU, kernel, hypervisor, THP, page size), and its key in the cache.
 //! - [`audit()`]: the latency hazards of `ptlab audit`, each with a status, a
 //!   reason and a remedy.
 //! - [`CounterReader`]: this process's memory counters (faults, VmPTE, RSS,
@@ -28,6 +30,7 @@ pub mod counters;
 pub mod cpu;
 pub mod fingerprint;
 pub mod kconfig;
+pub mod machine;
 pub mod meminfo;
 pub mod pagemap;
 pub mod procfs;
@@ -41,6 +44,7 @@ pub use counters::{CounterReader, Sample};
 pub use cpu::CpuInfo;
 pub use fingerprint::{Fingerprint, Hypervisor, MthpSetting};
 pub use kconfig::KernelConfig;
+pub use machine::MachineKey;
 pub use meminfo::MemInfo;
 pub use pvflush::PvTlbFlush;
 pub use storage::FileBacking;

@@ -1,8 +1,10 @@
-//! The built-in cost file: used when a run names no `--costs` file. Every
-//! figure is **assumed** (provenance `assumed`), an order of magnitude for a
-//! current x86-64 server CPU under a hypervisor, with a wide interval; none
-//! was measured on this host. `ptlab calibrate` writes a measured file
-//! (costs/this-host.toml) that replaces this one.
+//! The built-in cost file: the figure of every name a cost file lacks (a
+//! file taken before the name existed, a probe that found no usable
+//! sample; `CostModel::missing` lists them). Every figure is **assumed**
+//! (provenance `assumed`), an order of magnitude for a current x86-64
+//! server CPU under a hypervisor, with a wide interval; none was measured
+//! on this host. A measured file (`ptlab calibrate`'s, this host's cached
+//! one, costs/xeon-kvm-2026.toml) replaces them.
 
 use costs::{Cost, CostFile, HostInfo};
 

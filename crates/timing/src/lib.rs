@@ -38,7 +38,9 @@ pub mod table_lines;
 
 pub use bandwidth::{SharedBandwidth, Transferred};
 pub use locks::{Acquired, Handoff, VirtualLocks};
-pub use model::{CostModel, SyscallKind, BARE_METAL, SHIPPED};
+pub use model::{
+    shipped_file, shipped_names, CostModel, SyscallKind, BARE_METAL, SHIPPED, SHIPPED_NAME,
+};
 pub use ns3::Ns3;
 pub use shared::{SharedLock, Taken};
 pub use table_lines::TableLines;

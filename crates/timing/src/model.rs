@@ -101,21 +101,26 @@ pub enum SyscallKind {
 
 const SYSCALLS: usize = 7;
 
-/// How reports name the shipped cost file.
-pub const SHIPPED: &str =
-    "costs/this-host.toml (shipped: ptlab calibrate --long on the development machine)";
+/// How reports name the shipped reference file of the development
+/// machine: the library's default (tests, Python bindings), never the
+/// command line's (which prices with this host's own file).
+pub const SHIPPED: &str = "costs/xeon-kvm-2026.toml (shipped reference machine: ptlab calibrate --long on a 2-vCPU Intel Xeon KVM guest, 2026-11-27)";
 
 /// How reports name the shipped bare-metal file.
 pub const BARE_METAL: &str =
     "costs/bare-metal-2013.toml (shipped: assumed figures for a 2013 bare-metal server, sources named)";
 
+/// The short name of the shipped reference file [`CostModel::shipped`]
+/// reads.
+pub const SHIPPED_NAME: &str = "xeon-kvm-2026";
+
 /// The shipped cost files by the short names `--costs` takes besides a
 /// path, with their text.
 const SHIPPED_FILES: [(&str, &str, &str); 2] = [
     (
-        "this-host",
+        SHIPPED_NAME,
         SHIPPED,
-        include_str!("../../../costs/this-host.toml"),
+        include_str!("../../../costs/xeon-kvm-2026.toml"),
     ),
     (
         "bare-metal-2013",
@@ -123,6 +128,19 @@ const SHIPPED_FILES: [(&str, &str, &str); 2] = [
         include_str!("../../../costs/bare-metal-2013.toml"),
     ),
 ];
+
+/// The short names of the shipped cost files.
+pub fn shipped_names() -> Vec<&'static str> {
+    SHIPPED_FILES.iter().map(|(n, _, _)| *n).collect()
+}
+
+/// The shipped cost file `name` names, parsed; `None` for another name.
+pub fn shipped_file(name: &str) -> Option<(&'static str, CostFile)> {
+    let (_, origin, text) = SHIPPED_FILES.iter().find(|(n, _, _)| *n == name)?;
+    let file = CostFile::parse(text, std::path::Path::new(origin))
+        .expect("the shipped cost files are valid (tested)");
+    Some((origin, file))
+}
 
 /// A cost file resolved for the hot path (see the module documentation).
 #[derive(Debug, Clone)]
@@ -132,6 +150,11 @@ pub struct CostModel {
     pub origin: String,
     /// Catalog names the file lacked, priced with the built-in figure.
     pub missing: Vec<&'static str>,
+    /// The machine the file describes, in a few words
+    /// (`costs::HostInfo::describe`).
+    pub machine: String,
+    /// The file's host table: the machine the figures describe.
+    pub host: costs::HostInfo,
     pub l1_hit: Ns3,
     pub l2_extra: Ns3,
     pub walk_extra: Ns3,
@@ -265,6 +288,8 @@ impl CostModel {
         );
         let m = CostModel {
             origin: origin.to_string(),
+            machine: file.host.describe(),
+            host: file.host.clone(),
             populate_zero_cow,
             mlock_folio: file.get("mlock.folio").map_or(Ns3::ZERO, Ns3::from),
             anon_recycled,
@@ -315,19 +340,20 @@ impl CostModel {
         CostModel::new(&assumed::assumed(), "built-in (assumed)")
     }
 
-    /// The model of the cost file shipped with ptlab, `costs/this-host.toml`
-    /// (`ptlab calibrate --long` on the development machine): the default
-    /// when no `--costs` is given. Names it lacks take the built-in figures.
+    /// The model of the shipped reference file, `costs/xeon-kvm-2026.toml`
+    /// (`ptlab calibrate --long` on the development machine): the
+    /// library's default when no cost file is named, so that tests and the
+    /// Python bindings price alike on every host. The command line
+    /// defaults to this host's own file instead (docs/costs.md). Names it
+    /// lacks take the built-in figures.
     pub fn shipped() -> CostModel {
-        CostModel::named("this-host").expect("this-host is shipped")
+        CostModel::named(SHIPPED_NAME).expect("the reference file is shipped")
     }
 
-    /// A shipped cost file by its short name (`this-host`,
+    /// A shipped cost file by its short name (`xeon-kvm-2026`,
     /// `bare-metal-2013`), compiled in; `None` for another name.
     pub fn named(name: &str) -> Option<CostModel> {
-        let (_, origin, text) = SHIPPED_FILES.iter().find(|(n, _, _)| *n == name)?;
-        let file = costs::CostFile::parse(text, std::path::Path::new(origin))
-            .expect("the shipped cost files are valid (tested)");
+        let (origin, file) = shipped_file(name)?;
         Some(CostModel::new(&file, origin))
     }
 
@@ -443,17 +469,30 @@ mod tests {
         let bare = CostModel::named("bare-metal-2013").unwrap();
         assert!(bare.missing.is_empty(), "{:?}", bare.missing);
         assert!(CostModel::named("elsewhere").is_none());
+        // The old name of the reference file is not a shipped name: it
+        // said "this host" of another machine.
+        assert!(CostModel::named("this-host").is_none());
+        assert!(bare.machine.contains("bare metal"), "{}", bare.machine);
         assert!(m.missing.contains(&"fault.cow"));
         assert_eq!(m.origin, "t.toml");
         assert!(CostModel::builtin().missing.is_empty());
         // The shipped file parses and prices a write fault as it measured.
         let shipped = CostModel::shipped();
-        let text = include_str!("../../../costs/this-host.toml");
+        let text = include_str!("../../../costs/xeon-kvm-2026.toml");
         let file = costs::CostFile::parse(text, std::path::Path::new("x")).unwrap();
         assert_eq!(
             shipped.faults[FaultKind::AnonWrite as usize].ns,
             file.get("fault.anon_write").unwrap().ns
         );
+        // Its label names the machine it was measured on.
+        assert!(
+            shipped
+                .machine
+                .starts_with("Intel(R) Xeon(R) Processor, 2 CPUs"),
+            "{}",
+            shipped.machine
+        );
+        assert_eq!(shipped_names(), [SHIPPED_NAME, "bare-metal-2013"]);
     }
 
     #[test]

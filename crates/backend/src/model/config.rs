@@ -7,7 +7,7 @@ use mm::config::{Locking, MmConfig, MthpPolicy, Reclaim, ThpMode};
 use mmu::MmuConfig;
 use pt::Geometry;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use thiserror::Error;
 use timing::CostModel;
 
@@ -29,23 +29,87 @@ pub struct ModelConfig {
     pub tlb: String,
     /// Modeled CPUs; a workload with more threads gets one CPU per thread.
     pub cpus: usize,
-    /// What events cost, for the virtual clocks (the built-in assumed
-    /// figures unless a cost file was given).
+    /// What events cost, for the virtual clocks (the configuration's cost
+    /// file, else the process's default, [`set_default_costs`]: the
+    /// command line's is this host's; else the shipped reference file).
     pub costs: Arc<CostModel>,
     /// How the run executes its threads.
     pub executor: Executor,
 }
 
-/// The cost model of the cost file at `path`, or of a shipped file by its
-/// short name (`this-host`, `bare-metal-2013`).
+/// The name `--costs` and `costs=` take for this host's own cost file
+/// (the cached one, [`this_host_costs_path`]).
+pub const THIS_HOST: &str = "this-host";
+
+/// Where this host's own cost file is kept: the per-user cache folder
+/// (`costs::cache`) and this host's machine key (`host::MachineKey`);
+/// `None` when no cache folder can be named (no `HOME`).
+pub fn this_host_costs_path() -> Option<std::path::PathBuf> {
+    costs::cache::path_for(&host::MachineKey::this_host().id())
+}
+
+/// The cost file of every model configuration that names none, for this
+/// process: the command line sets it to this host's own file (or
+/// `PTLAB_COSTS`); unset, such a configuration prices with the shipped
+/// reference file ([`CostModel::shipped`]), so that the library (tests,
+/// the Python bindings) prices alike on every host.
+static DEFAULT_COSTS: OnceLock<String> = OnceLock::new();
+
+/// Makes `costs` (a path or a name, as `--costs` takes it) the cost file of
+/// every model configuration of this process that names none. Set once;
+/// `Err` with the file already set if it was.
 ///
 /// # Errors
-/// The costs crate's message (the file, and the key or line at fault).
+/// The file already set.
+pub fn set_default_costs(costs: String) -> Result<(), String> {
+    DEFAULT_COSTS.set(costs)
+}
+
+/// The file [`set_default_costs`] set, if any.
+pub fn default_costs() -> Option<&'static str> {
+    DEFAULT_COSTS.get().map(String::as_str)
+}
+
+/// The cost model of the cost file at `path`, of a shipped file by its
+/// short name (`xeon-kvm-2026`, `bare-metal-2013`), or of this host's own
+/// cached file (`this-host`, which must have been calibrated: the command
+/// line makes it the first time a command prices with it).
+///
+/// # Errors
+/// The costs crate's message (the file, and the key or line at fault); for
+/// a name that is neither a file nor a shipped file, the names there are.
 pub fn load_costs(path: &str) -> Result<CostModel, String> {
     // A shipped file by its short name, unless a file of that name exists.
     if !std::path::Path::new(path).exists() {
         if let Some(m) = CostModel::named(path) {
             return Ok(m);
+        }
+        if path == THIS_HOST {
+            return match this_host_costs_path() {
+                Some(p) if p.exists() => load_costs(&p.display().to_string()),
+                Some(p) => Err(format!(
+                    "\"{THIS_HOST}\": this host has no cost file yet ({} does not exist): \
+                     `ptlab calibrate --out {}` makes it (so does any command that prints \
+                     predicted time without --costs), or name a shipped file ({})",
+                    p.display(),
+                    p.display(),
+                    timing::shipped_names().join(", ")
+                )),
+                None => Err(format!(
+                    "\"{THIS_HOST}\": no cache folder for this host's cost file (neither \
+                     XDG_CACHE_HOME nor HOME is an absolute path); name a file or a shipped \
+                     one ({})",
+                    timing::shipped_names().join(", ")
+                )),
+            };
+        }
+        let looks_like_a_name = !path.contains('/') && !path.ends_with(".toml");
+        if looks_like_a_name {
+            return Err(format!(
+                "\"{path}\": no such file, and not a shipped cost file's name (shipped: {}; \
+                 `{THIS_HOST}`: this host's calibrated file)",
+                timing::shipped_names().join(", ")
+            ));
         }
     }
     let f = costs::CostFile::load(std::path::Path::new(path)).map_err(|e| e.to_string())?;
@@ -213,7 +277,7 @@ impl ModelConfig {
             Some(c) => c as usize,
             None => host::cpu::online_cpus().unwrap_or(1),
         };
-        let costs = match &opts.costs {
+        let costs = match opts.costs.as_deref().or(default_costs()) {
             Some(path) => load_costs(path).map_err(|m| err("costs", m))?,
             None => CostModel::shipped(),
         };

@@ -10,11 +10,15 @@ use super::Scale;
 /// This host, as /proc, /sys and CPUID tell.
 pub fn read(scale: Scale) -> HostInfo {
     let fp = host::Fingerprint::read();
+    let key = host::MachineKey::of(&fp);
     HostInfo {
         kernel_release: fp.kernel_release.clone(),
         cpu_model: fp.cpu_model.clone(),
         cpus: fp.cpus,
-        hypervisor: Some(hypervisor(&fp)),
+        hypervisor: Some(key.hypervisor.clone()),
+        thp: Some(key.thp.clone()),
+        page_size: fp.page_size,
+        fingerprint: Some(key.id()),
         taken: Some(rfc3339_utc(SystemTime::now())),
         mode: Some(scale.name().to_string()),
         description: Some(format!(
@@ -28,58 +32,12 @@ pub fn read(scale: Scale) -> HostInfo {
     }
 }
 
-/// The hypervisor's name: CPUID's hypervisor vendor leaf on x86-64 (KVM
-/// says "KVMKVMKVM"), else /sys/hypervisor or the DMI vendor, "none" when
-/// every sign says bare metal, "unknown" when none is readable.
-fn hypervisor(fp: &host::Fingerprint) -> String {
-    if let Some(v) = cpuid_hypervisor() {
-        return v;
-    }
-    let h = &fp.hypervisor;
-    if let Some(t) = h.sys_type.clone().or_else(|| h.dmi_vendor.clone()) {
-        if h.present == Some(true) {
-            return t;
-        }
-    }
-    match h.present {
-        Some(true) => "present (vendor unknown)".into(),
-        Some(false) => "none".into(),
-        None => "unknown".into(),
-    }
-}
-
 /// The 1, 5 and 15 minute load averages (/proc/loadavg): figures taken
 /// while other processes compete for the CPUs are slower and noisier.
 pub fn load_average() -> Option<String> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
     let parts: Vec<&str> = text.split_whitespace().take(3).collect();
     (parts.len() == 3).then(|| parts.join(" "))
-}
-
-#[cfg(target_arch = "x86_64")]
-fn cpuid_hypervisor() -> Option<String> {
-    use std::arch::x86_64::__cpuid;
-    // Leaf 1, ECX bit 31: running under a hypervisor.
-    if __cpuid(1).ecx & (1 << 31) == 0 {
-        return None;
-    }
-    let r = __cpuid(0x4000_0000);
-    let bytes: Vec<u8> = [r.ebx, r.ecx, r.edx]
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-        .filter(|&b| b != 0)
-        .collect();
-    let vendor = String::from_utf8_lossy(&bytes).trim().to_string();
-    Some(match vendor.as_str() {
-        "KVMKVMKVM" => "KVM".to_string(),
-        "" => "present (vendor unknown)".to_string(),
-        other => other.to_string(),
-    })
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn cpuid_hypervisor() -> Option<String> {
-    None
 }
 
 /// `t` as "YYYY-MM-DDTHH:MM:SSZ".

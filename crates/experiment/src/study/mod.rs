@@ -22,6 +22,7 @@ mod experiments;
 mod five_level;
 mod five_level_time;
 mod hazards;
+pub mod load;
 mod multi_fault;
 mod munmap_time;
 mod read;
@@ -134,6 +135,13 @@ pub struct Study {
     pub version: String,
     pub quick: bool,
     pub host: host::Fingerprint,
+    /// Every cost file a model run priced with, and the machine each
+    /// describes: first the study's own (`--costs`, or this host's), then
+    /// any a section names itself (the 2013 bare-metal figures).
+    pub costs: Vec<crate::host_costs::CostsLabel>,
+    /// The host's load before and after, and whether the kernel's figures
+    /// were taken on a busy host.
+    pub load: load::StudyLoad,
     pub elapsed_s: f64,
     pub runs: usize,
     pub sections: Vec<Section>,
@@ -243,6 +251,8 @@ pub fn run_selected(
     progress: &mut dyn FnMut(&str, usize),
 ) -> Result<Study, ExecError> {
     let start = Instant::now();
+    let costs_used = cost_files(opts, costs, only);
+    let before = load::read();
     let (mut done, mut measured) = (0, 0);
     let mut sections = Vec::with_capacity(QUESTIONS.len());
     for q in selected(only) {
@@ -277,14 +287,45 @@ pub fn run_selected(
         sec.notes = refused;
         sections.push(sec);
     }
+    let host = host::Fingerprint::read();
+    let load = load::StudyLoad::judge(host.cpus.unwrap_or(1), before, load::read());
     Ok(Study {
         version: env!("CARGO_PKG_VERSION").into(),
         quick: opts.quick,
-        host: host::Fingerprint::read(),
+        host,
+        costs: costs_used,
         elapsed_s: start.elapsed().as_secs_f64(),
         runs: measured,
         sections,
+        load,
     })
+}
+
+/// The labels of the cost files the selected sections' model runs price
+/// with: `costs` (the library's default when `None`) for those that name
+/// none, then each file a configuration names, once each.
+fn cost_files(
+    opts: StudyOptions,
+    costs: Option<&str>,
+    only: &[String],
+) -> Vec<crate::host_costs::CostsLabel> {
+    let mut names: Vec<Option<String>> = vec![costs.map(str::to_string)];
+    for q in selected(only) {
+        for e in (q.experiments)(opts) {
+            for c in &e.configs {
+                if c.backend == config::BackendKind::Model && c.model.costs.is_some() {
+                    let n = c.model.costs.clone();
+                    if !names.contains(&n) {
+                        names.push(n);
+                    }
+                }
+            }
+        }
+    }
+    names
+        .iter()
+        .filter_map(|n| crate::host_costs::CostsLabel::of(n.as_deref()).ok())
+        .collect()
 }
 
 /// Runs one experiment: its workload placed for each configuration, the

@@ -40,6 +40,9 @@ pub fn html(study: &Study) -> String {
         study.elapsed_s,
         if study.quick { " (--quick)" } else { "" }
     ));
+    for line in header_lines(study) {
+        page.paragraph(line);
+    }
     for s in &study.sections {
         let sec = page.section(s.title.clone());
         sec.paragraph(format!("Question. {}", s.question));
@@ -59,9 +62,31 @@ pub fn html(study: &Study) -> String {
     page.render()
 }
 
-/// The terminal summary: one block per question, its findings indented.
+/// The report's header beyond the host: which machine every cost file
+/// describes (the model's predicted times are that machine's), the host's
+/// load, and the warning when the kernel's figures were taken busy.
+fn header_lines(study: &Study) -> Vec<String> {
+    let mut lines: Vec<String> = study
+        .costs
+        .iter()
+        .map(|c| format!("Predicted times priced with {}.", c.line()))
+        .collect();
+    lines.push(study.load.line());
+    if let Some(w) = &study.load.warning {
+        lines.push(format!("Warning: {w}."));
+    }
+    lines
+}
+
+/// The terminal summary: the header's cost files and load, then one block
+/// per question, its findings indented.
 pub fn summary(study: &Study) -> String {
     let mut out = String::new();
+    for line in header_lines(study) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push('\n');
     for (i, s) in study.sections.iter().enumerate() {
         out.push_str(&format!("{}. {}\n", i + 1, s.title));
         for f in &s.findings {

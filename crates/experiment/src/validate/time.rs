@@ -417,6 +417,8 @@ pub struct TimeOutcome {
     pub repeat: usize,
     /// The cost file the model priced with.
     pub costs: String,
+    /// Which machine that file describes, and whether it is this host.
+    pub costs_label: Option<crate::host_costs::CostsLabel>,
     /// The interval method of the measured medians.
     pub measured_interval: String,
     pub cases: Vec<TimeCase>,
@@ -511,6 +513,7 @@ pub fn validate_time(
     Ok(TimeOutcome {
         repeat,
         costs,
+        costs_label: crate::host_costs::CostsLabel::of(model.model.costs.as_deref()).ok(),
         measured_interval,
         held_out: held_out(&out),
         held_out_cpu: held_out_cpu(&out),
