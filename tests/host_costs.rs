@@ -242,6 +242,20 @@ fn this_host_without_a_cached_file_is_a_clear_error() {
         err.contains("not a shipped cost file's name (shipped: xeon-kvm-2026, bare-metal-2013"),
         "{err}"
     );
-    // Nothing was measured for either.
+    // A kernel run prices nothing: it measures no costs either, and says
+    // the load it was timed under.
+    let out = ptlab_with_cache(
+        cache.path(),
+        &["run", "prefault", "--backend", "kernel", "--json"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("costs").is_none(), "{v}");
+    for when in ["before", "after"] {
+        let avg = v["load"][when]["avg"].as_array().unwrap();
+        assert_eq!(avg.len(), 3);
+        assert!(avg.iter().all(|a| a.as_f64().unwrap() >= 0.0));
+    }
+    // Nothing was measured for any of them.
     assert!(!cache.path().join("ptlab").exists());
 }

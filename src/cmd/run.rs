@@ -115,7 +115,8 @@ fn load_line(configs: &[RunConfig], before: &Option<Load>, after: &Option<Load>)
     on_kernel.then(|| {
         format!(
             "host load average (1, 5, 15 min) before {:.2} {:.2} {:.2}, after {:.2} {:.2} {:.2} \
-             on {} CPUs: the kernel's times include other processes' work when it is above 1",
+             on {} CPUs (it counts these runs too): other processes' work on the same CPUs is \
+             in the kernel's elapsed times, not in cpu_ns",
             b.avg[0],
             b.avg[1],
             b.avg[2],
