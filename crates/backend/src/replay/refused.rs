@@ -87,7 +87,7 @@ impl Refused {
             })
             .collect();
         Some(format!(
-            "{} recorded fault(s) the model refused (SIGSEGV) and the native program went past: {} replayed as reads (their kind was inferred by the recorder), {} skipped; the replay went on; first: {}",
+            "{} recorded fault(s) the model refused (SIGSEGV) and the native program went past: {} replayed as reads (the recording inferred or did not know their kind), {} skipped; the replay went on; first: {}",
             self.count,
             self.as_reads,
             self.count - self.as_reads,
