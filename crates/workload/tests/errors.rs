@@ -330,6 +330,20 @@ fn advice_must_suit_the_mapping() {
     );
     let unlocked = locked.replace("  { madvise", "  { munlock = \"a\" },\n  { madvise");
     ok(&unlocked);
+    // MADV_COLD, like MADV_PAGEOUT, is refused on locked memory (can_madv_lru_vma).
+    let cold = locked.replace("\"dontneed\"", "\"cold\"");
+    assert_eq!(
+        err(&cold),
+        "workloads/x.toml:4:15: region \"a\" is locked at offset 0, and Linux refuses advice \"cold\" on locked memory (EINVAL) in op 2 of thread block 1; munlock it first"
+    );
+    ok(&cold.replace("  { madvise", "  { munlock = \"a\" },\n  { madvise"));
+    // A misspelt advice is named with the closest one.
+    let colt = locked.replace("\"dontneed\"", "\"colt\"");
+    assert!(
+        err(&colt).contains("did you mean \"cold\"?"),
+        "{}",
+        err(&colt)
+    );
 }
 
 #[test]

@@ -210,15 +210,16 @@ impl AddressSpace {
             return None;
         }
         let f = lock_plain(&self.folios);
-        let mut size = self.page << 1;
-        while size <= self.pmd_size {
+        // Only the sizes a folio can have here: the PMD's (THP) and the
+        // configured mTHP sizes (one lookup under the default config).
+        let sizes = std::iter::once(self.pmd_size).chain(self.mthp.iter().map(|m| m.0));
+        for size in sizes {
             let head = pa & !(size - 1);
             if let Some(folio) = f.get(&head) {
                 if folio.size == size {
                     return Some((head, size));
                 }
             }
-            size <<= 1;
         }
         None
     }
