@@ -19,6 +19,7 @@
 
 mod empty_tables;
 mod experiments;
+pub mod figure;
 mod five_level;
 mod five_level_time;
 mod hazards;
@@ -34,6 +35,7 @@ mod time;
 use crate::config::{self, RunConfig};
 use crate::exec::{self, ExecError};
 use experiments::{Experiment, Results};
+pub use figure::{Figure, TableCell, Verdict};
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Instant;
@@ -59,12 +61,13 @@ impl StudyOptions {
     }
 }
 
-/// A table of a section, as plain text cells (for JSON and HTML alike).
+/// A table of a section: text cells and figures (a number with its unit),
+/// for JSON and HTML alike.
 #[derive(Debug, Clone, Serialize)]
 pub struct TableData {
     pub title: String,
     pub headers: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+    pub rows: Vec<Vec<TableCell>>,
 }
 
 /// A chart of a section: its SVG text (not in the JSON) and caption.
@@ -81,10 +84,14 @@ pub struct Section {
     pub id: String,
     pub title: String,
     pub question: String,
+    /// The answer for this host, first: at most 60 words, computed from
+    /// the run's figures (which it holds, by name).
+    pub verdict: Verdict,
     pub method: String,
     /// The seed's own figure, to stand beside ours.
     pub seed: String,
-    /// One sentence per finding, each with its number (and CI where repeated).
+    /// The evidence behind the verdict: one sentence per finding, each
+    /// with its number (and CI where repeated).
     pub findings: Vec<String>,
     pub tables: Vec<TableData>,
     pub charts: Vec<Chart>,
@@ -100,6 +107,7 @@ impl Section {
             id: id.into(),
             title: title.into(),
             question: question.into(),
+            verdict: Verdict::default(),
             method: method.into(),
             seed: seed.into(),
             findings: Vec::new(),
@@ -135,7 +143,11 @@ pub struct Study {
     pub quick: bool,
     pub host: host::Fingerprint,
     pub elapsed_s: f64,
+    /// Measured runs (the figures' runs).
     pub runs: usize,
+    /// Warm-up runs made before repeated measurements (discarded); the
+    /// progress bar counts them too.
+    pub warmup_runs: usize,
     pub sections: Vec<Section>,
 }
 
@@ -243,7 +255,7 @@ pub fn run_selected(
     progress: &mut dyn FnMut(&str, usize),
 ) -> Result<Study, ExecError> {
     let start = Instant::now();
-    let (mut done, mut measured) = (0, 0);
+    let (mut done, mut measured, mut made) = (0, 0, 0);
     let mut sections = Vec::with_capacity(QUESTIONS.len());
     for q in selected(only) {
         let mut outcomes = Vec::new();
@@ -256,6 +268,7 @@ pub fn run_selected(
             }) {
                 Ok(r) => {
                     measured += r.iter().map(|c| c.runs.len()).sum::<usize>();
+                    made += e.runs();
                     outcomes.push(Ok(r));
                 }
                 Err(err @ ExecError::Model(_)) => return Err(err),
@@ -283,6 +296,7 @@ pub fn run_selected(
         host: host::Fingerprint::read(),
         elapsed_s: start.elapsed().as_secs_f64(),
         runs: measured,
+        warmup_runs: made.saturating_sub(measured),
         sections,
     })
 }
