@@ -286,7 +286,7 @@ fn section_base(o: StudyOptions, r: &Results) -> Section {
         .say(&format!(
             "After MADV_DONTNEED over a sparse {size} touched once per 2 MiB, {who} frees \
              {{freed}} of its {{before}} of page tables ({{after}} left). Dropped in halves, so \
-             that no call covers a whole table, {{halves_left}} stay ({{halves_share}}); only the \
+             that no call covers a whole table, {{halves_left}} stay ({{halves_share}} of them); only the \
              eager design frees them ({{eager_left}} left)."
         ));
     sec.figure(

@@ -235,8 +235,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .fig("rate_last", Figure::count(rates[last][0]))
         .say(&format!(
             "PT_RECLAIM changes a fault-heavy program's fault rate by {{on_last}} at {} threads \
-             ({{on_first}} at {}; the eager design {{eager_last}}), predicted from \
-             {{rate_last}} faults per minute. It costs most where each drop empties whole 2 MiB \
+             ({{on_first}} at {}; the eager design {{eager_last}}), predicted, from \
+             {{rate_last}} faults per minute without reclaim. It costs most where each drop empties whole 2 MiB \
              tables that the next writes must allocate again.",
             THREADS[last], THREADS[0]
         ));

@@ -61,7 +61,7 @@ pub fn html(study: &Study) -> String {
     for s in &study.sections {
         let sec = page.section(s.title.clone());
         sec.paragraph(format!("Question. {}", s.question));
-        sec.paragraph(format!("{VERDICT}{}", s.verdict.text));
+        sec.answer(format!("{VERDICT}{}", s.verdict.text));
         if !s.findings.is_empty() {
             sec.paragraph("Evidence.");
             sec.list(s.findings.iter().cloned());
@@ -135,7 +135,10 @@ mod tests {
             let js = &json["sections"][i];
             // The verdict opens the section (after its question), at most 60
             // words, with a time or a percent for this host.
-            let para = format!("<p>{}</p>", escape(&format!("{VERDICT}{}", s.verdict.text)));
+            let para = format!(
+                "<p class=\"answer\">{}</p>",
+                escape(&format!("{VERDICT}{}", s.verdict.text))
+            );
             let h2 = page
                 .find(&format!("<h2>{}</h2>", escape(&s.title)))
                 .unwrap();
@@ -173,7 +176,15 @@ mod tests {
                             continue;
                         }
                         let f = check_figure(&format!("{} table {t} [{r}][{c}]", s.id), cell);
-                        let td = format!("<td class=\"num\">{}</td>", escape(&f.text));
+                        // The interval, if any, on its own line below.
+                        let td = match f.text.split_once(" [") {
+                            Some((v, i)) => format!(
+                                "<td class=\"num\">{}<span class=\"ci\">[{}</span></td>",
+                                escape(v),
+                                escape(i)
+                            ),
+                            None => format!("<td class=\"num\">{}</td>", escape(&f.text)),
+                        };
                         assert!(
                             page.contains(&td),
                             "{} table {t}: {td} not in the page",

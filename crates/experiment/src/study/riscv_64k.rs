@@ -203,8 +203,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             Figure::new(table_break_even_bytes, super::figure::FigUnit::Bytes),
         )
         .say(&format!(
-            "A 64 KiB base page faults {size} in {{fault_in_change}} vs 4 KiB pages \
-             ({{fault_in_64k}} vs {{fault_in_4k}}) and changes random reads by {{reads_change}}. \
+            "A 64 KiB base page faults {size} in {{fault_in_64k}} against {{fault_in_4k}} with \
+             4 KiB pages ({{fault_in_change}}) and changes random-read time by {{reads_change}}. \
              It costs more fault time than it saves below {{pages_break_even}} touched 4 KiB \
              pages per 64 KiB, and more table memory when touches lie over \
              {{table_break_even}} apart."
