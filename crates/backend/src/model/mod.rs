@@ -34,7 +34,7 @@ mod settings;
 mod shared_time;
 pub mod snapshot;
 
-pub use config::{host_tlb_preset, load_costs, ModelConfig, OptionError};
+pub use config::{default_tlb_preset, host_tlb_preset, load_costs, ModelConfig, OptionError};
 pub use exec_virtual::QUANTUM_NS;
 pub use options::{planned_accesses, ProgressFn, RunOptions, CHECK_EVERY};
 pub(crate) use run::Prediction;
