@@ -2,7 +2,6 @@
 //! Markdown files, parsed back; every run's raw values in JSON and CSV.
 
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn ptlab(args: &[&str]) -> Output {
@@ -12,12 +11,12 @@ fn ptlab(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
-/// A fresh directory for one test's files.
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ptlab-exports-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory for one test's files, removed when dropped.
+fn dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("ptlab-exports-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 const SMALL: &str = r#"
@@ -41,8 +40,9 @@ fn small(d: &std::path::Path) -> String {
 
 #[test]
 fn compare_writes_every_export_beside_the_table() {
-    let d = dir("compare");
-    let w = small(&d);
+    let tmp = dir("compare");
+    let d = tmp.path();
+    let w = small(d);
     let (j, c, m) = (d.join("r.json"), d.join("r.csv"), d.join("r.md"));
     let out = ptlab(&[
         "compare",
@@ -136,8 +136,9 @@ fn compare_writes_every_export_beside_the_table() {
 
 #[test]
 fn run_exports_and_csv_on_stdout_has_one_clean_header() {
-    let d = dir("run");
-    let w = small(&d);
+    let tmp = dir("run");
+    let d = tmp.path();
+    let w = small(d);
     let j = d.join("run.json");
     let out = ptlab(&[
         "run",

@@ -23,7 +23,8 @@ op = [
 "#;
 
 fn compare(configs: [&str; 2]) -> Value {
-    let path = std::env::temp_dir().join(format!("ptlab-order-{}.toml", std::process::id()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("order.toml");
     std::fs::write(&path, SMALL).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_ptlab"))
         .args([
@@ -113,7 +114,8 @@ op = [
   { touch = "a", access = "read", pattern = "random", count = 100000000000, seed = 1 },
 ]
 "#;
-    let path = std::env::temp_dir().join(format!("ptlab-huge-{}.toml", std::process::id()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.toml");
     std::fs::write(&path, huge).unwrap();
     let t = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_ptlab"))
