@@ -227,8 +227,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
                 "shootdowns_per_munmap",
                 Figure::plain(s.mean / churn as f64),
             );
-            audit_part = "The audit flags {warned} of {items} settings here; a munmap beside a \
-                          running thread raises {shootdowns_per_munmap} shootdown interrupts. \
+            audit_part = "The audit flags {warned} of {items} settings; munmaps beside a \
+                          running thread raise {shootdowns_per_munmap} shootdown interrupts per \
+                          munmap. \
                           Both matter to threads that write file mappings or share a process \
                           with munmapping threads."
                 .to_string();
