@@ -16,10 +16,15 @@ export PTLAB_BIN="$PWD/target/debug/ptlab"
 # calibrated the first time (a minute, and figures that differ by host);
 # the tests price with the shipped reference file instead.
 export PTLAB_COSTS="${PTLAB_COSTS:-xeon-kvm-2026}"
-# Ray writes its session files under /tmp/ray; nothing of it is in the tree.
+# pytest's tmp_path folders and Ray's session files go to one temporary
+# directory, removed at the end (pytest would keep its last three runs in
+# /tmp/pytest-of-$USER, Ray its sessions in /tmp/ray).
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+export RAY_TMPDIR="$scratch/ray"
 export RAY_USAGE_STATS_ENABLED=0
 set +e
-"$env/bin/pytest" -q "$@"
+"$env/bin/pytest" -q -p no:cacheprovider --basetemp="$scratch/pytest" "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -352,3 +352,46 @@ fn bad_workloads_exit_2_with_where_and_what() {
         assert!(line >= 1 && col >= 1, "{name}: {err}");
     }
 }
+
+/// The end mark's value of `counter` in a `run --json` document.
+fn at_end(v: &Value, counter: &str) -> i64 {
+    let marks = v["marks"].as_array().unwrap();
+    marks.last().unwrap()["counters"][counter]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no {counter} at the end: {v}"))
+}
+
+#[test]
+fn a_geometry_brings_its_architectures_tlb_and_the_run_names_it() {
+    // A RISC-V 64 KiB page under an x86 preset hit nothing; its own
+    // architecture's preset hits.
+    let v = json(&["run", "pagefault", "--geometry", "riscv-sv39-64k", "--json"]);
+    assert_eq!(v["tlb"], "neoverse-n1", "{}", v["tlb"]);
+    assert!(at_end(&v, "tlb_hits") > 0);
+    // --tlb still wins, and says so.
+    let v = json(&[
+        "run",
+        "pagefault",
+        "--geometry",
+        "riscv-sv39-64k",
+        "--tlb",
+        "none",
+        "--json",
+    ]);
+    assert_eq!(v["tlb"], "none");
+    assert_eq!(at_end(&v, "tlb_hits"), 0);
+    // An x86 geometry keeps an x86 preset.
+    let v = json(&["run", "pagefault", "--geometry", "x86-64-5l", "--json"]);
+    let t = v["tlb"].as_str().unwrap();
+    assert!(t == "zen4" || t == "icelake", "{t}");
+    // The terminal's heading names it too.
+    let out = ptlab(&["run", "pagefault", "--geometry", "arm64-64k-48"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().next().unwrap().contains("TLB neoverse-n1"),
+        "{text}"
+    );
+    // The kernel has no model TLB.
+    let v = json(&["run", "pagefault", "--backend", "kernel", "--json"]);
+    assert!(v["tlb"].is_null(), "{}", v["tlb"]);
+}

@@ -98,13 +98,18 @@ fn the_table_goes_to_stdout_as_csv() {
     let csv = String::from_utf8(out.stdout).unwrap();
     let header = csv.lines().next().unwrap();
     assert!(
-        header.starts_with("workload,config,cpus,run,mark,status,attempts,error,"),
+        header.starts_with("workload,config,tlb_used,cpus,run,mark,status,attempts,error,"),
         "{header}"
     );
     assert!(csv
         .lines()
         .skip(1)
         .all(|l| l.starts_with("anon-write,cpus=")));
+    // The TLB each run used: the x86 preset its (default) geometry implies.
+    assert!(csv.lines().skip(1).all(|l| {
+        let tlb = l.split(',').nth(2).unwrap();
+        tlb == "zen4" || tlb == "icelake"
+    }));
 }
 
 #[test]

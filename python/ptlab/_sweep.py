@@ -15,12 +15,12 @@ from . import _native
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: Columns that hold text; every other column is a whole number (or empty).
-_TEXT = ("workload", "config", "mark", "status", "error")
+_TEXT = ("workload", "config", "tlb_used", "mark", "status", "error")
 
 
 def _text_columns(columns: List[str]) -> List[str]:
-    # The axes stand between "config" and "run" (see the table's layout).
-    axes = columns[columns.index("config") + 1 : columns.index("run")]
+    # The axes stand between "tlb_used" and "run" (see the table's layout).
+    axes = columns[columns.index("tlb_used") + 1 : columns.index("run")]
     return [c for c in columns if c in _TEXT] + axes
 
 

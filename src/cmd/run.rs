@@ -306,6 +306,12 @@ fn print_prediction(r: &ConfigResult) -> Result<(), Failure> {
     Ok(())
 }
 
+/// ", TLB zen4" for a model configuration (the preset `--tlb` names or the
+/// one its geometry implies), nothing for the kernel.
+fn tlb_note(c: &RunConfig) -> String {
+    exec::tlb_used(c).map_or(String::new(), |t| format!(", TLB {t}"))
+}
+
 pub fn run(args: RunArgs) -> CmdResult {
     let cfg = config_from(&args.backend, &args.model)?;
     with_host_costs(std::slice::from_ref(&cfg))?;
@@ -320,10 +326,11 @@ pub fn run(args: RunArgs) -> CmdResult {
     }
     let table = report::views::run_table(&main_counters(&r.runs, args.repeat.all));
     let heading = format!(
-        "{} on {} ({}), {} run(s)",
+        "{} on {} ({}{}), {} run(s)",
         r.workload,
         r.config.backend,
         r.config.label,
+        tlb_note(&r.config),
         r.runs.len()
     );
     let markdown = format!("## {heading}\n\n{}", table.to_markdown());
@@ -435,6 +442,11 @@ pub fn compare(args: CompareArgs) -> CmdResult {
     }
     for t in &tables {
         outln!("{}", t.render())?;
+    }
+    for r in &results {
+        if let Some(t) = exec::tlb_used(&r.config) {
+            outln!("{}: TLB {t}", r.config.label)?;
+        }
     }
     for r in &results {
         print_prediction(r)?;

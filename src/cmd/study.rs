@@ -60,10 +60,11 @@ pub fn run(args: StudyArgs) -> CmdResult {
     } else {
         out!("{}", study::render::summary(&s))?;
         outln!(
-            "\nReport: {} (and {}), {} runs in {:.0} s",
+            "\nReport: {} (and {}), {} measured runs and {} warm-up runs in {:.0} s",
             index.display(),
             sj.display(),
             s.runs,
+            s.warmup_runs,
             s.elapsed_s
         )?;
     }

@@ -281,7 +281,7 @@ fn shmem_and_file_regions() {
         mark("cold"),
     ]);
     let opts = KernelOptions {
-        temp_dir: Some(dir.clone()),
+        temp_dir: Some(dir.path().to_path_buf()),
         ..KernelOptions::default()
     };
     let r = run(&b.build(), &opts).expect("kernel run");
@@ -298,8 +298,10 @@ fn shmem_and_file_regions() {
     // A cold file is read from the disk: major faults.
     assert!(delta(&r, "cached", "cold", "major_faults") >= 1);
     assert_eq!(delta(&r, "cached", "cold", "rss_file_kb"), kb);
-    assert!(is_empty_dir(&dir), "the temporary directory is removed");
-    std::fs::remove_dir(&dir).unwrap();
+    assert!(
+        is_empty_dir(dir.path()),
+        "the temporary directory is removed"
+    );
 }
 
 #[test]

@@ -98,7 +98,7 @@ fn forbidden_access_is_a_fault_in_the_region_and_files_are_removed() {
         touch(ro, all(size), Access::Write, PAGE),
     ]);
     let opts = KernelOptions {
-        temp_dir: Some(dir.clone()),
+        temp_dir: Some(dir.path().to_path_buf()),
         ..KernelOptions::default()
     };
     match run(&b.build(), &opts) {
@@ -113,8 +113,7 @@ fn forbidden_access_is_a_fault_in_the_region_and_files_are_removed() {
         }
         other => panic!("expected Fault, got {other:?}"),
     }
-    assert!(is_empty_dir(&dir));
-    std::fs::remove_dir(&dir).unwrap();
+    assert!(is_empty_dir(dir.path()));
 }
 
 #[test]

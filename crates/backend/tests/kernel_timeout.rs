@@ -27,7 +27,7 @@ fn timeout_kills_the_child_and_leaves_nothing() {
     let limit = Duration::from_millis(500);
     let opts = KernelOptions {
         timeout: limit,
-        temp_dir: Some(dir.clone()),
+        temp_dir: Some(dir.path().to_path_buf()),
     };
     let started = Instant::now();
     match run(&b.build(), &opts) {
@@ -62,6 +62,8 @@ fn timeout_kills_the_child_and_leaves_nothing() {
             entry.file_name()
         );
     }
-    assert!(is_empty_dir(&dir), "the temporary directory is removed");
-    std::fs::remove_dir(&dir).unwrap();
+    assert!(
+        is_empty_dir(dir.path()),
+        "the temporary directory is removed"
+    );
 }

@@ -58,6 +58,7 @@ pub fn config_result(r: &ConfigResult) -> Value {
         "workload": r.workload,
         "backend": r.config.backend,
         "config": r.config,
+        "tlb": crate::exec::tlb_used(&r.config),
         "marks": marks,
         "runs": r.runs.len(),
         "warnings": r.aggregate.warnings,

@@ -172,6 +172,22 @@ pub fn model_config(cfg: &RunConfig) -> Result<backend::model::ModelConfig, Exec
     })
 }
 
+/// The TLB a model configuration runs with: the preset or file `tlb` names,
+/// else the preset its geometry's architecture implies
+/// ([`backend::model::default_tlb_preset`]); `None` for the kernel, whose
+/// TLB is the machine's, or a geometry that does not load (its run fails and
+/// says why).
+pub fn tlb_used(cfg: &RunConfig) -> Option<String> {
+    if cfg.backend != BackendKind::Model {
+        return None;
+    }
+    if let Some(t) = &cfg.model.tlb {
+        return Some(t.clone());
+    }
+    let g = pt::geometry::load(cfg.model.geometry.as_deref().unwrap_or("x86-64-4l")).ok()?;
+    Some(backend::model::default_tlb_preset(g.arch()).to_string())
+}
+
 fn run_model(
     w: &Workload,
     cfg: &RunConfig,

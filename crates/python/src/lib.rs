@@ -175,6 +175,7 @@ fn sweep_failed(task: &str, message: String, attempts: u32) -> PyResult<String> 
     let o = sweep::Outcome {
         task: t,
         config,
+        tlb: None,
         attempts,
         result: Err(message),
     };

@@ -36,6 +36,7 @@ pub fn escape(text: &str) -> String {
 #[derive(Debug, Clone, PartialEq)]
 enum Block {
     Paragraph(String),
+    Answer(String),
     Figure {
         svg: String,
         caption: Option<String>,
@@ -64,6 +65,12 @@ impl Section {
     /// Adds a paragraph of plain text (escaped).
     pub fn paragraph(&mut self, text: impl Into<String>) -> &mut Section {
         self.blocks.push(Block::Paragraph(text.into()));
+        self
+    }
+
+    /// Adds a paragraph set apart as the section's answer (escaped).
+    pub fn answer(&mut self, text: impl Into<String>) -> &mut Section {
+        self.blocks.push(Block::Answer(text.into()));
         self
     }
 
@@ -123,7 +130,9 @@ figure{margin:1rem 0}figure svg{max-width:100%;height:auto}figcaption{font-size:
 pre{background:#f6f6f6;padding:.8rem;overflow-x:auto;font-size:.85rem}\
 .note{font-size:.9rem;color:#555}nav ol{columns:2}\
 table.wrap{width:100%;table-layout:fixed}table.wrap td,table.wrap th{overflow-wrap:anywhere}\
-.kv{display:block;font-family:ui-monospace,monospace;font-size:.85rem}";
+.kv{display:block;font-family:ui-monospace,monospace;font-size:.85rem}\
+.answer{border-left:4px solid #0072B2;background:#eef5fb;padding:.5rem .8rem;font-weight:600}\
+.ci{display:block;font-size:.8rem;color:#555}th.num{white-space:normal}";
 
 impl Page {
     /// An empty page.
@@ -197,6 +206,7 @@ impl Page {
 fn render_block(o: &mut String, b: &Block) {
     match b {
         Block::Paragraph(t) => o.push_str(&format!("<p>{}</p>\n", escape(t))),
+        Block::Answer(t) => o.push_str(&format!("<p class=\"answer\">{}</p>\n", escape(t))),
         Block::Figure { svg, caption } => {
             o.push_str("<figure>\n");
             o.push_str(svg);
@@ -248,7 +258,11 @@ pub fn table_html(t: &Table) -> String {
     for row in t.rows() {
         o.push_str("<tr>");
         for (c, cell) in row.iter().enumerate() {
-            o.push_str(&format!("<td{}>{}</td>", class(c), cell_html(cell)));
+            let html = match t.alignment(c) {
+                Align::Right => number_html(cell),
+                Align::Left => cell_html(cell),
+            };
+            o.push_str(&format!("<td{}>{}</td>", class(c), html));
         }
         o.push_str("</tr>\n");
     }
@@ -300,6 +314,21 @@ fn colgroup(t: &Table) -> String {
     }
     o.push_str("</colgroup>\n");
     o
+}
+
+/// A number's cell: a figure with its interval after it in brackets
+/// (`88.5 ms [87.4 ms to 89.6 ms]`) on two lines, the interval below and
+/// smaller, each line unbroken; anything else as [`cell_html`].
+fn number_html(cell: &Cell) -> String {
+    let text = cell.display();
+    match text.split_once(" [") {
+        Some((value, interval)) if interval.ends_with(']') => format!(
+            "{}<span class=\"ci\">[{}</span>",
+            escape(value),
+            escape(interval)
+        ),
+        _ => cell_html(cell),
+    }
 }
 
 /// A cell's text escaped; a JSON object as `key: value` lines.

@@ -2,9 +2,9 @@
 
 use report::chart::{
     bar_chart, line_chart, log2_histogram_chart, percentile_chart, series_color_hex,
-    stacked_bar_chart, ChartSpec, Estimate, HistScale, Series, YScale,
+    stacked_bar_chart, tail_values, ChartSpec, Estimate, HistScale, Series, YScale,
 };
-use report::ReportError;
+use report::{ReportError, Unit};
 use stats::Interval;
 use workload::result::LatencyHistogram;
 
@@ -467,6 +467,61 @@ fn a_percentile_chart_shows_the_tail() {
     assert_eq!(ys.len(), 6);
     // The max stands far above the median: the tail is visible, not a zero bar.
     assert!(ys[0] - ys[5] > 150.0, "{ys:?}");
+}
+
+#[test]
+fn a_percentile_chart_shows_the_percentiles_the_histogram_recorded() {
+    // The recorder's p99 (4.35 us, from its fine buckets) is not where the
+    // log2 bucket's interpolation would put it: the chart must show the
+    // recorded figure, the one a text quoting the histogram shows.
+    let mut buckets = vec![0u64; 20];
+    buckets[8] = 9_000;
+    buckets[12] = 990;
+    buckets[17] = 10;
+    let h = LatencyHistogram {
+        count: 10_000,
+        buckets,
+        p50_ns: 400,
+        p99_ns: 4_350,
+        p999_ns: 213_000,
+        max_ns: 250_000,
+        ..Default::default()
+    };
+    let t = tail_values(&h).unwrap();
+    assert_eq!(
+        (t[0], t[2], t[3], t[5]),
+        (400.0, 4_350.0, 213_000.0, 250_000.0)
+    );
+    assert!(t.windows(2).all(|w| w[0] <= w[1]), "{t:?}");
+    let svg = percentile_chart(
+        &ChartSpec::new("Write latency", "percentile", "latency").unit(Unit::Nanoseconds),
+        &[("w", &h)],
+    )
+    .unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let texts = texts(&doc);
+    for want in ["400 ns", "4.35 us", "213 us", "250 us"] {
+        assert!(texts.iter().any(|x| x == want), "{want} not in {texts:?}");
+    }
+}
+
+#[test]
+fn a_time_axis_is_written_in_time_units() {
+    let cats = vec!["a".to_string(), "b".to_string()];
+    let series = vec![Series::new(
+        "s",
+        vec![Estimate::exact(12e6), Estimate::exact(25e6)],
+    )];
+    let svg = bar_chart(
+        &ChartSpec::new("Time", "", "time").unit(Unit::Nanoseconds),
+        &cats,
+        &series,
+    )
+    .unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let texts = texts(&doc);
+    assert!(texts.iter().any(|x| x.ends_with(" ms")), "{texts:?}");
+    assert!(!texts.iter().any(|x| x.ends_with('M')), "{texts:?}");
 }
 
 #[test]

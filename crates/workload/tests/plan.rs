@@ -167,9 +167,8 @@ fn touch_offsets() {
 
 #[test]
 fn load_reads_files_and_reports_unknown_names() {
-    let dir = std::env::temp_dir().join(format!("workload-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("mine.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mine.toml");
     std::fs::write(
         &path,
         "[[thread]]\nop = [ { mmap = \"a\", size = \"4KiB\" } ]\n",
@@ -180,7 +179,7 @@ fn load_reads_files_and_reports_unknown_names() {
         w.name, "mine",
         "named after the file when the TOML has no name"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
+    drop(dir);
 
     let e = load("no-such-workload", 48).unwrap_err();
     assert!(matches!(e, WorkloadError::NotFound { .. }));

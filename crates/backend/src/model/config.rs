@@ -178,6 +178,26 @@ fn host_mthp(into: &mut BTreeMap<u64, MthpPolicy>) {
     }
 }
 
+/// The TLB preset a geometry implies when `tlb` is left out: an x86-64
+/// geometry gets the x86 preset closest to this host's processor (zen4 on
+/// AMD, icelake otherwise), a RISC-V or ARM geometry the neoverse-n1 preset,
+/// the only non-x86 one, whose entries also hold a 64 KiB contiguous run (a
+/// RISC-V Svnapot or ARM contiguous-bit page). An x86 preset under a 64 KiB
+/// page would hit nothing: its entries cover 4 KiB pages.
+pub fn default_tlb_preset(arch: pt::layout::Arch) -> &'static str {
+    match arch {
+        pt::layout::Arch::X86_64 => {
+            let cpu = host::Fingerprint::read().cpu_model.unwrap_or_default();
+            if cpu.contains("AMD") {
+                "zen4"
+            } else {
+                "icelake"
+            }
+        }
+        pt::layout::Arch::RiscV | pt::layout::Arch::Arm64 => "neoverse-n1",
+    }
+}
+
 /// The TLB preset closest to this host's processor.
 pub fn host_tlb_preset() -> &'static str {
     let cpu = host::Fingerprint::read().cpu_model.unwrap_or_default();
@@ -246,7 +266,7 @@ impl ModelConfig {
         let tlb = opts
             .tlb
             .clone()
-            .unwrap_or_else(|| host_tlb_preset().to_string());
+            .unwrap_or_else(|| default_tlb_preset(geometry.arch()).to_string());
         let mut mmu = if tlb.ends_with(".toml") {
             let text = std::fs::read_to_string(&tlb)
                 .map_err(|e| err("tlb", format!("cannot read {tlb}: {e}")))?;

@@ -35,8 +35,8 @@ mod shared_time;
 pub mod snapshot;
 
 pub use config::{
-    default_costs, host_tlb_preset, load_costs, set_default_costs, this_host_costs_path,
-    ModelConfig, OptionError, THIS_HOST,
+    default_costs, default_tlb_preset, host_tlb_preset, load_costs, set_default_costs,
+    this_host_costs_path, ModelConfig, OptionError, THIS_HOST,
 };
 pub use exec_virtual::QUANTUM_NS;
 pub use options::{planned_accesses, ProgressFn, RunOptions, CHECK_EVERY};

@@ -164,12 +164,13 @@ pub fn counter(run: &Run, mark: &str, c: &str) -> i64 {
         .unwrap_or_else(|| panic!("no counter {c} at {mark}"))
 }
 
-/// A directory for one test's temporary files, empty and private.
-pub fn scratch_dir(test: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ptlab-test-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A directory for one test's temporary files, empty and private, removed
+/// with what it holds when dropped (the suite leaves nothing in /tmp).
+pub fn scratch_dir(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("ptlab-test-{test}-"))
+        .tempdir()
+        .unwrap()
 }
 
 pub fn is_empty_dir(dir: &std::path::Path) -> bool {

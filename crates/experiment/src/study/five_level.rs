@@ -6,9 +6,10 @@
 //! loop.
 
 use super::experiments::{Experiment, Results};
+use super::figure::{row, FigUnit, Figure};
 use super::read::{derived, mean, per, summary};
-use super::text::{count, count_figure, estimate, exact, kb, num, point, table, INTERVALS};
-use super::{model, Section, StudyOptions};
+use super::text::{count_figure, estimate, exact, num, point, table, INTERVALS};
+use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
 use report::chart::{self, ChartSpec, Series};
 use report::Unit;
@@ -176,20 +177,22 @@ fn nested_part(sec: &mut Section, r: &Results, gups_refs: &dyn Fn(&ConfigResult)
         let walks = delta(w, counters::WALKS.name);
         cold.push(gups_refs(c));
         cached.push(gups_refs(w));
-        rows.push(vec![
+        rows.push(row![
             label.to_string(),
-            ((g + 1) * (h + 1) - 1).to_string(),
-            num(gups_refs(c)),
-            num(gups_refs(w)),
-            num(per(delta(w, counters::GUEST_WALK_REFS.name), walks)),
-            num(per(delta(w, counters::HOST_WALK_REFS.name), walks)),
-            num(100.0
-                * per(
-                    delta(w, counters::NESTED_TLB_HITS.name),
-                    delta(w, counters::NESTED_TLB_HITS.name)
-                        + delta(w, counters::NESTED_TLB_MISSES.name),
-                )),
-            count(mean(c, "filled", counters::EPT_VIOLATIONS.name)),
+            Figure::count(f64::from((g + 1) * (h + 1) - 1)),
+            Figure::plain(gups_refs(c)),
+            Figure::plain(gups_refs(w)),
+            Figure::plain(per(delta(w, counters::GUEST_WALK_REFS.name), walks)),
+            Figure::plain(per(delta(w, counters::HOST_WALK_REFS.name), walks)),
+            Figure::share(
+                100.0
+                    * per(
+                        delta(w, counters::NESTED_TLB_HITS.name),
+                        delta(w, counters::NESTED_TLB_HITS.name)
+                            + delta(w, counters::NESTED_TLB_MISSES.name),
+                    )
+            ),
+            Figure::count(mean(c, "filled", counters::EPT_VIOLATIONS.name)),
         ]);
     }
     sec.tables.push(table(
@@ -207,17 +210,12 @@ fn nested_part(sec: &mut Section, r: &Results, gups_refs: &dyn Fn(&ConfigResult)
         rows,
     ));
     sec.findings.push(format!(
-        "Under a hypervisor a fifth level costs a guest more than natively: a cold nested walk reads \
-         {} references with 4-level guest and host and {} with 5-level both ({:+.0}%; {} and {} \
-         when only one side has 5 levels), against 4 and 5 natively, because every guest entry \
-         read needs a host walk of its own. With the TLB, the walk caches, the nested TLB and host \
-         walk caches the same random updates read {} and {} references per walk ({:+.1}%): the \
-         caches hide the fifth level of both dimensions, as they hide it natively.",
+        "Under a hypervisor, a cold nested walk reads {} references with 4-level guest and host \
+         and {} with 5-level both ({:+.0}%; natively 4 and 5); with the TLB, walk caches, nested \
+         TLB and host walk caches, {} and {} ({:+.1}%).",
         num(cold[0]),
         num(cold[1]),
         100.0 * (cold[1] / cold[0] - 1.0),
-        num(cold[2]),
-        num(cold[3]),
         num(cached[0]),
         num(cached[1]),
         100.0 * (cached[1] / cached[0] - 1.0),
@@ -298,13 +296,13 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     .iter()
     .enumerate()
     {
-        rows.push(vec![
+        rows.push(row![
             label.to_string(),
-            num(refs(&pf[i], "touched")),
-            num(gups_refs(&gups[i])),
-            num(gups_miss(&gups[i])),
-            count(mean(&pf[i], "touched", counters::MINOR_FAULTS.name)),
-            kb(mean(&pf[i], "touched", counters::VMPTE_KB.name)),
+            Figure::plain(refs(&pf[i], "touched")),
+            Figure::plain(gups_refs(&gups[i])),
+            Figure::plain(gups_miss(&gups[i])),
+            Figure::count(mean(&pf[i], "touched", counters::MINOR_FAULTS.name)),
+            Figure::kib(mean(&pf[i], "touched", counters::VMPTE_KB.name)),
         ]);
     }
     sec.tables.push(table(
@@ -323,9 +321,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let (w4, w5) = (refs(&pf[0], "touched"), refs(&pf[1], "touched"));
     let (g4, g5) = (gups_refs(&gups[0]), gups_refs(&gups[1]));
     sec.findings.push(format!(
-        "Without walk caches every 5-level walk reads one entry more: {} vs {} references per walk \
-         ({:+.0}%); with this host's walk caches the page-fault loop reads {} vs {} and random \
-         updates {} vs {} ({:+.1}%), because the upper levels stay cached.",
+        "References per walk, 5 vs 4 levels: {} vs {} without walk caches ({:+.0}%); with them \
+         {} vs {} in the page-fault loop and {} vs {} in random updates ({:+.1}%).",
         num(c5),
         num(c4),
         100.0 * (c5 / c4 - 1.0),
@@ -386,15 +383,16 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         let (a, b) = (k(&r[0]), k(&r[1]));
         let ipis = summary(&r[0], "end", counters::IPIS.name, Quantity::Count);
         let rate = |s: &Option<stats::Summary>| s.as_ref().map_or(f64::NAN, |s| s.mean);
-        rows.push(vec![
-            t.to_string(),
-            a.as_ref()
-                .map_or("n/a".into(), |s| estimate(s, Unit::Plain)),
-            b.as_ref()
-                .map_or("n/a".into(), |s| estimate(s, Unit::Plain)),
-            ipis.as_ref()
-                .map_or("n/a".into(), |s| estimate(s, Unit::Count)),
-            count(mean(&r[0], "end", counters::MINOR_FAULTS.name)),
+        let fig = |s: &Option<stats::Summary>, u| {
+            s.as_ref()
+                .map_or(Figure::new(f64::NAN, u), |s| Figure::summary(s, u))
+        };
+        rows.push(row![
+            Figure::count(t as f64),
+            fig(&a, FigUnit::Plain),
+            fig(&b, FigUnit::Plain),
+            fig(&ipis, FigUnit::Count),
+            Figure::count(mean(&r[0], "end", counters::MINOR_FAULTS.name)),
         ]);
         series4.push((t as f64, point(a.as_ref(), rate(&a))));
         series5.push((t as f64, point(b.as_ref(), rate(&b))));
@@ -413,14 +411,14 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             _ => true,
         };
         sec.findings.push(format!(
-            "ebizzy-like churn at {t} threads costs {} walk references per 1000 accesses with 5 levels \
-             vs {} with 4; {}",
+            "ebizzy-like churn at {t} threads: {} walk references per 1000 accesses with 5 levels \
+             vs {} with 4 ({}).",
             estimate(&b, Unit::Plain),
             estimate(&a, Unit::Plain),
             if overlap {
-                "the intervals overlap, so the model shows no difference the runs' spread could not make."
+                "the intervals overlap: no difference beyond the runs' spread"
             } else {
-                "the intervals do not overlap."
+                "the intervals do not overlap"
             }
         ));
         sec.figure("ebizzy_refs_per_1000_accesses", [&a, &b]);
@@ -451,7 +449,29 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .map(|(i, &t)| (t, r.model(EBIZZY + i)))
         .collect();
     let lat = r.model(EBIZZY + ebizzy_threads(o).len() + 1);
-    super::five_level_time::add(&mut sec, pf, &ebizzy, Some(lat));
+    let (f4, f5) = super::five_level_time::add(&mut sec, pf, &ebizzy, Some(lat));
+    let nested = r.model(NESTED);
+    let cold = |i: usize| gups_refs(&nested[i]);
+    sec.verdict = Verdict::default()
+        .fig("fault_change", Figure::change(&f4, &f5))
+        .fig("fault_added", Figure::ns(f5.ns - f4.ns))
+        .fig("fault_4l", Figure::ns(f4.ns))
+        .fig("gups_refs_change", Figure::percent(100.0 * (g5 / g4 - 1.0)))
+        .fig(
+            "uncached_refs_change",
+            Figure::percent(100.0 * (c5 / c4 - 1.0)),
+        )
+        .fig(
+            "nested_cold_change",
+            Figure::percent(100.0 * (cold(1) / cold(0) - 1.0)),
+        )
+        .say(
+            "A fifth level adds {fault_added} ({fault_change}) to a {fault_4l} minor fault here, \
+             predicted, and {gups_refs_change} to the walk references of random updates: the \
+             walk caches hold the upper levels. Walks that miss those caches pay \
+             {uncached_refs_change} in references, a guest's cold nested walk \
+             {nested_cold_change}.",
+        );
 
     // This machine.
     let fp = host::Fingerprint::read();
@@ -460,9 +480,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     if let Some(k) = r.kernel(EBIZZY + ebizzy_threads(o).len()) {
         if let Some(s) = summary(k, "touched", counters::NS_PER_FAULT.name, Quantity::Time) {
             sec.findings.push(format!(
-                "This machine walks {levels} levels (la57 {}; kernel {}): a minor fault on fresh anonymous \
-                 memory costs {}. The seed measured 105.64 ns (4-level) and 105.88 ns (5-level) with \
-                 lat_pagefault on a file in the page cache, on bare metal.",
+                "This machine walks {levels} levels (la57 {}; kernel {}): a minor fault on fresh \
+                 anonymous memory costs {} (measured).",
                 match fp.la57 {
                     Some(true) => "present",
                     Some(false) => "absent",

@@ -5,6 +5,7 @@
 //! concern; `five_level::section` calls [`add`] with its results.
 
 use super::experiments::Experiment;
+use super::figure::{row, Figure};
 use super::read::mean;
 use super::text::table;
 use super::time;
@@ -69,28 +70,23 @@ fn add_lat(sec: &mut Section, lat: &[ConfigResult]) {
             time::between(r5, "start", "done"),
         );
         let d = time::percent(&t4, &t5);
-        rows.push(vec![
+        rows.push(row![
             cname.to_string(),
-            t4.per(pages).text(),
-            t5.per(pages).text(),
-            t4.per(faults).text(),
-            t5.per(faults).text(),
-            format!("{d:+.3}%"),
+            Figure::predicted(&t4.per(pages)),
+            Figure::predicted(&t5.per(pages)),
+            Figure::predicted(&t4.per(faults)),
+            Figure::predicted(&t5.per(faults)),
+            Figure::change(&t4, &t5),
         ]);
         let figures = match *cname {
             "this host" => "this host's figures".to_string(),
             c => format!("the {c} figures"),
         };
         sec.findings.push(format!(
-            "lat_pagefault-like (a cached 12 MiB file read a byte per page, 16 pages mapped per \
-             fault), {figures}: {} vs {} per page read, {} vs {} per fault, 4 vs 5 levels \
-             ({d:+.3}%); the seed: 105.64 vs 105.88 ns per page (+0.23%). The fifth level's part: \
-             the fault handler's descent reads one more entry (p4d) per fault, one \
-             walk.ref_cached each.",
-            t4.per(pages).text(),
-            t5.per(pages).text(),
-            t4.per(faults).text(),
-            t5.per(faults).text(),
+            "lat_pagefault-like (a cached 12 MiB file, a byte read per page), {figures}: {} vs \
+             {} per page, 4 vs 5 levels ({d:+.3}%); the seed: 105.64 vs 105.88 ns (+0.23%).",
+            t4.per(pages).short(),
+            t5.per(pages).short(),
         ));
         figs.push((cname.to_string(), t4.per(pages), t5.per(pages), d));
     }
@@ -113,12 +109,14 @@ fn add_lat(sec: &mut Section, lat: &[ConfigResult]) {
 /// Adds the predicted times to `sec`: `pf` is the page-fault loop under
 /// 4-level then 5-level (with walk caches first), `ebizzy` each thread
 /// count's runs under the same two, `lat` the runs of [`experiments`].
+/// Returns the predicted time per minor fault, 4 then 5 levels (the
+/// verdict's).
 pub(super) fn add(
     sec: &mut Section,
     pf: &[ConfigResult],
     ebizzy: &[(usize, &[ConfigResult])],
     lat: Option<&[ConfigResult]>,
-) {
+) -> (time::Predicted, time::Predicted) {
     if let Some(lat) = lat {
         add_lat(sec, lat);
     }
@@ -129,11 +127,8 @@ pub(super) fn add(
     };
     let (f4, f5) = (per_fault(&pf[0]), per_fault(&pf[1]));
     sec.findings.push(format!(
-        "Predicted time per minor fault of the page-fault loop (the fault, its retry's walk, its \
-         share of table allocation): {} with 4 levels and {} with 5 ({:+.3}%). The seed measured \
-         105.64 vs 105.88 ns (+0.23%) with lat_pagefault on bare metal; a fifth level reaches \
-         the model's prediction through the hardware walks, the extra table and the fault \
-         handler's own descent (one more entry read per fault, priced walk.ref_cached).",
+        "Predicted time per minor fault of the page-fault loop: {} with 4 levels, {} with 5 \
+         ({:+.3}%: the walks' extra entry, the extra table, the fault handler's own descent).",
         f4.text(),
         f5.text(),
         time::percent(&f4, &f5)
@@ -146,7 +141,12 @@ pub(super) fn add(
     for &(t, r) in ebizzy {
         let (a, b) = (time::at(&r[0], "end"), time::at(&r[1], "end"));
         let d = time::percent(&a, &b);
-        rows.push(vec![t.to_string(), a.text(), b.text(), format!("{d:+.3}%")]);
+        rows.push(row![
+            Figure::count(t as f64),
+            Figure::predicted(&a),
+            Figure::predicted(&b),
+            Figure::change(&a, &b),
+        ]);
         s4.push((t as f64, a.estimate()));
         s5.push((t as f64, b.estimate()));
         diffs.push((t, d));
@@ -159,10 +159,7 @@ pub(super) fn add(
     if let (Some(first), Some(last)) = (diffs.first(), diffs.last()) {
         sec.findings.push(format!(
             "ebizzy-like threads: 5 levels predict {:+.3}% at {} thread(s) and {:+.3}% at {} \
-             threads. The seed's ebizzy throughput diverged from 4 threads up; in the model each \
-             thread maps, fills and searches its own chunks, sharing the mmap_lock, the \
-             shootdowns of its munmaps and the memory bandwidth, and a fifth level adds only \
-             walk references and one table.",
+             threads (the seed's ebizzy throughput diverged from 4 threads up).",
             first.1, first.0, last.1, last.0
         ));
     }
@@ -178,7 +175,7 @@ pub(super) fn add(
             &ChartSpec::new(
                 "Predicted ebizzy-like makespan vs threads, 4-level vs 5-level (model)",
                 "threads",
-                "predicted time (ns)",
+                "predicted time",
             )
             .unit(Unit::Nanoseconds)
             .from_zero(),
@@ -196,4 +193,5 @@ pub(super) fn add(
             &[Series::new("5-level vs 4-level", ratio)],
         ),
     );
+    (f4, f5)
 }

@@ -5,17 +5,18 @@
 //! (kernel).
 
 use super::experiments::{Experiment, Results};
+use super::figure::{row, Figure};
 use super::read::{mean, summary};
 use super::text::{count, count_figure, estimate, table, INTERVALS};
-use super::{model, Section, StudyOptions};
+use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
 use report::chart::{self, ChartSpec};
 use report::Unit;
 use stats::Quantity;
 
 /// A latency in ns for people ("11.3 us").
-fn ns(v: u64) -> String {
-    report::human(v as f64, Unit::Nanoseconds)
+fn ns(v: f64) -> String {
+    report::human(v, Unit::Nanoseconds)
 }
 
 /// Experiment indices, in declaration order.
@@ -167,7 +168,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             .items
             .iter()
             .map(|i| {
-                vec![
+                row![
                     i.id.clone(),
                     serde_json::to_value(i.status)
                         .ok()
@@ -200,6 +201,11 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         }
     ));
     sec.figure("audit", &audit.items);
+    let mut verdict = Verdict::default()
+        .fig("warned", Figure::count(warn.len() as f64))
+        .fig("items", Figure::count(audit.items.len() as f64));
+    let mut audit_part = "The audit flags {warned} of {items} settings here.".to_string();
+    let mut writes = false;
 
     let churn = churn(o);
     let model_sd = r.model(SHOOTDOWN_MODEL);
@@ -217,6 +223,16 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
                 ipis_model / churn as f64
             ));
             sec.figure("kernel_shootdowns", &s);
+            verdict = verdict.fig(
+                "shootdowns_per_munmap",
+                Figure::plain(s.mean / churn as f64),
+            );
+            audit_part = "The audit flags {warned} of {items} settings; munmaps beside a \
+                          running thread raise {shootdowns_per_munmap} shootdown interrupts per \
+                          munmap. \
+                          Both matter to threads that write file mappings or share a process \
+                          with munmapping threads."
+                .to_string();
             sec.figure("model_ipis", count_figure(ipis_model));
         }
     }
@@ -225,17 +241,37 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         r.and_then(|r| r.runs.first())
             .and_then(|run| run.marks.iter().find_map(|m| m.latency.clone()))
     };
-    if let (Some(a), Some(b)) = (lat(with_sync), lat(without)) {
+    // The tail of each run's writes, read once: the text, the chart and
+    // study.json all show these values.
+    let tail = |h: &Option<workload::result::LatencyHistogram>| {
+        h.as_ref().and_then(report::chart::tail_values)
+    };
+    if let (Some(a), Some(b), Some(ta), Some(tb)) = (
+        lat(with_sync),
+        lat(without),
+        tail(&lat(with_sync)),
+        tail(&lat(without)),
+    ) {
+        // Indices into tail_values: p50, p90, p99, p99.9, p99.99, max.
+        let (p99, p999, max) = (2, 3, 5);
+        let mut named = |prefix: &str, t: &[f64]| {
+            let names = ["p50", "p90", "p99", "p99_9", "p99_99", "max"];
+            for (n, v) in names.iter().zip(t) {
+                sec.figure(&format!("{prefix}_{n}_ns"), Figure::ns(*v));
+            }
+        };
+        named("write_msync", &ta);
+        named("write_no_msync", &tb);
         sec.findings.push(format!(
             "Writes to a shared file mapping take p99 {}, p99.9 {} and at most {} while another \
              thread msyncs it, against p99 {}, p99.9 {} and at most {} without writeback ({} writes \
              each, one run): each msync write-protects the dirty PTEs and the next write faults.",
-            ns(a.p99_ns),
-            ns(a.p999_ns),
-            ns(a.max_ns),
-            ns(b.p99_ns),
-            ns(b.p999_ns),
-            ns(b.max_ns),
+            ns(ta[p99]),
+            ns(ta[p999]),
+            ns(ta[max]),
+            ns(tb[p99]),
+            ns(tb[p999]),
+            ns(tb[max]),
             count(a.count as f64)
         ));
         sec.chart(
@@ -245,13 +281,29 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
                 &ChartSpec::new(
                     "Write latency percentiles to a shared file mapping, with and without msync (kernel)",
                     "percentile of writes",
-                    "write latency (ns, log scale)",
+                    "write latency (log scale)",
                 )
                 .unit(Unit::Nanoseconds),
                 &[("with msync", &a), ("without msync", &b)],
             ),
         );
         sec.figure("writeback_latency", [&a, &b]);
+        verdict = verdict
+            .fig("p999_msync", Figure::ns(ta[p999]))
+            .fig("p999_no_msync", Figure::ns(tb[p999]))
+            .fig("max_msync", Figure::ns(ta[max]));
+        writes = true;
     }
+    sec.verdict = if writes {
+        verdict.say(&format!(
+            "Writes to a shared file mapping reach p99.9 {{p999_msync}} (max {{max_msync}}) \
+             while another thread msyncs it, against {{p999_no_msync}} without writeback, \
+             measured. {audit_part}"
+        ))
+    } else {
+        verdict.say(&format!(
+            "The writeback experiment did not run here (see the notes). {audit_part}"
+        ))
+    };
     sec
 }

@@ -19,6 +19,7 @@
 
 mod empty_tables;
 mod experiments;
+pub mod figure;
 mod five_level;
 mod five_level_time;
 mod hazards;
@@ -35,6 +36,7 @@ mod time;
 use crate::config::{self, RunConfig};
 use crate::exec::{self, ExecError};
 use experiments::{Experiment, Results};
+pub use figure::{Figure, TableCell, Verdict};
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Instant;
@@ -60,12 +62,13 @@ impl StudyOptions {
     }
 }
 
-/// A table of a section, as plain text cells (for JSON and HTML alike).
+/// A table of a section: text cells and figures (a number with its unit),
+/// for JSON and HTML alike.
 #[derive(Debug, Clone, Serialize)]
 pub struct TableData {
     pub title: String,
     pub headers: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+    pub rows: Vec<Vec<TableCell>>,
 }
 
 /// A chart of a section: its SVG text (not in the JSON) and caption.
@@ -82,10 +85,14 @@ pub struct Section {
     pub id: String,
     pub title: String,
     pub question: String,
+    /// The answer for this host, first: at most 60 words, computed from
+    /// the run's figures (which it holds, by name).
+    pub verdict: Verdict,
     pub method: String,
     /// The seed's own figure, to stand beside ours.
     pub seed: String,
-    /// One sentence per finding, each with its number (and CI where repeated).
+    /// The evidence behind the verdict: one sentence per finding, each
+    /// with its number (and CI where repeated).
     pub findings: Vec<String>,
     pub tables: Vec<TableData>,
     pub charts: Vec<Chart>,
@@ -101,6 +108,7 @@ impl Section {
             id: id.into(),
             title: title.into(),
             question: question.into(),
+            verdict: Verdict::default(),
             method: method.into(),
             seed: seed.into(),
             findings: Vec::new(),
@@ -143,7 +151,11 @@ pub struct Study {
     /// were taken on a busy host.
     pub load: load::StudyLoad,
     pub elapsed_s: f64,
+    /// Measured runs (the figures' runs).
     pub runs: usize,
+    /// Warm-up runs made before repeated measurements (discarded); the
+    /// progress bar counts them too.
+    pub warmup_runs: usize,
     pub sections: Vec<Section>,
 }
 
@@ -253,7 +265,7 @@ pub fn run_selected(
     let start = Instant::now();
     let costs_used = cost_files(opts, costs, only);
     let before = load::read();
-    let (mut done, mut measured) = (0, 0);
+    let (mut done, mut measured, mut made) = (0, 0, 0);
     let mut sections = Vec::with_capacity(QUESTIONS.len());
     for q in selected(only) {
         let mut outcomes = Vec::new();
@@ -266,6 +278,7 @@ pub fn run_selected(
             }) {
                 Ok(r) => {
                     measured += r.iter().map(|c| c.runs.len()).sum::<usize>();
+                    made += e.runs();
                     outcomes.push(Ok(r));
                 }
                 Err(err @ ExecError::Model(_)) => return Err(err),
@@ -296,6 +309,7 @@ pub fn run_selected(
         costs: costs_used,
         elapsed_s: start.elapsed().as_secs_f64(),
         runs: measured,
+        warmup_runs: made.saturating_sub(measured),
         sections,
         load,
     })

@@ -4,10 +4,11 @@
 //! the time per round in virtual time, the kernel measures it.
 
 use super::experiments::{Experiment, Results};
+use super::figure::{row, FigUnit, Figure, TableCell};
 use super::read::{mean, per, samples, summary};
 use super::text::{count, estimate, table, INTERVALS};
 use super::time::{self, Predicted, TIME_METHOD};
-use super::{model, Section, StudyOptions};
+use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
 use report::chart::{self, ChartSpec, Estimate, Series};
 use report::Unit;
@@ -165,9 +166,10 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let k_shoot = r
         .kernel(KERNEL_PAIR)
         .and_then(|k| summary(k, "churned", counters::TLB_SHOOTDOWNS.name, Quantity::Count));
-    let ktext = |s: &Option<stats::Summary>| {
-        s.as_ref()
-            .map_or("not run here".into(), |s| estimate(s, Unit::Nanoseconds))
+    let kfig = |s: &Option<stats::Summary>| -> TableCell {
+        s.as_ref().map_or("not run here".into(), |s| {
+            Figure::summary(s, FigUnit::Ns).into()
+        })
     };
     sec.tables.push(table(
         "Time per round (mmap, write fault, munmap)",
@@ -178,17 +180,17 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             "kernel: measured",
         ],
         vec![
-            vec![
-                "alone".into(),
-                t_alone.text(),
-                format!("{:.2}", ipis(alone)),
-                ktext(&k_alone),
+            row![
+                "alone",
+                Figure::predicted(&t_alone),
+                Figure::plain(ipis(alone)),
+                kfig(&k_alone),
             ],
-            vec![
-                "beside a running second thread".into(),
-                t_pair.text(),
-                format!("{:.2}", ipis(pair)),
-                ktext(&k_pair),
+            row![
+                "beside a running second thread",
+                Figure::predicted(&t_pair),
+                Figure::plain(ipis(pair)),
+                kfig(&k_pair),
             ],
         ],
     ));
@@ -238,6 +240,24 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         sec.figure("kernel_ns_per_round", [a, b]);
     }
     sec.figure("model_ns_per_round", [t_alone, t_pair]);
+    let v = Verdict::default()
+        .fig("added", Figure::predicted(&diff))
+        .fig("change", Figure::change(&t_alone, &t_pair))
+        .fig("alone", Figure::ns(t_alone.ns));
+    let tail = "It costs only while another thread of the process runs on another CPU; an \
+                idle CPU's lazy TLB gets no interrupt.";
+    sec.verdict = match (&k_alone, &k_pair) {
+        (Some(a), Some(b)) => v
+            .fig("kernel_added", Figure::ns(b.mean - a.mean))
+            .say(&format!(
+                "A TLB shootdown adds {{added}} to each munmap round ({{change}} over \
+                 {{alone}} alone), predicted; this kernel measured {{kernel_added}}. {tail}"
+            )),
+        _ => v.say(&format!(
+            "A TLB shootdown adds {{added}} to each munmap round ({{change}} over {{alone}} \
+             alone), predicted. {tail}"
+        )),
+    };
     let cats = vec!["alone".to_string(), "beside a second thread".to_string()];
     let mut series = vec![Series::new(
         "model (predicted)",
@@ -257,7 +277,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             &ChartSpec::new(
                 "Time per munmap round, with and without a shootdown",
                 "",
-                "time per round (ns)",
+                "time per round",
             )
             .unit(Unit::Nanoseconds),
             &cats,

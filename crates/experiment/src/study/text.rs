@@ -14,7 +14,7 @@
 //!   interval), always named as which; the model's wall clock is ptlab's
 //!   own speed and appears nowhere in the text.
 
-use super::TableData;
+use super::{TableCell, TableData};
 use report::chart::Estimate;
 use report::Unit;
 use stats::{MeanInterval, Summary};
@@ -75,7 +75,7 @@ pub(crate) fn num(v: f64) -> String {
 }
 
 /// A section's table from plain cells.
-pub(crate) fn table(title: &str, headers: &[&str], rows: Vec<Vec<String>>) -> TableData {
+pub(crate) fn table(title: &str, headers: &[&str], rows: Vec<Vec<TableCell>>) -> TableData {
     TableData {
         title: title.into(),
         headers: headers.iter().map(|h| h.to_string()).collect(),

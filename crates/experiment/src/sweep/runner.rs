@@ -32,6 +32,11 @@ pub struct Outcome {
     /// The configuration's label (`cpus=2,geometry=x86-64-5l`), or the
     /// pairs joined when the combination itself was refused.
     pub config: String,
+    /// The TLB the model ran with (`--tlb`'s or the one the geometry
+    /// implies, on the worker that ran it); `None` for the kernel or a
+    /// refused combination.
+    #[serde(default)]
+    pub tlb: Option<String>,
     pub attempts: u32,
     /// The marks of every run, or the last attempt's message.
     pub result: Result<Vec<MarkRow>, String>,
@@ -44,7 +49,7 @@ fn is_own_clock(name: &str) -> bool {
     name == counters::MODEL_WALL_NS.name
 }
 
-fn attempt(t: &Task) -> Result<(String, Vec<MarkRow>), String> {
+fn attempt(t: &Task) -> Result<(String, Option<String>, Vec<MarkRow>), String> {
     let pairs: Vec<(&str, &str)> = t
         .pairs
         .iter()
@@ -74,7 +79,8 @@ fn attempt(t: &Task) -> Result<(String, Vec<MarkRow>), String> {
             }
         }
     }
-    Ok((cfg.label, rows))
+    let tlb = exec::tlb_used(&cfg);
+    Ok((cfg.label, tlb, rows))
 }
 
 /// Runs `t`, once more if it fails.
@@ -96,10 +102,11 @@ pub fn run_task(t: &Task) -> Outcome {
             ))
         });
         match res {
-            Ok((config, rows)) => {
+            Ok((config, tlb, rows)) => {
                 return Outcome {
                     task: t.clone(),
                     config,
+                    tlb,
                     attempts,
                     result: Ok(rows),
                 }
@@ -114,6 +121,7 @@ pub fn run_task(t: &Task) -> Outcome {
                 return Outcome {
                     task: t.clone(),
                     config,
+                    tlb: None,
                     attempts,
                     result: Err(m),
                 };

@@ -1,6 +1,7 @@
 //! The sweep's table: one row per task, run and mark (a failed task: one
 //! row with its status, attempts and message), columns `workload`,
-//! `config`, the axes by key, `run`, `mark`, `status`, `attempts`, `error`,
+//! `config`, `tlb_used`, the axes by key, `run`, `mark`, `status`,
+//! `attempts`, `error`,
 //! then every counter any run had, sorted by name (empty where a run has
 //! none).
 //!
@@ -42,7 +43,7 @@ pub struct Table {
 }
 
 /// The fixed columns before the axes and after them.
-const LEADING: [&str; 2] = ["workload", "config"];
+const LEADING: [&str; 3] = ["workload", "config", "tlb_used"];
 const TRAILING: [&str; 5] = ["run", "mark", "status", "attempts", "error"];
 
 impl Table {
@@ -68,7 +69,11 @@ impl Table {
         let mut rows = Vec::new();
         let mut failed = 0;
         for o in &sorted {
-            let mut lead = vec![text(&o.task.workload), text(&o.config)];
+            let mut lead = vec![
+                text(&o.task.workload),
+                text(&o.config),
+                o.tlb.as_deref().map_or(Cell::Empty, text),
+            ];
             lead.extend(o.task.axes.iter().map(|(_, v)| text(v)));
             match &o.result {
                 Ok(marks) => {
@@ -157,6 +162,7 @@ mod tests {
                 timeout_s: 1,
             },
             config: format!("cpus={index}"),
+            tlb: result.is_ok().then(|| "zen4".to_string()),
             attempts: if result.is_ok() { 1 } else { 2 },
             result,
         }
@@ -184,6 +190,7 @@ mod tests {
             [
                 "workload",
                 "config",
+                "tlb_used",
                 "cpus",
                 "run",
                 "mark",
@@ -194,15 +201,16 @@ mod tests {
             ]
         );
         assert_eq!((t.tasks, t.failed, t.rows.len()), (3, 1, 3));
-        assert_eq!(t.rows[0][8], Cell::Int(5));
-        assert_eq!(t.rows[1][5], Cell::Text("failed".into()));
-        assert_eq!(t.rows[1][6], Cell::Int(2));
-        assert_eq!(t.rows[1][8], Cell::Empty);
+        assert_eq!(t.rows[0][2], Cell::Text("zen4".into()));
+        assert_eq!(t.rows[0][9], Cell::Int(5));
+        assert_eq!(t.rows[1][6], Cell::Text("failed".into()));
+        assert_eq!(t.rows[1][7], Cell::Int(2));
+        assert_eq!(t.rows[1][9], Cell::Empty);
         let csv = t.to_csv().unwrap();
         assert_eq!(
             csv.lines().nth(2).unwrap(),
-            "w,cpus=1,1,,,failed,2,\"bad, \"\"tlb\"\"\","
+            "w,cpus=1,,1,,,failed,2,\"bad, \"\"tlb\"\"\","
         );
-        assert_eq!(t.to_json()["rows"][1][8], Value::Null);
+        assert_eq!(t.to_json()["rows"][1][9], Value::Null);
     }
 }

@@ -83,7 +83,7 @@ pub fn line_chart(
                 axis_number(*x, xspan)
             }
         };
-        let y_label = |y: &f64| axis.tick_label(*y, yspan);
+        let y_label = |y: &f64| axis.tick_label(*y, yspan, spec.unit);
         chart
             .configure_mesh()
             .x_desc(&spec.x_label)

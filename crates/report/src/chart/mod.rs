@@ -34,7 +34,7 @@ pub use bars::{bar_chart, log2_histogram_chart, HistScale};
 pub use line::line_chart;
 pub use scale::{YScale, LOG_SPAN};
 pub use stacked::stacked_bar_chart;
-pub use tail::{percentile_chart, TAIL_PERCENTILES};
+pub use tail::{percentile_chart, tail_values, TAIL_PERCENTILES};
 
 pub(crate) use scale::ValueAxis;
 
@@ -273,6 +273,24 @@ pub(crate) fn axis_number(v: f64, span: f64) -> String {
     format!("{text}{suffix}")
 }
 
+/// An axis tick label in `unit`: a duration in the time unit that the larger of
+/// the value and the span needs (ticks `0 ms, 10 ms, 20 ms` on a 25 ms axis), with
+/// decimals enough to tell ticks apart; other units as [`axis_number`].
+pub(crate) fn axis_value(v: f64, span: f64, unit: Unit) -> String {
+    if unit != Unit::Nanoseconds {
+        return axis_number(v, span);
+    }
+    const TIME: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "us"), (1e6, "ms"), (1e9, "s")];
+    let m = v.abs().max(span.abs());
+    let (f, name) = TIME
+        .iter()
+        .rev()
+        .find(|(f, _)| m >= *f)
+        .copied()
+        .unwrap_or(TIME[0]);
+    format!("{} {name}", axis_number(v / f, span / f))
+}
+
 /// The top of the y range that keeps data up to `top` (from `bottom`) clear of a
 /// legend of `entries` lines in an upper corner of a `height`-pixel chart.
 pub(crate) fn clear_of_legend(bottom: f64, top: f64, entries: usize, height: u32) -> f64 {
@@ -372,7 +390,7 @@ pub(crate) fn category_chart<'a, 'b>(
             .unwrap_or_default()
     };
     let span = yhi - ylo;
-    let y_label = |y: &f64| axis.tick_label(*y, span);
+    let y_label = |y: &f64| axis.tick_label(*y, span, spec.unit);
     chart
         .configure_mesh()
         .disable_x_mesh()

@@ -7,7 +7,8 @@
 //! strictly below the smallest positive value) are drawn at the floor, and every bar carries
 //! its value written above it, so a zero stays readable.
 
-use super::axis_number;
+use super::axis_value;
+use crate::number::Unit;
 
 /// How a chart's value axis is scaled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -75,16 +76,18 @@ impl ValueAxis {
 
     /// The label of the tick at coordinate `c` of an axis `span` coordinates tall:
     /// the value, or on a log axis the decade (and nothing between decades).
-    pub(crate) fn tick_label(&self, c: f64, span: f64) -> String {
+    /// Durations ([`Unit::Nanoseconds`]) are written in the time unit the axis
+    /// needs ("25 ms", not "25M").
+    pub(crate) fn tick_label(&self, c: f64, span: f64, unit: Unit) -> String {
         match self {
-            ValueAxis::Linear => axis_number(c, span),
+            ValueAxis::Linear => axis_value(c, span, unit),
             ValueAxis::Log { .. } if (c - c.round()).abs() < 1e-9 => {
                 let v = 10f64.powf(c.round());
                 if v < 0.01 {
                     // "1e-6" reads better than "0.000001".
                     format!("1e{}", c.round())
                 } else {
-                    axis_number(v, v)
+                    axis_value(v, v, unit)
                 }
             }
             ValueAxis::Log { .. } => String::new(),

@@ -24,10 +24,46 @@ pub const TAIL_PERCENTILES: [(f64, &str); 5] = [
     (0.9999, "p99.99"),
 ];
 
+/// The points of a histogram's line on a percentile chart, in ns: p50, p90, p99,
+/// p99.9, p99.99 (as [`TAIL_PERCENTILES`]) and the maximum. The percentiles the
+/// histogram records itself (p50, p99, p99.9, from its fine buckets) are used as
+/// they are, so a chart shows the same figures as a text that quotes them; p90 and
+/// p99.99 are estimated within their log2 bucket ([`stats::quantile_from_log2`])
+/// and kept between their recorded neighbours. Without a recorded maximum the top
+/// of the last non-empty bucket bounds it. `None` for an empty histogram.
+pub fn tail_values(h: &LatencyHistogram) -> Option<Vec<f64>> {
+    if h.count == 0 && h.buckets.iter().all(|&c| c == 0) {
+        return None;
+    }
+    let top = h
+        .buckets
+        .iter()
+        .take(stats::LOG2_BUCKETS)
+        .rposition(|&c| c > 0)
+        .map_or(0.0, |i| stats::log2_bucket_bounds(i).1 as f64);
+    let max = if h.max_ns > 0 { h.max_ns as f64 } else { top };
+    let estimate = |q: f64| quantile_from_log2(&h.buckets, q).map(|v| v.min(max));
+    // A recorded percentile (non-zero when the histogram has counts), else the
+    // bucket estimate.
+    let recorded = |v: u64, q: f64| {
+        if v > 0 {
+            Some((v as f64).min(max))
+        } else {
+            estimate(q)
+        }
+    };
+    let p50 = recorded(h.p50_ns, 0.5)?;
+    let p99 = recorded(h.p99_ns, 0.99)?.max(p50);
+    let p999 = recorded(h.p999_ns, 0.999)?.max(p99);
+    let p90 = estimate(0.9)?.clamp(p50, p99);
+    let p9999 = estimate(0.9999)?.clamp(p999, max.max(p999));
+    Some(vec![p50, p90, p99, p999, p9999, max.max(p9999)])
+}
+
 /// A percentile chart of latency histograms (values in ns, log2 buckets as
-/// `LatencyHistogram::buckets`). Percentiles are estimated within their log2 bucket
-/// ([`stats::quantile_from_log2`]) and kept at or below the exact maximum, which is
-/// the last point. The value axis is logarithmic unless the spec asks for linear,
+/// `LatencyHistogram::buckets`), each line through [`tail_values`]: the
+/// histogram's recorded percentiles, the others estimated within their log2
+/// bucket, the exact maximum last. The value axis is logarithmic unless the spec asks for linear,
 /// and values are written in the spec's unit (nanoseconds, human-scaled, when it
 /// has none).
 ///
@@ -42,28 +78,12 @@ pub fn percentile_chart(
     let points: Vec<Series<f64>> = series
         .iter()
         .map(|(name, h)| {
-            let max = h.max_ns as f64;
-            let values: Option<Vec<f64>> = TAIL_PERCENTILES
-                .iter()
-                .map(|(q, _)| {
-                    quantile_from_log2(&h.buckets, *q)
-                        .map(|v| if max > 0.0 { v.min(max) } else { v })
-                })
-                .collect();
-            let mut values = values.ok_or_else(|| {
+            let values = tail_values(h).ok_or_else(|| {
                 ReportError::input(
                     "a percentile chart",
                     format!("histogram \"{name}\" is empty"),
                 )
             })?;
-            // Without a recorded maximum, the top of the last non-empty bucket bounds it.
-            let top = h
-                .buckets
-                .iter()
-                .take(stats::LOG2_BUCKETS)
-                .rposition(|&c| c > 0)
-                .map_or(0.0, |i| stats::log2_bucket_bounds(i).1 as f64);
-            values.push(if max > 0.0 { max } else { top });
             Ok(Series::new(*name, values))
         })
         .collect::<Result<_, ReportError>>()?;
