@@ -3,10 +3,9 @@
 //! hint the host to fetch the walk of an access, in stages, before it is
 //! made (a host-side speed trick: it changes no model state). The stages
 //! are `pt::table::PrefetchStage`'s: the offset [`STAGES`] x
-//! [`PREFETCH_AHEAD`] ahead gets its level-1 entry fetched, the one
-//! 2 x [`PREFETCH_AHEAD`] ahead its leaf table's bias word, the one
-//! [`PREFETCH_AHEAD`] ahead its leaf word; each stage's loads then find
-//! what the stage before fetched.
+//! [`PREFETCH_AHEAD`] ahead gets its leaf table's bias word fetched, the
+//! one [`PREFETCH_AHEAD`] ahead its leaf word, whose load of the bias then
+//! finds it in the caches.
 //!
 //! The plain way is a copy of the offset generator per stage, each skipped
 //! ahead; a random touch's generator draws a PCG number per offset, so
@@ -19,7 +18,7 @@
 use super::run::PREFETCH_AHEAD;
 
 /// Prefetch stages, each [`PREFETCH_AHEAD`] accesses before the next.
-pub(super) const STAGES: usize = 3;
+pub(super) const STAGES: usize = 2;
 /// Offsets the ring holds.
 const DEPTH: usize = STAGES * PREFETCH_AHEAD;
 

@@ -118,12 +118,8 @@ impl Offsets<'_> {
 }
 
 /// The prefetch stage of the offset `k + 1` steps ahead ([`Ahead`]): the
-/// nearest gets its leaf word, the farthest its level-1 entry.
-const STAGE_OF: [PrefetchStage; STAGES] = [
-    PrefetchStage::Word,
-    PrefetchStage::Bias,
-    PrefetchStage::Upper,
-];
+/// nearest gets its leaf word, the farther its leaf table's bias word.
+const STAGE_OF: [PrefetchStage; STAGES] = [PrefetchStage::Word, PrefetchStage::Bias];
 
 /// One workload thread on its modeled CPU.
 struct Vcpu<'m, 'w> {

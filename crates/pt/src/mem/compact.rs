@@ -5,8 +5,9 @@
 //! [`COMPACT_ZONE_BASE`]): its slot is a [`CompactSlot`] of about 100
 //! bytes holding the table's metadata and up to [`INLINE`] (index, word)
 //! pairs. When a ninth distinct word index is written, the table is
-//! promoted: a full table page is taken from a pool of 2 MiB host blocks,
-//! the pairs are copied into it, and from then on every word of the table
+//! promoted: a full table page is taken from a pool of large zeroed host
+//! reservations (1 GiB, backed by huge pages where the host allows), the
+//! pairs are copied into it, and from then on every word of the table
 //! lives there. The table keeps its physical address for its whole life,
 //! so entries that point to it, walk caches and memos never change: a
 //! walker still reads a hardware word by physical address, and only the

@@ -80,37 +80,31 @@ impl WalkMemo {
     }
 }
 
-/// One stage of a prefetch that runs ahead of the walk in three steps (see
-/// [`PageTable::prefetch_walk_stage`]), each some accesses before the next,
-/// so that no step waits for a line the step before had not fetched.
+/// One stage of a prefetch that runs ahead of the walk in two steps (see
+/// [`PageTable::prefetch_walk_stage`]), some accesses apart, so that the
+/// second step's loads find the line the first fetched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrefetchStage {
-    /// Farthest ahead: the level-1 entry (the word naming the leaf table).
-    Upper,
-    /// Then what turns the leaf table's address into host memory (a
-    /// promoted compact table's bias word), read from the level-1 entry
-    /// the first stage fetched.
+    /// First: what turns the leaf table's address into host memory (a
+    /// promoted compact table's bias word), found through the level-1
+    /// entry (read, as the one-step prefetch reads it).
     Bias,
-    /// Last: the leaf word itself ([`PageTable::prefetch_walk_memo`]).
+    /// Then the leaf word itself ([`PageTable::prefetch_walk_memo`]),
+    /// whose bias the first stage fetched.
     Word,
 }
 
 impl PageTable {
     /// One stage of a staged walk prefetch of `va` through `memo`: a
     /// driver that knows its addresses far enough ahead calls
-    /// [`PrefetchStage::Upper`] for an address, [`PrefetchStage::Bias`]
-    /// for it some accesses later and [`PrefetchStage::Word`] some more
-    /// later, so that each stage's loads find the lines the one before
-    /// fetched (a walk over tables that do not fit the host's caches then
-    /// waits for none of them). Changes nothing in the table.
+    /// [`PrefetchStage::Bias`] for an address and [`PrefetchStage::Word`]
+    /// for it some accesses later, so that the second stage's loads find
+    /// the lines the first fetched (a walk through promoted compact tables
+    /// then waits for its table's bias word no more than a walk of the
+    /// contiguous arena, which has none). Changes nothing in the table.
     #[inline]
     pub fn prefetch_walk_stage(&self, memo: &WalkMemo, va: VirtAddr, stage: PrefetchStage) {
         match stage {
-            PrefetchStage::Upper => {
-                if let Some(Ok(epa)) = self.upper_walk_word_memo(memo, va) {
-                    self.mem.prefetch(epa.get());
-                }
-            }
             PrefetchStage::Bias => {
                 if let Some(epa) = self.last_walk_word_memo(memo, va) {
                     self.mem.prefetch_bias(epa.get());
@@ -246,8 +240,8 @@ mod tests {
                     "{} {va:#x}",
                     g.name()
                 );
-                // The staged prefetch's first stage names the level-1
-                // entry the walk reads (or where it stops above it).
+                // The level-1 entry the memo names is the one the walk
+                // reads (or where it stops above it).
                 if g.fast_levels().len() >= 3 {
                     match pt.upper_walk_word_memo(&memo, va) {
                         Some(Err(stop)) => assert_eq!(Some(stop), last),
@@ -264,7 +258,7 @@ mod tests {
                     }
                 }
                 // Every stage runs on any address and changes nothing.
-                for stage in [PrefetchStage::Upper, PrefetchStage::Bias, PrefetchStage::Word] {
+                for stage in [PrefetchStage::Bias, PrefetchStage::Word] {
                     pt.prefetch_walk_stage(&memo, va, stage);
                 }
                 assert_eq!(pt.last_walk_word(va), last);
