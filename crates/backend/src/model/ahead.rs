@@ -55,33 +55,29 @@ impl<I: Iterator<Item = u64>> Ahead<I> {
         }
     }
 
-    /// The next access's offset, and the offsets `k` x [`PREFETCH_AHEAD`]
-    /// accesses after it (`ahead[k - 1]`, for `k` from 1 to [`STAGES`]) where
-    /// the touch has them; `None` when the touch is done.
+    /// The next access's offset; `None` when the touch is done. The
+    /// offsets after it are then [`Ahead::later`]'s.
     #[inline]
-    pub(super) fn next(&mut self) -> Option<(u64, [Option<u64>; STAGES])> {
+    pub(super) fn next(&mut self) -> Option<u64> {
         if self.len == 0 {
             return None;
         }
         let off = self.ring[self.head];
-        let mut ahead = [None; STAGES];
-        for (k, a) in ahead.iter_mut().enumerate().take(STAGES - 1) {
-            let d = (k + 1) * PREFETCH_AHEAD;
-            if self.len > d {
-                *a = Some(self.ring[(self.head + d) % DEPTH]);
-            }
-        }
         match self.offsets.next() {
-            Some(last) => {
-                // The ring is full: `last` is DEPTH accesses ahead, and
-                // takes the slot of the offset handed out.
-                ahead[STAGES - 1] = Some(last);
-                self.ring[self.head] = last;
-            }
+            // The ring was full: the new offset takes the slot of the one
+            // handed out, DEPTH accesses after it.
+            Some(last) => self.ring[self.head] = last,
             None => self.len -= 1,
         }
         self.head = (self.head + 1) % DEPTH;
-        Some((off, ahead))
+        Some(off)
+    }
+
+    /// The offset `d` accesses after the one [`Ahead::next`] handed out
+    /// last (`1 <= d <= DEPTH`), if the touch has it.
+    #[inline]
+    pub(super) fn later(&self, d: usize) -> Option<u64> {
+        (self.len >= d).then(|| self.ring[(self.head + d - 1) % DEPTH])
     }
 }
 
@@ -106,8 +102,10 @@ mod tests {
                 .collect();
             let mut ring = Ahead::new(offsets.clone().into_iter());
             let mut got = Vec::new();
-            while let Some((o, ahead)) = ring.next() {
-                got.push((o, ahead.to_vec()));
+            while let Some(o) = ring.next() {
+                let later: Vec<Option<u64>> =
+                    (1..=STAGES).map(|k| ring.later(k * PREFETCH_AHEAD)).collect();
+                got.push((o, later));
             }
             prop_assert_eq!(got, plain);
             prop_assert_eq!(ring.next(), None);

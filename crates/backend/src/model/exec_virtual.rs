@@ -38,7 +38,7 @@
 use super::ahead::{Ahead, STAGES};
 use super::interp;
 use super::pricing::{self, Populated, Pricer, Usage};
-use super::run::{Prediction, Shared};
+use super::run::{Prediction, Shared, PREFETCH_AHEAD};
 use super::ModelError;
 use crate::latency::FineHist;
 use machine::{AccessKind, CpuHandle};
@@ -106,19 +106,19 @@ enum Offsets<'w> {
 }
 
 impl Offsets<'_> {
-    /// The next offset and, reading ahead, the ones to prefetch, by stage
-    /// (nearest first).
+    /// The next offset.
     #[inline]
-    fn next(&mut self) -> Option<(u64, [Option<u64>; STAGES])> {
+    fn next(&mut self) -> Option<u64> {
         match self {
-            Offsets::Plain(i) => i.next().map(|o| (o, [None; STAGES])),
+            Offsets::Plain(i) => i.next(),
             Offsets::Ahead(a) => a.next(),
         }
     }
 }
 
-/// The prefetch stage of the offset `k + 1` steps ahead ([`Ahead`]): the
-/// nearest gets its leaf word, the farther its leaf table's bias word.
+/// The prefetch stage of the offset `(k + 1) x PREFETCH_AHEAD` accesses
+/// ahead ([`Ahead`]): the nearest gets its leaf word, the farther its leaf
+/// table's bias word.
 const STAGE_OF: [PrefetchStage; STAGES] = [PrefetchStage::Word, PrefetchStage::Bias];
 
 /// One workload thread on its modeled CPU.
@@ -422,12 +422,12 @@ impl<'s, 'w> Exec<'s, 'w> {
         let costs = self.costs;
         loop {
             let t = v.touch.as_mut().expect("a touch is in progress");
-            let Some((off, ahead)) = t.offsets.next() else {
+            let Some(off) = t.offsets.next() else {
                 return Ok(Stepped::TouchDone);
             };
-            if !v.last_hit_l1 {
-                for (later, stage) in ahead.iter().zip(STAGE_OF) {
-                    if let Some(later) = later {
+            if let (Offsets::Ahead(a), false) = (&t.offsets, v.last_hit_l1) {
+                for (k, stage) in STAGE_OF.into_iter().enumerate() {
+                    if let Some(later) = a.later((k + 1) * PREFETCH_AHEAD) {
                         v.cpu.prefetch_stage(t.base + later, stage);
                     }
                 }
@@ -437,15 +437,24 @@ impl<'s, 'w> Exec<'s, 'w> {
                 self.lookup_node(v, va)?;
                 return Ok(Stepped::Yield);
             }
-            let o = match v.cpu.access(va, kind) {
-                Ok(o) => o,
-                Err(e) => return Err(interp::access_error(v.tid, &v.op_label, e)),
+            // A clean first-level hit through the MMU's probe, which
+            // counts and orders it as the access would and copies no
+            // translation through memory; any other access the whole way.
+            let (cost, faults) = if v.cpu.hit(va, kind).is_some() {
+                v.last_hit_l1 = true;
+                (costs.access(HitLevel::L1, 0, false), 0)
+            } else {
+                let o = match v.cpu.access(va, kind) {
+                    Ok(o) => o,
+                    Err(e) => return Err(interp::access_error(v.tid, &v.op_label, e)),
+                };
+                v.last_hit_l1 = o.translation.hit == HitLevel::L1;
+                // A walk records its table line pair (timing::TableLines).
+                let cached = o.translation.hit == HitLevel::Walk && v.lines.walk(va);
+                let hit = o.translation.hit;
+                (costs.access(hit, o.translation.walk_refs, cached), o.faults)
             };
-            v.last_hit_l1 = o.translation.hit == HitLevel::L1;
-            // A walk records its table line pair (timing::TableLines).
-            let cached = o.translation.hit == HitLevel::Walk && v.lines.walk(va);
-            let cost = costs.access(o.translation.hit, o.translation.walk_refs, cached);
-            let took = if o.faults == 0 {
+            let took = if faults == 0 {
                 v.clock += cost;
                 cost.ns
             } else {
@@ -462,7 +471,7 @@ impl<'s, 'w> Exec<'s, 'w> {
                     self.sh.hooks.advance(std::mem::take(&mut v.unreported))?;
                 }
             }
-            if o.faults != 0 || v.clock.ns > limit {
+            if faults != 0 || v.clock.ns > limit {
                 return Ok(Stepped::Yield);
             }
         }
