@@ -206,7 +206,10 @@ fn tables_total_is_the_sum_over_the_levels() {
             assert_eq!(pt.tables_total(), sum(&pt), "{} after {k}", g.name());
         }
         assert!(pt.tables_total() > 1);
-        pt.unmap(VirtAddr::new(step), 6 * step).unwrap().flush.done();
+        pt.unmap(VirtAddr::new(step), 6 * step)
+            .unwrap()
+            .flush
+            .done();
         pt.free_empty(VirtAddr::new(step), 6 * step)
             .unwrap()
             .release(&pt)
