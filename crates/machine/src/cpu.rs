@@ -126,6 +126,14 @@ impl<'m> CpuHandle<'m> {
         &self.cpu
     }
 
+    /// Table pages of the address space this CPU runs, at every level
+    /// (`mm::AddressSpace::table_pages`, read as one sum of the tree's
+    /// per-level counts, without looking the space up in the machine).
+    #[inline]
+    pub fn table_pages(&self) -> u64 {
+        self.space.mm.page_table().tables_total()
+    }
+
     /// This CPU's OS-model counters so far (faults, locks).
     pub fn thread_counters(&self) -> &mm::ThreadCounters {
         &self.ctx.counters
@@ -153,11 +161,13 @@ impl<'m> CpuHandle<'m> {
     }
 
     /// The locks taken since the last call (empty if no log is kept); the
-    /// log is emptied, its storage kept.
+    /// log is emptied. The two vectors trade storage (no copy): `into`'s
+    /// cleared storage becomes the log's.
+    #[inline]
     pub fn drain_lock_log(&mut self, into: &mut Vec<mm::LockEvent>) {
         into.clear();
         if let Some(log) = &mut self.ctx.lock_log {
-            into.append(log);
+            std::mem::swap(into, log);
         }
     }
 
@@ -316,6 +326,14 @@ impl<'m> CpuHandle<'m> {
     #[inline]
     pub fn prefetch(&self, va: u64) {
         self.cpu.prefetch(self.space.mm.page_table(), va);
+    }
+
+    /// One stage of a staged prefetch of what a walk of `va` would read
+    /// (see `pt::PageTable::prefetch_walk_stage`). Changes no model state.
+    #[inline]
+    pub fn prefetch_stage(&self, va: u64, stage: pt::table::PrefetchStage) {
+        self.cpu
+            .prefetch_stage(self.space.mm.page_table(), va, stage);
     }
 
     /// Marks this CPU as not running (`false`: its thread waits at a

@@ -39,6 +39,7 @@
 //! | codec-free walk steps (`walk`): a table entry through its `TableFields`, a common leaf needing no A/D update through its `LeafFields` | the codec's decode at each level | the fields are the codec's own tests (see `pt::accel`); every other word takes the decode | `walk::tests::the_leaf_shortcut_changes_nothing` (the walk without the leaf shortcut, same words, results, references, A/D writes); `pt`'s codec tests for the table fields |
 //! | walk constants (`walk::GeomInfo::entry_pa`): the geometry's shifts and masks copied beside the walk | `PageTable::hw_entry_pa` | the same formula over the same numbers | `walk::tests::entry_addresses_match_the_engine_for_every_preset` |
 //! | walk prefetch with a memo (`Cpu::prefetch`, `pt::table::WalkMemo`) | nothing: a host-cache hint | changes no TLB, walk cache, word or statistic | `pt::table::memo` test against `PageTable::last_walk_word` |
+//! | staged walk prefetch (`Cpu::prefetch_stage`, `pt::table::PrefetchStage`): the leaf table's bias word, then the leaf word, fetched for two addresses at different distances ahead | nothing: host-cache hints | changes no TLB, walk cache, word or statistic | `pt::table::memo` test (the memo's words against the walk's; every stage run on every address changes nothing) |
 
 mod cache;
 pub mod config;

@@ -46,7 +46,7 @@ use thiserror::Error;
 mod memo;
 mod pgtable;
 mod types;
-pub use memo::WalkMemo;
+pub use memo::{PrefetchStage, WalkMemo};
 pub use types::{Level, PhysAddr, TableAddr, VirtAddr};
 
 /// Errors of the page-table operations.
@@ -244,6 +244,17 @@ impl PageTable {
     #[inline]
     pub fn root_table(&self) -> TableAddr {
         TableAddr::new(self.root)
+    }
+
+    /// Table pages currently in the tree, at every level (the root
+    /// included): the sum of [`PageTable::tables_at`] over the levels, read
+    /// without stepping through them (levels the geometry lacks count 0).
+    #[inline]
+    pub fn tables_total(&self) -> u64 {
+        self.tables_per_level
+            .iter()
+            .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            .sum()
     }
 
     /// Table pages currently in the tree at `level`.

@@ -193,11 +193,11 @@ fn promotion_takes_a_pool_page_only_past_the_inline_pairs() {
         map(t * 512);
     }
     assert_eq!(a.mem().compact_pool_bytes(), 0);
-    // The first table filled past its pairs: one pool block.
+    // The first table filled past its pairs: one pool page.
     for i in 1..=COMPACT_INLINE as u64 {
         map(i);
     }
-    assert_eq!(a.mem().compact_pool_bytes(), 2 << 20);
+    assert_eq!(a.mem().compact_pool_bytes(), page);
     for i in 0..=COMPACT_INLINE as u64 {
         assert_eq!(
             a.translate(VirtAddr::new(WINDOW + i * page)).unwrap().pa,
@@ -216,11 +216,7 @@ fn promotion_takes_a_pool_page_only_past_the_inline_pairs() {
     for i in 0..=COMPACT_INLINE as u64 {
         map(100 * 512 + i);
     }
-    assert_eq!(
-        a.mem().compact_pool_bytes(),
-        2 << 20,
-        "reused, no new block"
-    );
+    assert_eq!(a.mem().compact_pool_bytes(), page, "reused, no new page");
     for i in COMPACT_INLINE as u64 + 1..512 {
         assert!(a
             .translate(VirtAddr::new(WINDOW + (100 * 512 + i) * page))

@@ -181,3 +181,40 @@ fn can_fold_wants_whole_aligned_runs_where_the_geometry_has_them() {
     let x86 = tree("x86-64-4l");
     assert!(!x86.can_fold(Level::PTE, VirtAddr::new(0x20_0000), run));
 }
+
+/// `tables_total` (what the pricing reads after every event) is the sum of
+/// the per-level counts over the geometry's levels, on every preset, as
+/// tables come and go: mappings spread over several upper tables, then
+/// unmapped and their tables freed.
+#[test]
+fn tables_total_is_the_sum_over_the_levels() {
+    for g in pt::geometry::presets() {
+        let pt = PageTable::with_new_memory(g.clone()).unwrap();
+        let sum = |pt: &PageTable| {
+            pt.root_level()
+                .down_to_pte()
+                .map(|l| pt.tables_at(l))
+                .sum::<u64>()
+        };
+        assert_eq!(pt.tables_total(), sum(&pt), "{}", g.name());
+        let page = g.page_size();
+        let step = g.leaf_sizes().into_iter().max().unwrap().max(1 << 30);
+        for k in 0..6u64 {
+            let va = VirtAddr::new((k + 1) * step + k * 7 * page);
+            pt.map(va, PhysAddr::new(PA.get() + k * page), page, page, rw())
+                .unwrap();
+            assert_eq!(pt.tables_total(), sum(&pt), "{} after {k}", g.name());
+        }
+        assert!(pt.tables_total() > 1);
+        pt.unmap(VirtAddr::new(step), 6 * step)
+            .unwrap()
+            .flush
+            .done();
+        pt.free_empty(VirtAddr::new(step), 6 * step)
+            .unwrap()
+            .release(&pt)
+            .unwrap();
+        assert_eq!(pt.tables_total(), sum(&pt), "{} freed", g.name());
+        assert_eq!(pt.tables_total(), 1, "{}: the root alone", g.name());
+    }
+}

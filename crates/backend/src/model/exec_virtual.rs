@@ -35,6 +35,7 @@
 //! host thread never finds a lock held) and the virtual contention is
 //! `virtual_contended`.
 
+use super::ahead::{Ahead, STAGES};
 use super::interp;
 use super::pricing::{self, Populated, Pricer, Usage};
 use super::run::{Prediction, Shared, PREFETCH_AHEAD};
@@ -42,6 +43,7 @@ use super::ModelError;
 use crate::latency::FineHist;
 use machine::{AccessKind, CpuHandle};
 use mmu::HitLevel;
+use pt::table::PrefetchStage;
 use timing::{CostModel, Ns3, SyscallKind, TableLines};
 use workload::plan::{self, Op};
 
@@ -87,14 +89,37 @@ struct Frame<'w> {
 
 /// A touch in progress.
 struct Touching<'w> {
-    offsets: Box<dyn Iterator<Item = u64> + 'w>,
-    ahead: Option<Box<dyn Iterator<Item = u64> + 'w>>,
+    /// The offsets, each with those read ahead for a random touch (whose
+    /// walks the host is asked to prefetch, in stages).
+    offsets: Offsets<'w>,
     base: u64,
     kind: AccessKind,
     /// A `node_of`: each point is a get_mempolicy call (one event), not
     /// an access.
     lookup: bool,
 }
+
+/// A touch's offsets: in order, or read ahead for prefetching ([`Ahead`]).
+enum Offsets<'w> {
+    Plain(Box<dyn Iterator<Item = u64> + 'w>),
+    Ahead(Box<Ahead<Box<dyn Iterator<Item = u64> + 'w>>>),
+}
+
+impl Offsets<'_> {
+    /// The next offset.
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        match self {
+            Offsets::Plain(i) => i.next(),
+            Offsets::Ahead(a) => a.next(),
+        }
+    }
+}
+
+/// The prefetch stage of the offset `(k + 1) x PREFETCH_AHEAD` accesses
+/// ahead ([`Ahead`]): the nearest gets its leaf word, the farther its leaf
+/// table's bias word.
+const STAGE_OF: [PrefetchStage; STAGES] = [PrefetchStage::Word, PrefetchStage::Bias];
 
 /// One workload thread on its modeled CPU.
 struct Vcpu<'m, 'w> {
@@ -112,6 +137,10 @@ struct Vcpu<'m, 'w> {
     unreported: u64,
     /// The last-level table lines this CPU's caches hold.
     lines: TableLines,
+    /// Whether its last access hit the first-level TLB: the next one's
+    /// prefetch (a host hint only) is skipped then, as an access that
+    /// hits reads no table and one that follows hits most likely does too.
+    last_hit_l1: bool,
 }
 
 /// How a step ended.
@@ -158,6 +187,7 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
             op_label: String::new(),
             unreported: 0,
             lines: TableLines::new(sh.cfg.geometry.page_size()),
+            last_hit_l1: false,
         });
     }
     let pricer = Pricer::new(
@@ -302,13 +332,15 @@ impl<'s, 'w> Exec<'s, 'w> {
                     if t.latency && v.latency.is_none() {
                         v.latency = Some(FineHist::new());
                     }
-                    let ahead = (t.pattern == plan::Pattern::Random).then(|| {
-                        Box::new(crate::touch::touch_offsets(t).skip(PREFETCH_AHEAD))
-                            as Box<dyn Iterator<Item = u64> + 'w>
-                    });
+                    let plain = Box::new(crate::touch::touch_offsets(t))
+                        as Box<dyn Iterator<Item = u64> + 'w>;
+                    let offsets = if t.pattern == plan::Pattern::Random {
+                        Offsets::Ahead(Box::new(Ahead::new(plain)))
+                    } else {
+                        Offsets::Plain(plain)
+                    };
                     v.touch = Some(Touching {
-                        offsets: Box::new(crate::touch::touch_offsets(t)),
-                        ahead,
+                        offsets,
                         base: self.sh.w.regions[t.region].addr,
                         kind: if t.access == plan::Access::Write {
                             AccessKind::Write
@@ -320,8 +352,7 @@ impl<'s, 'w> Exec<'s, 'w> {
                 }
                 Op::NodeOf(t) => {
                     v.touch = Some(Touching {
-                        offsets: Box::new(crate::touch::touch_offsets(t)),
-                        ahead: None,
+                        offsets: Offsets::Plain(Box::new(crate::touch::touch_offsets(t))),
                         base: self.sh.w.regions[t.region].addr,
                         kind: AccessKind::Read,
                         lookup: true,
@@ -394,22 +425,36 @@ impl<'s, 'w> Exec<'s, 'w> {
             let Some(off) = t.offsets.next() else {
                 return Ok(Stepped::TouchDone);
             };
-            if let Some(next) = t.ahead.as_mut().and_then(Iterator::next) {
-                v.cpu.prefetch(t.base + next);
+            if let (Offsets::Ahead(a), false) = (&t.offsets, v.last_hit_l1) {
+                for (k, stage) in STAGE_OF.into_iter().enumerate() {
+                    if let Some(later) = a.later((k + 1) * PREFETCH_AHEAD) {
+                        v.cpu.prefetch_stage(t.base + later, stage);
+                    }
+                }
             }
             let (va, kind) = (t.base + off, t.kind);
             if t.lookup {
                 self.lookup_node(v, va)?;
                 return Ok(Stepped::Yield);
             }
-            let o = match v.cpu.access(va, kind) {
-                Ok(o) => o,
-                Err(e) => return Err(interp::access_error(v.tid, &v.op_label, e)),
+            // A clean first-level hit through the MMU's probe, which
+            // counts and orders it as the access would and copies no
+            // translation through memory; any other access the whole way.
+            let (cost, faults) = if v.cpu.hit(va, kind).is_some() {
+                v.last_hit_l1 = true;
+                (costs.access(HitLevel::L1, 0, false), 0)
+            } else {
+                let o = match v.cpu.access(va, kind) {
+                    Ok(o) => o,
+                    Err(e) => return Err(interp::access_error(v.tid, &v.op_label, e)),
+                };
+                v.last_hit_l1 = o.translation.hit == HitLevel::L1;
+                // A walk records its table line pair (timing::TableLines).
+                let cached = o.translation.hit == HitLevel::Walk && v.lines.walk(va);
+                let hit = o.translation.hit;
+                (costs.access(hit, o.translation.walk_refs, cached), o.faults)
             };
-            // A walk records its table line pair (timing::TableLines).
-            let cached = o.translation.hit == HitLevel::Walk && v.lines.walk(va);
-            let cost = costs.access(o.translation.hit, o.translation.walk_refs, cached);
-            let took = if o.faults == 0 {
+            let took = if faults == 0 {
                 v.clock += cost;
                 cost.ns
             } else {
@@ -426,7 +471,7 @@ impl<'s, 'w> Exec<'s, 'w> {
                     self.sh.hooks.advance(std::mem::take(&mut v.unreported))?;
                 }
             }
-            if o.faults != 0 || v.clock.ns > limit {
+            if faults != 0 || v.clock.ns > limit {
                 return Ok(Stepped::Yield);
             }
         }

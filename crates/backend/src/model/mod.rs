@@ -21,7 +21,20 @@
 //!
 //! A run can be given a deadline and a progress callback ([`RunOptions`],
 //! [`run_with`]).
+//!
+//! ## Host-side speed tricks of the executor and its pricing
+//!
+//! Each changes no counter and no predicted nanosecond; each is held to the
+//! plain path by the test named (and `scripts/check-predicted.sh` compares
+//! every built-in workload's marks between two builds):
+//!
+//! | trick | shortcuts | exact because | held by |
+//! | --- | --- | --- | --- |
+//! | read-ahead ring (`ahead`): a random touch's offsets drawn once into a ring, the offsets a prefetch stage ahead read from it | one more generator per prefetch stage, skipped ahead | the ring holds the generator's own offsets in order | `ahead::tests::the_ring_gives_what_skipped_generators_give` |
+//! | no prefetch after a first-level hit (`exec_virtual`) | nothing: the prefetches are host hints | a prefetch changes no model state | none needed (the `pt` memo test covers the prefetch itself) |
+//! | the space's table count read through the CPU's handle (`pricing`, `machine::CpuHandle::table_pages`) | the machine's space lookup and the per-level loop (`mm::AddressSpace::table_pages`) after every event | the same tree's per-level counts, summed | `pt/tests/pgtable.rs`: `tables_total_is_the_sum_over_the_levels` |
 
+mod ahead;
 mod config;
 mod exec_threads;
 mod exec_virtual;

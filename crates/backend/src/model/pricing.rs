@@ -273,14 +273,14 @@ impl<'c> Pricer<'c> {
         }
         let mut recycle = self.recycle[cpu_id];
         let now_kinds = &cpu.thread_counters().fault_kinds;
-        let (alloc_per, lru_per) = (self.shared.pages_per_fault, self.shared.folios_per_fault);
+        let (alloc_per, lru_per) = (&self.shared.pages_per_fault, &self.shared.folios_per_fault);
         for (k, (((((now, then), price), traffic), alloc), lru)) in now_kinds
             .iter()
             .zip(kinds.iter_mut())
             .zip(&self.costs.faults)
             .zip(&self.traffic_kib)
-            .zip(&alloc_per)
-            .zip(&lru_per)
+            .zip(alloc_per)
+            .zip(lru_per)
             .enumerate()
         {
             if *now != *then {
@@ -319,9 +319,16 @@ impl<'c> Pricer<'c> {
         }
         // Tables added since the last event are this event's faults' (a
         // system call's own were taken out by syscall_cost).
+        // The CPU's own space is read through its handle (one sum of the
+        // tree's per-level counts); the machine's lookup of the space by
+        // id (a lock, a reference count) only for another space's CPU.
         if let Some((space, seen)) = self.tables {
-            if let Ok(s) = machine.space(space) {
-                let now = s.table_pages();
+            let now = if cpu.space_id() == space {
+                Some(cpu.table_pages())
+            } else {
+                machine.space(space).ok().map(|s| s.table_pages())
+            };
+            if let Some(now) = now {
                 if now > seen {
                     cost += self.costs.pt_alloc * (now - seen) as f64;
                 }

@@ -234,22 +234,28 @@ impl PhysMem {
     }
 
     /// Hints the host CPU to bring the word at `pa` into its caches (a
-    /// software prefetch; nothing happens outside the contiguous part of
-    /// the arena or on hosts without one). Changes nothing.
+    /// software prefetch) when it lies in the contiguous part of the arena
+    /// or in a promoted compact table (where dense PTE tables live when the
+    /// memory has a compact zone: the table's bias is read, the word is
+    /// prefetched); nothing happens elsewhere or on hosts without a
+    /// prefetch instruction. Changes nothing.
     #[inline(always)]
     pub fn prefetch(&self, pa: u64) {
-        if let Some(addr) = self.flat_addr(pa) {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: a prefetch reads nothing the program can see and
-            // cannot fault; `addr` lies inside `flat` anyway.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                    addr.cast(),
-                );
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = addr;
+        let addr = match self.flat_addr(pa) {
+            Some(addr) => addr,
+            None => match self.promoted_word(pa) {
+                Some(w) => std::ptr::from_ref(w),
+                None => return,
+            },
+        };
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch reads nothing the program can see and cannot
+        // fault; `addr` lies inside `flat` or a live pool page anyway.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(addr.cast());
         }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = addr;
     }
 
     /// Writes the word at `pa`.

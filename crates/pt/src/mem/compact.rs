@@ -5,8 +5,9 @@
 //! [`COMPACT_ZONE_BASE`]): its slot is a [`CompactSlot`] of about 100
 //! bytes holding the table's metadata and up to [`INLINE`] (index, word)
 //! pairs. When a ninth distinct word index is written, the table is
-//! promoted: a full table page is taken from a pool of 2 MiB host blocks,
-//! the pairs are copied into it, and from then on every word of the table
+//! promoted: a full table page is taken from a pool of large zeroed host
+//! reservations (1 GiB, backed by huge pages where the host allows), the
+//! pairs are copied into it, and from then on every word of the table
 //! lives there. The table keeps its physical address for its whole life,
 //! so entries that point to it, walk caches and memos never change: a
 //! walker still reads a hardware word by physical address, and only the
@@ -45,6 +46,12 @@
 //! - A pool page is zeroed when its table is freed, so pages handed out are
 //!   zero; blocks are never returned to the host before the owner drops:
 //!   in steady state a promotion costs no host page fault.
+//! - Pool blocks are large zeroed reservations ([`POOL_BLOCK`], address
+//!   space until a page is first written, shown to the arena advisor as the
+//!   contiguous arena is): the host backs the promoted pages of dense
+//!   tables with huge pages, so a walk over many of them does not miss the
+//!   host's TLB on every table (2 MiB blocks were never 2 MiB aligned, and
+//!   no huge page could back them).
 
 use super::flat::FlatWords;
 use super::{lock, MemError, PhysMem, TableMeta, COMPACT_ZONE_BASE, DATA_ZONE_BASE};
@@ -61,8 +68,12 @@ const PROMOTING: usize = 1;
 /// mapped with 4 KiB pages (the slots reserve about 3.5 GB of address
 /// space, touched as tables are allocated).
 const MAX_SLOTS: u64 = 1 << 25;
-/// Bytes of one pool block of full pages.
-const POOL_BLOCK: u64 = 2 << 20;
+/// Bytes of one pool block of full pages: address space reserved at once
+/// (halved while the host refuses it, down to [`POOL_BLOCK_MIN`]), taken
+/// page by page.
+const POOL_BLOCK: u64 = 1 << 30;
+/// The smallest pool block asked for.
+const POOL_BLOCK_MIN: u64 = 2 << 20;
 /// Largest table page whose word indices fit a pair's 16-bit index.
 pub(super) const MAX_PAGE_SHIFT: u32 = 16;
 
@@ -85,6 +96,8 @@ struct Pool {
     blocks: Vec<FlatWords>,
     /// Pages of the last block handed out.
     used: u64,
+    /// Pages handed out over every block (each is in use or in `free`).
+    taken: u64,
     /// Host addresses of zeroed pages given back.
     free: Vec<usize>,
 }
@@ -139,6 +152,7 @@ impl CompactZone {
                     pool: Mutex::new(Pool {
                         blocks: Vec::new(),
                         used: 0,
+                        taken: 0,
                         free: Vec::new(),
                     }),
                     page_shift,
@@ -190,9 +204,10 @@ impl CompactZone {
             .collect()
     }
 
-    /// Host bytes held by promoted tables' pages (blocks taken from the host).
+    /// Host bytes of the pages promoted tables took from the pool (in use
+    /// or free in it; the rest of a block is address space only).
     pub(super) fn pool_bytes(&self) -> u64 {
-        lock(&self.pool).blocks.len() as u64 * POOL_BLOCK
+        lock(&self.pool).taken << self.page_shift
     }
 
     fn pool_take(&self) -> Option<*const AtomicU64> {
@@ -201,12 +216,15 @@ impl CompactZone {
         if let Some(a) = p.free.pop() {
             return Some(a as *const AtomicU64);
         }
-        if p.blocks.is_empty() || p.used == POOL_BLOCK / page {
-            p.blocks.push(FlatWords::reserve(POOL_BLOCK, POOL_BLOCK)?);
+        let full = p.blocks.last().is_none_or(|b| p.used == b.bytes() / page);
+        if full {
+            p.blocks
+                .push(FlatWords::reserve(POOL_BLOCK, POOL_BLOCK_MIN)?);
             p.used = 0;
         }
         let words = (p.used * page / 8) as usize;
         p.used += 1;
+        p.taken += 1;
         Some(p.blocks.last().expect("pushed above").word_ptr(words))
     }
 }
@@ -351,6 +369,30 @@ impl PhysMem {
         // address of that word in the table's page (the invariants), which
         // lives until the table is freed.
         (b != 0).then(|| unsafe { &*(b.wrapping_add(pa & !7) as *const AtomicU64) })
+    }
+
+    /// Hints the host CPU to fetch the bias word of the compact table
+    /// holding `pa` (what [`PhysMem::promoted_word`] reads first); nothing
+    /// outside the compact zone. Changes nothing.
+    #[inline(always)]
+    pub fn prefetch_bias(&self, pa: u64) {
+        let off = pa.wrapping_sub(COMPACT_ZONE_BASE);
+        if off >= self.compact_bytes {
+            return;
+        }
+        let at = self
+            .compact_biases
+            .wrapping_add(((off >> self.page_shift) as usize) * size_of::<AtomicU64>());
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch reads nothing the program can see and cannot
+        // fault; `at` is the slot's bias word, inside the zone's biases.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                at as *const i8,
+            );
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = at;
     }
 
     /// `PhysMem::compare_exchange` on a compact table's word (see the

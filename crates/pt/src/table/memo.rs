@@ -80,24 +80,53 @@ impl WalkMemo {
     }
 }
 
+/// One stage of a prefetch that runs ahead of the walk in two steps (see
+/// [`PageTable::prefetch_walk_stage`]), some accesses apart, so that the
+/// second step's loads find the line the first fetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefetchStage {
+    /// First: what turns the leaf table's address into host memory (a
+    /// promoted compact table's bias word), found through the level-1
+    /// entry (read, as the one-step prefetch reads it).
+    Bias,
+    /// Then the leaf word itself ([`PageTable::prefetch_walk_memo`]),
+    /// whose bias the first stage fetched.
+    Word,
+}
+
 impl PageTable {
-    /// [`PageTable::prefetch_walk`], finding the word through `memo` when
-    /// it remembers the region of `va` (and teaching it the region when it
-    /// does not). Changes nothing in the table.
+    /// One stage of a staged walk prefetch of `va` through `memo`: a
+    /// driver that knows its addresses far enough ahead calls
+    /// [`PrefetchStage::Bias`] for an address and [`PrefetchStage::Word`]
+    /// for it some accesses later, so that the second stage's loads find
+    /// the lines the first fetched (a walk through promoted compact tables
+    /// then waits for its table's bias word no more than a walk of the
+    /// contiguous arena, which has none). Changes nothing in the table.
     #[inline]
-    pub fn prefetch_walk_memo(&self, memo: &WalkMemo, va: VirtAddr) {
-        if let Some(epa) = self.last_walk_word_memo(memo, va) {
-            self.mem.prefetch(epa.get());
+    pub fn prefetch_walk_stage(&self, memo: &WalkMemo, va: VirtAddr, stage: PrefetchStage) {
+        match stage {
+            PrefetchStage::Bias => {
+                if let Some(epa) = self.last_walk_word_memo(memo, va) {
+                    self.mem.prefetch_bias(epa.get());
+                }
+            }
+            PrefetchStage::Word => self.prefetch_walk_memo(memo, va),
         }
     }
 
-    /// [`PageTable::last_walk_word`] through `memo`: the same address
-    /// whenever the memo is up to date (see the module docs).
+    /// The level-1 entry a walk of `va` reads through `memo`'s level-1
+    /// table (`Ok`), or where the walk stops above it (`Err`, what
+    /// [`PageTable::last_walk_word`] says); `None` when the geometry has
+    /// fewer than three levels (no memo) or `va` is not canonical.
     #[inline]
-    pub fn last_walk_word_memo(&self, memo: &WalkMemo, va: VirtAddr) -> Option<PhysAddr> {
+    fn upper_walk_word_memo(
+        &self,
+        memo: &WalkMemo,
+        va: VirtAddr,
+    ) -> Option<Result<PhysAddr, PhysAddr>> {
         let levels = self.geom.fast_levels();
         if levels.len() < 3 {
-            return self.last_walk_word(va);
+            return None;
         }
         let region = va.page_index(levels[2].hw_shift);
         let slot = &memo.slots[region as usize % SLOTS];
@@ -113,11 +142,34 @@ impl PageTable {
         } else {
             match self.learn_region(memo, slot, va, region) {
                 Ok(table) => table,
-                Err(last) => return last,
+                Err(last) => return last.map(Err),
             }
         };
+        Some(Ok(table.phys() + levels[1].word_offset(va.get())))
+    }
+
+    /// [`PageTable::prefetch_walk`], finding the word through `memo` when
+    /// it remembers the region of `va` (and teaching it the region when it
+    /// does not). Changes nothing in the table.
+    #[inline]
+    pub fn prefetch_walk_memo(&self, memo: &WalkMemo, va: VirtAddr) {
+        if let Some(epa) = self.last_walk_word_memo(memo, va) {
+            self.mem.prefetch(epa.get());
+        }
+    }
+
+    /// [`PageTable::last_walk_word`] through `memo`: the same address
+    /// whenever the memo is up to date (see the module docs).
+    #[inline]
+    pub fn last_walk_word_memo(&self, memo: &WalkMemo, va: VirtAddr) -> Option<PhysAddr> {
+        let epa = match self.upper_walk_word_memo(memo, va) {
+            None if self.geom.fast_levels().len() < 3 => return self.last_walk_word(va),
+            None => return None,
+            Some(Err(last)) => return Some(last),
+            Some(Ok(epa)) => epa,
+        };
+        let levels = self.geom.fast_levels();
         let (f1, f0) = (&levels[1], &levels[0]);
-        let epa = table.phys() + f1.word_offset(va.get());
         let raw = self.mem.read_walk(epa.get());
         if raw & f1.table.mask != f1.table.value {
             // A leaf or an empty entry: the walk's last read is this one.
@@ -181,12 +233,35 @@ mod tests {
             };
             let check = |va: u64| {
                 let va = VirtAddr::new(va);
+                let last = pt.last_walk_word(va);
                 assert_eq!(
                     pt.last_walk_word_memo(&memo, va),
-                    pt.last_walk_word(va),
+                    last,
                     "{} {va:#x}",
                     g.name()
                 );
+                // The level-1 entry the memo names is the one the walk
+                // reads (or where it stops above it).
+                if g.fast_levels().len() >= 3 {
+                    match pt.upper_walk_word_memo(&memo, va) {
+                        Some(Err(stop)) => assert_eq!(Some(stop), last),
+                        Some(Ok(epa)) => {
+                            let table = pt.table_on_path(va, Level::PMD);
+                            assert_eq!(
+                                table.map(|t| pt.hw_entry_pa(t, Level::PMD, va)),
+                                Ok(epa),
+                                "{} {va:#x}",
+                                g.name()
+                            );
+                        }
+                        None => assert_eq!(last, None),
+                    }
+                }
+                // Every stage runs on any address and changes nothing.
+                for stage in [PrefetchStage::Bias, PrefetchStage::Word] {
+                    pt.prefetch_walk_stage(&memo, va, stage);
+                }
+                assert_eq!(pt.last_walk_word(va), last);
             };
             for round in 0..6u64 {
                 // Map a few leaves of random sizes in a few regions.
