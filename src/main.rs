@@ -4,6 +4,7 @@
 mod cli;
 mod cmd;
 mod fail;
+mod interrupt;
 mod out;
 mod progress;
 mod suggest;

@@ -4,7 +4,9 @@
 //!
 //! Invariant: a document holds every measured run's raw values (`samples`:
 //! counter -> one value per run, in run order), the first run's counters per
-//! mark, and the spread of every counter when repeated.
+//! mark, and the spread of every counter when repeated; `partial` says
+//! whether the last run stopped before its end (`stopped`: why), its
+//! counters being those so far.
 
 use crate::exec::{ConfigResult, ExecError};
 use serde_json::{json, Value};
@@ -52,14 +54,19 @@ pub fn config_result(r: &ConfigResult) -> Value {
             mark
         })
         .collect();
-    json!({
+    let mut v = json!({
         "workload": r.workload,
         "backend": r.config.backend,
         "config": r.config,
         "marks": marks,
         "runs": r.runs.len(),
         "warnings": r.aggregate.warnings,
-    })
+        "partial": r.partial.is_some(),
+    });
+    if let Some(why) = &r.partial {
+        v["stopped"] = json!(why);
+    }
+    v
 }
 
 /// This host's fingerprint, as every document carries it.
