@@ -65,7 +65,7 @@ fn imported(dir: &Path, n: u64) -> (std::path::PathBuf, i64) {
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(r.status.success(), "{err}");
     assert!(
-        err.contains(&format!("(uncompressed)"))
+        err.contains("(uncompressed)")
             && err.contains(&format!("{n} instructions, {accesses} accesses")),
         "{err}"
     );

@@ -122,16 +122,19 @@ pub fn read(
         have -= whole;
     }
     if have != 0 {
+        let length = offset + have as u64;
+        // A CloudSuite trace read as standard records ends cut unless its
+        // length is a multiple of both sizes: say what it may be.
+        let hint = if size == STANDARD.size && length.is_multiple_of(CLOUDSUITE.size as u64) {
+            " (its length fits CloudSuite's 96-byte records: --cloudsuite?)"
+        } else {
+            ""
+        };
         return Err(ImportError::Binary {
             path: path.to_path_buf(),
             offset,
             what: format!(
-                "the records end inside a record ({have} of {size} bytes): the trace was cut short{}",
-                if size == STANDARD.size && offset % CLOUDSUITE.size as u64 == 0 && (offset + have as u64) % CLOUDSUITE.size as u64 == 0 {
-                    " (the length fits CloudSuite's 96-byte records: --cloudsuite?)"
-                } else {
-                    ""
-                }
+                "the records end inside a record ({have} of {size} bytes): the trace was cut short{hint}"
             ),
         });
     }
