@@ -15,10 +15,15 @@ fuzz_target!(|data: &[u8]| {
     for layout in [champsim::STANDARD, champsim::CLOUDSUITE] {
         let mut pages = PageSet::default();
         let mut n = 0u64;
-        let r = champsim::read(&mut &data[..], layout, Path::new("fuzz"), &mut |a: Access| {
-            pages.insert(a.addr / 4096);
-            n += 1;
-        });
+        let r = champsim::read(
+            &mut &data[..],
+            layout,
+            Path::new("fuzz"),
+            &mut |a: Access| {
+                pages.insert(a.addr / 4096);
+                n += 1;
+            },
+        );
         match r {
             Ok(records) => {
                 assert_eq!(records, (data.len() / layout.size) as u64);
