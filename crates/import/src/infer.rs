@@ -91,10 +91,14 @@ impl PageSet {
     pub fn regions(&self) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
         for p in self.pages() {
+            // The address space's last page ends at 2^64, which a u64
+            // cannot hold: its region ends a byte short (an importer
+            // refuses such an address before: `Collector::write`).
             let a = p * PAGE;
+            let e = a.saturating_add(PAGE);
             match out.last_mut() {
-                Some((_, end)) if a < end.saturating_add(GAP) => *end = a + PAGE,
-                _ => out.push((a, a + PAGE)),
+                Some((_, end)) if a < end.saturating_add(GAP) => *end = e,
+                _ => out.push((a, e)),
             }
         }
         out
@@ -193,6 +197,18 @@ impl Collector {
         self.flush();
         if let Some(e) = self.failed.take() {
             return Err(io(e));
+        }
+        // No program has the last page of the 64-bit address space (the
+        // kernel's, on every ABI): refused, rather than a region that
+        // would end at 2^64 (found by fuzz/fuzz_targets/import_champsim.rs).
+        if self.pages.pages().last() == Some(u64::MAX / PAGE) {
+            return Err(ImportError::Input {
+                path: input.to_path_buf(),
+                what: format!(
+                    "an access at {:#x} or above, in the last page of the 64-bit address space: not a program's address",
+                    u64::MAX / PAGE * PAGE
+                ),
+            });
         }
         let regions = self.pages.regions();
         let header = Header {
@@ -379,5 +395,32 @@ mod tests {
             }
             prop_assert_eq!(got, accesses);
         }
+    }
+}
+
+#[cfg(test)]
+mod edge {
+    use super::*;
+
+    #[test]
+    fn the_last_page_of_the_address_space_is_refused_not_a_panic() {
+        let mut p = PageSet::default();
+        p.insert(u64::MAX / PAGE);
+        assert_eq!(p.regions(), vec![(u64::MAX / PAGE * PAGE, u64::MAX)]);
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Collector::new(tempfile::tempfile_in(dir.path()).unwrap());
+        c.push(Access {
+            addr: u64::MAX - 3,
+            write: false,
+        });
+        let e = c
+            .write(&dir.path().join("t.ptl"), "test", Path::new("in"), 1)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("last page of the 64-bit address space"),
+            "{e}"
+        );
+        assert!(e.is_bad_input());
     }
 }

@@ -74,6 +74,9 @@ pub enum ImportError {
         offset: u64,
         what: String,
     },
+    /// An input whose content is wrong as a whole (no one place to name).
+    #[error("{}: {what}", path.display())]
+    Input { path: PathBuf, what: String },
     /// A text input that is wrong at `line`.
     #[error("{}:{line}: {what}", path.display())]
     Text {
