@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
         match r {
             Ok(records) => {
                 assert_eq!(records, (data.len() / layout.size) as u64);
-                assert!(n <= records * 6);
+                assert!(n <= records * (layout.loads.1 + layout.stores.1) as u64);
                 let regions = pages.regions();
                 for w in regions.windows(2) {
                     assert!(w[0].1 <= w[1].0);
