@@ -100,8 +100,8 @@ pub struct ModelOpts {
     /// Multi-size THP policies, e.g. 64k=always,16k=madvise
     #[arg(long)]
     pub mthp: Option<String>,
-    /// TLB preset (zen4, icelake, none) or a TLB TOML file
-    #[arg(long)]
+    /// TLB preset or a TLB TOML file (the presets listed from the model's own table)
+    #[arg(long, help = tlb_help())]
     pub tlb: Option<String>,
     /// Modeled CPUs
     #[arg(long)]
@@ -199,9 +199,15 @@ pub struct TraceArgs {
 
 #[derive(Subcommand)]
 pub enum ImportCmd {
-    /// A ChampSim instruction trace (.xz, 64-byte input_instr records); regions inferred from 2 MiB gaps
-    Champsim(ImportArgs),
-    /// valgrind --tool=lackey --trace-mem=yes output (text); regions inferred from 2 MiB gaps
+    /// A ChampSim instruction trace (64-byte input_instr records; xz, gzip, bzip2 or uncompressed, told by content); regions inferred from 2 MiB gaps
+    Champsim {
+        #[command(flatten)]
+        args: ImportArgs,
+        /// CloudSuite's 96-byte cloudsuite_instr records (ChampSim's --cloudsuite)
+        #[arg(long)]
+        cloudsuite: bool,
+    },
+    /// valgrind --tool=lackey --trace-mem=yes output (text, or compressed as above); regions inferred from 2 MiB gaps
     Lackey(ImportArgs),
 }
 
@@ -214,6 +220,15 @@ pub struct ImportArgs {
     pub out: Option<std::path::PathBuf>,
 }
 
+/// `--tlb`'s help: the presets named from the model's table, so that a
+/// new preset is listed without editing this text.
+fn tlb_help() -> String {
+    format!(
+        "TLB preset ({}) or a TLB TOML file",
+        mmu::config::PRESET_NAMES.join(", ")
+    )
+}
+
 #[derive(Args)]
 pub struct ReplayArgs {
     /// A trace file
@@ -221,7 +236,52 @@ pub struct ReplayArgs {
     #[command(flatten)]
     pub model: ModelOpts,
     #[command(flatten)]
-    pub repeat: RepeatOpts,
+    pub window: WindowOpts,
+    /// Measured replays per configuration
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Replays thrown away first (default: 1 when repeating)
+    #[arg(long)]
+    pub warmup_runs: Option<usize>,
+    /// Stop the replay past this many seconds and print the counters so far, marked partial (default: no limit)
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// Print one JSON document on stdout (every run's values included)
+    #[arg(long)]
+    pub json: bool,
+    /// Print every run's values as CSV on stdout (one row per configuration, mark, counter and run)
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// Also write the JSON document to FILE (beside the table)
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<std::path::PathBuf>,
+    /// Also write every run's values as CSV to FILE (beside the table)
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<std::path::PathBuf>,
+    /// Also write the tables as Markdown to FILE (beside the table)
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<std::path::PathBuf>,
+    /// Show every counter in the table (default: the format's counters and the model's main ones)
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// The part of a trace `replay` measures, in accesses (docs/trace.md,
+/// "Windows"), as ChampSim's warm-up and simulation instructions.
+#[derive(Args, Clone, Copy, Default)]
+pub struct WindowOpts {
+    /// Pass over the first N accesses (not replayed; the regions' maps and unmaps are)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip: u64,
+    /// Replay N accesses after the skip without counting them (TLBs, tables and pages stay warm)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup: u64,
+    /// Count N accesses after the warm-up, then stop (default: to the end of the trace)
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Populate every mapping as MAP_POPULATE would and start counting at the first access (no first-touch faults)
+    #[arg(long)]
+    pub prefault: bool,
 }
 
 #[derive(Args)]

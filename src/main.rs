@@ -5,6 +5,7 @@ mod cli;
 mod cmd;
 mod fail;
 mod host_costs;
+mod interrupt;
 mod out;
 mod progress;
 mod suggest;

@@ -178,11 +178,25 @@ fn a_generated_champsim_trace_imports_with_regions_by_gaps() {
         &["import", "champsim", cut.to_str().unwrap()],
         &format!("byte {}: the records end inside a record", 4999 * 64),
     );
-    // Not xz at all.
+    // Not xz at all, whatever its name: read as uncompressed records, of
+    // which it holds less than one.
     let junk = dir.path().join("junk.xz");
     std::fs::write(&junk, b"this is not xz").unwrap();
     bad_input(
         &["import", "champsim", junk.to_str().unwrap()],
+        "byte 0: the records end inside a record (14 of 64 bytes)",
+    );
+    // xz that breaks in the middle: where, in the compressed file.
+    let broken = dir.path().join("broken.xz");
+    xz(&broken, &bytes);
+    let mut z = std::fs::read(&broken).unwrap();
+    let mid = z.len() / 2;
+    for b in &mut z[mid..mid + 32] {
+        *b ^= 0xA5;
+    }
+    std::fs::write(&broken, z).unwrap();
+    bad_input(
+        &["import", "champsim", broken.to_str().unwrap()],
         "not a valid xz stream",
     );
     bad_input(
@@ -195,6 +209,144 @@ fn a_generated_champsim_trace_imports_with_regions_by_gaps() {
     );
     only(
         dir.path(),
-        &["cut.xz", "gen.champsimtrace.xz", "gen.ptl", "junk.xz"],
+        &[
+            "broken.xz",
+            "cut.xz",
+            "gen.champsimtrace.xz",
+            "gen.ptl",
+            "junk.xz",
+        ],
     );
+}
+
+/// The replay's end counters of `trace` (JSON).
+fn end_counters(trace: &Path) -> Value {
+    let r = ptlab(&["replay", trace.to_str().unwrap(), "--json"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v: Value = serde_json::from_slice(&r.stdout).unwrap();
+    v["marks"].as_array().unwrap().last().unwrap()["counters"].clone()
+}
+
+#[test]
+fn gzip_bzip2_and_uncompressed_traces_import_as_xz_does_told_by_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = Vec::new();
+    for i in 0..20_000u64 {
+        let a = 0x7f00_0000_0000 + (i * 4096 * 13) % (512 << 20);
+        bytes.extend_from_slice(&record(
+            0x401000 + i,
+            &[a, 0x7ffd_0000_0000 - 8 * (i % 64)],
+            &[a],
+        ));
+    }
+    // Each form under a name that says nothing (or the wrong thing).
+    let forms: [(&str, &str, Vec<u8>); 4] = [
+        ("a.trace", "xz", {
+            let mut z = xz2::write::XzEncoder::new(Vec::new(), 1);
+            z.write_all(&bytes).unwrap();
+            z.finish().unwrap()
+        }),
+        ("b.xz", "gzip", {
+            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            z.write_all(&bytes).unwrap();
+            z.finish().unwrap()
+        }),
+        ("c.gz", "bzip2", {
+            let mut z = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+            z.write_all(&bytes).unwrap();
+            z.finish().unwrap()
+        }),
+        ("d.bz2", "uncompressed", bytes.clone()),
+    ];
+    let mut ends = Vec::new();
+    for (name, kind, data) in forms {
+        let input = dir.path().join(name);
+        std::fs::write(&input, data).unwrap();
+        let out = dir.path().join(format!("{name}.ptl"));
+        let r = ptlab(&[
+            "import",
+            "champsim",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(r.status.success(), "{name}: {err}");
+        assert!(
+            err.contains(&format!("({kind})"))
+                && err.contains("20000 instructions, 60000 accesses (40000 loads, 20000 stores)"),
+            "{name}: {err}"
+        );
+        ends.push(end_counters(&out));
+    }
+    for e in &ends[1..] {
+        assert_eq!(e["accesses"], ends[0]["accesses"]);
+        assert_eq!(e["minor_faults"], ends[0]["minor_faults"]);
+        assert_eq!(e["tlb_misses"], ends[0]["tlb_misses"]);
+    }
+    // A corrupt gzip stream: where it fails in the compressed file.
+    let mut gz = {
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(&bytes).unwrap();
+        z.finish().unwrap()
+    };
+    let mid = gz.len() / 2;
+    for b in &mut gz[mid..mid + 64] {
+        *b ^= 0x5A;
+    }
+    let bad = dir.path().join("bad.gz");
+    std::fs::write(&bad, gz).unwrap();
+    bad_input(
+        &["import", "champsim", bad.to_str().unwrap()],
+        "not a valid gzip stream",
+    );
+}
+
+#[test]
+fn a_cloudsuite_trace_imports_with_its_four_destinations() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = Vec::new();
+    for i in 0..3000u64 {
+        // 96-byte cloudsuite_instr: destinations at 24, sources at 56.
+        let mut r = [0u8; 96];
+        r[..8].copy_from_slice(&(0x401000 + i).to_le_bytes());
+        let base = 0x5555_0000_0000u64 + (i % 50) * 4096;
+        for d in 0..4u64 {
+            let o = 24 + 8 * d as usize;
+            r[o..o + 8].copy_from_slice(&(base + 8 * d).to_le_bytes());
+        }
+        let o = 56;
+        r[o..o + 8].copy_from_slice(&(base + 64).to_le_bytes());
+        r[88..90].copy_from_slice(&[0xff, 0xff]);
+        bytes.extend_from_slice(&r);
+    }
+    let input = dir.path().join("cs.trace.gz");
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(&bytes).unwrap();
+    std::fs::write(&input, z.finish().unwrap()).unwrap();
+    let out = dir.path().join("cs.ptl");
+    let r = ptlab(&[
+        "import",
+        "champsim",
+        "--cloudsuite",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    assert!(
+        err.contains("3000 instructions, 15000 accesses (3000 loads, 12000 stores), 1 regions"),
+        "{err}"
+    );
+    // Read as 64-byte records it is 4,500 of them: not what was written.
+    let r = ptlab(&[
+        "import",
+        "champsim",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("4500 instructions"), "{err}");
 }

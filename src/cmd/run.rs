@@ -315,18 +315,35 @@ fn tlb_note(c: &RunConfig) -> String {
 pub fn run(args: RunArgs) -> CmdResult {
     let cfg = config_from(&args.backend, &args.model)?;
     with_host_costs(std::slice::from_ref(&cfg))?;
-    let configs = std::slice::from_ref(&cfg);
     let before = Load::read();
-    let results = execute(&args.workload, configs, &args.repeat)?;
+    let results = execute(&args.workload, std::slice::from_ref(&cfg), &args.repeat)?;
     let after = Load::read();
+    print_run(&results, &args.repeat, &before, &after)
+}
+
+/// Prints one configuration's result as `run` does (the table, or JSON or
+/// CSV, and the exports), with the cost file's machine and, for the kernel,
+/// the host's load before and after. A partial result (a replay stopped
+/// early) says so in its heading and on stderr, and exits 1 (130 when
+/// interrupted).
+fn print_run(
+    results: &[ConfigResult],
+    repeat: &RepeatOpts,
+    before: &Load,
+    after: &Load,
+) -> CmdResult {
     let r = &results[0];
+    let configs = std::slice::from_ref(&r.config);
     let mut v = experiment::document::run(r);
-    if cfg.backend == config::BackendKind::Kernel {
-        v["load"] = load_json(&before, &after);
+    if r.config.backend == config::BackendKind::Kernel {
+        v["load"] = load_json(before, after);
     }
-    let table = report::views::run_table(&main_counters(&r.runs, args.repeat.all));
+    let table = report::views::run_table(&main_counters(&r.runs, repeat.all));
+    let partial = r.partial.as_deref().map_or(String::new(), |why| {
+        format!(", PARTIAL ({why}): the counters so far")
+    });
     let heading = format!(
-        "{} on {} ({}{}), {} run(s)",
+        "{} on {} ({}{}), {} run(s){partial}",
         r.workload,
         r.config.backend,
         r.config.label,
@@ -334,19 +351,34 @@ pub fn run(args: RunArgs) -> CmdResult {
         r.runs.len()
     );
     let markdown = format!("## {heading}\n\n{}", table.to_markdown());
-    write_exports(&args.repeat, &v, &results, &markdown)?;
-    if args.repeat.json {
-        return print_json(&v);
+    write_exports(repeat, &v, results, &markdown)?;
+    let status = match r.partial.as_deref() {
+        None => ExitCode::SUCCESS,
+        Some(why) => {
+            eprintln!(
+                "warning: {}: the replay stopped early ({why}); its counters are those so far (partial)",
+                r.workload
+            );
+            if why == backend::replay::Stopped::Interrupted.to_string() {
+                ExitCode::from(crate::interrupt::EXIT_INTERRUPTED)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    };
+    if repeat.json {
+        print_json(&v)?;
+        return Ok(status);
     }
-    if args.repeat.csv {
-        out!("{}", runs_csv(&results)?)?;
-        return Ok(ExitCode::SUCCESS);
+    if repeat.csv {
+        out!("{}", runs_csv(results)?)?;
+        return Ok(status);
     }
     outln!("{heading}")?;
     for line in costs_lines(configs) {
         outln!("{line}")?;
     }
-    if let Some(line) = load_line(configs, &before, &after) {
+    if let Some(line) = load_line(configs, before, after) {
         outln!("{line}")?;
     }
     out!("{}", table.render())?;
@@ -355,10 +387,12 @@ pub fn run(args: RunArgs) -> CmdResult {
     for w in &r.aggregate.warnings {
         eprintln!("warning: {w}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(status)
 }
 
-/// `ptlab replay TRACE`: `run` on the model, for a file that must be a trace.
+/// `ptlab replay TRACE`: a trace on the model, with its own options (the
+/// window, `--prefault`, no time limit unless asked); SIGINT stops it with
+/// the counters so far.
 pub fn replay(args: ReplayArgs) -> CmdResult {
     let path = args.trace.display().to_string();
     if let Err(e) = std::fs::metadata(&args.trace) {
@@ -369,12 +403,49 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
             "{path}: byte 0: not a ptlab trace (it does not start with \"PTLTRACE\")"
         )));
     }
-    run(RunArgs {
-        workload: path,
-        backend: "model".into(),
-        model: args.model,
+    let cfg = config_from("model", &args.model)?;
+    with_host_costs(std::slice::from_ref(&cfg))?;
+    let repeat = RepeatOpts {
         repeat: args.repeat,
-    })
+        warmup: args.warmup_runs,
+        // No limit unless asked: `Duration::from_secs(u64::MAX)` is past
+        // any representable instant, which the replay takes as none.
+        timeout: args.timeout.unwrap_or(u64::MAX),
+        json: args.json,
+        csv: args.csv,
+        export_json: args.export_json,
+        export_csv: args.export_csv,
+        export_markdown: args.export_markdown,
+        all: args.all,
+    };
+    let opts = exec_options(&repeat)?;
+    let interrupt = crate::interrupt::on_sigint().map_err(|e| {
+        Failure::Error(anyhow::Error::new(e).context("installing the SIGINT handler"))
+    })?;
+    let trace = experiment::replay::TraceOptions {
+        window: backend::replay::Window {
+            skip: args.window.skip,
+            warmup: args.window.warmup,
+            limit: args.window.limit,
+        },
+        prefault: args.window.prefault,
+        interrupt: Some(interrupt),
+    };
+    let total = opts.repeat + experiment::exec::warmup_runs(&opts);
+    let mut pb = progress(total, &format!("{path} ({})", cfg.label), "run");
+    let within = pb.within_run();
+    let res = experiment::replay::run_trace_all(
+        &args.trace,
+        std::slice::from_ref(&cfg),
+        &opts,
+        &trace,
+        &mut |p: exec::Progress| pb.set(p.done, p.total),
+        Some(within),
+    );
+    pb.finish();
+    let results = res.map_err(|e| about_workload(&path, e))?;
+    let load = Load::read();
+    print_run(&results, &repeat, &load, &load)
 }
 
 pub fn compare(args: CompareArgs) -> CmdResult {
@@ -455,6 +526,16 @@ pub fn compare(args: CompareArgs) -> CmdResult {
         for w in &r.aggregate.warnings {
             eprintln!("warning ({}): {w}", r.config.label);
         }
+    }
+    // A trace's replay past the time limit: its counters so far are in the
+    // table, the configurations after it were not run.
+    if let Some(r) = results.iter().find(|r| r.partial.is_some()) {
+        eprintln!(
+            "warning ({}): the replay stopped early ({}); its counters are those so far (partial), and the configurations after it were not run",
+            r.config.label,
+            r.partial.as_deref().unwrap_or_default()
+        );
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -212,9 +212,31 @@ impl CostFile {
     /// # Errors
     /// [`CostsError::Parse`] or [`CostsError::Invalid`].
     pub fn parse(text: &str, path: &Path) -> Result<CostFile, CostsError> {
-        let f: CostFile = toml::from_str(text).map_err(|e| CostsError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
+        // One line, as every error of the project: the line and column
+        // from the error's span, its message with control characters
+        // escaped (toml's own rendering is a multi-line snippet; found by
+        // fuzz/fuzz_targets/parse_costs.rs).
+        let f: CostFile = toml::from_str(text).map_err(|e| {
+            let at = e.span().map_or(0, |s| s.start).min(text.len());
+            let before = text.get(..at).unwrap_or("");
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            let message: String = e
+                .message()
+                .trim_end()
+                .chars()
+                .map(|c| {
+                    if c.is_control() {
+                        c.escape_default().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect();
+            CostsError::Parse {
+                path: path.to_path_buf(),
+                message: format!("line {line}, column {column}: {message}"),
+            }
         })?;
         f.validate(path)?;
         Ok(f)

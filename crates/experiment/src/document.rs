@@ -6,7 +6,9 @@
 //! counter -> one value per run, in run order), the first run's counters per
 //! mark, and the spread of every counter when repeated; a model
 //! configuration's document says which cost file priced it and which
-//! machine that file describes (`costs`).
+//! machine that file describes (`costs`); `partial` says whether the last
+//! run stopped before its end (`stopped`: why), its counters being those so
+//! far.
 
 use crate::exec::{ConfigResult, ExecError};
 use serde_json::{json, Value};
@@ -62,7 +64,11 @@ pub fn config_result(r: &ConfigResult) -> Value {
         "marks": marks,
         "runs": r.runs.len(),
         "warnings": r.aggregate.warnings,
+        "partial": r.partial.is_some(),
     });
+    if let Some(why) = &r.partial {
+        v["stopped"] = json!(why);
+    }
     if r.config.backend == crate::config::BackendKind::Model {
         v["costs"] = costs_label(r.config.model.costs.as_deref());
     }

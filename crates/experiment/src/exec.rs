@@ -248,6 +248,9 @@ pub struct ConfigResult {
     #[serde(skip)]
     pub runs: Vec<Run>,
     pub aggregate: Aggregate,
+    /// Why the last run stopped before its end (a trace's replay past its
+    /// time limit or interrupted): its counters are those so far.
+    pub partial: Option<String>,
 }
 
 /// Where a long run is (for progress bars).
@@ -301,7 +304,9 @@ pub fn run_all_watched(
             std::path::Path::new(name_or_path),
             configs,
             opts,
+            &crate::replay::TraceOptions::default(),
             progress,
+            accesses,
         );
     }
     let plans = configs
@@ -343,6 +348,7 @@ pub fn run_plans_watched(
             workload: w.name.clone(),
             aggregate: aggregate::aggregate(&runs),
             runs,
+            partial: None,
         })
         .collect())
 }

@@ -1,5 +1,10 @@
-//! ChampSim's instruction traces: an xz-compressed sequence of 64-byte
-//! `input_instr` records, little-endian:
+//! ChampSim's instruction traces: a sequence of fixed-size records (the
+//! file usually xz-compressed; [`crate::source`] tells by content), each
+//! one instruction, little-endian, laid out as ChampSim's C++ structs are
+//! in memory (inc/trace_instruction.h in ChampSim's repository: no packing,
+//! so 8-byte fields are 8-byte aligned).
+//!
+//! The standard `input_instr`, 64 bytes:
 //!
 //! | offset | size | field |
 //! | --- | --- | --- |
@@ -11,6 +16,11 @@
 //! | 16 | 16 | destination_memory: 2 addresses (0: none) |
 //! | 32 | 32 | source_memory: 4 addresses (0: none) |
 //!
+//! The CloudSuite `cloudsuite_instr` (ChampSim's `--cloudsuite` traces),
+//! 96 bytes: ip 8, is_branch 1, branch_taken 1, destination_registers 4,
+//! source_registers 4, 6 bytes of padding, destination_memory 4 x 8 at
+//! 24, source_memory 4 x 8 at 56, asid 2 at 88, 6 bytes of padding.
+//!
 //! Each record's source addresses are loads, its destination addresses
 //! stores, in that order (the instruction reads before it writes).
 
@@ -18,60 +28,83 @@ use crate::{Access, ImportError};
 use std::io::Read;
 use std::path::Path;
 
-pub const RECORD: usize = 64;
+/// Where a record's addresses are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Bytes of one record.
+    pub size: usize,
+    /// Offset and count of the destination (store) addresses.
+    pub stores: (usize, usize),
+    /// Offset and count of the source (load) addresses.
+    pub loads: (usize, usize),
+}
 
-/// The accesses of one record, loads then stores.
-pub fn accesses(rec: &[u8; RECORD], f: &mut dyn FnMut(Access)) {
-    let word = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().expect("8 bytes"));
-    for i in 0..4 {
-        let a = word(32 + 8 * i);
-        if a != 0 {
-            f(Access {
-                addr: a,
-                write: false,
-            });
+/// ChampSim's standard `input_instr`.
+pub const STANDARD: Layout = Layout {
+    size: 64,
+    stores: (16, 2),
+    loads: (32, 4),
+};
+
+/// ChampSim's `cloudsuite_instr`.
+pub const CLOUDSUITE: Layout = Layout {
+    size: 96,
+    stores: (24, 4),
+    loads: (56, 4),
+};
+
+impl Layout {
+    /// The accesses of one record (`rec` is `self.size` bytes), loads then
+    /// stores.
+    #[inline]
+    pub fn accesses(&self, rec: &[u8], f: &mut dyn FnMut(Access)) {
+        let word = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().expect("8 bytes"));
+        for i in 0..self.loads.1 {
+            let a = word(self.loads.0 + 8 * i);
+            if a != 0 {
+                f(Access {
+                    addr: a,
+                    write: false,
+                });
+            }
         }
-    }
-    for i in 0..2 {
-        let a = word(16 + 8 * i);
-        if a != 0 {
-            f(Access {
-                addr: a,
-                write: true,
-            });
+        for i in 0..self.stores.1 {
+            let a = word(self.stores.0 + 8 * i);
+            if a != 0 {
+                f(Access {
+                    addr: a,
+                    write: true,
+                });
+            }
         }
     }
 }
 
-/// Reads the trace at `path`, calling `f` per access; returns the records.
+/// Reads the records of `input` (decompressed bytes; `path` names it in
+/// errors), calling `f` per access; returns the records (instructions).
 ///
 /// # Errors
-/// The file cannot be opened; it is not xz (the byte offset in the file
-/// where decompression failed); it ends inside a record (the byte offset
-/// of that record in the decompressed stream).
-pub fn read(path: &Path, f: &mut dyn FnMut(Access)) -> Result<u64, ImportError> {
-    let file = std::fs::File::open(path).map_err(|source| ImportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let mut z =
-        xz2::read::XzDecoder::new_multi_decoder(std::io::BufReader::with_capacity(1 << 20, file));
-    let mut buf = vec![0u8; RECORD * 16384];
+/// A read fails ([`ImportError::Io`]); the bytes end inside a record (the
+/// byte offset of that record in the decompressed stream).
+pub fn read(
+    input: &mut dyn Read,
+    layout: Layout,
+    path: &Path,
+    f: &mut dyn FnMut(Access),
+) -> Result<u64, ImportError> {
+    let size = layout.size;
+    let mut buf = vec![0u8; size * 16384];
     let mut have = 0usize;
     let mut offset = 0u64;
     let mut records = 0u64;
     loop {
-        let n = match z.read(&mut buf[have..]) {
+        let n = match input.read(&mut buf[have..]) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                return Err(ImportError::Binary {
+            Err(source) => {
+                return Err(ImportError::Io {
                     path: path.to_path_buf(),
-                    offset: z.total_in(),
-                    what: format!(
-                        "not a valid xz stream ({e}) after {} bytes of records",
-                        offset + have as u64
-                    ),
+                    source,
                 })
             }
         };
@@ -79,23 +112,83 @@ pub fn read(path: &Path, f: &mut dyn FnMut(Access)) -> Result<u64, ImportError> 
             break;
         }
         have += n;
-        let whole = have / RECORD * RECORD;
-        for rec in buf[..whole].chunks_exact(RECORD) {
-            accesses(rec.try_into().expect("64 bytes"), f);
+        let whole = have / size * size;
+        for rec in buf[..whole].chunks_exact(size) {
+            layout.accesses(rec, f);
         }
-        records += (whole / RECORD) as u64;
+        records += (whole / size) as u64;
         offset += whole as u64;
         buf.copy_within(whole..have, 0);
         have -= whole;
     }
     if have != 0 {
+        let length = offset + have as u64;
+        // A CloudSuite trace read as standard records ends cut unless its
+        // length is a multiple of both sizes: say what it may be.
+        let hint = if size == STANDARD.size && length.is_multiple_of(CLOUDSUITE.size as u64) {
+            " (its length fits CloudSuite's 96-byte records: --cloudsuite?)"
+        } else {
+            ""
+        };
         return Err(ImportError::Binary {
             path: path.to_path_buf(),
             offset,
             what: format!(
-                "the records end inside a record ({have} of {RECORD} bytes): the trace was cut short"
+                "the records end inside a record ({have} of {size} bytes): the trace was cut short{hint}"
             ),
         });
     }
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record of `layout` with these addresses in its fields.
+    fn record(layout: Layout, loads: &[u64], stores: &[u64]) -> Vec<u8> {
+        let mut r = vec![0xAAu8; layout.size];
+        for i in 0..layout.loads.1 {
+            let a = loads.get(i).copied().unwrap_or(0);
+            let o = layout.loads.0 + 8 * i;
+            r[o..o + 8].copy_from_slice(&a.to_le_bytes());
+        }
+        for i in 0..layout.stores.1 {
+            let a = stores.get(i).copied().unwrap_or(0);
+            let o = layout.stores.0 + 8 * i;
+            r[o..o + 8].copy_from_slice(&a.to_le_bytes());
+        }
+        r
+    }
+
+    #[test]
+    fn loads_come_before_stores_and_zero_is_no_access() {
+        for layout in [STANDARD, CLOUDSUITE] {
+            let mut bytes = record(layout, &[0x1000, 0, 0x2000], &[0x3000]);
+            bytes.extend(record(layout, &[], &[0, 0x4000]));
+            let mut got = Vec::new();
+            let n = read(&mut &bytes[..], layout, Path::new("t"), &mut |a| {
+                got.push(a)
+            })
+            .unwrap();
+            assert_eq!(n, 2);
+            let want = [
+                (0x1000, false),
+                (0x2000, false),
+                (0x3000, true),
+                (0x4000, true),
+            ];
+            let got: Vec<(u64, bool)> = got.iter().map(|a| (a.addr, a.write)).collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn the_layouts_are_champsims_struct_sizes() {
+        // The last address field ends where the struct's fields end.
+        assert_eq!(STANDARD.loads.0 + 8 * STANDARD.loads.1, STANDARD.size);
+        // CloudSuite: 88 bytes of fields up to asid, 2 of asid, padded to 8.
+        assert_eq!(CLOUDSUITE.loads.0 + 8 * CLOUDSUITE.loads.1 + 2, 90);
+        assert_eq!(CLOUDSUITE.size, 90usize.next_multiple_of(8));
+    }
 }

@@ -5,19 +5,20 @@
 //! and empty lines are passed over.
 
 use crate::{Access, ImportError};
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
-/// Reads the file at `path`, calling `f` per access; returns the `I` lines.
+/// Reads the text of `input` (decompressed; `path` names it in errors),
+/// calling `f` per access; returns the `I` lines (instructions).
 ///
 /// # Errors
-/// The file cannot be read; a line that is none of the above (file:line).
-pub fn read(path: &Path, f: &mut dyn FnMut(Access)) -> Result<u64, ImportError> {
-    let file = std::fs::File::open(path).map_err(|source| ImportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let mut r = std::io::BufReader::with_capacity(1 << 20, file);
+/// A read fails; a line that is none of the above (file:line).
+pub fn read(
+    input: &mut dyn Read,
+    path: &Path,
+    f: &mut dyn FnMut(Access),
+) -> Result<u64, ImportError> {
+    let mut r = std::io::BufReader::with_capacity(1 << 20, input);
     let mut line = Vec::new();
     let mut n = 0u64;
     let mut instructions = 0u64;

@@ -1,19 +1,25 @@
 //! `import`: traces other tools write, as ptlab traces.
 //!
-//! - [`champsim`]: ChampSim's instruction traces (xz-compressed 64-byte
-//!   `input_instr` records).
+//! - [`champsim`]: ChampSim's instruction traces (64-byte `input_instr`
+//!   records, or CloudSuite's 96-byte ones).
 //! - [`lackey`]: the text valgrind's lackey tool prints with
 //!   `--trace-mem=yes`.
-//! - [`infer`]: neither carries address-space events, so regions are
-//!   inferred from the pages touched: a gap of 2 MiB or more between
+//! - [`source`]: either file xz-, gzip- or bzip2-compressed or not at all,
+//!   told by its first bytes, decompressed on a thread of its own.
+//! - [`infer`]: neither format carries address-space events, so regions
+//!   are inferred from the pages touched: a gap of 2 MiB or more between
 //!   touched pages starts a new region.
 //!
-//! Both are read twice (pages first, then accesses), streaming, so memory
-//! grows with the pages touched, not with the accesses.
+//! The input is read once, streaming: the parser runs beside the
+//! decompressor and spills each access (a few bytes) while it keeps the
+//! touched pages; the trace (its index built as it is written) is then
+//! written from the spill. Memory grows with the pages touched, not with
+//! the accesses.
 //!
 //! ## Invariants
 //! 1. A failed import leaves no output: it is written to a partial file
-//!    and renamed into place only when complete.
+//!    and renamed into place only when complete (the spill is an unnamed
+//!    temporary file, gone with the process).
 //! 2. Every access of the input is in the output, in order (loads of an
 //!    instruction before its stores), at the offset of its address in
 //!    its inferred region.
@@ -21,6 +27,7 @@
 pub mod champsim;
 pub mod infer;
 pub mod lackey;
+pub mod source;
 
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -29,6 +36,8 @@ use thiserror::Error;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Champsim,
+    /// ChampSim's CloudSuite records.
+    Cloudsuite,
     Lackey,
 }
 
@@ -40,6 +49,14 @@ pub struct Summary {
     pub regions: u64,
     /// Instructions (ChampSim records, lackey `I` lines).
     pub instructions: u64,
+}
+
+/// What an import read and wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Imported {
+    pub summary: Summary,
+    /// How the input was compressed.
+    pub compression: source::Compression,
 }
 
 #[derive(Debug, Error)]
@@ -57,6 +74,9 @@ pub enum ImportError {
         offset: u64,
         what: String,
     },
+    /// An input whose content is wrong as a whole (no one place to name).
+    #[error("{}: {what}", path.display())]
+    Input { path: PathBuf, what: String },
     /// A text input that is wrong at `line`.
     #[error("{}:{line}: {what}", path.display())]
     Text {
@@ -93,30 +113,62 @@ pub struct Access {
 ///
 /// # Errors
 /// [`ImportError`]; nothing is left at `out` (invariant 1).
-pub fn import(format: Format, input: &Path, out: &Path) -> Result<Summary, ImportError> {
+pub fn import(format: Format, input: &Path, out: &Path) -> Result<Imported, ImportError> {
     let mut name = out.file_name().unwrap_or_default().to_os_string();
     name.push(".partial");
     let partial = out.with_file_name(name);
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
     let r = (|| {
-        let s = match format {
-            Format::Champsim => {
-                let pages = infer::Pages::collect(|f| champsim::read(input, f))?;
-                infer::write(&pages, &partial, "champsim", input, |f| {
-                    champsim::read(input, f)
-                })?
-            }
-            Format::Lackey => {
-                let pages = infer::Pages::collect(|f| lackey::read(input, f))?;
-                infer::write(&pages, &partial, "lackey", input, |f| {
-                    lackey::read(input, f)
-                })?
-            }
+        let io_in = |source| ImportError::Io {
+            path: input.to_path_buf(),
+            source,
         };
+        let mut src = source::Input::open(input).map_err(io_in)?;
+        let compression = src.compression;
+        let spill = tempfile::tempfile_in(dir).map_err(|source| ImportError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let mut c = infer::Collector::new(spill);
+        let read = match format {
+            Format::Champsim => {
+                champsim::read(&mut src, champsim::STANDARD, input, &mut |a| c.push(a))
+            }
+            Format::Cloudsuite => {
+                champsim::read(&mut src, champsim::CLOUDSUITE, input, &mut |a| c.push(a))
+            }
+            Format::Lackey => lackey::read(&mut src, input, &mut |a| c.push(a)),
+        };
+        // A read error of the decompressor's is the input's fault, at its
+        // offset in the compressed file.
+        let instructions = match (read, src.failure()) {
+            (Err(_), Some(f)) => {
+                return Err(ImportError::Binary {
+                    path: input.to_path_buf(),
+                    offset: f.offset,
+                    what: format!("not a valid {} stream ({})", compression.name(), f.error),
+                })
+            }
+            (r, _) => r?,
+        };
+        drop(src);
+        let source = match format {
+            Format::Champsim => "champsim",
+            Format::Cloudsuite => "champsim-cloudsuite",
+            Format::Lackey => "lackey",
+        };
+        let summary = c.write(&partial, source, input, instructions)?;
         std::fs::rename(&partial, out).map_err(|source| ImportError::Io {
             path: out.to_path_buf(),
             source,
         })?;
-        Ok(s)
+        Ok(Imported {
+            summary,
+            compression,
+        })
     })();
     if r.is_err() {
         let _ = std::fs::remove_file(&partial);

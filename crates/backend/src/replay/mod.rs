@@ -52,6 +52,7 @@
 pub mod from_workload;
 pub mod layout;
 pub mod refused;
+pub mod window;
 
 use crate::model::pricing::{self, Pricer};
 use crate::model::{snapshot, ModelConfig, Prediction};
@@ -63,26 +64,55 @@ use machine::{
 use mmu::HitLevel;
 pub use refused::{Refused, RefusedFault};
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 use thiserror::Error;
 use timing::{Ns3, SyscallKind, TableLines};
 use trace::file::Prefetch;
 use trace::regions::{self, Builder, RegionInfo, Scan};
 use trace::{MapEvent, Record, RegionKind, TraceError, TraceReader};
+pub use window::{Stopped, Window};
 use workload::result::{Counters, Mark, Run};
 
 /// Options of a replay.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ReplayOptions {
     pub layout: LayoutMode,
-    /// Stop with [`ReplayError::Timeout`] once this passes.
+    /// Stop once this passes (checked once a chunk): the counters so far
+    /// are returned, [`Replayed::partial`] says why.
     pub deadline: Option<Instant>,
+    /// Stop as at the deadline once this is raised (a SIGINT handler's flag).
+    pub interrupt: Option<Arc<AtomicBool>>,
+    /// Called once a chunk with (accesses passed, accesses in the trace).
+    pub progress: Option<Arc<crate::model::ProgressFn>>,
+    /// The part of the trace measured ([`window`]).
+    pub window: Window,
+    /// Every mapping populated as MAP_POPULATE would (write-populated
+    /// where writable), and the window starting at the first access: so
+    /// an imported trace, whose regions are all mapped before its first
+    /// access, replays with no fault in the window.
+    pub prefault: bool,
     /// Translate every access through the modeled MMU's plain access
     /// (`CpuHandle::access`), even those that can only hit the first-level
     /// TLB and those the first-level hit probe (`CpuHandle::hit`) answers
     /// (slower; the counters and the predicted time are the same: the
     /// tests compare them).
     pub translate_all: bool,
+}
+
+impl std::fmt::Debug for ReplayOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplayOptions")
+            .field("layout", &self.layout)
+            .field("deadline", &self.deadline)
+            .field("interrupt", &self.interrupt)
+            .field("progress", &self.progress.as_ref().map(|_| "Fn"))
+            .field("window", &self.window)
+            .field("prefault", &self.prefault)
+            .field("translate_all", &self.translate_all)
+            .finish()
+    }
 }
 
 /// Why a replay stopped.
@@ -97,8 +127,6 @@ pub enum ReplayError {
     /// The model refused a record (the index counts from the trace's first record).
     #[error("record {index}: {what}")]
     Record { index: u64, what: String },
-    #[error("time limit reached after {done} of {total} records")]
-    Timeout { done: u64, total: u64 },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -113,6 +141,9 @@ pub struct Replayed {
     pub skipped_advice: Vec<(u8, u64)>,
     /// Recorded faults the model refused, which the replay went past.
     pub refused: Refused,
+    /// Set when the replay stopped early (time limit, interrupt): the
+    /// counters are those so far.
+    pub partial: Option<Stopped>,
 }
 
 /// Replays the trace at `path` on the model configured by `cfg`.
@@ -133,6 +164,17 @@ pub fn replay(
     };
     let layout = layout::choose(&scan, &cfg.geometry, opts.layout).map_err(ReplayError::Layout)?;
     let kinds_inferred = refused::kinds_inferred(TraceReader::open(path)?.header());
+    let w = opts.window;
+    if !w.is_whole() && w.skip.saturating_add(w.warmup) >= scan.accesses {
+        return Err(ReplayError::Config(format!(
+            "{}: the window starts after access {} (skip {} + warm-up {}), but the trace has {} accesses",
+            path.display(),
+            w.skip.saturating_add(w.warmup),
+            w.skip,
+            w.warmup,
+            scan.accesses
+        )));
+    }
     let machine = Machine::new(MachineConfig {
         geometry: cfg.geometry.clone(),
         mm: cfg.mm.clone(),
@@ -175,41 +217,80 @@ pub fn replay(
         segv: None,
         refused: Refused::default(),
         kinds_inferred,
+        prefault: opts.prefault,
+        origin: Ns3::ZERO,
+        waited: (Ns3::ZERO, 0),
     };
     d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
     // Chunks are read and decompressed on a second thread, two ahead.
     let mut chunks = Prefetch::new(TraceReader::open(path)?, 2);
-    while let Some(owned) = chunks.next_chunk()? {
+    let mut cur = window::Cursor::new(opts.window, opts.prefault);
+    let mut partial = None;
+    // Whether every record was replayed (no window end, no stop): then
+    // the index is held to the whole file.
+    let mut whole = true;
+    'chunks: while let Some(owned) = chunks.next_chunk()? {
         let chunk = owned.view(path);
-        if opts.deadline.is_some_and(|t| Instant::now() >= t) {
-            return Err(ReplayError::Timeout {
-                done: d.index,
-                total: scan.records,
-            });
+        if let Some(why) = window::stop_reason(opts.deadline, &opts.interrupt) {
+            partial = Some(why);
+            whole = false;
+            break;
+        }
+        if let Some(p) = &opts.progress {
+            p(cur.done, scan.accesses);
         }
         // Records are decoded one at a time, straight into the step: no
         // list of a chunk's records is built. Before each, a run of
-        // accesses that can only hit is consumed as a count.
+        // accesses that can only hit is consumed as a count, when it
+        // cannot pass a boundary of the window (each record of the chunk
+        // is at most one access there).
         let mut records = chunk.decoder();
+        let count = u64::from(chunk.count);
         let mut n = 0;
         loop {
-            if d.shortcut {
+            if d.shortcut && cur.replays() && cur.left > count.saturating_sub(n) {
                 let k = d.run(&mut records);
                 d.index += k;
                 n += k;
+                cur.passed(k);
             }
             // An access (most records) goes straight to the access path,
             // no `Record` built; anything else through `step`.
             if let Some((id, offset, write)) = records.next_access() {
-                d.access(id, offset, write)?;
+                if cur.left == 0 {
+                    d.cross(&mut cur)?;
+                }
+                if cur.replays() {
+                    d.access(id, offset, write)?;
+                }
                 d.index += 1;
                 n += 1;
+                cur.passed(1);
+                if cur.finished() {
+                    whole = false;
+                    break 'chunks;
+                }
                 continue;
             }
-            if let Some(count) = records.next_hits() {
-                d.hits(count);
+            if let Some(mut hits) = records.next_hits() {
                 d.index += 1;
                 n += 1;
+                // Split at every boundary it straddles.
+                while hits > 0 {
+                    if cur.left == 0 {
+                        d.cross(&mut cur)?;
+                    }
+                    let take = hits.min(cur.left);
+                    if cur.replays() {
+                        d.hits(take);
+                    }
+                    cur.passed(take);
+                    hits -= take;
+                    if cur.finished() {
+                        whole = false;
+                        break 'chunks;
+                    }
+                }
                 continue;
             }
             let Some(r) = records.next_record() else {
@@ -219,15 +300,28 @@ pub fn replay(
             if let Some(c) = &mut check {
                 c.record(d.index, &r, chunk.at, path)?;
             }
-            d.step(&r)?;
+            let access = matches!(r, Record::Access { .. } | Record::Fault { .. });
+            if access && cur.left == 0 {
+                d.cross(&mut cur)?;
+            }
+            if !access || cur.replays() {
+                d.step(&r)?;
+            }
             d.index += 1;
             n += 1;
+            if access {
+                cur.passed(1);
+                if cur.finished() {
+                    whole = false;
+                    break 'chunks;
+                }
+            }
         }
         chunk.check_count(n)?;
         chunks.recycle(owned);
     }
     drop(chunks);
-    if let Some(c) = check {
+    if let (Some(c), true) = (check, whole) {
         c.finish(d.index, path)?;
     }
     d.end_mark()?;
@@ -242,6 +336,7 @@ pub fn replay(
         layout,
         skipped_advice,
         refused,
+        partial,
     })
 }
 
@@ -394,6 +489,13 @@ struct Driver<'m> {
     /// The recorder inferred some faults' kinds (a refused write is then
     /// retried as a read).
     kinds_inferred: bool,
+    /// Every mapping populated ([`ReplayOptions::prefault`]).
+    prefault: bool,
+    /// The latest clock when the window started: marks in the window
+    /// report their time from there.
+    origin: Ns3,
+    /// The lock waits and contended acquisitions when the window started.
+    waited: (Ns3, u64),
 }
 
 /// The page of a thread's last access and its kind. When that access was
@@ -758,7 +860,7 @@ impl<'m> Driver<'m> {
             kind,
             shared: m.flags.has(trace::MapFlags::SHARED) || m.kind == RegionKind::Shmem,
             prot: prot(m.prot),
-            populate: m.flags.has(trace::MapFlags::POPULATE),
+            populate: m.flags.has(trace::MapFlags::POPULATE) || self.prefault,
             locked: m.flags.has(trace::MapFlags::LOCKED),
             noreserve: m.flags.has(trace::MapFlags::NORESERVE),
             replace: false,
@@ -934,6 +1036,26 @@ impl<'m> Driver<'m> {
         self.mark_at(name, at)
     }
 
+    /// The window starts before the next access: the counters so far are
+    /// the mark `warmup`, and from here every mark counts from now (the
+    /// model's state, TLBs and tables included, is kept).
+    #[cold]
+    fn cross(&mut self, cur: &mut window::Cursor) -> Result<(), ReplayError> {
+        if !cur.cross() {
+            return Ok(());
+        }
+        self.flush_all();
+        let at = self.clocks.iter().fold(Ns3::ZERO, |m, c| m.max(*c));
+        self.mark_at("warmup", at)?;
+        self.baseline = snapshot::counters(self.machine, self.space).map_err(internal)?;
+        self.hits = 0;
+        self.repeats = [0; 64];
+        self.start = Instant::now();
+        self.origin = at;
+        self.waited = (self.pricer.wait, self.pricer.contended);
+        Ok(())
+    }
+
     /// The end: `predicted_ns` is the latest clock (the makespan).
     fn end_mark(&mut self) -> Result<(), ReplayError> {
         self.flush_all();
@@ -966,14 +1088,16 @@ impl<'m> Driver<'m> {
             counters::MODEL_WALL_NS.name,
             self.start.elapsed().as_nanos() as i64,
         );
-        // Every thread's clock as of now, its pending hits included.
+        // Every thread's clock as of now, its pending hits included, from
+        // the window's start.
         self.flush_all();
-        let cpus: Vec<(usize, Ns3)> = self.clocks.iter().copied().enumerate().collect();
+        let from = |t: Ns3| since(t, self.origin);
+        let cpus: Vec<(usize, Ns3)> = self.clocks.iter().map(|&t| from(t)).enumerate().collect();
         Prediction {
-            at,
+            at: from(at),
             cpus: &cpus,
-            lock_wait: self.pricer.wait,
-            contended: self.pricer.contended,
+            lock_wait: since(self.pricer.wait, self.waited.0),
+            contended: self.pricer.contended - self.waited.1,
         }
         .write(&mut c);
         self.marks.push(Mark {
@@ -982,6 +1106,16 @@ impl<'m> Driver<'m> {
             latency: None,
         });
         Ok(())
+    }
+}
+
+/// `t - origin`, each end at least 0 (a thread idle since before the
+/// window started spent none of it).
+fn since(t: Ns3, origin: Ns3) -> Ns3 {
+    Ns3 {
+        ns: (t.ns - origin.ns).max(0.0),
+        lo: (t.lo - origin.lo).max(0.0),
+        hi: (t.hi - origin.hi).max(0.0),
     }
 }
 

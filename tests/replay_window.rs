@@ -1,0 +1,218 @@
+//! `ptlab replay`'s window as a ChampSim user meets it: an imported trace
+//! replayed with `--skip`, `--warmup`, `--limit` and `--prefault`; a replay
+//! stopped by its time limit printing its counters so far, marked partial;
+//! `--help` naming every TLB preset.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn ptlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ptlab"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// One ChampSim input_instr record.
+fn record(ip: u64, loads: &[u64], stores: &[u64]) -> [u8; 64] {
+    let mut r = [0u8; 64];
+    r[..8].copy_from_slice(&ip.to_le_bytes());
+    for (i, a) in stores.iter().enumerate() {
+        r[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_le_bytes());
+    }
+    for (i, a) in loads.iter().enumerate() {
+        r[32 + 8 * i..40 + 8 * i].copy_from_slice(&a.to_le_bytes());
+    }
+    r
+}
+
+/// An uncompressed ChampSim trace of `n` instructions over 600 pages of a
+/// heap and a stack, imported into `dir/t.ptl`; returns its path and the
+/// accesses it has.
+fn imported(dir: &Path, n: u64) -> (std::path::PathBuf, i64) {
+    let heap = 0x5555_0000_0000u64;
+    let stack = 0x7ffd_0000_0000u64;
+    let mut x = 12345u64;
+    let mut bytes = Vec::new();
+    let mut accesses = 0;
+    for i in 0..n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let page = (x >> 33) % 600;
+        let a = heap + page * 4096 + (x >> 20) % 4096;
+        let s = stack - 8 * (i % 700);
+        let rec = match i % 4 {
+            0 => record(0x40_1000 + i, &[a], &[]),
+            1 => record(0x40_1000 + i, &[a], &[a]),
+            2 => record(0x40_1000 + i, &[], &[s]),
+            _ => record(0x40_1000 + i, &[], &[]),
+        };
+        accesses += [1, 2, 1, 0][(i % 4) as usize];
+        bytes.extend_from_slice(&rec);
+    }
+    let input = dir.join("t.champsimtrace");
+    std::fs::write(&input, &bytes).unwrap();
+    let out = dir.join("t.ptl");
+    let r = ptlab(&[
+        "import",
+        "champsim",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    assert!(
+        err.contains("(uncompressed)")
+            && err.contains(&format!("{n} instructions, {accesses} accesses")),
+        "{err}"
+    );
+    (out, accesses)
+}
+
+/// The replay's JSON document.
+fn replay(trace: &Path, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "replay",
+        trace.to_str().unwrap(),
+        "--json",
+        "--tlb",
+        "icelake",
+    ];
+    args.extend_from_slice(extra);
+    let r = ptlab(&args);
+    assert!(
+        r.status.success(),
+        "{extra:?}: {}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    serde_json::from_slice(&r.stdout).unwrap()
+}
+
+fn mark<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no mark {name}: {v}"))
+}
+
+fn counter(v: &Value, mark_name: &str, c: &str) -> i64 {
+    mark(v, mark_name)["counters"][c].as_i64().unwrap_or(0)
+}
+
+/// Counters that add up over consecutive parts of a replay.
+const EVENTS: &[&str] = &[
+    "accesses",
+    "minor_faults",
+    "tlb_hits",
+    "tlb_misses",
+    "tlb_l1_hits",
+    "tlb_l1_misses",
+    "tlb_l2_hits",
+    "tlb_l2_misses",
+    "walks",
+    "walk_refs",
+    "pwc_hits",
+];
+
+#[test]
+fn the_window_counts_only_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, total) = imported(dir.path(), 20_000);
+    let (w, n) = (6_001u64, 9_000u64);
+    let first = replay(&t, &["--limit", &w.to_string()]);
+    let both = replay(&t, &["--limit", &(w + n).to_string()]);
+    let window = replay(&t, &["--warmup", &w.to_string(), "--limit", &n.to_string()]);
+    // `accesses` counts translations: an access that faults is translated
+    // again after the fault, so with faults it exceeds the trace's.
+    assert!(counter(&window, "end", "accesses") >= n as i64);
+    assert!(counter(&window, "warmup", "accesses") >= w as i64);
+    for c in EVENTS {
+        assert_eq!(
+            counter(&window, "end", c),
+            counter(&both, "end", c) - counter(&first, "end", c),
+            "{c}: the window against the difference of two replays"
+        );
+    }
+    // The warm-up is warm: the window misses less than the same accesses
+    // replayed cold (skipped: not replayed at all).
+    let cold = replay(&t, &["--skip", &w.to_string(), "--limit", &n.to_string()]);
+    assert!(counter(&cold, "end", "accesses") >= n as i64);
+    assert!(
+        counter(&cold, "end", "minor_faults") > counter(&window, "end", "minor_faults"),
+        "{cold}\n{window}"
+    );
+    // No window: every access counted, no warmup mark.
+    let all = replay(&t, &[]);
+    assert!(counter(&all, "end", "accesses") >= total);
+    assert!(all["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["name"] != "warmup"));
+    assert_eq!(all["partial"], false);
+}
+
+#[test]
+fn prefault_shows_no_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, total) = imported(dir.path(), 8_000);
+    let plain = replay(&t, &[]);
+    assert!(counter(&plain, "end", "minor_faults") > 600);
+    let pre = replay(&t, &["--prefault"]);
+    assert_eq!(counter(&pre, "end", "minor_faults"), 0, "{pre}");
+    // No fault: each access translated once, the trace's own count.
+    assert_eq!(counter(&pre, "end", "accesses"), total);
+    // The populate is before the window.
+    assert!(counter(&pre, "warmup", "minor_faults") > 600);
+    // Faults take two misses and two walks each: without them the
+    // prefaulted replay misses less.
+    assert!(counter(&pre, "end", "tlb_misses") < counter(&plain, "end", "tlb_misses"));
+    let pre_window = replay(&t, &["--prefault", "--warmup", "100", "--limit", "5000"]);
+    assert_eq!(counter(&pre_window, "end", "minor_faults"), 0);
+    assert_eq!(counter(&pre_window, "end", "accesses"), 5000);
+}
+
+#[test]
+fn a_window_past_the_end_is_refused_and_a_time_limit_gives_partial_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, total) = imported(dir.path(), 2_000);
+    let r = ptlab(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--warmup",
+        &total.to_string(),
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("the trace has {total} accesses")),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+
+    // A limit of 0 s passes before the first chunk: the counters so far
+    // (none), marked partial, exit status 1.
+    let r = ptlab(&["replay", t.to_str().unwrap(), "--timeout", "0", "--json"]);
+    assert_eq!(r.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["partial"], true);
+    assert_eq!(counter(&v, "end", "accesses"), 0);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("partial"), "{err}");
+    let r = ptlab(&["replay", t.to_str().unwrap(), "--timeout", "0"]);
+    assert!(String::from_utf8_lossy(&r.stdout).contains("PARTIAL (the time limit was reached)"));
+}
+
+#[test]
+fn replay_help_names_every_tlb_preset() {
+    let r = ptlab(&["replay", "--help"]);
+    let help = String::from_utf8_lossy(&r.stdout);
+    for p in ["zen4", "icelake", "neoverse-n1", "none"] {
+        assert!(help.contains(p), "{p} not in {help}");
+    }
+}
