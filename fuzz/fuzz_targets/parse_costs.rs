@@ -3,7 +3,8 @@
 //! to the same figures.
 //!
 //! Run: `cargo +nightly fuzz run parse_costs -- -dict=parse_costs.dict`
-//! (seed it with `../costs/*.toml`).
+//! (seed it with copies of `../costs/*.toml` in `corpus/parse_costs/`, not
+//! with `../costs` itself: libFuzzer writes new inputs into its corpus).
 
 #![no_main]
 
