@@ -1,10 +1,10 @@
-//! SIGINT as a request to stop: the first Ctrl-C raises a flag that the
-//! long loop polls (it then stops at its next check and reports what it
-//! has, marked partial); a second one ends the process at once (exit
-//! status 1), for a loop that does not get to its check.
-//!
-//! One module for every command that wants this, on signal-hook (the
-//! handler only stores to an atomic, which is async-signal-safe).
+//! SIGINT and SIGTERM as a request to stop a long loop: the flag the
+//! replay polls (it stops at its next check and reports what it has,
+//! marked partial). The process-wide handling (children ended, files
+//! removed, the exit status and line, a second signal ending ptlab at once)
+//! is the `interrupt` crate's, installed in `main`; a command that polls
+//! this flag holds an `interrupt::Section` across its work and its printing,
+//! so the process exits only after the partial counters are out.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -13,18 +13,13 @@ use std::sync::Arc;
 /// as a shell reports it).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
-/// Installs the handlers; returns the flag the first SIGINT raises.
+/// Registers a flag that SIGINT and SIGTERM raise, and returns it.
 ///
 /// # Errors
 /// The handler could not be installed.
 pub fn on_sigint() -> std::io::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
-    // Registered first, so a second SIGINT (the flag already up) exits.
-    signal_hook::flag::register_conditional_shutdown(
-        signal_hook::consts::SIGINT,
-        1,
-        Arc::clone(&flag),
-    )?;
     signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&flag))?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&flag))?;
     Ok(flag)
 }

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     pt::mem::set_arena_advisor(host::advise_huge_pages);
     // SIGINT and SIGTERM end the work in progress cleanly, exit 130 / 143
     // (crate interrupt); without the handlers they keep their default.
-    let _ = interrupt::install();
+    let _ = ::interrupt::install();
     let cli = cli::Cli::parse();
     match cmd::dispatch(cli) {
         Ok(code) => code,

@@ -329,8 +329,8 @@ pub fn run(args: RunArgs) -> CmdResult {
 fn print_run(
     results: &[ConfigResult],
     repeat: &RepeatOpts,
-    before: &Load,
-    after: &Load,
+    before: &Option<Load>,
+    after: &Option<Load>,
 ) -> CmdResult {
     let r = &results[0];
     let configs = std::slice::from_ref(&r.config);
@@ -405,6 +405,11 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
     }
     let cfg = config_from("model", &args.model)?;
     with_host_costs(std::slice::from_ref(&cfg))?;
+    // Held until the counters so far are printed: a signal then exits
+    // (crate interrupt) after them, not before.
+    let _section = ::interrupt::Section::enter(format!(
+        "the replay of {path}: its counters so far printed, marked partial"
+    ));
     let repeat = RepeatOpts {
         repeat: args.repeat,
         warmup: args.warmup_runs,

@@ -125,8 +125,7 @@ pub fn run_trace_all(
     let mut done = 0;
     'rounds: for round in 0..warmup + opts.repeat {
         for (i, cfg) in configs.iter().enumerate() {
-            let (run, stopped, warning) =
-                replay_watched(path, cfg, opts, trace, accesses.clone())?;
+            let (run, stopped, warning) = replay_watched(path, cfg, opts, trace, accesses.clone())?;
             warnings[i] = warning;
             if round >= warmup || stopped.is_some() {
                 runs[i].push(run);
