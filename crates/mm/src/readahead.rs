@@ -182,7 +182,8 @@ impl MemObject {
         ra: &mut RaState,
         r: &RaRequest,
     ) -> Result<(), Errno> {
-        if r.eof == 0 || ra.start >= r.eof {
+        // An empty window reads nothing (Linux reads nr_to_read = 0 pages).
+        if r.eof == 0 || ra.size == 0 || ra.start >= r.eof {
             return Ok(());
         }
         let limit = (r.eof - 1).min(ra.start + ra.size - 1);
