@@ -269,9 +269,16 @@ impl<'m> CpuHandle<'m> {
     /// the MMU's recent hits ([`mmu::Cpu::hit`]): log2 of the entry's
     /// size, counted and ordered exactly as that access; `None`, changing
     /// nothing, otherwise (the caller then calls [`CpuHandle::access`]).
+    /// A write while the space notes writes (it has large folios) is left
+    /// to [`CpuHandle::access`], which notes it: a folio split must see
+    /// every subpage a write reached.
     #[inline]
     pub fn hit(&mut self, va: u64, kind: AccessKind) -> Option<u8> {
-        self.cpu.hit(va, kind == AccessKind::Write, true)
+        let write = kind == AccessKind::Write;
+        if write && self.space.mm.tracks_writes() {
+            return None;
+        }
+        self.cpu.hit(va, write, true)
     }
 
     /// The fault path of [`CpuHandle::access`], out of line so that the
