@@ -293,7 +293,12 @@ fn shmem_and_file_regions() {
     // Page-cache pages, mapped by fault-around several per fault.
     let faults = delta(&r, "shm", "cached", "minor_faults");
     assert!(faults > 0 && faults <= pages, "{faults}");
-    assert_eq!(delta(&r, "shm", "cached", "major_faults"), 0);
+    // Served from the page cache: minor faults. A fault that finds a folio
+    // locked by writeback of the just-written file retries and is counted
+    // major by the kernel (VM_FAULT_RETRY), which a busy disk can cause
+    // once or twice (seen on a cold CI build); never most of them.
+    let major = delta(&r, "shm", "cached", "major_faults");
+    assert!(major * 4 < faults.max(1), "{major} major of {faults} faults");
     assert_eq!(delta(&r, "shm", "cached", "rss_file_kb"), kb);
     // A cold file is read from the disk: major faults.
     assert!(delta(&r, "cached", "cold", "major_faults") >= 1);
