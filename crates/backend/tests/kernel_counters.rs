@@ -298,7 +298,10 @@ fn shmem_and_file_regions() {
     // major by the kernel (VM_FAULT_RETRY), which a busy disk can cause
     // once or twice (seen on a cold CI build); never most of them.
     let major = delta(&r, "shm", "cached", "major_faults");
-    assert!(major * 4 < faults.max(1), "{major} major of {faults} faults");
+    assert!(
+        major * 4 < faults.max(1),
+        "{major} major of {faults} faults"
+    );
     assert_eq!(delta(&r, "shm", "cached", "rss_file_kb"), kb);
     // A cold file is read from the disk: major faults.
     assert!(delta(&r, "cached", "cold", "major_faults") >= 1);
