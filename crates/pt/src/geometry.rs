@@ -340,8 +340,21 @@ fn lvl(name: &str, bits: u32, leaf: bool, contig: u32) -> LevelSpec {
     }
 }
 
-/// Names of the presets, in the order `ptlab geometry list` shows them.
-pub const PRESET_NAMES: &[&str] = &[
+/// Declares the built-in geometries: each name is a geometry file under
+/// `crates/pt/presets/` (the form [`from_toml`] reads, with the sources it
+/// follows in its comments), compiled into the binary. Adding a preset is
+/// adding its file and its name here.
+macro_rules! presets {
+    ($($name:literal),* $(,)?) => {
+        /// Names of the presets, in the order `ptlab geometry list` shows them.
+        pub const PRESET_NAMES: &[&str] = &[$($name),*];
+        /// The text of each preset's file, in [`PRESET_NAMES`] order.
+        const PRESET_FILES: &[&str] =
+            &[$(include_str!(concat!("../presets/", $name, ".toml"))),*];
+    };
+}
+
+presets!(
     "x86-64-4l",
     "x86-64-5l",
     "riscv-sv39",
@@ -353,199 +366,28 @@ pub const PRESET_NAMES: &[&str] = &[
     "arm64-16k-48",
     "arm64-64k-48",
     "arm64-64k-52",
-];
+);
 
 /// A built-in geometry by name.
 ///
 /// # Errors
 /// [`GeometryError::UnknownName`] listing the known names.
 pub fn preset(name: &str) -> Result<Geometry, GeometryError> {
-    // Levels are listed from the leaf up.
-    let g = match name {
-        // Intel SDM vol. 3A, 4.5: 4-level paging, 2 MiB (PDE) and 1 GiB (PDPTE) pages.
-        "x86-64-4l" => Geometry::new(
-            name,
-            Arch::X86_64,
-            12,
-            12,
-            52,
-            vec![
-                lvl("PTE", 9, true, 0),
-                lvl("PMD", 9, true, 0),
-                lvl("PUD", 9, true, 0),
-                lvl("PGD", 9, false, 0),
-            ],
-        )
-        .map(|g| g.with_description("x86-64 4-level paging (48-bit VA, 4K/2M/1G pages)")),
-        // 5-level paging (LA57) adds the P4D level in Linux's naming.
-        "x86-64-5l" => Geometry::new(
-            name,
-            Arch::X86_64,
-            12,
-            12,
-            52,
-            vec![
-                lvl("PTE", 9, true, 0),
-                lvl("PMD", 9, true, 0),
-                lvl("PUD", 9, true, 0),
-                lvl("P4D", 9, false, 0),
-                lvl("PGD", 9, false, 0),
-            ],
-        )
-        .map(|g| g.with_description("x86-64 5-level paging, LA57 (57-bit VA, 4K/2M/1G pages)")),
-        // RISC-V privileged spec, Sv39/Sv48/Sv57: a leaf may sit at any level;
-        // Svnapot gives 64 KiB runs of 16 PTEs. Level names follow Linux.
-        "riscv-sv39" => Geometry::new(
-            name,
-            Arch::RiscV,
-            12,
-            12,
-            56,
-            vec![
-                lvl("PTE", 9, true, 16),
-                lvl("PMD", 9, true, 0),
-                lvl("PGD", 9, true, 0),
-            ],
-        )
-        .map(|g| g.with_description("RISC-V Sv39 (39-bit VA, 4K/64K NAPOT/2M/1G pages)")),
-        "riscv-sv48" => Geometry::new(
-            name,
-            Arch::RiscV,
-            12,
-            12,
-            56,
-            vec![
-                lvl("PTE", 9, true, 16),
-                lvl("PMD", 9, true, 0),
-                lvl("PUD", 9, true, 0),
-                lvl("PGD", 9, true, 0),
-            ],
-        )
-        .map(|g| g.with_description("RISC-V Sv48 (48-bit VA, 4K/64K NAPOT/2M/1G/512G pages)")),
-        "riscv-sv57" => Geometry::new(
-            name,
-            Arch::RiscV,
-            12,
-            12,
-            56,
-            vec![
-                lvl("PTE", 9, true, 16),
-                lvl("PMD", 9, true, 0),
-                lvl("PUD", 9, true, 0),
-                lvl("P4D", 9, true, 0),
-                lvl("PGD", 9, true, 0),
-            ],
-        )
-        .map(|g| g.with_description("RISC-V Sv57 (57-bit VA, 4K/64K NAPOT/2M/1G/512G/256T pages)")),
-        // The RFC "riscv: Introduce 64K base page": the OS page is 64 KiB, each
-        // software entry is 16 hardware Sv39 entries, a PTE-level leaf is a
-        // NAPOT run. Software split 38-34, 33-25, 24-16, 15-0.
-        "riscv-sv39-64k" => Geometry::new(
-            name,
-            Arch::RiscV,
-            16,
-            12,
-            56,
-            vec![
-                lvl("PTE", 9, true, 0),
-                lvl("PMD", 9, true, 0),
-                lvl("PGD", 5, true, 0),
-            ],
-        )
-        .map(|g| {
-            g.with_description(
-                "RISC-V Sv39 with a 64 KiB software page (Svnapot leaves, 64 KiB tables)",
-            )
-        }),
-        "riscv-sv48-64k" => Geometry::new(
-            name,
-            Arch::RiscV,
-            16,
-            12,
-            56,
-            vec![
-                lvl("PTE", 9, true, 0),
-                lvl("PMD", 9, true, 0),
-                lvl("PUD", 9, true, 0),
-                lvl("PGD", 5, true, 0),
-            ],
-        )
-        .map(|g| {
-            g.with_description(
-                "RISC-V Sv48 with a 64 KiB software page (Svnapot leaves, 64 KiB tables)",
-            )
-        }),
-        // Arm ARM D8 (VMSAv8-64 translation): 4K granule, 48-bit VA, blocks at
-        // L1 (1G) and L2 (2M); contiguous runs of 16 at L1, L2, L3.
-        "arm64-4k-48" => Geometry::new(
-            name,
-            Arch::Arm64,
-            12,
-            12,
-            48,
-            vec![
-                lvl("L3", 9, true, 16),
-                lvl("L2", 9, true, 16),
-                lvl("L1", 9, true, 16),
-                lvl("L0", 9, false, 0),
-            ],
-        )
-        .map(|g| g.with_description("ARM64 4K granule, 48-bit VA (4K/64K/2M/32M/1G/16G)")),
-        // 16K granule: L0 has 2 entries; blocks at L2 (32M); contiguous runs of
-        // 128 at L3 (2M) and 32 at L2 (1G). L1 blocks need FEAT_LPA2: not modeled.
-        "arm64-16k-48" => Geometry::new(
-            name,
-            Arch::Arm64,
-            14,
-            14,
-            48,
-            vec![
-                lvl("L3", 11, true, 128),
-                lvl("L2", 11, true, 32),
-                lvl("L1", 11, false, 0),
-                lvl("L0", 1, false, 0),
-            ],
-        )
-        .map(|g| g.with_description("ARM64 16K granule, 48-bit VA (16K/2M/32M/1G)")),
-        // 64K granule: root is L1 (6 bits for 48-bit VA); blocks at L2 (512M);
-        // contiguous runs of 32 at L3 (2M) and L2 (16G).
-        "arm64-64k-48" => Geometry::new(
-            name,
-            Arch::Arm64,
-            16,
-            16,
-            48,
-            vec![
-                lvl("L3", 13, true, 32),
-                lvl("L2", 13, true, 32),
-                lvl("L1", 6, false, 0),
-            ],
-        )
-        .map(|g| g.with_description("ARM64 64K granule, 48-bit VA (64K/2M/512M/16G)")),
-        // 52-bit VA and PA (FEAT_LVA, FEAT_LPA): L1 grows to 10 bits and may
-        // hold 4 TiB blocks; output address bits 51:48 sit in descriptor bits 15:12.
-        "arm64-64k-52" => Geometry::new(
-            name,
-            Arch::Arm64,
-            16,
-            16,
-            52,
-            vec![
-                lvl("L3", 13, true, 32),
-                lvl("L2", 13, true, 32),
-                lvl("L1", 10, true, 0),
-            ],
-        )
-        .map(|g| g.with_description("ARM64 64K granule, 52-bit VA and PA (64K/2M/512M/16G/4T)")),
-        _ => {
-            return Err(GeometryError::UnknownName {
-                name: name.to_string(),
-                known: PRESET_NAMES.join(", "),
-            })
-        }
+    let Some(i) = PRESET_NAMES.iter().position(|n| *n == name) else {
+        return Err(GeometryError::UnknownName {
+            name: name.to_string(),
+            known: PRESET_NAMES.join(", "),
+        });
     };
-    // The presets are fixed data: a failure is a bug in this file.
-    Ok(g.unwrap_or_else(|e| panic!("preset {name} is invalid: {e}")))
+    let path = format!("crates/pt/presets/{name}.toml");
+    // The presets are fixed data: a failure is a bug in that file.
+    let g = from_toml(&path, PRESET_FILES[i]).unwrap_or_else(|e| panic!("preset {name}: {e}"));
+    assert_eq!(
+        g.name(),
+        name,
+        "{path}: the name key differs from the file name"
+    );
+    Ok(g)
 }
 
 /// Every preset, in [`PRESET_NAMES`] order.
@@ -662,6 +504,22 @@ pub fn load(name_or_path: &str) -> Result<Geometry, GeometryError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_preset_file_is_declared_and_every_name_has_a_file() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("presets");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let mut declared: Vec<String> = PRESET_NAMES.iter().map(|n| format!("{n}.toml")).collect();
+        declared.sort();
+        assert_eq!(files, declared);
+        for n in PRESET_NAMES {
+            assert_eq!(preset(n).unwrap().name(), *n);
+        }
+    }
 
     fn split(g: &Geometry) -> Vec<(String, u32, u32)> {
         g.levels()
