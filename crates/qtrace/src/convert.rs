@@ -30,7 +30,7 @@
 
 use crate::wire;
 use record::maps::{parse_line, MapsLine};
-use record::space::Space;
+use record::space::{Mapping, Space};
 use std::collections::BTreeMap;
 use std::io::Write;
 use trace::{MapFlags, Prot, Record, RegionId, RegionKind, TraceWriter};
@@ -143,15 +143,13 @@ impl<W: Write> Converter<W> {
             let l = self.snapshot.remove(&s).expect("listed");
             let flags = MapFlags(if l.shared { MapFlags::SHARED } else { 0 });
             let mut out = std::mem::take(&mut self.out);
-            self.space.map(
-                l.start,
-                l.end - l.start,
-                kind_of(&l),
-                l.prot,
+            let m = Mapping {
+                kind: kind_of(&l),
+                prot: l.prot,
                 flags,
-                l.path.clone(),
-                &mut out,
-            );
+                name: l.path.clone(),
+            };
+            self.space.map(l.start, l.end - l.start, m, &mut out);
             self.out = out;
         }
         self.flush_out()

@@ -2,7 +2,7 @@
 //! shared by the native recorder (ptrace stops) and `ptlab trace` (QEMU's
 //! plugin stream), which see the same calls with the same numbers.
 
-use crate::space::Space;
+use crate::space::{Mapping, Space};
 use trace::{MapFlags, Prot, Record, RegionKind};
 
 /// The records of one finished memory system call `nr` (x86-64 Linux's
@@ -64,7 +64,13 @@ pub fn apply(
             if flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE) != 0 {
                 f |= MapFlags::FIXED;
             }
-            space.map(r, len, kind, Prot(prot as u8 & 7), MapFlags(f), name, out);
+            let m = Mapping {
+                kind,
+                prot: Prot(prot as u8 & 7),
+                flags: MapFlags(f),
+                name,
+            };
+            space.map(r, len, m, out);
         }
         libc::SYS_munmap => space.unmap(a[0], a[1], out),
         libc::SYS_mprotect => {

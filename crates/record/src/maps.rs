@@ -1,7 +1,7 @@
 //! /proc/PID/maps at exec: the mappings the kernel and the loader made
 //! before the first recorded system call, as trace regions.
 
-use crate::space::{Space, STACK_RESERVE};
+use crate::space::{Mapping, Space, STACK_RESERVE};
 use trace::{MapFlags, Prot, Record, RegionKind};
 
 /// One line of /proc/PID/maps.
@@ -63,7 +63,13 @@ pub fn regions_at_exec(maps: &str, space: &mut Space, out: &mut Vec<Record>) {
             _ => (RegionKind::File, l.start),
         };
         let flags = MapFlags(if l.shared { MapFlags::SHARED } else { 0 });
-        space.map(start, l.end - start, kind, l.prot, flags, l.path, out);
+        let m = Mapping {
+            kind,
+            prot: l.prot,
+            flags,
+            name: l.path,
+        };
+        space.map(start, l.end - start, m, out);
     }
 }
 

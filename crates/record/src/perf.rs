@@ -231,6 +231,13 @@ impl Sampler {
                 tracepoint(t, "page_fault_user").zip(tracepoint(t, "page_fault_kernel"))
             }
         };
+        let opening = Opening {
+            pid,
+            ncpu,
+            page,
+            tracepoints,
+            base: &base,
+        };
         let unmap = |rings: &[Ring]| {
             for r in rings {
                 // SAFETY: unmapping a ring mapped below, used nowhere else.
@@ -246,17 +253,8 @@ impl Sampler {
             loop {
                 let mut fds = Vec::new();
                 let mut rings = Vec::new();
-                let r = Self::open_rings(
-                    pid,
-                    ncpu,
-                    if counting { 0 } else { pages },
-                    page,
-                    tp,
-                    tracepoints,
-                    &base,
-                    &mut fds,
-                    &mut rings,
-                );
+                let r =
+                    opening.open_rings(if counting { 0 } else { pages }, tp, &mut fds, &mut rings);
                 match r {
                     Ok(()) => return Ok((fds, rings)),
                     Err(e) => {
@@ -318,85 +316,6 @@ impl Sampler {
             }
         }
         total
-    }
-
-    /// Opens the events of every CPU into `fds`, each CPU's ring of
-    /// `pages` data pages into `rings` (none if `pages` is 0: counting
-    /// events); what was opened stays there for the caller to undo.
-    #[allow(clippy::too_many_arguments)]
-    fn open_rings(
-        pid: i32,
-        ncpu: usize,
-        pages: usize,
-        page: usize,
-        tp: Opened,
-        tracepoints: Option<(Tracepoint, Tracepoint)>,
-        base: &dyn Fn(u32, u64, u64, u64) -> Attr,
-        fds: &mut Vec<OwnedFd>,
-        rings: &mut Vec<Ring>,
-    ) -> std::io::Result<()> {
-        for cpu in 0..ncpu as i32 {
-            let first = fds.len();
-            if let (Opened::Tracepoints, Some((user, kernel))) = (tp, tracepoints) {
-                for (id, _, _) in [user, kernel] {
-                    fds.push(perf_event_open(
-                        &base(PERF_TYPE_TRACEPOINT, id, SAMPLE_RAW, 0),
-                        pid,
-                        cpu,
-                    )?);
-                }
-            } else {
-                fds.push(perf_event_open(
-                    &base(
-                        PERF_TYPE_SOFTWARE,
-                        PERF_COUNT_SW_PAGE_FAULTS,
-                        SAMPLE_ADDR,
-                        if tp == Opened::SoftwareUserMode {
-                            FLAG_EXCLUDE_KERNEL
-                        } else {
-                            0
-                        },
-                    ),
-                    pid,
-                    cpu,
-                )?);
-            }
-            if pages == 0 {
-                continue;
-            }
-            let len = page * (pages + 1);
-            // SAFETY: a fresh shared mapping of a perf descriptor, of
-            // the size the kernel requires (1 + 2^n pages); checked
-            // below.
-            let ptr = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    fds[first].as_raw_fd(),
-                    0,
-                )
-            };
-            if ptr == libc::MAP_FAILED {
-                return Err(std::io::Error::last_os_error());
-            }
-            rings.push(Ring {
-                ptr: ptr.cast(),
-                len,
-            });
-            for fd in &fds[first + 1..] {
-                // SAFETY: both descriptors are open perf events of the
-                // same task and CPU; SET_OUTPUT makes the second write
-                // into the first's ring.
-                let r =
-                    unsafe { libc::ioctl(fd.as_raw_fd(), IOC_SET_OUTPUT, fds[first].as_raw_fd()) };
-                if r < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Moves every sample in the rings to `out`, in each ring's order.
@@ -514,5 +433,93 @@ impl Sampler {
 impl Drop for Sampler {
     fn drop(&mut self) {
         self.unmap();
+    }
+}
+/// What opening the events of every CPU needs besides the ring size and
+/// the kind of event, which [`Sampler::open`] varies between tries.
+struct Opening<'a> {
+    pid: i32,
+    ncpu: usize,
+    /// The host's page size (a ring is 1 + 2^n pages).
+    page: usize,
+    tracepoints: Option<(Tracepoint, Tracepoint)>,
+    /// The perf attributes of one event: type, config, sample type, flags.
+    base: &'a dyn Fn(u32, u64, u64, u64) -> Attr,
+}
+
+impl Opening<'_> {
+    /// Opens the events of every CPU into `fds`, each CPU's ring of
+    /// `pages` data pages into `rings` (none if `pages` is 0: counting
+    /// events); what was opened stays there for the caller to undo.
+    fn open_rings(
+        &self,
+        pages: usize,
+        tp: Opened,
+        fds: &mut Vec<OwnedFd>,
+        rings: &mut Vec<Ring>,
+    ) -> std::io::Result<()> {
+        let (pid, page, base) = (self.pid, self.page, self.base);
+        for cpu in 0..self.ncpu as i32 {
+            let first = fds.len();
+            if let (Opened::Tracepoints, Some((user, kernel))) = (tp, self.tracepoints) {
+                for (id, _, _) in [user, kernel] {
+                    fds.push(perf_event_open(
+                        &base(PERF_TYPE_TRACEPOINT, id, SAMPLE_RAW, 0),
+                        pid,
+                        cpu,
+                    )?);
+                }
+            } else {
+                fds.push(perf_event_open(
+                    &base(
+                        PERF_TYPE_SOFTWARE,
+                        PERF_COUNT_SW_PAGE_FAULTS,
+                        SAMPLE_ADDR,
+                        if tp == Opened::SoftwareUserMode {
+                            FLAG_EXCLUDE_KERNEL
+                        } else {
+                            0
+                        },
+                    ),
+                    pid,
+                    cpu,
+                )?);
+            }
+            if pages == 0 {
+                continue;
+            }
+            let len = page * (pages + 1);
+            // SAFETY: a fresh shared mapping of a perf descriptor, of
+            // the size the kernel requires (1 + 2^n pages); checked
+            // below.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fds[first].as_raw_fd(),
+                    0,
+                )
+            };
+            if ptr == libc::MAP_FAILED {
+                return Err(std::io::Error::last_os_error());
+            }
+            rings.push(Ring {
+                ptr: ptr.cast(),
+                len,
+            });
+            for fd in &fds[first + 1..] {
+                // SAFETY: both descriptors are open perf events of the
+                // same task and CPU; SET_OUTPUT makes the second write
+                // into the first's ring.
+                let r =
+                    unsafe { libc::ioctl(fd.as_raw_fd(), IOC_SET_OUTPUT, fds[first].as_raw_fd()) };
+                if r < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(())
     }
 }

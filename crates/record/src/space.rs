@@ -51,6 +51,28 @@ fn page_up(v: u64) -> u64 {
     v.saturating_add(PAGE - 1) & !(PAGE - 1)
 }
 
+/// What a new mapping is, besides where: the fields of its trace record.
+#[derive(Debug, Clone)]
+pub struct Mapping {
+    pub kind: RegionKind,
+    pub prot: Prot,
+    pub flags: MapFlags,
+    /// The mapped file's path ("" for anonymous memory).
+    pub name: String,
+}
+
+impl Mapping {
+    /// A private anonymous read-write mapping.
+    pub fn anon() -> Mapping {
+        Mapping {
+            kind: RegionKind::Anon,
+            prot: Prot(Prot::READ | Prot::WRITE),
+            flags: MapFlags::default(),
+            name: String::new(),
+        }
+    }
+}
+
 impl Space {
     fn new_id(&mut self) -> RegionId {
         let id = self.next_id;
@@ -130,19 +152,15 @@ impl Space {
         }
     }
 
-    /// A new mapping at `addr` (what was there is unmapped first, as
-    /// MAP_FIXED does).
-    #[allow(clippy::too_many_arguments)]
-    pub fn map(
-        &mut self,
-        addr: u64,
-        len: u64,
-        kind: RegionKind,
-        prot: Prot,
-        flags: MapFlags,
-        name: String,
-        out: &mut Vec<Record>,
-    ) -> RegionId {
+    /// A new mapping of `len` bytes at `addr` (what was there is unmapped
+    /// first, as MAP_FIXED does).
+    pub fn map(&mut self, addr: u64, len: u64, m: Mapping, out: &mut Vec<Record>) -> RegionId {
+        let Mapping {
+            kind,
+            prot,
+            flags,
+            name,
+        } = m;
         let len = page_up(len);
         self.unmap(addr, len, out);
         let id = self.new_id();
@@ -298,15 +316,7 @@ impl Space {
                 // again on replay).
                 self.approximations += 1;
                 self.unmap(old, old_len, out);
-                self.map(
-                    new,
-                    new_len,
-                    RegionKind::Anon,
-                    Prot(Prot::READ | Prot::WRITE),
-                    MapFlags::default(),
-                    String::new(),
-                    out,
-                );
+                self.map(new, new_len, Mapping::anon(), out);
             }
         }
     }
@@ -316,21 +326,9 @@ impl Space {
 mod tests {
     use super::*;
 
-    fn rw() -> Prot {
-        Prot(Prot::READ | Prot::WRITE)
-    }
-
     /// A private anonymous read-write mapping.
     fn anon(s: &mut Space, addr: u64, len: u64, out: &mut Vec<Record>) -> RegionId {
-        s.map(
-            addr,
-            len,
-            RegionKind::Anon,
-            rw(),
-            MapFlags::default(),
-            String::new(),
-            out,
-        )
+        s.map(addr, len, Mapping::anon(), out)
     }
 
     #[test]

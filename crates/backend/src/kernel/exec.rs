@@ -23,37 +23,43 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
         };
         match &op.kind {
             KOpKind::Mmap(m) => mmap(sh, op.id, m, local),
-            // SAFETY (all calls below): the ranges come from the checked plan
+            // Every call below acts on ranges that come from the checked plan
             // and lie inside regions at fixed addresses far from the program's
             // own memory (MAP_FIXED_NOREPLACE guaranteed that when mapping).
             // munmap, mprotect and madvise on them can only affect the
             // workload's regions, which no Rust reference points into.
             KOpKind::Munmap { addr, len } => {
+                // SAFETY: a range of the workload's regions (above).
                 check(Call::Munmap, unsafe {
                     libc::munmap(ptr(*addr), *len as usize)
                 });
             }
             KOpKind::Mprotect { addr, len, prot } => {
+                // SAFETY: a range of the workload's regions (above).
                 check(Call::Mprotect, unsafe {
                     libc::mprotect(ptr(*addr), *len as usize, *prot)
                 });
             }
             KOpKind::Madvise { addr, len, advice } => {
+                // SAFETY: a range of the workload's regions (above).
                 check(Call::Madvise, unsafe {
                     libc::madvise(ptr(*addr), *len as usize, *advice)
                 });
             }
             KOpKind::Mlock { addr, len } => {
+                // SAFETY: a range of the workload's regions (above).
                 check(Call::Mlock, unsafe {
                     libc::mlock(ptr(*addr), *len as usize)
                 });
             }
             KOpKind::Munlock { addr, len } => {
+                // SAFETY: a range of the workload's regions (above).
                 check(Call::Munlock, unsafe {
                     libc::munlock(ptr(*addr), *len as usize)
                 });
             }
             KOpKind::Sync { addr, len } => {
+                // SAFETY: a range of the workload's regions (above).
                 check(Call::Msync, unsafe {
                     libc::msync(ptr(*addr), *len as usize, libc::MS_SYNC)
                 });
@@ -234,18 +240,20 @@ fn prepare_file(sh: &Shared, op: u32, m: &KMmap, fd: RawFd, local: &mut Local) {
 /// offsets of the shared generator.
 fn touch(base: u64, t: &Touch, hist: &mut FineHist) {
     let p = base as *mut u8;
-    // SAFETY (every access below): the checker guarantees that each offset
+    // Every access below is sound: the checker guarantees that each offset
     // lies inside the region's mapped range, which the workload (not any Rust
     // object) owns. A protection that forbids the access raises SIGSEGV,
     // which the child reports as a failure of the workload.
     match (t.access, t.latency) {
         (Access::Read, false) => {
             for off in crate::touch::touch_offsets(t) {
+                // SAFETY: an offset inside the region (above).
                 unsafe { p.add(off as usize).read_volatile() };
             }
         }
         (Access::Write, false) => {
             for off in crate::touch::touch_offsets(t) {
+                // SAFETY: an offset inside the region (above).
                 unsafe { p.add(off as usize).write_volatile(1) };
             }
         }
@@ -254,9 +262,13 @@ fn touch(base: u64, t: &Touch, hist: &mut FineHist) {
                 let start = Instant::now();
                 match access {
                     Access::Read => {
+                        // SAFETY: an offset inside the region (above).
                         unsafe { p.add(off as usize).read_volatile() };
                     }
-                    Access::Write => unsafe { p.add(off as usize).write_volatile(1) },
+                    Access::Write => {
+                        // SAFETY: an offset inside the region (above).
+                        unsafe { p.add(off as usize).write_volatile(1) }
+                    }
                 }
                 hist.record(start.elapsed().as_nanos() as u64);
             }
