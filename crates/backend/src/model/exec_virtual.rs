@@ -37,7 +37,7 @@
 
 use super::ahead::{Ahead, STAGES};
 use super::interp;
-use super::pricing::{self, Populated, Pricer, Usage};
+use super::pricing::{self, Charge, Populated, Pricer, Usage};
 use super::run::{Prediction, Shared, PREFETCH_AHEAD};
 use super::ModelError;
 use crate::latency::FineHist;
@@ -288,6 +288,29 @@ impl<'m, 'w> Vcpu<'m, 'w> {
     }
 }
 
+impl<'w> Touching<'w> {
+    /// The accesses of touch `t` of the region at `base`; a random pattern's
+    /// offsets are computed ahead of the accesses.
+    fn of(t: &'w plan::Touch, base: u64) -> Touching<'w> {
+        let plain = Box::new(crate::touch::touch_offsets(t)) as Box<dyn Iterator<Item = u64> + 'w>;
+        let offsets = if t.pattern == plan::Pattern::Random {
+            Offsets::Ahead(Box::new(Ahead::new(plain)))
+        } else {
+            Offsets::Plain(plain)
+        };
+        Touching {
+            offsets,
+            base,
+            kind: if t.access == plan::Access::Write {
+                AccessKind::Write
+            } else {
+                AccessKind::Read
+            },
+            lookup: false,
+        }
+    }
+}
+
 impl<'s, 'w> Exec<'s, 'w> {
     /// Runs CPU `i` until its clock passes `limit`, it runs an event, waits
     /// at a barrier or finishes.
@@ -332,23 +355,7 @@ impl<'s, 'w> Exec<'s, 'w> {
                     if t.latency && v.latency.is_none() {
                         v.latency = Some(FineHist::new());
                     }
-                    let plain = Box::new(crate::touch::touch_offsets(t))
-                        as Box<dyn Iterator<Item = u64> + 'w>;
-                    let offsets = if t.pattern == plan::Pattern::Random {
-                        Offsets::Ahead(Box::new(Ahead::new(plain)))
-                    } else {
-                        Offsets::Plain(plain)
-                    };
-                    v.touch = Some(Touching {
-                        offsets,
-                        base: self.sh.w.regions[t.region].addr,
-                        kind: if t.access == plan::Access::Write {
-                            AccessKind::Write
-                        } else {
-                            AccessKind::Read
-                        },
-                        lookup: false,
-                    });
+                    v.touch = Some(Touching::of(t, self.sh.w.regions[t.region].addr));
                 }
                 Op::NodeOf(t) => {
                     v.touch = Some(Touching {
@@ -544,8 +551,7 @@ impl<'s, 'w> Exec<'s, 'w> {
             &mut v.cpu,
             &mut v.seen,
             &mut v.clock,
-            cost,
-            hold,
+            Charge { cost, hold },
         );
     }
 

@@ -84,6 +84,30 @@ pub(crate) struct Usage {
     pub anon_huge_kb: i64,
 }
 
+/// What an event cost before its faults, shootdowns and lock waits, and
+/// how long each lock it took is held.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Charge {
+    pub cost: Ns3,
+    pub hold: Ns3,
+}
+
+/// The faults of one event, priced ([`Pricer::event`]).
+struct Faults {
+    /// The event's own cost plus their figures, the read-ahead's pages and
+    /// the handler's own walk.
+    cost: Ns3,
+    /// The part of `cost` that moves memory (clears and copies).
+    own: Ns3,
+    /// KiB of memory traffic.
+    kib: f64,
+    /// Pages allocated and folios added to the LRU.
+    pages: u64,
+    folios: u64,
+    /// Freed pages the CPU has left to reuse.
+    recycle: u64,
+}
+
 /// What of a thread's counters has been priced: its faults by kind and
 /// the pages its faults' read-ahead read in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,9 +253,8 @@ impl<'c> Pricer<'c> {
 
     /// Places an event of `cpu` (modeled CPU `cpu_id`), whose clock is
     /// `clock` and whose faults were last priced at `seen`, that cost
-    /// `cost` before its faults, shootdowns and lock waits; each lock it
-    /// took is held `hold`.
-    #[allow(clippy::too_many_arguments)]
+    /// `charge.cost` before its faults, shootdowns and lock waits; each
+    /// lock it took is held `charge.hold`.
     pub(crate) fn event(
         &mut self,
         machine: &Machine,
@@ -239,10 +262,59 @@ impl<'c> Pricer<'c> {
         cpu: &mut CpuHandle<'_>,
         seen: &mut Priced,
         clock: &mut Ns3,
-        cost: Ns3,
-        hold: Ns3,
+        charge: Charge,
     ) {
-        let mut cost = cost;
+        // One sum in one order (the figures are floating point): the
+        // event's own cost, then its faults, its tables, its shootdowns.
+        let f = self.faults_since(cpu_id, cpu, seen, charge.cost);
+        let cost = self.tables_and_shootdowns(machine, cpu, f.cost);
+        // What this event's system call zapped goes back to the CPU's list
+        // (SharedResources::take consumes the count below).
+        self.recycle[cpu_id] = f.recycle + self.shared.freed;
+        cpu.drain_lock_log(&mut self.log);
+        let mmap = self.log.iter().any(|e| e.class == LockClass::Mmap);
+        let mut pre = self
+            .shared
+            .take(self.costs, cpu_id, *clock, f.pages, f.folios, mmap);
+        if f.kib > 0.0 && !self.alone {
+            // The clear starts once the page is allocated (after the zone
+            // lock); its share of the machine's bandwidth is decided then.
+            let t = self.bandwidth.transfer(
+                cpu_id,
+                *clock + pre,
+                f.kib,
+                f.own,
+                self.costs.bandwidth_kib,
+            );
+            self.bandwidth_extra += t.extra;
+            pre += t.extra;
+        }
+        let placed = self.locks.place(
+            cpu_id,
+            *clock + pre,
+            cost,
+            charge.hold,
+            self.costs.handoff(),
+            &self.log,
+        );
+        *clock = placed.end;
+        // lock_wait_ns stays the address space's locks' (the shared
+        // locks' waits are in the predicted time only).
+        self.wait += placed.wait;
+        self.contended += u64::from(placed.contended);
+    }
+
+    /// The faults `cpu` handled since `seen` (which moves forward to now),
+    /// priced by kind with the pages their read-ahead read in, added to
+    /// `cost`.
+    #[inline]
+    fn faults_since(
+        &mut self,
+        cpu_id: usize,
+        cpu: &CpuHandle<'_>,
+        seen: &mut Priced,
+        mut cost: Ns3,
+    ) -> Faults {
         // Pages read in by the faults' read-ahead since the last event: a
         // major fault is its figure plus fault.major_page per page it read
         // (Linux: mm/filemap.c, filemap_fault -> do_sync_mmap_readahead ->
@@ -272,7 +344,7 @@ impl<'c> Pricer<'c> {
             self.recycle.resize(cpu_id + 1, 0);
         }
         let mut recycle = self.recycle[cpu_id];
-        let now_kinds = &cpu.thread_counters().fault_kinds;
+        let now_kinds = &t.fault_kinds;
         let (alloc_per, lru_per) = (&self.shared.pages_per_fault, &self.shared.folios_per_fault);
         for (k, (((((now, then), price), traffic), alloc), lru)) in now_kinds
             .iter()
@@ -317,8 +389,27 @@ impl<'c> Pricer<'c> {
         if handled > 0.0 {
             cost += self.handler_extra * handled;
         }
-        // Tables added since the last event are this event's faults' (a
-        // system call's own were taken out by syscall_cost).
+        Faults {
+            cost,
+            own,
+            kib,
+            pages,
+            folios,
+            recycle,
+        }
+    }
+
+    /// The table pages added since the last event (this event's faults':
+    /// a system call's own were taken out by syscall_cost) and the
+    /// shootdowns the machine sent since, whose receivers go to
+    /// [`Self::received`]; added to `cost`.
+    #[inline]
+    fn tables_and_shootdowns(
+        &mut self,
+        machine: &Machine,
+        cpu: &CpuHandle<'_>,
+        mut cost: Ns3,
+    ) -> Ns3 {
         // The CPU's own space is read through its handle (one sum of the
         // tree's per-level counts); the machine's lookup of the space by
         // id (a lock, a reference count) only for another space's CPU.
@@ -352,36 +443,7 @@ impl<'c> Pricer<'c> {
             self.generation = generation;
             self.ipis = now;
         }
-        // What this event's system call zapped goes back to the CPU's list
-        // (SharedResources::take consumes the count below).
-        self.recycle[cpu_id] = recycle + self.shared.freed;
-        cpu.drain_lock_log(&mut self.log);
-        let mmap = self.log.iter().any(|e| e.class == LockClass::Mmap);
-        let mut pre = self
-            .shared
-            .take(self.costs, cpu_id, *clock, pages, folios, mmap);
-        if kib > 0.0 && !self.alone {
-            // The clear starts once the page is allocated (after the zone
-            // lock); its share of the machine's bandwidth is decided then.
-            let t =
-                self.bandwidth
-                    .transfer(cpu_id, *clock + pre, kib, own, self.costs.bandwidth_kib);
-            self.bandwidth_extra += t.extra;
-            pre += t.extra;
-        }
-        let placed = self.locks.place(
-            cpu_id,
-            *clock + pre,
-            cost,
-            hold,
-            self.costs.handoff(),
-            &self.log,
-        );
-        *clock = placed.end;
-        // lock_wait_ns stays the address space's locks' (the shared
-        // locks' waits are in the predicted time only).
-        self.wait += placed.wait;
-        self.contended += u64::from(placed.contended);
+        cost
     }
 
     /// The cost of a system call of `kind` before its faults and

@@ -54,7 +54,7 @@ pub mod layout;
 pub mod refused;
 pub mod window;
 
-use crate::model::pricing::{self, Pricer};
+use crate::model::pricing::{self, Charge, Pricer};
 use crate::model::{snapshot, ModelConfig, Prediction};
 pub use layout::{Layout, LayoutMode};
 use machine::{
@@ -641,8 +641,7 @@ impl<'m> Driver<'m> {
             &mut self.cpus[tid],
             &mut self.kinds[tid],
             &mut clock,
-            cost,
-            hold,
+            Charge { cost, hold },
         );
         self.clocks[tid] = clock;
         let receiver = self.pricer.costs.shootdown_receiver;
