@@ -228,7 +228,11 @@ fn promotion_takes_a_pool_page_only_past_the_pairs() {
         map(100 * 512 + i);
     }
     assert_eq!(a.mem().compact_pool_bytes(), page, "reused, no new page");
-    assert_eq!(a.mem().compact_overflow_bytes(), block, "reused, no new block");
+    assert_eq!(
+        a.mem().compact_overflow_bytes(),
+        block,
+        "reused, no new block"
+    );
     for i in COMPACT_PAIRS as u64 + 1..512 {
         assert!(a
             .translate(VirtAddr::new(WINDOW + (100 * 512 + i) * page))

@@ -311,7 +311,14 @@ impl CompactZone {
         let at = (p.used / 8) as usize;
         p.used += size;
         p.taken += size;
-        Some(p.blocks.last().expect("pushed above").word_ptr(at).cast_const().cast())
+        Some(
+            p.blocks
+                .last()
+                .expect("pushed above")
+                .word_ptr(at)
+                .cast_const()
+                .cast(),
+        )
     }
 
     /// Zeroes `block` and keeps it for another table. Only once no reader
