@@ -38,6 +38,7 @@ mod ptdesc;
 mod tables;
 
 pub use compact::INLINE as COMPACT_INLINE;
+pub use compact::PAIRS as COMPACT_PAIRS;
 pub use flat::{set_arena_advisor, ArenaAdvisor};
 pub use inject::FaultInjection;
 pub use leaks::LeakReport;

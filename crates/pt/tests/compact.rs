@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use pt::geometry::preset;
-use pt::mem::{PhysMem, COMPACT_INLINE, COMPACT_ZONE_BASE};
+use pt::mem::{PhysMem, COMPACT_INLINE, COMPACT_PAIRS, COMPACT_ZONE_BASE};
 use pt::{Attrs, Level, PageTable, Perms, PhysAddr, VirtAddr};
 use std::sync::Arc;
 
@@ -171,10 +171,12 @@ proptest! {
     }
 }
 
-/// A table with few entries stays compact (no pool page), one that fills
-/// is promoted once, and a freed promoted table's page is reused zeroed.
+/// A table with few entries stays compact (no pool page), one past its
+/// inline pairs takes an overflow block (still no page), one past those is
+/// promoted once, and a freed promoted table's page and block are reused
+/// zeroed.
 #[test]
-fn promotion_takes_a_pool_page_only_past_the_inline_pairs() {
+fn promotion_takes_a_pool_page_only_past_the_pairs() {
     let [a, _] = trees("x86-64-4l");
     let page = 4096;
     let map = |i: u64| {
@@ -193,12 +195,21 @@ fn promotion_takes_a_pool_page_only_past_the_inline_pairs() {
         map(t * 512);
     }
     assert_eq!(a.mem().compact_pool_bytes(), 0);
-    // The first table filled past its pairs: one pool page.
+    assert_eq!(a.mem().compact_overflow_bytes(), 0);
+    // The first table past its inline pairs: an overflow block, no page.
     for i in 1..=COMPACT_INLINE as u64 {
         map(i);
     }
+    let block = a.mem().compact_overflow_bytes();
+    assert!(block > 0 && block < page / 8, "{block} bytes");
+    assert_eq!(a.mem().compact_pool_bytes(), 0);
+    // Past every pair: one pool page; the block stays with the table.
+    for i in COMPACT_INLINE as u64 + 1..=COMPACT_PAIRS as u64 {
+        map(i);
+    }
     assert_eq!(a.mem().compact_pool_bytes(), page);
-    for i in 0..=COMPACT_INLINE as u64 {
+    assert_eq!(a.mem().compact_overflow_bytes(), block);
+    for i in 0..=COMPACT_PAIRS as u64 {
         assert_eq!(
             a.translate(VirtAddr::new(WINDOW + i * page)).unwrap().pa,
             PhysAddr::new(PBASE + i * page)
@@ -212,12 +223,17 @@ fn promotion_takes_a_pool_page_only_past_the_inline_pairs() {
         .unwrap()
         .release(&a)
         .unwrap();
-    // Refill another table: the freed page comes back zeroed.
-    for i in 0..=COMPACT_INLINE as u64 {
+    // Refill another table: the freed page and block come back zeroed.
+    for i in 0..=COMPACT_PAIRS as u64 {
         map(100 * 512 + i);
     }
     assert_eq!(a.mem().compact_pool_bytes(), page, "reused, no new page");
-    for i in COMPACT_INLINE as u64 + 1..512 {
+    assert_eq!(
+        a.mem().compact_overflow_bytes(),
+        block,
+        "reused, no new block"
+    );
+    for i in COMPACT_PAIRS as u64 + 1..512 {
         assert!(a
             .translate(VirtAddr::new(WINDOW + (100 * 512 + i) * page))
             .is_err());
@@ -272,7 +288,7 @@ proptest! {
             let next = present.iter().find(|&&i| i >= from && i < to);
             let want = next.map_or(to, |&i| i);
             let got = (got.get() - WINDOW) / page;
-            if t.mem().has_compact() && pages.len() < COMPACT_INLINE {
+            if t.mem().has_compact() && pages.len() < COMPACT_PAIRS {
                 prop_assert_eq!(got, want);
             } else {
                 prop_assert!(got <= want);

@@ -4,11 +4,16 @@
 //! A PTE table is allocated in the compact zone (physical addresses from
 //! [`COMPACT_ZONE_BASE`]): its slot is a [`CompactSlot`] of about 100
 //! bytes holding the table's metadata and up to [`INLINE`] (index, word)
-//! pairs. When a ninth distinct word index is written, the table is
-//! promoted: a full table page is taken from a pool of large zeroed host
-//! reservations (1 GiB, backed by huge pages where the host allows), the
-//! pairs are copied into it, and from then on every word of the table
-//! lives there. The table keeps its physical address for its whole life,
+//! pairs. A ninth distinct word index takes an overflow block of [`MORE`]
+//! pairs more (160 bytes, from a pool of its own); when that is full too,
+//! the table is promoted: a full table page is taken from a pool of large
+//! zeroed host reservations (1 GiB, backed by huge pages where the host
+//! allows), the pairs are copied into it, and from then on every word of
+//! the table lives there. The overflow step keeps the cost of a table
+//! following its entries whatever order they were written in: pages an
+//! allocator scatters give tables a few entries more or less than their
+//! mean (about 13% of the tables of 5.8 random pages each hold more than
+//! eight), and a page for each of those cost as much as all the slots. The table keeps its physical address for its whole life,
 //! so entries that point to it, walk caches and memos never change: a
 //! walker still reads a hardware word by physical address, and only the
 //! way that address becomes a host word differs (an index search, or one
@@ -22,14 +27,21 @@
 //! - A pair is assigned at most once per table life: its index goes from
 //!   0 (free) to `word index + 1` while its word is 0, before the word is
 //!   written, and stays until the table is freed. Pairs are assigned in
-//!   order, so a search stops at the first free one. A reader that finds
-//!   the index therefore reads that entry's word (0 or its value), never
-//!   another entry's.
-//! - `full` is null (compact), [`PROMOTING`] (being promoted by the table's
-//!   lock holder: the pairs are still the table's words) or the host
-//!   address of the table's full page (the pairs are stale). It goes null
-//!   -> PROMOTING -> page once per table life, and is reset only when the
-//!   table is freed, when no walker can reach it.
+//!   order (the inline ones, then the overflow block's), so a search stops
+//!   at the first free one. A reader that finds the index therefore reads
+//!   that entry's word (0 or its value), never another entry's.
+//! - `full` is null (compact), an overflow block's address tagged
+//!   [`OVERFLOW`] (compact, with [`MORE`] pairs more), either of those
+//!   tagged [`PROMOTING`] (being promoted by the table's lock holder: the
+//!   pairs are still the table's words), or the host address of the
+//!   table's full page (the pairs are stale). It goes null -> overflow ->
+//!   promoting -> page (a step may be skipped) once per table life, and is
+//!   reset only when the table is freed, when no walker can reach it.
+//! - An overflow block is published (zeroed) before its first pair is
+//!   assigned, and lives until its table is freed, even after a promotion
+//!   (a reader that saw it may still be searching it): a promoted table's
+//!   block waits in the pool's `retired` map, keyed by slot, until then.
+//!   Freed blocks are zeroed and reused.
 //! - `biases[s]` is 0 unless table `s` is promoted; then it is the page's
 //!   host address minus the table's physical address (wrapping), so the
 //!   host address of the word at `pa` is `biases[s] + pa`: the read path of
@@ -60,10 +72,22 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU16, Ordering as StdOrdering};
 
-/// Pairs a compact table holds before it is promoted to a full page.
+/// Pairs a compact table holds in its slot.
 pub const INLINE: usize = 8;
-/// `full` while the lock holder copies the pairs into a new page.
+/// Pairs an overflow block adds to a compact table that needs more than
+/// [`INLINE`]: the tables of scattered writes hold a Poisson-like number
+/// of entries, and 24 in all keeps all but about 1 in 10^8 of the tables
+/// of 5.8 entries each compact.
+pub const MORE: usize = 16;
+/// Pairs a compact table holds before it is promoted to a full page.
+pub const PAIRS: usize = INLINE + MORE;
+/// Tag bit of `full`: the lock holder copies the pairs into a new page.
 const PROMOTING: usize = 1;
+/// Tag bit of `full`: the rest is the table's overflow block.
+const OVERFLOW: usize = 2;
+/// Bytes of one block of overflow pairs reserved at once (taken block by
+/// block, so only what is used is touched).
+const OVERFLOW_RESERVE: u64 = 64 << 20;
 /// Most compact tables one memory can hold: 2^25, the PTE tables of 64 TiB
 /// mapped with 4 KiB pages (the slots reserve about 3.5 GB of address
 /// space, touched as tables are allocated).
@@ -84,6 +108,53 @@ pub(super) struct CompactSlot {
     pub(super) meta: TableMeta,
     idx: [AtomicU16; INLINE],
     words: [AtomicU64; INLINE],
+}
+
+/// The pairs a compact table holds past its slot's (all-zero: free).
+#[repr(C)]
+struct Overflow {
+    idx: [AtomicU16; MORE],
+    words: [AtomicU64; MORE],
+}
+
+/// Where overflow blocks come from: bump allocation in large zeroed
+/// reservations, and the zeroed blocks given back.
+struct OverflowPool {
+    blocks: Vec<FlatWords>,
+    /// Bytes of the last reservation handed out.
+    used: u64,
+    /// Bytes handed out over every reservation (in use or in `free`).
+    taken: u64,
+    /// Host addresses of zeroed blocks given back.
+    free: Vec<usize>,
+    /// The blocks of promoted tables, by slot: freed with their table.
+    retired: std::collections::HashMap<u64, usize>,
+}
+
+/// What `full` says about a compact table (see the invariants).
+#[derive(Clone, Copy)]
+enum Full {
+    /// Its pairs are its words; `more` is its overflow block, if any.
+    Compact {
+        more: Option<*const Overflow>,
+        promoting: bool,
+    },
+    /// Its words are in the page.
+    Page(*const AtomicU64),
+}
+
+impl Full {
+    #[inline(always)]
+    fn of(p: *mut AtomicU64) -> Full {
+        let a = p as usize;
+        if a != 0 && a & (PROMOTING | OVERFLOW) == 0 {
+            return Full::Page(p.cast_const());
+        }
+        Full::Compact {
+            more: (a & OVERFLOW != 0).then_some((a & !(PROMOTING | OVERFLOW)) as *const Overflow),
+            promoting: a & PROMOTING != 0,
+        }
+    }
 }
 
 struct SlotAlloc {
@@ -110,6 +181,7 @@ pub(super) struct CompactZone {
     nslots: u64,
     alloc: Mutex<SlotAlloc>,
     pool: Mutex<Pool>,
+    overflow: Mutex<OverflowPool>,
     page_shift: u32,
 }
 
@@ -154,6 +226,13 @@ impl CompactZone {
                         used: 0,
                         taken: 0,
                         free: Vec::new(),
+                    }),
+                    overflow: Mutex::new(OverflowPool {
+                        blocks: Vec::new(),
+                        used: 0,
+                        taken: 0,
+                        free: Vec::new(),
+                        retired: std::collections::HashMap::new(),
                     }),
                     page_shift,
                 });
@@ -210,6 +289,50 @@ impl CompactZone {
         lock(&self.pool).taken << self.page_shift
     }
 
+    /// Host bytes of the overflow blocks compact tables took (in use or
+    /// free in their pool).
+    pub(super) fn overflow_bytes(&self) -> u64 {
+        lock(&self.overflow).taken
+    }
+
+    /// A zeroed overflow block.
+    fn overflow_take(&self) -> Option<*const Overflow> {
+        let size = size_of::<Overflow>() as u64;
+        let mut p = lock(&self.overflow);
+        if let Some(a) = p.free.pop() {
+            return Some(a as *const Overflow);
+        }
+        let full = p.blocks.last().is_none_or(|b| p.used + size > b.bytes());
+        if full {
+            p.blocks
+                .push(FlatWords::reserve(OVERFLOW_RESERVE, POOL_BLOCK_MIN)?);
+            p.used = 0;
+        }
+        let at = (p.used / 8) as usize;
+        p.used += size;
+        p.taken += size;
+        Some(
+            p.blocks
+                .last()
+                .expect("pushed above")
+                .word_ptr(at)
+                .cast_const()
+                .cast(),
+        )
+    }
+
+    /// Zeroes `block` and keeps it for another table. Only once no reader
+    /// can reach it (its table is being freed).
+    fn overflow_give(&self, block: *const Overflow) {
+        // SAFETY: a block handed out by `overflow_take`, alive as long as self.
+        let b = unsafe { &*block };
+        for k in 0..MORE {
+            b.idx[k].store(0, StdOrdering::Relaxed);
+            b.words[k].store(0, Ordering::Relaxed);
+        }
+        lock(&self.overflow).free.push(block as usize);
+    }
+
     fn pool_take(&self) -> Option<*const AtomicU64> {
         let page = 1u64 << self.page_shift;
         let mut p = lock(&self.pool);
@@ -238,21 +361,39 @@ impl Drop for CompactZone {
 }
 
 impl CompactSlot {
+    #[inline(always)]
+    fn state(&self) -> Full {
+        Full::of(self.full.load(StdOrdering::Acquire))
+    }
+
     /// The table's full page, if promoted.
     #[inline(always)]
     fn page(&self) -> Option<*const AtomicU64> {
-        let p = self.full.load(StdOrdering::Acquire);
-        (p as usize > PROMOTING).then_some(p.cast_const())
+        match self.state() {
+            Full::Page(p) => Some(p),
+            Full::Compact { .. } => None,
+        }
     }
 
-    /// The pair holding word `i`, if assigned.
+    /// The pair holding word `i`, if assigned (`more`: the overflow block
+    /// `full` named when the caller read it).
     #[inline]
-    fn pair(&self, i: usize) -> Option<&AtomicU64> {
+    fn pair_in(&self, more: Option<*const Overflow>, i: usize) -> Option<&AtomicU64> {
         let key = i as u16 + 1;
         for k in 0..INLINE {
             match self.idx[k].load(StdOrdering::Acquire) {
                 0 => return None,
                 x if x == key => return Some(&self.words[k]),
+                _ => {}
+            }
+        }
+        // SAFETY: a published overflow block lives until the table is
+        // freed (the invariants), and so does `self`.
+        let more = unsafe { &*more? };
+        for k in 0..MORE {
+            match more.idx[k].load(StdOrdering::Acquire) {
+                0 => return None,
+                x if x == key => return Some(&more.words[k]),
                 _ => {}
             }
         }
@@ -262,21 +403,38 @@ impl CompactSlot {
     /// Word `i` as it is now (0 when never written).
     #[inline(always)]
     pub(super) fn read(&self, i: usize) -> u64 {
-        match self.page() {
+        match self.state() {
             // SAFETY: a published page has a word per index of the table.
-            Some(p) => unsafe { &*p.add(i) }.load(Ordering::Acquire),
-            None => self.pair(i).map_or(0, |w| w.load(Ordering::Acquire)),
+            Full::Page(p) => unsafe { &*p.add(i) }.load(Ordering::Acquire),
+            Full::Compact { more, .. } => self
+                .pair_in(more, i)
+                .map_or(0, |w| w.load(Ordering::Acquire)),
         }
     }
 
     /// Word `i`, if it has storage (a pair or the page).
     #[inline]
     fn existing(&self, i: usize) -> Option<&AtomicU64> {
-        match self.page() {
+        match self.state() {
             // SAFETY: as in `read`; the page lives until the table is freed.
-            Some(p) => Some(unsafe { &*p.add(i) }),
-            None => self.pair(i),
+            Full::Page(p) => Some(unsafe { &*p.add(i) }),
+            Full::Compact { more, .. } => self.pair_in(more, i),
         }
+    }
+
+    /// The assigned pairs, in assignment order: (word index, word).
+    fn pairs(&self, more: Option<*const Overflow>) -> impl Iterator<Item = (usize, &AtomicU64)> {
+        // SAFETY: as in `pair_in`.
+        let more = more.map(|m| unsafe { &*m });
+        let inline = (0..INLINE).map(|k| (&self.idx[k], &self.words[k]));
+        let over = more
+            .into_iter()
+            .flat_map(|m| (0..MORE).map(move |k| (&m.idx[k], &m.words[k])));
+        inline
+            .chain(over)
+            .map(|(i, w)| (i.load(StdOrdering::Acquire) as usize, w))
+            .take_while(|(key, _)| *key != 0)
+            .map(|(key, w)| (key - 1, w))
     }
 }
 
@@ -301,26 +459,59 @@ impl PhysMem {
     /// Word `i` of `slot` with storage made for it (a free pair, else the
     /// promoted page). The caller holds the table's lock.
     pub(super) fn compact_word_mut<'a>(&'a self, slot: &'a CompactSlot, i: usize) -> &'a AtomicU64 {
-        if let Some(p) = slot.page() {
+        let more = match slot.state() {
             // SAFETY: as in `CompactSlot::read`.
-            return unsafe { &*p.add(i) };
-        }
+            Full::Page(p) => return unsafe { &*p.add(i) },
+            Full::Compact { more, .. } => more,
+        };
         let key = i as u16 + 1;
-        for k in 0..INLINE {
-            match slot.idx[k].load(StdOrdering::Acquire) {
-                0 => {
-                    // A free pair's word is 0: assigning the index first
-                    // keeps every reader's view an entry's own word.
-                    slot.idx[k].store(key, StdOrdering::Release);
-                    return &slot.words[k];
+        let claim = |idx: &[AtomicU16], words: &'a [AtomicU64]| -> Option<&'a AtomicU64> {
+            for (k, x) in idx.iter().enumerate() {
+                match x.load(StdOrdering::Acquire) {
+                    0 => {
+                        // A free pair's word is 0: assigning the index first
+                        // keeps every reader's view an entry's own word.
+                        x.store(key, StdOrdering::Release);
+                        return Some(&words[k]);
+                    }
+                    x if x == key => return Some(&words[k]),
+                    _ => {}
                 }
-                x if x == key => return &slot.words[k],
-                _ => {}
             }
+            None
+        };
+        if let Some(w) = claim(&slot.idx, &slot.words) {
+            return w;
+        }
+        let more = match more {
+            Some(m) => m,
+            None => self.overflow(slot),
+        };
+        // SAFETY: as in `CompactSlot::pair_in`.
+        let m = unsafe { &*more };
+        if let Some(w) = claim(&m.idx, &m.words) {
+            return w;
         }
         let p = self.promote(slot);
         // SAFETY: as in `CompactSlot::read`.
         unsafe { &*p.add(i) }
+    }
+
+    /// Gives `slot` a zeroed overflow block, published before any pair in
+    /// it is assigned. The caller holds the table's lock. Promotes the
+    /// table instead when the host refuses memory for the block.
+    #[cold]
+    #[inline(never)]
+    fn overflow(&self, slot: &CompactSlot) -> *const Overflow {
+        let zone = self.compact.as_ref().expect("a compact slot has a zone");
+        let block = zone
+            .overflow_take()
+            .unwrap_or_else(|| panic!("out of host memory for a compact table's overflow pairs"));
+        slot.full.store(
+            (block as usize | OVERFLOW) as *mut AtomicU64,
+            StdOrdering::Release,
+        );
+        block
     }
 
     /// Copies `slot`'s pairs into a full page and publishes it. The caller
@@ -332,17 +523,26 @@ impl PhysMem {
         let page = zone
             .pool_take()
             .unwrap_or_else(|| panic!("out of host memory promoting a compact table"));
-        slot.full
-            .store(PROMOTING as *mut AtomicU64, StdOrdering::SeqCst);
-        for k in 0..INLINE {
-            let key = slot.idx[k].load(StdOrdering::Acquire) as usize;
-            // SAFETY: `key - 1` is a word index of the table (assigned by
+        let before = slot.full.load(StdOrdering::Acquire);
+        let Full::Compact { more, .. } = Full::of(before) else {
+            unreachable!("a promoted table is not promoted again")
+        };
+        slot.full.store(
+            (before as usize | PROMOTING) as *mut AtomicU64,
+            StdOrdering::SeqCst,
+        );
+        for (i, w) in slot.pairs(more) {
+            // SAFETY: `i` is a word index of the table (assigned by
             // `compact_word_mut`), inside the page.
-            let w = unsafe { &*page.add(key - 1) };
-            w.store(slot.words[k].load(Ordering::SeqCst), Ordering::SeqCst);
+            unsafe { &*page.add(i) }.store(w.load(Ordering::SeqCst), Ordering::SeqCst);
         }
         slot.full.store(page.cast_mut(), StdOrdering::SeqCst);
         let s = (std::ptr::from_ref(slot) as usize - self.compact_first) / size_of::<CompactSlot>();
+        if let Some(m) = more {
+            // Readers that saw the block may still search it: it goes with
+            // the table.
+            lock(&zone.overflow).retired.insert(s as u64, m as usize);
+        }
         let table = COMPACT_ZONE_BASE + ((s as u64) << self.page_shift);
         let bias = (page as u64).wrapping_sub(table);
         if bias != 0 {
@@ -406,17 +606,25 @@ impl PhysMem {
     ) -> Result<u64, u64> {
         let cas =
             |w: &AtomicU64| w.compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst);
-        if let Some(p) = slot.page() {
+        let more = match slot.state() {
             // SAFETY: as in `CompactSlot::read`.
-            return cas(unsafe { &*p.add(i) });
-        }
-        let w = match slot.pair(i) {
+            Full::Page(p) => return cas(unsafe { &*p.add(i) }),
+            Full::Compact { more, .. } => more,
+        };
+        let w = match slot.pair_in(more, i) {
             Some(w) => w,
             None if current == 0 => return cas(self.compact_word_mut(slot, i)),
             None => return Err(0),
         };
         let r = cas(w);
-        if r.is_err() || slot.full.load(StdOrdering::SeqCst).is_null() {
+        let not_promoting = matches!(
+            Full::of(slot.full.load(StdOrdering::SeqCst)),
+            Full::Compact {
+                promoting: false,
+                ..
+            }
+        );
+        if r.is_err() || not_promoting {
             return r;
         }
         // A promotion began: the copy may have missed this swap, so repeat
@@ -493,18 +701,29 @@ impl PhysMem {
         {
             return Err(MemError::DoubleFree(pa));
         }
-        if let Some(p) = slot.page() {
-            zone.bias((pa - COMPACT_ZONE_BASE) >> self.page_shift)
-                .store(0, Ordering::Release);
-            for i in 0..(1usize << self.page_shift) / 8 {
-                // SAFETY: as in `CompactSlot::read`.
-                unsafe { &*p.add(i) }.store(0, Ordering::Relaxed);
+        let s = (pa - COMPACT_ZONE_BASE) >> self.page_shift;
+        match slot.state() {
+            Full::Page(p) => {
+                zone.bias(s).store(0, Ordering::Release);
+                for i in 0..(1usize << self.page_shift) / 8 {
+                    // SAFETY: as in `CompactSlot::read`.
+                    unsafe { &*p.add(i) }.store(0, Ordering::Relaxed);
+                }
+                lock(&zone.pool).free.push(p as usize);
+                let retired = lock(&zone.overflow).retired.remove(&s);
+                if let Some(m) = retired {
+                    zone.overflow_give(m as *const Overflow);
+                }
             }
-            lock(&zone.pool).free.push(p as usize);
+            Full::Compact { more, .. } => {
+                if let Some(m) = more {
+                    zone.overflow_give(m);
+                }
+            }
         }
         slot.full.store(std::ptr::null_mut(), StdOrdering::Release);
         let mut a = lock(&zone.alloc);
-        a.free.push((pa - COMPACT_ZONE_BASE) >> self.page_shift);
+        a.free.push(s);
         a.live -= 1;
         Ok(())
     }
@@ -523,18 +742,15 @@ impl PhysMem {
         let Some((slot, i)) = self.compact_at(pa) else {
             return pa;
         };
-        if slot.page().is_some() {
-            return pa;
-        }
+        let more = match slot.state() {
+            Full::Page(_) => return pa,
+            Full::Compact { more, .. } => more,
+        };
         let table = pa & !((1u64 << self.page_shift) - 1);
         let mut best = end;
-        for k in 0..INLINE {
-            let key = slot.idx[k].load(StdOrdering::Acquire) as usize;
-            if key == 0 {
-                break;
-            }
-            let at = table + ((key as u64 - 1) << 3);
-            if key > i && at < best && slot.words[k].load(Ordering::Acquire) != 0 {
+        for (j, w) in slot.pairs(more) {
+            let at = table + ((j as u64) << 3);
+            if j >= i && at < best && w.load(Ordering::Acquire) != 0 {
                 best = at;
             }
         }
@@ -544,5 +760,11 @@ impl PhysMem {
     /// Host bytes the compact zone holds for promoted tables (pool blocks).
     pub fn compact_pool_bytes(&self) -> u64 {
         self.compact.as_ref().map_or(0, CompactZone::pool_bytes)
+    }
+
+    /// Host bytes the compact zone holds for overflow pairs (blocks of
+    /// [`MORE`] pairs, in use or free for reuse).
+    pub fn compact_overflow_bytes(&self) -> u64 {
+        self.compact.as_ref().map_or(0, CompactZone::overflow_bytes)
     }
 }
