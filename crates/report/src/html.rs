@@ -132,7 +132,9 @@ pre{background:#f6f6f6;padding:.8rem;overflow-x:auto;font-size:.85rem}\
 table.wrap{width:100%;table-layout:fixed}table.wrap td,table.wrap th{overflow-wrap:anywhere}\
 .kv{display:block;font-family:ui-monospace,monospace;font-size:.85rem}\
 .answer{border-left:4px solid #0072B2;background:#eef5fb;padding:.5rem .8rem;font-weight:600}\
-.ci{display:block;font-size:.8rem;color:#555}th.num{white-space:normal}";
+.ci{display:block;font-size:.8rem;color:#555}th.num{white-space:normal}\
+.scroll{max-width:100%;overflow-x:auto;margin:1rem 0}.scroll>table{margin:0}\
+p,li,figcaption,caption{overflow-wrap:break-word}";
 
 impl Page {
     /// An empty page.
@@ -235,10 +237,13 @@ fn render_block(o: &mut String, b: &Block) {
 /// the title is the caption, notes follow as paragraphs.
 pub fn table_html(t: &Table) -> String {
     let wrapped = t.columns().iter().any(|c| c.max_width.is_some());
+    // The scrolling box keeps a table wider than the page (many numeric
+    // columns on a narrow window) from widening the page itself: the page
+    // never scrolls sideways, the table scrolls within its box.
     let mut o = String::from(if wrapped {
-        "<table class=\"wrap\">\n"
+        "<div class=\"scroll\"><table class=\"wrap\">\n"
     } else {
-        "<table>\n"
+        "<div class=\"scroll\"><table>\n"
     });
     if let Some(title) = t.title() {
         o.push_str(&format!("<caption>{}</caption>\n", escape(title)));
@@ -266,7 +271,7 @@ pub fn table_html(t: &Table) -> String {
         }
         o.push_str("</tr>\n");
     }
-    o.push_str("</tbody>\n</table>\n");
+    o.push_str("</tbody>\n</table></div>\n");
     for n in t.notes() {
         o.push_str(&format!("<p class=\"note\">{}</p>\n", escape(n)));
     }

@@ -3,7 +3,7 @@
 //! kernel and the model (reclaim off, on, eager) drop a sparse mapping whole
 //! and in halves of every 2 MiB.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Experiment, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, Figure};
 use super::read::mean;
 use super::text::{count_figure, exact, kb, table};
@@ -12,13 +12,15 @@ use crate::exec::ConfigResult;
 use report::chart::{self, ChartSpec, Series, YScale};
 use report::Unit;
 
-/// Experiment indices, in declaration order.
-const WHOLE_MODEL: usize = 0;
-const WHOLE_KERNEL: usize = 1;
-const HALVES_MODEL: usize = 2;
-const HALVES_KERNEL: usize = 3;
-/// With `--production` only: the slides' 55 TB process (model only).
-const SLIDES_MODEL: usize = 4;
+/// The experiments' handles.
+struct Runs {
+    whole_model: ModelRun,
+    whole_kernel: KernelRun,
+    halves_model: ModelRun,
+    halves_kernel: KernelRun,
+    /// With `--production` only: the slides' 55 TB process (model only).
+    slides_model: Option<ModelRun>,
+}
 
 fn reclaim_toml(size: &str) -> String {
     format!(
@@ -73,30 +75,51 @@ fn tables(o: StudyOptions) -> u64 {
 }
 
 /// Each workload on the model (reclaim off, on, eager), then on the kernel.
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     let models = [
         model("reclaim=off"),
         model("reclaim=on"),
         model("reclaim=eager"),
     ];
-    let mut e = vec![
-        Experiment::model("dontneed-reclaim model", reclaim_toml(size(o)), &models, 1),
-        Experiment::kernel("dontneed-reclaim kernel", reclaim_toml(size(o)), 1),
-        Experiment::model("dontneed halves model", halves_toml(tables(o)), &models, 1),
-        Experiment::kernel("dontneed halves kernel", halves_toml(tables(o)), 1),
-    ];
-    if o.production {
+    Runs {
+        whole_model: p.model(Experiment::model(
+            "dontneed-reclaim model",
+            reclaim_toml(size(o)),
+            &models,
+            1,
+        )),
+        whole_kernel: p.kernel(Experiment::kernel(
+            "dontneed-reclaim kernel",
+            reclaim_toml(size(o)),
+            1,
+        )),
+        halves_model: p.model(Experiment::model(
+            "dontneed halves model",
+            halves_toml(tables(o)),
+            &models,
+            1,
+        )),
+        halves_kernel: p.kernel(Experiment::kernel(
+            "dontneed halves kernel",
+            halves_toml(tables(o)),
+            1,
+        )),
         // The model only: the kernel backend refuses a run that may need
         // more memory than this machine has, as it should.
-        e.push(
-            Experiment::model("slides-55tb model", slides_toml("50TiB"), &models, 1)
-                // A few minutes per mode on a 2-core machine (BENCHMARKS.md,
-                // "Scale and the production run"); the default 120 s would stop
-                // it on a loaded host.
-                .timeout(std::time::Duration::from_secs(900)),
-        );
+        slides_model: o.production.then(|| {
+            p.model(
+                Experiment::model("slides-55tb model", slides_toml("50TiB"), &models, 1)
+                    // A few minutes per mode on a 2-core machine (BENCHMARKS.md,
+                    // "Scale and the production run"); the default 120 s would stop
+                    // it on a loaded host.
+                    .timeout(std::time::Duration::from_secs(900)),
+            )
+        }),
     }
-    e
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
 }
 
 /// The reclaim slides' real process (VIRT 55 TB, RES 590 GB, VmPTE 110 GB)
@@ -130,8 +153,8 @@ op = [
 }
 
 /// The production rows: the slides' 55 TB process per reclaim mode.
-fn slides_table(sec: &mut Section, r: &Results) {
-    let runs = r.model(SLIDES_MODEL);
+fn slides_table(sec: &mut Section, r: &Results, slides: ModelRun) {
+    let runs = r.model(slides);
     let at = |r: &ConfigResult, m: &str, c: &str| mean(r, m, c);
     let modes = ["reclaim off", "reclaim on", "eager"];
     let rows = runs
@@ -175,18 +198,18 @@ fn slides_table(sec: &mut Section, r: &Results) {
     }
 }
 
-/// The section from the results of [`experiments`].
+/// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
-    let mut sec = section_base(o, r);
-    if o.production {
-        slides_table(&mut sec, r);
+    let runs = declared(o, declare).1;
+    let mut sec = section_base(o, r, &runs);
+    if let Some(slides) = runs.slides_model {
+        slides_table(&mut sec, r, slides);
     }
     sec
 }
 
-fn section_base(o: StudyOptions, r: &Results) -> Section {
+fn section_base(o: StudyOptions, r: &Results, runs: &Runs) -> Section {
     let mut sec = Section::new(
-        "empty-tables",
         "Empty PTE tables",
         "How much memory do empty PTE tables hold after MADV_DONTNEED, and what do Linux's PT_RECLAIM \
          and the full refcounting design of the slides give back?",
@@ -204,8 +227,8 @@ fn section_base(o: StudyOptions, r: &Results) -> Section {
         "model, reclaim on",
         "model, eager",
     ];
-    let (whole_m, whole_k) = (r.model(WHOLE_MODEL), r.kernel(WHOLE_KERNEL));
-    let (halves_m, halves_k) = (r.model(HALVES_MODEL), r.kernel(HALVES_KERNEL));
+    let (whole_m, whole_k) = (r.model(runs.whole_model), r.kernel(runs.whole_kernel));
+    let (halves_m, halves_k) = (r.model(runs.halves_model), r.kernel(runs.halves_kernel));
     let all_whole: Vec<Option<&ConfigResult>> = std::iter::once(whole_k)
         .chain(whole_m.iter().map(Some))
         .collect();
@@ -360,11 +383,17 @@ mod tests {
             quick: false,
             production: true,
         };
-        let e = experiments(o);
-        assert_eq!(e.len(), SLIDES_MODEL + 1);
-        for (i, x) in e.iter().enumerate() {
+        let (plan, runs) = declared(o, declare);
+        let slides = runs.slides_model.expect("declared with --production");
+        assert_eq!(plan.experiments.len(), 5);
+        for (i, x) in plan.experiments.iter().enumerate() {
             let long = x.options().timeout.as_secs() > 120;
-            assert_eq!(long, i == SLIDES_MODEL, "{}", x.what);
+            assert_eq!(long, slides == ModelRun::at(i), "{}", x.what);
         }
+        let quick = StudyOptions {
+            quick: true,
+            production: false,
+        };
+        assert!(declared(quick, declare).1.slides_model.is_none());
     }
 }

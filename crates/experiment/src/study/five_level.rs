@@ -5,7 +5,7 @@
 //! and with the second dimension's caches); the kernel runs the page-fault
 //! loop.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Experiment, Fingerprint, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, FigUnit, Figure};
 use super::read::{derived, mean, per, summary};
 use super::text::{count_figure, estimate, exact, num, point, table, INTERVALS};
@@ -15,12 +15,17 @@ use report::chart::{self, ChartSpec, Series};
 use report::Unit;
 use stats::Quantity;
 
-/// Experiment indices, in declaration order (ebizzy: one per thread count,
-/// then the kernel's page-fault loop).
-const PAGEFAULT: usize = 0;
-const GUPS: usize = 1;
-const NESTED: usize = 2;
-const EBIZZY: usize = 3;
+/// The experiments' and the host's handles.
+struct Runs {
+    pagefault: ModelRun,
+    gups: ModelRun,
+    nested: ModelRun,
+    /// One per thread count, with it.
+    ebizzy: Vec<(usize, ModelRun)>,
+    kernel_pagefault: KernelRun,
+    lat_pagefault: ModelRun,
+    host: Fingerprint,
+}
 
 /// The guest-over-host pairs of the nested experiment: (label, guest levels,
 /// host levels, guest geometry, host geometry).
@@ -128,46 +133,67 @@ fn kernel_runs(o: StudyOptions) -> usize {
 
 /// The model's page faults and GUPS under every geometry, ebizzy per thread
 /// count under the two with walk caches, the kernel's page-fault loop.
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     let size = o.pick("64MiB", "256MiB");
     let geos = geometries();
-    let mut v = vec![
-        Experiment::model("pagefault 4L/5L", pagefault_toml(size), &geos, 1),
-        Experiment::model(
-            "gups 4L/5L",
-            gups_toml(o.pick("128MiB", "512MiB"), o.pick(200_000, 1_000_000)),
-            &geos,
-            1,
-        ),
-    ];
-    v.push(Experiment::model(
+    let pagefault = p.model(Experiment::model(
+        "pagefault 4L/5L",
+        pagefault_toml(size),
+        &geos,
+        1,
+    ));
+    let gups = p.model(Experiment::model(
+        "gups 4L/5L",
+        gups_toml(o.pick("128MiB", "512MiB"), o.pick(200_000, 1_000_000)),
+        &geos,
+        1,
+    ));
+    let nested = p.model(Experiment::model(
         "gups nested",
         gups_toml(o.pick("32MiB", "128MiB"), o.pick(50_000, 200_000)),
         &nested_configs(),
         1,
     ));
     let iters = o.pick(20, 60);
-    for t in ebizzy_threads(o) {
-        v.push(Experiment::model(
-            &format!("ebizzy {t} threads"),
-            ebizzy_toml(t, iters),
-            &geos[..2],
-            EBIZZY_RUNS,
-        ));
-    }
-    v.push(Experiment::kernel(
+    let ebizzy = ebizzy_threads(o)
+        .into_iter()
+        .map(|t| {
+            let run = p.model(Experiment::model(
+                &format!("ebizzy {t} threads"),
+                ebizzy_toml(t, iters),
+                &geos[..2],
+                EBIZZY_RUNS,
+            ));
+            (t, run)
+        })
+        .collect();
+    let kernel_pagefault = p.kernel(Experiment::kernel(
         "pagefault on the kernel",
         pagefault_toml(size),
         kernel_runs(o),
     ));
-    v.extend(super::five_level_time::experiments(o));
-    v
+    Runs {
+        pagefault,
+        gups,
+        nested,
+        ebizzy,
+        kernel_pagefault,
+        lat_pagefault: super::five_level_time::declare(o, p),
+        host: p.fingerprint(),
+    }
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
 }
 
 /// What a fifth level costs a guest: the nested GUPS runs' references per
 /// walk, cold and cached, in a table, a finding, figures and a chart.
-fn nested_part(sec: &mut Section, r: &Results, gups_refs: &dyn Fn(&ConfigResult) -> f64) {
-    let runs = r.model(NESTED);
+fn nested_part(
+    sec: &mut Section,
+    runs: &[ConfigResult],
+    gups_refs: &dyn Fn(&ConfigResult) -> f64,
+) {
     let n = NESTED_PAIRS.len();
     let delta = |r: &ConfigResult, c: &str| mean(r, "updated", c) - mean(r, "filled", c);
     let mut rows = Vec::new();
@@ -242,10 +268,9 @@ fn nested_part(sec: &mut Section, r: &Results, gups_refs: &dyn Fn(&ConfigResult)
     );
 }
 
-/// The section from the results of [`experiments`].
+/// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut sec = Section::new(
-        "five-level",
         "4-level vs 5-level page tables",
         "Does a fifth page-table level cost anything: per TLB miss, per fault, and on this machine?",
         "The model runs the same workloads with the x86-64 4-level and 5-level geometries: a page-fault \
@@ -262,8 +287,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          ebizzy throughput diverges from 4 threads; handle_mm_fault mean 630 ns vs 640 ns.",
     );
     sec.method = format!("{} {INTERVALS}", sec.method);
-    let pf = r.model(PAGEFAULT);
-    let gups = r.model(GUPS);
+    let runs = declared(o, declare).1;
+    let pf = r.model(runs.pagefault);
+    let gups = r.model(runs.gups);
     let refs = |r: &ConfigResult, mark: &str| {
         per(
             mean(r, mark, counters::WALK_REFS.name),
@@ -361,7 +387,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         ),
     );
 
-    nested_part(&mut sec, r, &gups_refs);
+    nested_part(&mut sec, r.model(runs.nested), &gups_refs);
 
     // ebizzy: references per 1000 accesses as threads grow, EBIZZY_RUNS
     // runs per point.
@@ -369,8 +395,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut series5 = Vec::new();
     let mut rows = Vec::new();
     let mut last = None;
-    for (i, &t) in ebizzy_threads(o).iter().enumerate() {
-        let r = r.model(EBIZZY + i);
+    for &(t, run) in &runs.ebizzy {
+        let r = r.model(run);
         let k = |r: &ConfigResult| {
             derived(r, Quantity::NonNegative, |at| {
                 1000.0
@@ -443,14 +469,11 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     );
 
     // Predicted time (five_level_time).
-    let ebizzy: Vec<(usize, &[ConfigResult])> = ebizzy_threads(o)
-        .iter()
-        .enumerate()
-        .map(|(i, &t)| (t, r.model(EBIZZY + i)))
-        .collect();
-    let lat = r.model(EBIZZY + ebizzy_threads(o).len() + 1);
+    let ebizzy: Vec<(usize, &[ConfigResult])> =
+        runs.ebizzy.iter().map(|&(t, run)| (t, r.model(run))).collect();
+    let lat = r.model(runs.lat_pagefault);
     let (f4, f5) = super::five_level_time::add(&mut sec, pf, &ebizzy, Some(lat));
-    let nested = r.model(NESTED);
+    let nested = r.model(runs.nested);
     let cold = |i: usize| gups_refs(&nested[i]);
     sec.verdict = Verdict::default()
         .fig("fault_change", Figure::change(&f4, &f5))
@@ -474,10 +497,10 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         );
 
     // This machine.
-    let fp = host::Fingerprint::read();
+    let fp = r.fingerprint(runs.host);
     let levels = if fp.la57 == Some(true) { 5 } else { 4 };
     sec.figure("host_la57", fp.la57);
-    if let Some(k) = r.kernel(EBIZZY + ebizzy_threads(o).len()) {
+    if let Some(k) = r.kernel(runs.kernel_pagefault) {
         if let Some(s) = summary(k, "touched", counters::NS_PER_FAULT.name, Quantity::Time) {
             sec.findings.push(format!(
                 "This machine walks {levels} levels (la57 {}; kernel {}): a minor fault on fresh \

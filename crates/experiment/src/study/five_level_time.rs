@@ -4,7 +4,7 @@
 //! from `five_level` (which counts the walks) so that each file stays one
 //! concern; `five_level::section` calls [`add`] with its results.
 
-use super::experiments::Experiment;
+use super::experiments::{Experiment, ModelRun, Plan};
 use super::figure::{row, Figure};
 use super::read::mean;
 use super::text::table;
@@ -40,19 +40,19 @@ op = [
     )
 }
 
-/// The lat_pagefault-like loop under both cost files, 4 and 5 levels each
-/// (appended by `five_level::experiments` after its own).
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+/// Declares the lat_pagefault-like loop under both cost files, 4 and 5
+/// levels each (after `five_level`'s own experiments).
+pub(super) fn declare(o: StudyOptions, p: &mut Plan) -> ModelRun {
     let configs: Vec<_> = LAT_COSTS
         .iter()
         .flat_map(|(_, c)| ["x86-64-4l", "x86-64-5l"].map(|g| model(&format!("geometry={g}{c}"))))
         .collect();
-    vec![Experiment::model(
+    p.model(Experiment::model(
         "lat_pagefault-like 4L/5L",
         lat_pagefault_toml(o.pick(10, 100)),
         &configs,
         1,
-    )]
+    ))
 }
 
 /// The lat_pagefault-like loop's predicted time per page read and per
@@ -108,7 +108,7 @@ fn add_lat(sec: &mut Section, lat: &[ConfigResult]) {
 
 /// Adds the predicted times to `sec`: `pf` is the page-fault loop under
 /// 4-level then 5-level (with walk caches first), `ebizzy` each thread
-/// count's runs under the same two, `lat` the runs of [`experiments`].
+/// count's runs under the same two, `lat` the runs of [`declare`]'s experiment.
 /// Returns the predicted time per minor fault, 4 then 5 levels (the
 /// verdict's).
 pub(super) fn add(

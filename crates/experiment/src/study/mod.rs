@@ -35,7 +35,7 @@ mod time;
 
 use crate::config::{self, RunConfig};
 use crate::exec::{self, ExecError};
-use experiments::{Experiment, Results};
+use experiments::{Experiment, Plan, Results};
 pub use figure::{Figure, TableCell, Verdict};
 use serde::Serialize;
 use serde_json::Value;
@@ -103,9 +103,11 @@ pub struct Section {
 }
 
 impl Section {
-    pub(crate) fn new(id: &str, title: &str, question: &str, method: &str, seed: &str) -> Section {
+    /// A section; its id is its question's ([`QUESTIONS`]), set by the
+    /// runner, so that an id is written once.
+    pub(crate) fn new(title: &str, question: &str, method: &str, seed: &str) -> Section {
         Section {
-            id: id.into(),
+            id: String::new(),
             title: title.into(),
             question: question.into(),
             verdict: Verdict::default(),
@@ -159,12 +161,15 @@ pub struct Study {
     pub sections: Vec<Section>,
 }
 
-/// One question of the study: its experiments, declared before anything
-/// runs, and its section, made from their results (in declaration order).
+/// One question of the study: its experiments and host facts, declared
+/// before anything runs ([`Plan`]), and its section, made from their
+/// results. Adding a question: its file (with `plan` and `section`), one
+/// entry here and its id in docs/cli.md (docs/design.md, "How to add a
+/// study question").
 struct Question {
-    /// The id of its section (`--only` selects by it).
+    /// The id of its section (`--only` selects by it): written here only.
     id: &'static str,
-    experiments: fn(StudyOptions) -> Vec<Experiment>,
+    plan: fn(StudyOptions) -> Plan,
     section: fn(StudyOptions, &Results) -> Section,
 }
 
@@ -172,40 +177,47 @@ struct Question {
 const QUESTIONS: [Question; 7] = [
     Question {
         id: "five-level",
-        experiments: five_level::experiments,
+        plan: five_level::plan,
         section: five_level::section,
     },
     Question {
         id: "riscv-64k",
-        experiments: riscv_64k::experiments,
+        plan: riscv_64k::plan,
         section: riscv_64k::section,
     },
     Question {
         id: "split-pmd",
-        experiments: split_pmd::experiments,
+        plan: split_pmd::plan,
         section: split_pmd::section,
     },
     Question {
         id: "empty-tables",
-        experiments: empty_tables::experiments,
+        plan: empty_tables::plan,
         section: empty_tables::section,
     },
     Question {
         id: "multi-fault",
-        experiments: multi_fault::experiments,
+        plan: multi_fault::plan,
         section: multi_fault::section,
     },
     Question {
         id: "munmap-shootdown",
-        experiments: munmap_time::experiments,
+        plan: munmap_time::plan,
         section: munmap_time::section,
     },
     Question {
         id: "hazards",
-        experiments: hazards::experiments,
+        plan: hazards::plan,
         section: hazards::section,
     },
 ];
+
+impl Question {
+    /// Its experiments, in declaration order.
+    fn experiments(&self, o: StudyOptions) -> Vec<Experiment> {
+        (self.plan)(o).experiments
+    }
+}
 
 /// A model configuration from an inline list (the study's own, known good).
 pub(crate) fn model(inline: &str) -> RunConfig {
@@ -268,9 +280,10 @@ pub fn run_selected(
     let (mut done, mut measured, mut made) = (0, 0, 0);
     let mut sections = Vec::with_capacity(QUESTIONS.len());
     for q in selected(only) {
+        let plan = (q.plan)(opts);
         let mut outcomes = Vec::new();
         let mut refused = Vec::new();
-        for e in (q.experiments)(opts) {
+        for e in plan.experiments {
             let before = done;
             match measure(&e, costs, &mut |n| {
                 done = before + n;
@@ -295,7 +308,11 @@ pub fn run_selected(
             done = before + e.runs();
             progress(&e.what, done);
         }
-        let mut sec = (q.section)(opts, &Results { outcomes });
+        // The host facts the section declared, read now (after its
+        // experiments, before it is made): making a section reads nothing.
+        let facts = plan.inputs.iter().map(|i| i.read()).collect();
+        let mut sec = (q.section)(opts, &Results { outcomes, facts });
+        sec.id = q.id.to_string();
         refused.append(&mut sec.notes);
         sec.notes = refused;
         sections.push(sec);
@@ -325,7 +342,7 @@ fn cost_files(
 ) -> Vec<crate::host_costs::CostsLabel> {
     let mut names: Vec<Option<String>> = vec![costs.map(str::to_string)];
     for q in selected(only) {
-        for e in (q.experiments)(opts) {
+        for e in q.experiments(opts) {
             for c in &e.configs {
                 if c.backend == config::BackendKind::Model && c.model.costs.is_some() {
                     let n = c.model.costs.clone();
@@ -383,7 +400,7 @@ pub fn expected_runs(opts: StudyOptions) -> usize {
 /// As [`expected_runs`], for the sections `only` names (all when empty).
 pub fn expected_runs_of(opts: StudyOptions, only: &[String]) -> usize {
     selected(only)
-        .flat_map(|q| (q.experiments)(opts))
+        .flat_map(|q| q.experiments(opts))
         .map(|e| e.runs())
         .sum()
 }
@@ -402,7 +419,7 @@ mod tests {
                 production: false,
             };
             for q in &QUESTIONS {
-                for e in (q.experiments)(opts) {
+                for e in q.experiments(opts) {
                     assert!(e.repeat >= 1, "{}", e.what);
                     assert!(!e.configs.is_empty(), "{}", e.what);
                     for c in e

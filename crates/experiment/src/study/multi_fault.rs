@@ -5,7 +5,7 @@
 //! reclaim off, on (Linux's PT_RECLAIM) and eager (the slides' refcount
 //! design), in virtual time: faults per minute, predicted.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Experiment, ModelRun, Plan, Results};
 use super::figure::{row, Figure};
 use super::read::{mean, per};
 use super::text::{count, count_figure, exact, table};
@@ -69,19 +69,24 @@ fn rounds(o: StudyOptions) -> usize {
 }
 
 /// One experiment per thread count, each under the three reclaim settings.
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+/// One experiment per thread count of [`THREADS`], in its order.
+fn declare(o: StudyOptions, p: &mut Plan) -> Vec<ModelRun> {
     let configs: Vec<_> = RECLAIM.iter().map(|(_, c)| model(c)).collect();
     THREADS
         .iter()
         .map(|&t| {
-            Experiment::model(
+            p.model(Experiment::model(
                 &format!("multi-fault {t} threads"),
                 multi_fault_toml(t, rounds(o)),
                 &configs,
                 1,
-            )
+            ))
         })
         .collect()
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
 }
 
 /// Faults per minute of predicted time, from the first thread's marks.
@@ -135,10 +140,9 @@ fn rate_change(a: &(f64, Predicted), b: &(f64, Predicted)) -> Figure {
         .with_interval(pct(fa / a.1.hi, fb / b.1.hi), pct(fa / a.1.lo, fb / b.1.lo))
 }
 
-/// The section from the results of [`experiments`].
+/// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut sec = Section::new(
-        "multi-fault",
         "PT reclaim and a fault-heavy threaded program",
         "What does reclaiming empty PTE tables cost a program that faults and drops memory \
          from many threads, and how does it scale from 1 to 16 threads?",
@@ -157,8 +161,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut series: Vec<Vec<(f64, report::chart::Estimate)>> = vec![Vec::new(); RECLAIM.len()];
     let mut rates = Vec::new();
     let mut changes: Vec<[Figure; 2]> = Vec::new();
-    for (i, &t) in THREADS.iter().enumerate() {
-        let res = r.model(i);
+    let runs = declared(o, declare).1;
+    for (i, (&t, &run)) in THREADS.iter().zip(&runs).enumerate() {
+        let res = r.model(run);
         let got: Vec<(f64, Predicted)> = res.iter().map(per_minute).collect();
         let (off, on) = (got[0].0, got[1].0);
         for (k, (rate, _)) in got.iter().enumerate() {

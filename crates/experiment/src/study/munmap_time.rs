@@ -3,7 +3,7 @@
 //! page over and over, alone and beside a second thread; the model predicts
 //! the time per round in virtual time, the kernel measures it.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Experiment, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, FigUnit, Figure, TableCell};
 use super::read::{mean, per, samples, summary};
 use super::text::{count, estimate, table, INTERVALS};
@@ -13,12 +13,6 @@ use crate::exec::ConfigResult;
 use report::chart::{self, ChartSpec, Estimate, Series};
 use report::Unit;
 use stats::Quantity;
-
-/// Experiment indices, in declaration order.
-const MODEL_ALONE: usize = 0;
-const MODEL_PAIR: usize = 1;
-const KERNEL_ALONE: usize = 2;
-const KERNEL_PAIR: usize = 3;
 
 /// The churning thread: `rounds` of map, write, unmap one page, marked
 /// before and after (before the closing barrier, so that the second
@@ -105,23 +99,44 @@ fn kernel_rounds(o: StudyOptions) -> usize {
 
 const KERNEL_RUNS: usize = 5;
 
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     let (m, k) = (model_rounds(o), kernel_rounds(o));
-    vec![
-        Experiment::model("munmap alone (model)", workload(m, None), &[model("")], 1),
-        Experiment::model(
+    Runs {
+        model_alone: p.model(Experiment::model(
+            "munmap alone (model)",
+            workload(m, None),
+            &[model("")],
+            1,
+        )),
+        model_pair: p.model(Experiment::model(
             "munmap beside a second thread (model)",
             workload(m, Some(false)),
             &[model("")],
             1,
-        ),
-        Experiment::kernel("munmap alone (kernel)", workload(k, None), KERNEL_RUNS),
-        Experiment::kernel(
+        )),
+        kernel_alone: p.kernel(Experiment::kernel(
+            "munmap alone (kernel)",
+            workload(k, None),
+            KERNEL_RUNS,
+        )),
+        kernel_pair: p.kernel(Experiment::kernel(
             "munmap beside a second thread (kernel)",
             workload(k, Some(true)),
             KERNEL_RUNS,
-        ),
-    ]
+        )),
+    }
+}
+
+/// The experiments' handles.
+struct Runs {
+    model_alone: ModelRun,
+    model_pair: ModelRun,
+    kernel_alone: KernelRun,
+    kernel_pair: KernelRun,
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
 }
 
 /// The kernel's measured time per round: per run, elapsed between the
@@ -139,7 +154,6 @@ fn measured(r: &ConfigResult, rounds: usize) -> Option<stats::Summary> {
 
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut sec = Section::new(
-        "munmap-shootdown",
         "What a shootdown adds to munmap",
         "How long does a munmap take with and without another running thread of the process \
          (whose TLB must be shot down)?",
@@ -151,8 +165,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     );
     sec.method = format!("{} {TIME_METHOD} {INTERVALS}", sec.method);
     let (mr, kr) = (model_rounds(o), kernel_rounds(o));
-    let alone = &r.model(MODEL_ALONE)[0];
-    let pair = &r.model(MODEL_PAIR)[0];
+    let runs = declared(o, declare).1;
+    let alone = &r.model(runs.model_alone)[0];
+    let pair = &r.model(runs.model_pair)[0];
     let t_alone = time::between(alone, "start", "churned").per(mr as f64);
     let t_pair = time::between(pair, "start", "churned").per(mr as f64);
     let ipis = |r: &ConfigResult| {
@@ -161,10 +176,10 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             mr as f64,
         )
     };
-    let k_alone = r.kernel(KERNEL_ALONE).and_then(|k| measured(k, kr));
-    let k_pair = r.kernel(KERNEL_PAIR).and_then(|k| measured(k, kr));
+    let k_alone = r.kernel(runs.kernel_alone).and_then(|k| measured(k, kr));
+    let k_pair = r.kernel(runs.kernel_pair).and_then(|k| measured(k, kr));
     let k_shoot = r
-        .kernel(KERNEL_PAIR)
+        .kernel(runs.kernel_pair)
         .and_then(|k| summary(k, "churned", counters::TLB_SHOOTDOWNS.name, Quantity::Count));
     let kfig = |s: &Option<stats::Summary>| -> TableCell {
         s.as_ref().map_or("not run here".into(), |s| {

@@ -3,7 +3,7 @@
 //! cost in page-table memory? The model runs a dense and a sparse workload
 //! under the four configurations.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Experiment, ModelRun, Plan, Results};
 use super::figure::{row, Figure};
 use super::read::{mean, per};
 use super::text::{count, count_figure, exact, kb, num, table};
@@ -13,10 +13,6 @@ use crate::config::RunConfig;
 use crate::exec::ConfigResult;
 use report::chart::{self, ChartSpec, Series, YScale};
 use report::Unit;
-
-/// Experiment indices, in declaration order.
-const DENSE: usize = 0;
-const SPARSE: usize = 1;
 
 fn dense_toml(size: &str, count: u64) -> String {
     format!(
@@ -71,23 +67,37 @@ fn sparse_size(o: StudyOptions) -> &'static str {
 }
 
 /// The dense and the sparse workload under every configuration.
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     let configs = configurations();
-    vec![
-        Experiment::model(
+    Runs {
+        dense: p.model(Experiment::model(
             "dense 4K/mTHP/THP/64K",
             dense_toml(dense_size(o), o.pick(200_000, 1_000_000)),
             &configs,
             1,
-        ),
-        Experiment::model("sparse 4K/64K", sparse_toml(sparse_size(o)), &configs, 1),
-    ]
+        )),
+        sparse: p.model(Experiment::model(
+            "sparse 4K/64K",
+            sparse_toml(sparse_size(o)),
+            &configs,
+            1,
+        )),
+    }
 }
 
-/// The section from the results of [`experiments`].
+/// The experiments' handles.
+struct Runs {
+    dense: ModelRun,
+    sparse: ModelRun,
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
+}
+
+/// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut sec = Section::new(
-        "riscv-64k",
         "RISC-V: a 64 KiB base page vs 4 KiB with mTHP or THP",
         "What does a 64 KiB software base page (Svnapot) buy over 4 KiB pages with 64 KiB mTHP folios \
          or 2 MiB THP, and what does it cost in page-table memory?",
@@ -107,8 +117,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     );
     let labels = ["4K pages", "4K + 64K mTHP", "4K + 2M THP", "64K base page"];
     let (size, sparse_size) = (dense_size(o), sparse_size(o));
-    let dense = r.model(DENSE);
-    let sparse = r.model(SPARSE);
+    let runs = declared(o, declare).1;
+    let dense = r.model(runs.dense);
+    let sparse = r.model(runs.sparse);
     let miss = |r: &ConfigResult| {
         1000.0
             * per(
