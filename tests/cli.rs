@@ -413,10 +413,7 @@ fn the_docs_list_every_study_section_the_code_declares() {
         .and_then(|(_, rest)| rest.split_once(" ("))
         .map(|(ids, _)| ids)
         .expect("the row lists the ids after \"by id: \"");
-    let ids: Vec<&str> = listed
-        .split(", ")
-        .map(|id| id.trim_matches('`'))
-        .collect();
+    let ids: Vec<&str> = listed.split(", ").map(|id| id.trim_matches('`')).collect();
     assert_eq!(ids, experiment::study::section_ids(), "{row}");
     // And the help of `study --only` lists the same (clap may wrap it).
     let help = String::from_utf8_lossy(&ptlab(&["study", "--help"]).stdout).to_string();

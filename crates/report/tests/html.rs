@@ -148,7 +148,10 @@ fn wrapped_tables_fit_the_page_with_fixed_columns() {
     assert!(page.contains("overflow-wrap:anywhere"));
     // A table without wrapped columns keeps its natural layout.
     let plain = report::html::table_html(&Table::new(["a"]));
-    assert!(plain.starts_with("<div class=\"scroll\"><table>\n"), "{plain}");
+    assert!(
+        plain.starts_with("<div class=\"scroll\"><table>\n"),
+        "{plain}"
+    );
 }
 
 #[test]

@@ -5,11 +5,12 @@
 
 use super::experiments::{declared, Experiment, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, Figure};
+use super::plot::named;
 use super::read::mean;
-use super::text::{count_figure, exact, kb, table};
+use super::text::{count_figure, kb, table};
 use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Series, YScale};
+use report::chart::{ChartSpec, YScale};
 use report::Unit;
 
 /// The experiments' handles.
@@ -318,34 +319,41 @@ fn section_base(o: StudyOptions, r: &Results, runs: &Runs) -> Section {
     );
     sec.figure("halves_vmpte_kb", [hk, hon, hea].map(count_figure));
     let cats: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
-    sec.chart(
+    // Per workload (whole, halves), per label: VmPTE after the drop, as
+    // the table and the chart show it.
+    let left: Vec<Vec<Figure>> = [&all_whole, &all_halves]
+        .iter()
+        .map(|all| {
+            all.iter()
+                .map(|r| Figure::kib(at(*r, "dontneed")))
+                .collect()
+        })
+        .collect();
+    sec.figure("vmpte_left_after_dontneed", &left);
+    let series = [format!("whole {size}"), "in halves".to_string()]
+        .into_iter()
+        .zip(&left)
+        .enumerate()
+        .map(|(s, (name, figs))| {
+            let points = figs
+                .iter()
+                .enumerate()
+                .map(|(i, f)| named(format!("vmpte_left_after_dontneed[{s}][{i}]"), f.clone()))
+                .collect();
+            (name, points)
+        })
+        .collect();
+    sec.bars(
         "VmPTE left after MADV_DONTNEED, kernel and model (one run each; log scale, every bar labelled)",
-        chart::bar_chart(
-            &ChartSpec::new(
-                "Page-table memory (VmPTE) left after MADV_DONTNEED",
-                "",
-                "VmPTE (kB, log scale)",
-            )
-            .unit(Unit::Kilobytes)
-            .y_scale(YScale::Log),
-            &cats,
-            &[
-                Series::new(
-                    format!("whole {size}"),
-                    all_whole
-                        .iter()
-                        .map(|r| exact(at(*r, "dontneed")))
-                        .collect(),
-                ),
-                Series::new(
-                    "in halves",
-                    all_halves
-                        .iter()
-                        .map(|r| exact(at(*r, "dontneed")))
-                        .collect(),
-                ),
-            ],
-        ),
+        &ChartSpec::new(
+            "Page-table memory (VmPTE) left after MADV_DONTNEED",
+            "",
+            "VmPTE (kB, log scale)",
+        )
+        .unit(Unit::Kilobytes)
+        .y_scale(YScale::Log),
+        &cats,
+        series,
     );
     sec
 }

@@ -107,11 +107,17 @@ pub(crate) struct Fingerprint(usize);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Audit(usize);
 
+/// The study's cost file (`--costs`, else the default), declared as an
+/// input (a section that prices a part of its own with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Costs(usize);
+
 /// A fact of the host a section reads, as declared.
 #[derive(Debug, Clone)]
 pub(crate) enum HostInput {
     Fingerprint,
     Audit(host::AuditOptions),
+    Costs,
 }
 
 /// A fact of the host as the runner read it.
@@ -119,15 +125,23 @@ pub(crate) enum HostInput {
 pub(crate) enum HostFact {
     Fingerprint(host::Fingerprint),
     Audit(host::Audit),
+    Costs(Box<timing::CostModel>),
 }
 
 impl HostInput {
-    /// Reads it on this host.
-    pub(crate) fn read(&self) -> HostFact {
-        match self {
+    /// Reads it on this host; `costs` is the study's cost file (`None`:
+    /// the process's default, as the model runs use).
+    pub(crate) fn read(&self, costs: Option<&str>) -> Result<HostFact, String> {
+        Ok(match self {
             HostInput::Fingerprint => HostFact::Fingerprint(host::Fingerprint::read()),
             HostInput::Audit(o) => HostFact::Audit(host::audit_with(o)),
-        }
+            HostInput::Costs => {
+                HostFact::Costs(Box::new(match costs.or(backend::model::default_costs()) {
+                    Some(c) => backend::model::load_costs(c)?,
+                    None => timing::CostModel::shipped(),
+                }))
+            }
+        })
     }
 }
 
@@ -159,6 +173,12 @@ impl Plan {
     pub(crate) fn fingerprint(&mut self) -> Fingerprint {
         self.inputs.push(HostInput::Fingerprint);
         Fingerprint(self.inputs.len() - 1)
+    }
+
+    /// Declares that the section reads the study's cost file.
+    pub(crate) fn costs(&mut self) -> Costs {
+        self.inputs.push(HostInput::Costs);
+        Costs(self.inputs.len() - 1)
     }
 
     /// Declares that the section reads this host's audit, made with `o`.
@@ -212,7 +232,15 @@ impl Results {
     pub(crate) fn fingerprint(&self, h: Fingerprint) -> &host::Fingerprint {
         match &self.facts[h.0] {
             HostFact::Fingerprint(f) => f,
-            HostFact::Audit(_) => unreachable!("input {} is an audit", h.0),
+            _ => unreachable!("input {} is not a fingerprint", h.0),
+        }
+    }
+
+    /// The study's cost file, as read for the section.
+    pub(crate) fn costs(&self, h: Costs) -> &timing::CostModel {
+        match &self.facts[h.0] {
+            HostFact::Costs(c) => c,
+            _ => unreachable!("input {} is not the cost file", h.0),
         }
     }
 
@@ -220,7 +248,7 @@ impl Results {
     pub(crate) fn audit(&self, h: Audit) -> &host::Audit {
         match &self.facts[h.0] {
             HostFact::Audit(a) => a,
-            HostFact::Fingerprint(_) => unreachable!("input {} is a fingerprint", h.0),
+            _ => unreachable!("input {} is not an audit", h.0),
         }
     }
 }

@@ -6,6 +6,7 @@
 
 use super::experiments::{declared, Audit, Experiment, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, Figure};
+use super::plot::{ChartPoint, ChartSeries};
 use super::read::{mean, summary};
 use super::text::{count, count_figure, estimate, table, INTERVALS};
 use super::{model, Section, StudyOptions, Verdict};
@@ -18,7 +19,6 @@ use stats::Quantity;
 fn ns(v: f64) -> String {
     report::human(v, Unit::Nanoseconds)
 }
-
 
 fn shootdown_toml(churn: usize) -> String {
     // The reader must still be running while the other thread churns: an
@@ -276,14 +276,34 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     ) {
         // Indices into tail_values: p50, p90, p99, p99.9, p99.99, max.
         let (p99, p999, max) = (2, 3, 5);
-        let mut named = |prefix: &str, t: &[f64]| {
+        // Each percentile a figure of its own, and the chart's data the
+        // same figures by those names.
+        let mut named = |series: &str, prefix: &str, t: &[f64]| {
             let names = ["p50", "p90", "p99", "p99_9", "p99_99", "max"];
-            for (n, v) in names.iter().zip(t) {
-                sec.figure(&format!("{prefix}_{n}_ns"), Figure::ns(*v));
+            let axis = report::chart::TAIL_PERCENTILES
+                .iter()
+                .map(|(_, l)| *l)
+                .chain(["max"]);
+            let mut points = Vec::new();
+            for ((n, x), v) in names.iter().zip(axis).zip(t) {
+                let name = format!("{prefix}_{n}_ns");
+                sec.figure(&name, Figure::ns(*v));
+                points.push(ChartPoint {
+                    x: x.into(),
+                    figure: Figure::ns(*v),
+                    name,
+                    label: None,
+                });
+            }
+            ChartSeries {
+                name: series.into(),
+                points,
             }
         };
-        named("write_msync", &ta);
-        named("write_no_msync", &tb);
+        let data = vec![
+            named("with msync", "write_msync", &ta),
+            named("without msync", "write_no_msync", &tb),
+        ];
         sec.findings.push(format!(
             "Writes to a shared file mapping take p99 {}, p99.9 {} and at most {} while another \
              thread msyncs it, against p99 {}, p99.9 {} and at most {} without writeback ({} writes \
@@ -296,7 +316,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             ns(tb[max]),
             count(a.count as f64)
         ));
-        sec.chart(
+        // percentile_chart draws each line through tail_values, the
+        // function that made `data`.
+        sec.push_chart(
             "Write latency to a shared file mapping by percentile, p50 to the maximum, with and \
              without msync (kernel, one run each; log scale so that the tail shows)",
             chart::percentile_chart(
@@ -308,6 +330,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
                 .unit(Unit::Nanoseconds),
                 &[("with msync", &a), ("without msync", &b)],
             ),
+            data,
         );
         sec.figure("writeback_latency", [&a, &b]);
         verdict = verdict

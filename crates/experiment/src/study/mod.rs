@@ -21,11 +21,13 @@ mod empty_tables;
 mod experiments;
 pub mod figure;
 mod five_level;
+mod five_level_amd;
 mod five_level_time;
 mod hazards;
 pub mod load;
 mod multi_fault;
 mod munmap_time;
+pub mod plot;
 mod read;
 pub mod render;
 mod riscv_64k;
@@ -71,12 +73,15 @@ pub struct TableData {
     pub rows: Vec<Vec<TableCell>>,
 }
 
-/// A chart of a section: its SVG text (not in the JSON) and caption.
+/// A chart of a section: its SVG text (not in the JSON), caption, and the
+/// figures it was drawn from, each named after the section figure it is
+/// ([`plot`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct Chart {
     pub caption: String,
     #[serde(skip)]
     pub svg: String,
+    pub data: Vec<plot::ChartSeries>,
 }
 
 /// One answered question.
@@ -124,18 +129,6 @@ impl Section {
     pub(crate) fn figure(&mut self, name: &str, v: impl Serialize) {
         self.figures
             .insert(name.into(), serde_json::to_value(v).unwrap_or(Value::Null));
-    }
-
-    pub(crate) fn chart(&mut self, caption: &str, svg: Result<String, report::ReportError>) {
-        match svg {
-            Ok(svg) => self.charts.push(Chart {
-                caption: caption.into(),
-                svg,
-            }),
-            Err(e) => self
-                .notes
-                .push(format!("chart \"{caption}\" not drawn: {e}")),
-        }
     }
 }
 
@@ -310,7 +303,12 @@ pub fn run_selected(
         }
         // The host facts the section declared, read now (after its
         // experiments, before it is made): making a section reads nothing.
-        let facts = plan.inputs.iter().map(|i| i.read()).collect();
+        let facts = plan
+            .inputs
+            .iter()
+            .map(|i| i.read(costs))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ExecError::Model)?;
         let mut sec = (q.section)(opts, &Results { outcomes, facts });
         sec.id = q.id.to_string();
         refused.append(&mut sec.notes);

@@ -7,12 +7,13 @@
 
 use super::experiments::{declared, Experiment, ModelRun, Plan, Results};
 use super::figure::{row, Figure};
+use super::plot::{named, Named};
 use super::read::{mean, per};
-use super::text::{count, count_figure, exact, table};
+use super::text::{count, count_figure, table};
 use super::time::{self, Predicted, TIME_METHOD};
 use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Series};
+use report::chart::ChartSpec;
 use report::Unit;
 
 /// The thread counts of the slides.
@@ -158,7 +159,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     );
     sec.method = format!("{} {TIME_METHOD}", sec.method);
     let mut rows = Vec::new();
-    let mut series: Vec<Vec<(f64, report::chart::Estimate)>> = vec![Vec::new(); RECLAIM.len()];
+    let mut series: Vec<Vec<(f64, Named)>> = RECLAIM.iter().map(|_| Vec::new()).collect();
     let mut rates = Vec::new();
     let mut changes: Vec<[Figure; 2]> = Vec::new();
     let runs = declared(o, declare).1;
@@ -167,7 +168,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         let got: Vec<(f64, Predicted)> = res.iter().map(per_minute).collect();
         let (off, on) = (got[0].0, got[1].0);
         for (k, (rate, _)) in got.iter().enumerate() {
-            series[k].push((t as f64, exact(*rate)));
+            let name = format!("faults_per_minute[{i}][{k}]");
+            series[k].push((t as f64, named(name, Figure::count(*rate))));
         }
         let (before, after, change) = SLIDES[i];
         rows.push(row![
@@ -253,32 +255,36 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             .collect::<Vec<_>>(),
     );
     sec.figure("threads", THREADS);
-    let mut s: Vec<Series<(f64, report::chart::Estimate)>> = RECLAIM
+    let mut s: Vec<(String, Vec<(f64, Named)>)> = RECLAIM
         .iter()
         .zip(series)
-        .map(|((name, _), v)| Series::new(*name, v))
+        .map(|((name, _), v)| (name.to_string(), v))
         .collect();
-    s.push(Series::new(
-        "slides, before",
+    let slides_before: Vec<f64> = SLIDES.iter().map(|(b, _, _)| *b).collect();
+    sec.figure("slides_faults_per_minute_before", &slides_before);
+    s.push((
+        "slides, before".into(),
         THREADS
             .iter()
-            .zip(SLIDES)
-            .map(|(&t, (b, _, _))| (t as f64, exact(b)))
+            .zip(&slides_before)
+            .enumerate()
+            .map(|(i, (&t, &b))| {
+                let name = format!("slides_faults_per_minute_before[{i}]");
+                (t as f64, named(name, Figure::count(b)))
+            })
             .collect(),
     ));
-    sec.chart(
+    sec.lines(
         "Faults per minute against threads: the model's prediction under three reclaim settings \
          (one run each, deterministic) and the slides' measured rate before reclaim",
-        chart::line_chart(
-            &ChartSpec::new(
-                "Faults per minute vs threads, multi-fault-like (model, predicted) and the slides",
-                "threads",
-                "faults per minute",
-            )
-            .unit(Unit::Count)
-            .from_zero(),
-            &s,
-        ),
+        &ChartSpec::new(
+            "Faults per minute vs threads, multi-fault-like (model, predicted) and the slides",
+            "threads",
+            "faults per minute",
+        )
+        .unit(Unit::Count)
+        .from_zero(),
+        s,
     );
     sec
 }

@@ -5,12 +5,13 @@
 
 use super::experiments::{declared, Experiment, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, FigUnit, Figure, TableCell};
+use super::plot::named;
 use super::read::{mean, per, samples, summary};
 use super::text::{count, estimate, table, INTERVALS};
 use super::time::{self, Predicted, TIME_METHOD};
 use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Estimate, Series};
+use report::chart::ChartSpec;
 use report::Unit;
 use stats::Quantity;
 
@@ -274,30 +275,34 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         )),
     };
     let cats = vec!["alone".to_string(), "beside a second thread".to_string()];
-    let mut series = vec![Series::new(
-        "model (predicted)",
-        vec![t_alone.estimate(), t_pair.estimate()],
+    let mut series = vec![(
+        "model (predicted)".to_string(),
+        vec![
+            named("model_ns_per_round[0]", Figure::predicted(&t_alone)),
+            named("model_ns_per_round[1]", Figure::predicted(&t_pair)),
+        ],
     )];
     if let (Some(a), Some(b)) = (&k_alone, &k_pair) {
-        series.push(Series::new(
-            "kernel (measured)",
-            vec![Estimate::from_summary(a), Estimate::from_summary(b)],
+        series.push((
+            "kernel (measured)".into(),
+            vec![
+                named("kernel_ns_per_round[0]", Figure::summary(a, FigUnit::Ns)),
+                named("kernel_ns_per_round[1]", Figure::summary(b, FigUnit::Ns)),
+            ],
         ));
     }
-    sec.chart(
+    sec.bars(
         "Time per round of mmap, write fault and munmap, alone and beside a second running \
          thread: the model's prediction (interval from the cost file) and this machine's kernel \
          (mean of runs with its 95% interval)",
-        chart::bar_chart(
-            &ChartSpec::new(
-                "Time per munmap round, with and without a shootdown",
-                "",
-                "time per round",
-            )
-            .unit(Unit::Nanoseconds),
-            &cats,
-            &series,
-        ),
+        &ChartSpec::new(
+            "Time per munmap round, with and without a shootdown",
+            "",
+            "time per round",
+        )
+        .unit(Unit::Nanoseconds),
+        &cats,
+        series,
     );
     sec
 }

@@ -8,12 +8,13 @@
 
 use super::experiments::{declared, Experiment, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, FigUnit, Figure};
+use super::plot::{named, Named};
 use super::read::{mean, samples};
-use super::text::{count_figure, estimate, exact, table, INTERVALS};
+use super::text::{count_figure, estimate, table, INTERVALS};
 use super::time::{self, Predicted, TIME_METHOD};
 use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Estimate, Series};
+use report::chart::ChartSpec;
 use report::Unit;
 use stats::Quantity;
 
@@ -363,12 +364,11 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     }
 
     // Time against threads (bare metal 2013), the 80-thread run last.
-    let mut series: Vec<Vec<(f64, Estimate)>> = vec![Vec::new(); 3];
+    // Per thread count: (threads, each setting's predicted time).
+    let mut scaling: Vec<(usize, [Figure; 3])> = Vec::new();
     for (&t, &run) in scaling_threads(o).iter().zip(&runs.scaling) {
         let res = r.model(run);
-        for i in 0..3 {
-            series[i].push((t as f64, faulting(&res[i]).estimate()));
-        }
+        scaling.push((t, [0, 1, 2].map(|i| Figure::predicted(&faulting(&res[i])))));
     }
     // From how many threads the one lock costs more than 10% over split
     // PMD locks (2013 figures, the scaling runs and the 80-thread one).
@@ -407,53 +407,82 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         )),
     };
     sec.verdict = v;
-    for (i, s) in series.iter_mut().enumerate() {
-        s.push((CPUS as f64, faulting(&r80[3 + i]).estimate()));
-    }
-    let lines: Vec<Series<(f64, Estimate)>> = SETTINGS
+    scaling.push((
+        CPUS,
+        [3, 4, 5].map(|i| Figure::predicted(&faulting(&r80[i]))),
+    ));
+    charts(sec, &chunk, &scaling, &ratios)
+}
+
+/// The section's two charts, from the figures they show: the scaling runs'
+/// predicted times (2013 figures; the 80-thread run last) and the ratios
+/// to THP off at 80 CPUs beside the seed's.
+fn charts(
+    mut sec: Section,
+    chunk: &str,
+    scaling: &[(usize, [Figure; 3])],
+    ratios: &[[f64; 3]],
+) -> Section {
+    sec.figure("scaling_predicted_ns", scaling);
+    let lines = SETTINGS
         .iter()
-        .zip(series)
-        .map(|((l, _), v)| Series::new(*l, v))
+        .enumerate()
+        .map(|(i, (l, _))| {
+            let points = scaling
+                .iter()
+                .enumerate()
+                .map(|(k, (t, f))| {
+                    let name = format!("scaling_predicted_ns[{k}][1][{i}]");
+                    (*t as f64, named(name, f[i].clone()))
+                })
+                .collect();
+            (l.to_string(), points)
+        })
         .collect();
-    sec.chart(
+    sec.lines(
         &format!(
             "Predicted time of the writes and lookups against threads (each thread writes, then looks up, {chunk}; \
              bare-metal 2013 figures; interval from the cost file)"
         ),
-        chart::line_chart(
-            &ChartSpec::new(
-                "Predicted fault-phase time vs threads, thp_memscale-like (model, bare metal 2013)",
-                "threads (one modeled CPU each)",
-                "predicted time",
-            )
-            .unit(Unit::Nanoseconds)
-            .from_zero(),
-            &lines,
-        ),
+        &ChartSpec::new(
+            "Predicted fault-phase time vs threads, thp_memscale-like (model, bare metal 2013)",
+            "threads (one modeled CPU each)",
+            "predicted time",
+        )
+        .unit(Unit::Nanoseconds)
+        .from_zero(),
+        lines,
     );
     let cats: Vec<String> = SETTINGS.iter().map(|(l, _)| l.to_string()).collect();
-    let mut bars: Vec<Series<Estimate>> = COSTS
+    let ratio = |name: String, v: f64| named(name, Figure::new(v, FigUnit::Ratio));
+    let mut bars: Vec<(String, Vec<Named>)> = COSTS
         .iter()
-        .zip(&ratios)
-        .map(|((c, _), q)| {
-            Series::new(format!("model, {c}"), q.iter().map(|&v| exact(v)).collect())
+        .zip(ratios)
+        .enumerate()
+        .map(|(ci, ((c, _), q))| {
+            let points = (0..3)
+                .map(|i| ratio(format!("ratios[{ci}][{i}]"), q[i]))
+                .collect();
+            (format!("model, {c}"), points)
         })
         .collect();
-    bars.push(Series::new(
-        "seed (80 CPUs, 2013)",
-        SEED_S.iter().map(|s| exact(s / SEED_S[0])).collect(),
+    let seed: Vec<f64> = SEED_S.iter().map(|s| s / SEED_S[0]).collect();
+    sec.figure("seed_ratios", &seed);
+    bars.push((
+        "seed (80 CPUs, 2013)".into(),
+        (0..3)
+            .map(|i| ratio(format!("seed_ratios[{i}]"), seed[i]))
+            .collect(),
     ));
-    sec.chart(
+    sec.bars(
         "Time relative to THP off at 80 CPUs: the model under each cost file and the seed",
-        chart::bar_chart(
-            &ChartSpec::new(
-                "Fault-phase time relative to THP off, 80 CPUs: model and seed",
-                "",
-                "time / time with THP off",
-            ),
-            &cats,
-            &bars,
+        &ChartSpec::new(
+            "Fault-phase time relative to THP off, 80 CPUs: model and seed",
+            "",
+            "time / time with THP off",
         ),
+        &cats,
+        bars,
     );
     sec
 }
