@@ -335,6 +335,16 @@ fn same(a: Option<f64>, b: Option<f64>) -> bool {
 /// page and equals the section figure of its name, where there is one.
 fn charts_and_text_agree(s: &Value, html: &str) {
     let id = s["id"].as_str().unwrap();
+    // The texts the page's SVG writes (plotters puts them on lines of
+    // their own inside <text>).
+    let svg_texts: std::collections::HashSet<&str> = html
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim())
+        })
+        .collect();
     let verdict = &s["verdict"]["figures"];
     for chart in s["charts"].as_array().unwrap() {
         let caption = chart["caption"].as_str().unwrap();
@@ -360,7 +370,7 @@ fn charts_and_text_agree(s: &Value, html: &str) {
                 }
                 if let Some(label) = p["label"].as_str() {
                     assert!(
-                        html.contains(&format!(">{label}<")),
+                        svg_texts.contains(report::html::escape(label).as_str()),
                         "{id}: chart \"{caption}\" does not write {label}"
                     );
                 }
@@ -380,4 +390,33 @@ fn charts_and_text_agree(s: &Value, html: &str) {
             );
         }
     }
+}
+
+#[test]
+fn the_chart_check_catches_a_chart_that_differs_from_its_figure() {
+    // A section whose chart shows 433 ns where study.json says 383 ns (the
+    // no-writeback line of the issue): the check must fail; with the same
+    // number it passes.
+    let section = |charted: f64| {
+        serde_json::json!({
+            "id": "s",
+            "verdict": {"text": "", "figures": {}},
+            "figures": {"p99": [{"value": 383.0, "unit": "ns", "text": "383 ns"}]},
+            "charts": [{"caption": "c", "data": [{"name": "x", "points": [
+                {"x": "p99", "name": "p99[0]", "label": "383 ns",
+                 "figure": {"value": charted, "unit": "ns", "text": ""}}
+            ]}]}]
+        })
+    };
+    let page = "<svg><text x=\"1\">\n383 ns\n</text></svg>";
+    charts_and_text_agree(&section(383.0), page);
+    let differs = std::panic::catch_unwind(|| charts_and_text_agree(&section(433.0), page));
+    assert!(differs.is_err(), "433 ns charted beside 383 ns passed");
+    let unlabelled = std::panic::catch_unwind(|| charts_and_text_agree(&section(383.0), "<p>"));
+    assert!(unlabelled.is_err(), "a bar without its label passed");
+    assert_eq!(
+        resolve(&serde_json::json!({"a": [[1, 2], [3, 4]]}), "a[1][0]"),
+        Some(&serde_json::json!(3))
+    );
+    assert!(same(Some(16383.6), Some(16384.0)) && !same(Some(433.0), Some(383.0)));
 }
