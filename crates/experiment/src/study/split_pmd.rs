@@ -411,7 +411,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         CPUS,
         [3, 4, 5].map(|i| Figure::predicted(&faulting(&r80[i]))),
     ));
-    charts(sec, &chunk, &scaling, &ratios)
+    charts(sec, chunk, &scaling, &ratios)
 }
 
 /// The section's two charts, from the figures they show: the scaling runs'
