@@ -1,15 +1,17 @@
 //! `ptlab study`: the experiments that answer the seeds' questions on this
 //! machine, on the model and on the kernel, with one finding per question.
 //!
-//! One question per file: each declares its experiments (`experiments`),
-//! before anything runs, and turns their results into its section (the
-//! question and method, findings as sentences with their numbers, tables and
-//! charts). The runner here counts the declared runs for the progress bar,
+//! One question per file: each declares its experiments and the host facts
+//! it reads (`declare`, into an [`experiments::Plan`] that returns a typed
+//! handle for each) before anything runs, and turns their results into its
+//! section (the question and method, findings as sentences with their
+//! numbers, tables, and charts drawn from named figures by [`plot`]). The runner here counts the declared runs for the progress bar,
 //! runs the experiments in order, and hands each question its results.
 //! [`render`] lays the sections out as one self-contained HTML page and a
 //! terminal summary.
 //!
-//! The questions: [`five_level`] (4-level vs 5-level), [`riscv_64k`] (a
+//! The questions: [`five_level`] (4-level vs 5-level, with
+//! [`five_level_time`] and [`five_level_amd`]), [`riscv_64k`] (a
 //! 64 KiB base page), [`split_pmd`] (split PMD locks), [`empty_tables`]
 //! (empty PTE tables), [`multi_fault`] (PT reclaim's cost to a fault-heavy
 //! threaded program), [`munmap_time`] (what a shootdown adds to munmap),
