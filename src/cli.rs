@@ -399,9 +399,9 @@ pub struct StudyArgs {
     /// calibration the first time and kept in ~/.cache/ptlab/costs]
     #[arg(long, value_name = "FILE|NAME")]
     pub costs: Option<String>,
-    /// Only these sections, by id (comma-separated: five-level, riscv-64k,
-    /// split-pmd, empty-tables, multi-fault, munmap-shootdown, hazards)
-    #[arg(long, value_name = "ID,...", value_delimiter = ',')]
+    /// Only these sections, by id (the ids listed from the study's own
+    /// questions, experiment::study::section_ids)
+    #[arg(long, value_name = "ID,...", value_delimiter = ',', help = only_help())]
     pub only: Vec<String>,
 }
 
@@ -445,4 +445,13 @@ pub struct CalibrateArgs {
     /// The host's load as a JSON reading instead of watching /proc (for tests)
     #[arg(long, hide = true, value_name = "JSON")]
     pub load_reading: Option<String>,
+}
+
+/// `study --only`'s help, its ids read from the study's questions (so that
+/// adding a question adds its id here).
+fn only_help() -> String {
+    format!(
+        "Only these sections, by id (comma-separated: {})",
+        experiment::study::section_ids().join(", ")
+    )
 }

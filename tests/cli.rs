@@ -161,7 +161,10 @@ fn bad_input_is_one_line_and_exit_2() {
             "--out",
             "/nonexistent/x",
         ],
-        "no section \"nope\" (the sections: five-level,",
+        &format!(
+            "no section \"nope\" (the sections: {})",
+            experiment::study::section_ids().join(", ")
+        ),
     );
     let dir = tempfile::tempdir().unwrap();
     let g = dir.path().join("g.toml");
@@ -397,4 +400,27 @@ fn a_geometry_brings_its_architectures_tlb_and_the_run_names_it() {
     // The kernel has no model TLB.
     let v = json(&["run", "pagefault", "--backend", "kernel", "--json"]);
     assert!(v["tlb"].is_null(), "{}", v["tlb"]);
+}
+
+#[test]
+fn the_docs_list_every_study_section_the_code_declares() {
+    // docs/cli.md's `--only` row names the ids; they are the code's, in its
+    // order (a question added in the code and not in the docs fails here).
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md")).unwrap();
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with("| `--only ID,...` |"))
+        .expect("docs/cli.md has the study's --only row");
+    let listed = row
+        .split_once("by id: ")
+        .and_then(|(_, rest)| rest.split_once(" ("))
+        .map(|(ids, _)| ids)
+        .expect("the row lists the ids after \"by id: \"");
+    let ids: Vec<&str> = listed.split(", ").map(|id| id.trim_matches('`')).collect();
+    assert_eq!(ids, experiment::study::section_ids(), "{row}");
+    // And the help of `study --only` lists the same (clap may wrap it).
+    let help = String::from_utf8_lossy(&ptlab(&["study", "--help"]).stdout).to_string();
+    for id in experiment::study::section_ids() {
+        assert!(help.contains(id), "{id} not in {help}");
+    }
 }

@@ -118,13 +118,17 @@ pub struct Page {
     sections: Vec<Section>,
 }
 
+/// Text keeps a readable 60rem column; tables and charts may use the page's
+/// 76rem (a dozen numeric columns fit at 1,280 px), and a table wider than
+/// the window scrolls in its own box ([`table_html`]), so the page itself
+/// never scrolls sideways (checked in headless Chromium at 1,280 and 800 px).
 const STYLE: &str =
-    "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;\
-color:#222;line-height:1.45}\
+    "body{font-family:system-ui,sans-serif;max-width:76rem;margin:2rem auto;padding:0 1rem;\
+color:#222;line-height:1.45}body>p,section>p,section>ul,h1,h2,nav{max-width:60rem}\
 h1{font-size:1.8rem}h2{font-size:1.35rem;margin-top:2.2rem;border-bottom:1px solid #ccc}\
-table{border-collapse:collapse;margin:1rem 0;font-variant-numeric:tabular-nums}\
+table{border-collapse:collapse;margin:1rem 0;font-variant-numeric:tabular-nums;font-size:.8rem}\
 caption{text-align:left;font-weight:bold;padding-bottom:.3rem}\
-th,td{padding:.2rem .6rem;border-bottom:1px solid #ddd;vertical-align:top}\
+th,td{padding:.2rem .4rem;border-bottom:1px solid #ddd;vertical-align:top}\
 th{text-align:left;background:#f4f4f4}.num{text-align:right;white-space:nowrap}\
 figure{margin:1rem 0}figure svg{max-width:100%;height:auto}figcaption{font-size:.9rem;color:#555}\
 pre{background:#f6f6f6;padding:.8rem;overflow-x:auto;font-size:.85rem}\
@@ -132,7 +136,9 @@ pre{background:#f6f6f6;padding:.8rem;overflow-x:auto;font-size:.85rem}\
 table.wrap{width:100%;table-layout:fixed}table.wrap td,table.wrap th{overflow-wrap:anywhere}\
 .kv{display:block;font-family:ui-monospace,monospace;font-size:.85rem}\
 .answer{border-left:4px solid #0072B2;background:#eef5fb;padding:.5rem .8rem;font-weight:600}\
-.ci{display:block;font-size:.8rem;color:#555}th.num{white-space:normal}";
+.ci{display:block;font-size:.72rem;color:#555}th.num{white-space:normal}\
+.scroll{max-width:100%;overflow-x:auto;margin:1rem 0}.scroll>table{margin:0}\
+p,li,figcaption,caption{overflow-wrap:break-word}";
 
 impl Page {
     /// An empty page.
@@ -235,10 +241,13 @@ fn render_block(o: &mut String, b: &Block) {
 /// the title is the caption, notes follow as paragraphs.
 pub fn table_html(t: &Table) -> String {
     let wrapped = t.columns().iter().any(|c| c.max_width.is_some());
+    // The scrolling box keeps a table wider than the page (many numeric
+    // columns on a narrow window) from widening the page itself: the page
+    // never scrolls sideways, the table scrolls within its box.
     let mut o = String::from(if wrapped {
-        "<table class=\"wrap\">\n"
+        "<div class=\"scroll\"><table class=\"wrap\">\n"
     } else {
-        "<table>\n"
+        "<div class=\"scroll\"><table>\n"
     });
     if let Some(title) = t.title() {
         o.push_str(&format!("<caption>{}</caption>\n", escape(title)));
@@ -266,7 +275,7 @@ pub fn table_html(t: &Table) -> String {
         }
         o.push_str("</tr>\n");
     }
-    o.push_str("</tbody>\n</table>\n");
+    o.push_str("</tbody>\n</table></div>\n");
     for n in t.notes() {
         o.push_str(&format!("<p class=\"note\">{}</p>\n", escape(n)));
     }

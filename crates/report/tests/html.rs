@@ -112,7 +112,7 @@ fn audit_values_are_key_value_lines_not_unbroken_json() {
 #[test]
 fn wrapped_tables_fit_the_page_with_fixed_columns() {
     let html = report::html::table_html(&audit());
-    assert!(html.starts_with("<table class=\"wrap\">"));
+    assert!(html.starts_with("<div class=\"scroll\"><table class=\"wrap\">"));
     let cols: Vec<&str> = html
         .split("<col style=\"width:")
         .skip(1)
@@ -147,5 +147,26 @@ fn wrapped_tables_fit_the_page_with_fixed_columns() {
     assert!(page.contains("table.wrap{width:100%;table-layout:fixed}"));
     assert!(page.contains("overflow-wrap:anywhere"));
     // A table without wrapped columns keeps its natural layout.
-    assert!(report::html::table_html(&Table::new(["a"])).starts_with("<table>\n"));
+    let plain = report::html::table_html(&Table::new(["a"]));
+    assert!(
+        plain.starts_with("<div class=\"scroll\"><table>\n"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn a_table_wider_than_the_page_scrolls_in_its_box_not_the_page() {
+    // Twelve numeric columns do not fit an 800 px window: each table sits in
+    // a box that scrolls sideways on its own, so the page keeps its width.
+    let mut t = Table::new((0..12).map(|i| format!("column {i}")));
+    t.push_row((0..12).map(|i| Cell::text(format!("{},000,000", i + 100))));
+    let mut p = Page::new("wide");
+    p.section("s").table(&t);
+    let page = p.render();
+    let boxes = page.matches("<div class=\"scroll\"><table").count();
+    assert_eq!(boxes, page.matches("<table").count(), "{page}");
+    assert_eq!(page.matches("</table></div>").count(), boxes);
+    assert!(page.contains(".scroll{max-width:100%;overflow-x:auto"));
+    // Charts shrink to the page.
+    assert!(page.contains("figure svg{max-width:100%;height:auto}"));
 }

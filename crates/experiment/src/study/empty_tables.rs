@@ -3,28 +3,32 @@
 //! kernel and the model (reclaim off, on, eager) drop a sparse mapping whole
 //! and in halves of every 2 MiB.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Experiment, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, Figure};
+use super::plot::named;
 use super::read::mean;
-use super::text::{count_figure, exact, kb, table};
+use super::text::{count_figure, kb, table};
 use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Series, YScale};
+use report::chart::{ChartSpec, YScale};
 use report::Unit;
 
-/// Experiment indices, in declaration order.
-const WHOLE_MODEL: usize = 0;
-const WHOLE_KERNEL: usize = 1;
-const HALVES_MODEL: usize = 2;
-const HALVES_KERNEL: usize = 3;
-/// With `--production` only: the slides' 55 TB process (model only).
-const SLIDES_MODEL: usize = 4;
-/// With `--production` only: the same process with its pages where an
-/// allocator puts them, in random order (model only, reclaim on).
-const SLIDES_RANDOM_MODEL: usize = 5;
 /// Writes per 2 MiB of the random production case, in hundredths: 151 M
 /// random writes over 50 TiB, the slides' RES of 590 GB.
 const RANDOM_WRITES_PER_2MIB_CENTI: u64 = 576;
+
+/// The experiments' handles.
+struct Runs {
+    whole_model: ModelRun,
+    whole_kernel: KernelRun,
+    halves_model: ModelRun,
+    halves_kernel: KernelRun,
+    /// With `--production` only: the slides' 55 TB process (model only).
+    slides_model: Option<ModelRun>,
+    /// With `--production` only: the same process with its pages where an
+    /// allocator puts them, in random order (model only, reclaim on).
+    slides_random_model: Option<ModelRun>,
+}
 
 fn reclaim_toml(size: &str) -> String {
     format!(
@@ -79,41 +83,64 @@ fn tables(o: StudyOptions) -> u64 {
 }
 
 /// Each workload on the model (reclaim off, on, eager), then on the kernel.
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     let models = [
         model("reclaim=off"),
         model("reclaim=on"),
         model("reclaim=eager"),
     ];
-    let mut e = vec![
-        Experiment::model("dontneed-reclaim model", reclaim_toml(size(o)), &models, 1),
-        Experiment::kernel("dontneed-reclaim kernel", reclaim_toml(size(o)), 1),
-        Experiment::model("dontneed halves model", halves_toml(tables(o)), &models, 1),
-        Experiment::kernel("dontneed halves kernel", halves_toml(tables(o)), 1),
-    ];
-    if o.production {
+    Runs {
+        whole_model: p.model(Experiment::model(
+            "dontneed-reclaim model",
+            reclaim_toml(size(o)),
+            &models,
+            1,
+        )),
+        whole_kernel: p.kernel(Experiment::kernel(
+            "dontneed-reclaim kernel",
+            reclaim_toml(size(o)),
+            1,
+        )),
+        halves_model: p.model(Experiment::model(
+            "dontneed halves model",
+            halves_toml(tables(o)),
+            &models,
+            1,
+        )),
+        halves_kernel: p.kernel(Experiment::kernel(
+            "dontneed halves kernel",
+            halves_toml(tables(o)),
+            1,
+        )),
         // The model only: the kernel backend refuses a run that may need
         // more memory than this machine has, as it should.
-        e.push(
-            Experiment::model("slides-55tb model", slides_toml("50TiB"), &models, 1)
-                // A few minutes per mode on a 2-core machine (BENCHMARKS.md,
-                // "Scale and the production run"); the default 120 s would stop
-                // it on a loaded host.
-                .timeout(std::time::Duration::from_secs(900)),
-        );
+        slides_model: o.production.then(|| {
+            p.model(
+                Experiment::model("slides-55tb model", slides_toml("50TiB"), &models, 1)
+                    // A few minutes per mode on a 2-core machine (BENCHMARKS.md,
+                    // "Scale and the production run"); the default 120 s would stop
+                    // it on a loaded host.
+                    .timeout(std::time::Duration::from_secs(900)),
+            )
+        }),
         // The random order costs the host's caches more per write: one
         // mode (Linux's) and a longer limit.
-        e.push(
-            Experiment::model(
-                "slides-55tb random model",
-                slides_random_toml(50 << 40),
-                &[model("reclaim=on")],
-                1,
+        slides_random_model: o.production.then(|| {
+            p.model(
+                Experiment::model(
+                    "slides-55tb random model",
+                    slides_random_toml(50 << 40),
+                    &[model("reclaim=on")],
+                    1,
+                )
+                .timeout(std::time::Duration::from_secs(1800)),
             )
-            .timeout(std::time::Duration::from_secs(1800)),
-        );
+        }),
     }
-    e
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
 }
 
 /// The slides' process with its pages where an allocator puts them rather
@@ -170,9 +197,9 @@ op = [
 }
 
 /// The production rows: the slides' 55 TB process per reclaim mode.
-fn slides_table(sec: &mut Section, r: &Results) {
-    let runs = r.model(SLIDES_MODEL);
-    let random = r.model(SLIDES_RANDOM_MODEL);
+fn slides_table(sec: &mut Section, r: &Results, slides: ModelRun, random: Option<ModelRun>) {
+    let runs = r.model(slides);
+    let random = random.map_or(&[][..], |x| r.model(x));
     let at = |r: &ConfigResult, m: &str, c: &str| mean(r, m, c);
     let modes = ["reclaim off", "reclaim on", "eager"];
     let rows = runs
@@ -227,18 +254,18 @@ fn slides_table(sec: &mut Section, r: &Results) {
     }
 }
 
-/// The section from the results of [`experiments`].
+/// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
-    let mut sec = section_base(o, r);
-    if o.production {
-        slides_table(&mut sec, r);
+    let runs = declared(o, declare).1;
+    let mut sec = section_base(o, r, &runs);
+    if let Some(slides) = runs.slides_model {
+        slides_table(&mut sec, r, slides, runs.slides_random_model);
     }
     sec
 }
 
-fn section_base(o: StudyOptions, r: &Results) -> Section {
+fn section_base(o: StudyOptions, r: &Results, runs: &Runs) -> Section {
     let mut sec = Section::new(
-        "empty-tables",
         "Empty PTE tables",
         "How much memory do empty PTE tables hold after MADV_DONTNEED, and what do Linux's PT_RECLAIM \
          and the full refcounting design of the slides give back?",
@@ -256,8 +283,8 @@ fn section_base(o: StudyOptions, r: &Results) -> Section {
         "model, reclaim on",
         "model, eager",
     ];
-    let (whole_m, whole_k) = (r.model(WHOLE_MODEL), r.kernel(WHOLE_KERNEL));
-    let (halves_m, halves_k) = (r.model(HALVES_MODEL), r.kernel(HALVES_KERNEL));
+    let (whole_m, whole_k) = (r.model(runs.whole_model), r.kernel(runs.whole_kernel));
+    let (halves_m, halves_k) = (r.model(runs.halves_model), r.kernel(runs.halves_kernel));
     let all_whole: Vec<Option<&ConfigResult>> = std::iter::once(whole_k)
         .chain(whole_m.iter().map(Some))
         .collect();
@@ -347,34 +374,41 @@ fn section_base(o: StudyOptions, r: &Results) -> Section {
     );
     sec.figure("halves_vmpte_kb", [hk, hon, hea].map(count_figure));
     let cats: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
-    sec.chart(
+    // Per workload (whole, halves), per label: VmPTE after the drop, as
+    // the table and the chart show it.
+    let left: Vec<Vec<Figure>> = [&all_whole, &all_halves]
+        .iter()
+        .map(|all| {
+            all.iter()
+                .map(|r| Figure::kib(at(*r, "dontneed")))
+                .collect()
+        })
+        .collect();
+    sec.figure("vmpte_left_after_dontneed", &left);
+    let series = [format!("whole {size}"), "in halves".to_string()]
+        .into_iter()
+        .zip(&left)
+        .enumerate()
+        .map(|(s, (name, figs))| {
+            let points = figs
+                .iter()
+                .enumerate()
+                .map(|(i, f)| named(format!("vmpte_left_after_dontneed[{s}][{i}]"), f.clone()))
+                .collect();
+            (name, points)
+        })
+        .collect();
+    sec.bars(
         "VmPTE left after MADV_DONTNEED, kernel and model (one run each; log scale, every bar labelled)",
-        chart::bar_chart(
-            &ChartSpec::new(
-                "Page-table memory (VmPTE) left after MADV_DONTNEED",
-                "",
-                "VmPTE (kB, log scale)",
-            )
-            .unit(Unit::Kilobytes)
-            .y_scale(YScale::Log),
-            &cats,
-            &[
-                Series::new(
-                    format!("whole {size}"),
-                    all_whole
-                        .iter()
-                        .map(|r| exact(at(*r, "dontneed")))
-                        .collect(),
-                ),
-                Series::new(
-                    "in halves",
-                    all_halves
-                        .iter()
-                        .map(|r| exact(at(*r, "dontneed")))
-                        .collect(),
-                ),
-            ],
-        ),
+        &ChartSpec::new(
+            "Page-table memory (VmPTE) left after MADV_DONTNEED",
+            "",
+            "VmPTE (kB, log scale)",
+        )
+        .unit(Unit::Kilobytes)
+        .y_scale(YScale::Log),
+        &cats,
+        series,
     );
     sec
 }
@@ -412,17 +446,26 @@ mod tests {
             quick: false,
             production: true,
         };
-        let e = experiments(o);
-        assert_eq!(e.len(), SLIDES_RANDOM_MODEL + 1);
-        for (i, x) in e.iter().enumerate() {
+        let (plan, runs) = declared(o, declare);
+        let slides = runs.slides_model.expect("declared with --production");
+        let random = runs
+            .slides_random_model
+            .expect("declared with --production");
+        assert_eq!(plan.experiments.len(), 6);
+        for (i, x) in plan.experiments.iter().enumerate() {
             let long = x.options().timeout.as_secs() > 120;
             assert_eq!(
                 long,
-                i == SLIDES_MODEL || i == SLIDES_RANDOM_MODEL,
+                slides == ModelRun::at(i) || random == ModelRun::at(i),
                 "{}",
                 x.what
             );
         }
+        let quick = StudyOptions {
+            quick: true,
+            production: false,
+        };
+        assert!(declared(quick, declare).1.slides_model.is_none());
     }
 
     /// The random case writes as many pages as the allocator process of

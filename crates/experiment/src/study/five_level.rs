@@ -5,22 +5,31 @@
 //! and with the second dimension's caches); the kernel runs the page-fault
 //! loop.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{
+    declared, Costs, Experiment, Fingerprint, KernelRun, ModelRun, Plan, Results,
+};
 use super::figure::{row, FigUnit, Figure};
+use super::plot::{named, Named};
 use super::read::{derived, mean, per, summary};
-use super::text::{count_figure, estimate, exact, num, point, table, INTERVALS};
+use super::text::{count_figure, estimate, num, table, INTERVALS};
 use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Series};
+use report::chart::ChartSpec;
 use report::Unit;
 use stats::Quantity;
 
-/// Experiment indices, in declaration order (ebizzy: one per thread count,
-/// then the kernel's page-fault loop).
-const PAGEFAULT: usize = 0;
-const GUPS: usize = 1;
-const NESTED: usize = 2;
-const EBIZZY: usize = 3;
+/// The experiments' and the host's handles.
+struct Runs {
+    pagefault: ModelRun,
+    gups: ModelRun,
+    nested: ModelRun,
+    /// One per thread count, with it.
+    ebizzy: Vec<(usize, ModelRun)>,
+    kernel_pagefault: KernelRun,
+    lat_pagefault: ModelRun,
+    host: Fingerprint,
+    costs: Costs,
+}
 
 /// The guest-over-host pairs of the nested experiment: (label, guest levels,
 /// host levels, guest geometry, host geometry).
@@ -128,46 +137,64 @@ fn kernel_runs(o: StudyOptions) -> usize {
 
 /// The model's page faults and GUPS under every geometry, ebizzy per thread
 /// count under the two with walk caches, the kernel's page-fault loop.
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     let size = o.pick("64MiB", "256MiB");
     let geos = geometries();
-    let mut v = vec![
-        Experiment::model("pagefault 4L/5L", pagefault_toml(size), &geos, 1),
-        Experiment::model(
-            "gups 4L/5L",
-            gups_toml(o.pick("128MiB", "512MiB"), o.pick(200_000, 1_000_000)),
-            &geos,
-            1,
-        ),
-    ];
-    v.push(Experiment::model(
+    let pagefault = p.model(Experiment::model(
+        "pagefault 4L/5L",
+        pagefault_toml(size),
+        &geos,
+        1,
+    ));
+    let gups = p.model(Experiment::model(
+        "gups 4L/5L",
+        gups_toml(o.pick("128MiB", "512MiB"), o.pick(200_000, 1_000_000)),
+        &geos,
+        1,
+    ));
+    let nested = p.model(Experiment::model(
         "gups nested",
         gups_toml(o.pick("32MiB", "128MiB"), o.pick(50_000, 200_000)),
         &nested_configs(),
         1,
     ));
     let iters = o.pick(20, 60);
-    for t in ebizzy_threads(o) {
-        v.push(Experiment::model(
-            &format!("ebizzy {t} threads"),
-            ebizzy_toml(t, iters),
-            &geos[..2],
-            EBIZZY_RUNS,
-        ));
-    }
-    v.push(Experiment::kernel(
+    let ebizzy = ebizzy_threads(o)
+        .into_iter()
+        .map(|t| {
+            let run = p.model(Experiment::model(
+                &format!("ebizzy {t} threads"),
+                ebizzy_toml(t, iters),
+                &geos[..2],
+                EBIZZY_RUNS,
+            ));
+            (t, run)
+        })
+        .collect();
+    let kernel_pagefault = p.kernel(Experiment::kernel(
         "pagefault on the kernel",
         pagefault_toml(size),
         kernel_runs(o),
     ));
-    v.extend(super::five_level_time::experiments(o));
-    v
+    Runs {
+        pagefault,
+        gups,
+        nested,
+        ebizzy,
+        kernel_pagefault,
+        lat_pagefault: super::five_level_time::declare(o, p),
+        host: p.fingerprint(),
+        costs: p.costs(),
+    }
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
 }
 
 /// What a fifth level costs a guest: the nested GUPS runs' references per
 /// walk, cold and cached, in a table, a finding, figures and a chart.
-fn nested_part(sec: &mut Section, r: &Results, gups_refs: &dyn Fn(&ConfigResult) -> f64) {
-    let runs = r.model(NESTED);
+fn nested_part(sec: &mut Section, runs: &[ConfigResult], gups_refs: &dyn Fn(&ConfigResult) -> f64) {
     let n = NESTED_PAIRS.len();
     let delta = |r: &ConfigResult, c: &str| mean(r, "updated", c) - mean(r, "filled", c);
     let mut rows = Vec::new();
@@ -222,30 +249,117 @@ fn nested_part(sec: &mut Section, r: &Results, gups_refs: &dyn Fn(&ConfigResult)
     ));
     sec.figure("nested_refs_per_walk_cold", cold.clone());
     sec.figure("nested_refs_per_walk_cached", cached.clone());
-    sec.chart(
+    let points = |name: &str, v: &[f64]| -> Vec<Named> {
+        v.iter()
+            .enumerate()
+            .map(|(i, &x)| named(format!("{name}[{i}]"), Figure::plain(x)))
+            .collect()
+    };
+    sec.bars(
         "Nested walks: memory references per walk, GUPS (model, exact counts of one run each)",
-        chart::bar_chart(
-            &ChartSpec::new(
-                "Memory references per walk of a guest over a host (model)",
-                "guest on host",
-                "memory references per walk",
-            ),
-            &NESTED_PAIRS
-                .iter()
-                .map(|p| p.0.to_string())
-                .collect::<Vec<_>>(),
-            &[
-                Series::new("cold", cold.iter().map(|&v| exact(v)).collect()),
-                Series::new("with caches", cached.iter().map(|&v| exact(v)).collect()),
-            ],
+        &ChartSpec::new(
+            "Memory references per walk of a guest over a host (model)",
+            "guest on host",
+            "memory references per walk",
         ),
+        &NESTED_PAIRS
+            .iter()
+            .map(|p| p.0.to_string())
+            .collect::<Vec<_>>(),
+        vec![
+            ("cold".into(), points("nested_refs_per_walk_cold", &cold)),
+            (
+                "with caches".into(),
+                points("nested_refs_per_walk_cached", &cached),
+            ),
+        ],
     );
 }
 
-/// The section from the results of [`experiments`].
+/// ebizzy: references per 1000 accesses as threads grow, EBIZZY_RUNS runs
+/// per point, in a table, a finding, figures and a chart.
+fn ebizzy_part(sec: &mut Section, r: &Results, runs: &Runs) {
+    let mut series4 = Vec::new();
+    let mut series5 = Vec::new();
+    let mut by_threads = Vec::new();
+    let mut rows = Vec::new();
+    let mut last = None;
+    for (i, &(t, run)) in runs.ebizzy.iter().enumerate() {
+        let r = r.model(run);
+        let k = |r: &ConfigResult| {
+            derived(r, Quantity::NonNegative, |at| {
+                1000.0
+                    * per(
+                        at("end", counters::WALK_REFS.name),
+                        at("end", counters::ACCESSES.name),
+                    )
+            })
+        };
+        let (a, b) = (k(&r[0]), k(&r[1]));
+        let ipis = summary(&r[0], "end", counters::IPIS.name, Quantity::Count);
+        let fig = |s: &Option<stats::Summary>, u| {
+            s.as_ref()
+                .map_or(Figure::new(f64::NAN, u), |s| Figure::summary(s, u))
+        };
+        let (fa, fb) = (fig(&a, FigUnit::Plain), fig(&b, FigUnit::Plain));
+        rows.push(row![
+            Figure::count(t as f64),
+            fa.clone(),
+            fb.clone(),
+            fig(&ipis, FigUnit::Count),
+            Figure::count(mean(&r[0], "end", counters::MINOR_FAULTS.name)),
+        ]);
+        let name = |l: usize| format!("ebizzy_refs_per_1000_accesses_by_threads[{i}][{l}]");
+        series4.push((t as f64, named(name(0), fa.clone())));
+        series5.push((t as f64, named(name(1), fb.clone())));
+        by_threads.push([fa, fb]);
+        last = Some((t, a, b));
+    }
+    sec.tables.push(table(
+        &format!(
+            "Model: ebizzy-like threads, walk references per 1000 accesses ({EBIZZY_RUNS} runs each)"
+        ),
+        &["threads", "4-level", "5-level", "IPIs (4-level)", "faults (4-level)"],
+        rows,
+    ));
+    if let Some((t, Some(a), Some(b))) = last {
+        let overlap = match (a.ci95, b.ci95) {
+            (Some(x), Some(y)) => x.low <= y.high && y.low <= x.high,
+            _ => true,
+        };
+        sec.findings.push(format!(
+            "ebizzy-like churn at {t} threads: {} walk references per 1000 accesses with 5 levels \
+             vs {} with 4 ({}).",
+            estimate(&b, Unit::Plain),
+            estimate(&a, Unit::Plain),
+            if overlap {
+                "the intervals overlap: no difference beyond the runs' spread"
+            } else {
+                "the intervals do not overlap"
+            }
+        ));
+        sec.figure("ebizzy_refs_per_1000_accesses", [&a, &b]);
+    }
+    // Every thread count's pair, as the table and the chart show them.
+    sec.figure("ebizzy_refs_per_1000_accesses_by_threads", &by_threads);
+    sec.lines(
+        &format!(
+            "ebizzy-like threads: walk references per 1000 accesses (model; mean of {EBIZZY_RUNS} runs \
+             per point with its 95% interval; a hollow point has no interval)"
+        ),
+        &ChartSpec::new(
+            "Walk references per 1,000 accesses vs threads, ebizzy-like (model)",
+            "threads",
+            "walk references per 1000 accesses",
+        )
+        .from_zero(),
+        vec![("4-level".into(), series4), ("5-level".into(), series5)],
+    );
+}
+
+/// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut sec = Section::new(
-        "five-level",
         "4-level vs 5-level page tables",
         "Does a fifth page-table level cost anything: per TLB miss, per fault, and on this machine?",
         "The model runs the same workloads with the x86-64 4-level and 5-level geometries: a page-fault \
@@ -257,13 +371,19 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          guest entry and for the data, the host's, with all caches off and then with this host's \
          TLB and walk caches, a 32-entry nested TLB and host walk caches keyed by guest-physical \
          address (counts of the model). The kernel of this machine runs the page-fault loop \
-         repeatedly to give its measured fault latency.",
-        "lat_pagefault minor fault 105.64 ns (4-level) vs 105.88 ns (5-level), 30 runs, p = 1.5e-6; \
-         ebizzy throughput diverges from 4 threads; handle_mm_fault mean 630 ns vs 640 ns.",
+         repeatedly to give its measured fault latency. Which parts of a fault grow with the \
+         fifth level (hardware walks with and without a walk cache for the top level, the extra \
+         table, the kernel's own p4d descent) are priced with the study's cost file from the \
+         page-fault loop's counts.",
+        "lat_pagefault minor fault 105.64 ns (4-level) vs 105.88 ns (5-level), 30 runs, p = 1.5e-6 \
+         (Intel Ice Lake, +0.23%); ebizzy throughput diverges from 4 threads; handle_mm_fault mean \
+         630 ns vs 640 ns. On AMD, lat_pagefault went from 0.4068 to 0.4294 us (+5.56%; +5.59% \
+         with THP always; linux-kernel, July 2024).",
     );
     sec.method = format!("{} {INTERVALS}", sec.method);
-    let pf = r.model(PAGEFAULT);
-    let gups = r.model(GUPS);
+    let runs = declared(o, declare).1;
+    let pf = r.model(runs.pagefault);
+    let gups = r.model(runs.gups);
     let refs = |r: &ConfigResult, mark: &str| {
         per(
             mean(r, mark, counters::WALK_REFS.name),
@@ -341,117 +461,46 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             .map(|i| count_figure(mean(&pf[i], "touched", counters::MINOR_FAULTS.name)))
             .collect::<Vec<_>>(),
     );
-    sec.chart(
+    let refs = |i: usize, (w, g, c): (f64, f64, f64)| {
+        vec![
+            named(format!("refs_per_walk_pagefault[{i}]"), Figure::plain(w)),
+            named(format!("refs_per_walk_gups[{i}]"), Figure::plain(g)),
+            named(format!("refs_per_walk_no_cache[{i}]"), Figure::plain(c)),
+        ]
+    };
+    sec.bars(
         "Memory references per hardware walk (model, exact counts of one run each)",
-        chart::bar_chart(
-            &ChartSpec::new(
-                "Memory references per hardware walk, 4-level vs 5-level (model)",
-                "workload",
-                "memory references per walk",
-            ),
-            &[
-                "page faults".into(),
-                "GUPS".into(),
-                "page faults, no walk cache".into(),
-            ],
-            &[
-                Series::new("4-level", vec![exact(w4), exact(g4), exact(c4)]),
-                Series::new("5-level", vec![exact(w5), exact(g5), exact(c5)]),
-            ],
+        &ChartSpec::new(
+            "Memory references per hardware walk, 4-level vs 5-level (model)",
+            "workload",
+            "memory references per walk",
         ),
+        &[
+            "page faults".into(),
+            "GUPS".into(),
+            "page faults, no walk cache".into(),
+        ],
+        vec![
+            ("4-level".into(), refs(0, (w4, g4, c4))),
+            ("5-level".into(), refs(1, (w5, g5, c5))),
+        ],
     );
 
-    nested_part(&mut sec, r, &gups_refs);
+    nested_part(&mut sec, r.model(runs.nested), &gups_refs);
 
-    // ebizzy: references per 1000 accesses as threads grow, EBIZZY_RUNS
-    // runs per point.
-    let mut series4 = Vec::new();
-    let mut series5 = Vec::new();
-    let mut rows = Vec::new();
-    let mut last = None;
-    for (i, &t) in ebizzy_threads(o).iter().enumerate() {
-        let r = r.model(EBIZZY + i);
-        let k = |r: &ConfigResult| {
-            derived(r, Quantity::NonNegative, |at| {
-                1000.0
-                    * per(
-                        at("end", counters::WALK_REFS.name),
-                        at("end", counters::ACCESSES.name),
-                    )
-            })
-        };
-        let (a, b) = (k(&r[0]), k(&r[1]));
-        let ipis = summary(&r[0], "end", counters::IPIS.name, Quantity::Count);
-        let rate = |s: &Option<stats::Summary>| s.as_ref().map_or(f64::NAN, |s| s.mean);
-        let fig = |s: &Option<stats::Summary>, u| {
-            s.as_ref()
-                .map_or(Figure::new(f64::NAN, u), |s| Figure::summary(s, u))
-        };
-        rows.push(row![
-            Figure::count(t as f64),
-            fig(&a, FigUnit::Plain),
-            fig(&b, FigUnit::Plain),
-            fig(&ipis, FigUnit::Count),
-            Figure::count(mean(&r[0], "end", counters::MINOR_FAULTS.name)),
-        ]);
-        series4.push((t as f64, point(a.as_ref(), rate(&a))));
-        series5.push((t as f64, point(b.as_ref(), rate(&b))));
-        last = Some((t, a, b));
-    }
-    sec.tables.push(table(
-        &format!(
-            "Model: ebizzy-like threads, walk references per 1000 accesses ({EBIZZY_RUNS} runs each)"
-        ),
-        &["threads", "4-level", "5-level", "IPIs (4-level)", "faults (4-level)"],
-        rows,
-    ));
-    if let Some((t, Some(a), Some(b))) = last {
-        let overlap = match (a.ci95, b.ci95) {
-            (Some(x), Some(y)) => x.low <= y.high && y.low <= x.high,
-            _ => true,
-        };
-        sec.findings.push(format!(
-            "ebizzy-like churn at {t} threads: {} walk references per 1000 accesses with 5 levels \
-             vs {} with 4 ({}).",
-            estimate(&b, Unit::Plain),
-            estimate(&a, Unit::Plain),
-            if overlap {
-                "the intervals overlap: no difference beyond the runs' spread"
-            } else {
-                "the intervals do not overlap"
-            }
-        ));
-        sec.figure("ebizzy_refs_per_1000_accesses", [&a, &b]);
-    }
-    sec.chart(
-        &format!(
-            "ebizzy-like threads: walk references per 1000 accesses (model; mean of {EBIZZY_RUNS} runs \
-             per point with its 95% interval; a hollow point has no interval)"
-        ),
-        chart::line_chart(
-            &ChartSpec::new(
-                "Walk references per 1,000 accesses vs threads, ebizzy-like (model)",
-                "threads",
-                "walk references per 1000 accesses",
-            )
-            .from_zero(),
-            &[
-                Series::new("4-level", series4),
-                Series::new("5-level", series5),
-            ],
-        ),
-    );
+    ebizzy_part(&mut sec, r, &runs);
 
     // Predicted time (five_level_time).
-    let ebizzy: Vec<(usize, &[ConfigResult])> = ebizzy_threads(o)
+    let ebizzy: Vec<(usize, &[ConfigResult])> = runs
+        .ebizzy
         .iter()
-        .enumerate()
-        .map(|(i, &t)| (t, r.model(EBIZZY + i)))
+        .map(|&(t, run)| (t, r.model(run)))
         .collect();
-    let lat = r.model(EBIZZY + ebizzy_threads(o).len() + 1);
+    let lat = r.model(runs.lat_pagefault);
     let (f4, f5) = super::five_level_time::add(&mut sec, pf, &ebizzy, Some(lat));
-    let nested = r.model(NESTED);
+    let nested = r.model(runs.nested);
     let cold = |i: usize| gups_refs(&nested[i]);
+    let amd = super::five_level_amd::add(&mut sec, pf, r.costs(runs.costs));
     sec.verdict = Verdict::default()
         .fig("fault_change", Figure::change(&f4, &f5))
         .fig("fault_added", Figure::ns(f5.ns - f4.ns))
@@ -465,19 +514,23 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             "nested_cold_change",
             Figure::percent(100.0 * (cold(1) / cold(0) - 1.0)),
         )
+        .fig("amd_change", amd.amd_change)
+        .fig("refs_needed", amd.refs_needed)
+        .fig("memory_every", amd.memory_every)
         .say(
             "A fifth level adds {fault_added} ({fault_change}) to a {fault_4l} minor fault here, \
-             predicted, and {gups_refs_change} to the walk references of random updates: the \
-             walk caches hold the upper levels. Walks that miss those caches pay \
-             {uncached_refs_change} in references, a guest's cold nested walk \
-             {nested_cold_change}.",
+             predicted: walk caches hold the upper levels (random updates {gups_refs_change} \
+             walk references; uncached {uncached_refs_change}, nested cold \
+             {nested_cold_change}). AMD measured {amd_change} per fault: that needs \
+             {refs_needed} more L2-hit walk references per fault, or a memory reference every \
+             {memory_every} faults.",
         );
 
     // This machine.
-    let fp = host::Fingerprint::read();
+    let fp = r.fingerprint(runs.host);
     let levels = if fp.la57 == Some(true) { 5 } else { 4 };
     sec.figure("host_la57", fp.la57);
-    if let Some(k) = r.kernel(EBIZZY + ebizzy_threads(o).len()) {
+    if let Some(k) = r.kernel(runs.kernel_pagefault) {
         if let Some(s) = summary(k, "touched", counters::NS_PER_FAULT.name, Quantity::Time) {
             sec.findings.push(format!(
                 "This machine walks {levels} levels (la57 {}; kernel {}): a minor fault on fresh \

@@ -4,14 +4,15 @@
 //! from `five_level` (which counts the walks) so that each file stays one
 //! concern; `five_level::section` calls [`add`] with its results.
 
-use super::experiments::Experiment;
+use super::experiments::{Experiment, ModelRun, Plan};
 use super::figure::{row, Figure};
+use super::plot::{named, Named};
 use super::read::mean;
 use super::text::table;
 use super::time;
 use super::{model, Section, StudyOptions};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Estimate, Series};
+use report::chart::ChartSpec;
 use report::Unit;
 
 /// The cost files of the lat_pagefault-like loop: this host's (or
@@ -40,19 +41,19 @@ op = [
     )
 }
 
-/// The lat_pagefault-like loop under both cost files, 4 and 5 levels each
-/// (appended by `five_level::experiments` after its own).
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+/// Declares the lat_pagefault-like loop under both cost files, 4 and 5
+/// levels each (after `five_level`'s own experiments).
+pub(super) fn declare(o: StudyOptions, p: &mut Plan) -> ModelRun {
     let configs: Vec<_> = LAT_COSTS
         .iter()
         .flat_map(|(_, c)| ["x86-64-4l", "x86-64-5l"].map(|g| model(&format!("geometry={g}{c}"))))
         .collect();
-    vec![Experiment::model(
+    p.model(Experiment::model(
         "lat_pagefault-like 4L/5L",
         lat_pagefault_toml(o.pick(10, 100)),
         &configs,
         1,
-    )]
+    ))
 }
 
 /// The lat_pagefault-like loop's predicted time per page read and per
@@ -108,7 +109,7 @@ fn add_lat(sec: &mut Section, lat: &[ConfigResult]) {
 
 /// Adds the predicted times to `sec`: `pf` is the page-fault loop under
 /// 4-level then 5-level (with walk caches first), `ebizzy` each thread
-/// count's runs under the same two, `lat` the runs of [`experiments`].
+/// count's runs under the same two, `lat` the runs of [`declare`]'s experiment.
 /// Returns the predicted time per minor fault, 4 then 5 levels (the
 /// verdict's).
 pub(super) fn add(
@@ -138,17 +139,21 @@ pub(super) fn add(
     let mut rows = Vec::new();
     let (mut s4, mut s5) = (Vec::new(), Vec::new());
     let mut diffs = Vec::new();
-    for &(t, r) in ebizzy {
+    let mut makespans = Vec::new();
+    for (i, &(t, r)) in ebizzy.iter().enumerate() {
         let (a, b) = (time::at(&r[0], "end"), time::at(&r[1], "end"));
         let d = time::percent(&a, &b);
+        let (fa, fb) = (Figure::predicted(&a), Figure::predicted(&b));
         rows.push(row![
             Figure::count(t as f64),
-            Figure::predicted(&a),
-            Figure::predicted(&b),
+            fa.clone(),
+            fb.clone(),
             Figure::change(&a, &b),
         ]);
-        s4.push((t as f64, a.estimate()));
-        s5.push((t as f64, b.estimate()));
+        let name = |l: usize| format!("ebizzy_predicted_ns[{i}][{l}]");
+        s4.push((t as f64, named(name(0), fa.clone())));
+        s5.push((t as f64, named(name(1), fb.clone())));
+        makespans.push([fa, fb]);
         diffs.push((t, d));
     }
     sec.tables.push(table(
@@ -164,34 +169,38 @@ pub(super) fn add(
         ));
     }
     sec.figure("ebizzy_predicted_percent", &diffs);
-    let ratio: Vec<(f64, Estimate)> = diffs
+    sec.figure("ebizzy_predicted_ns", &makespans);
+    let ratio: Vec<(f64, Named)> = diffs
         .iter()
-        .map(|&(t, d)| (t as f64, Estimate::exact(d)))
+        .enumerate()
+        .map(|(i, &(t, d))| {
+            let f = Figure::percent(d);
+            (
+                t as f64,
+                named(format!("ebizzy_predicted_percent[{i}][1]"), f),
+            )
+        })
         .collect();
-    sec.chart(
+    sec.lines(
         "ebizzy-like threads: predicted makespan against threads, 4 vs 5 levels (model, one run \
          each, interval from the cost file)",
-        chart::line_chart(
-            &ChartSpec::new(
-                "Predicted ebizzy-like makespan vs threads, 4-level vs 5-level (model)",
-                "threads",
-                "predicted time",
-            )
-            .unit(Unit::Nanoseconds)
-            .from_zero(),
-            &[Series::new("4-level", s4), Series::new("5-level", s5)],
-        ),
+        &ChartSpec::new(
+            "Predicted ebizzy-like makespan vs threads, 4-level vs 5-level (model)",
+            "threads",
+            "predicted time",
+        )
+        .unit(Unit::Nanoseconds)
+        .from_zero(),
+        vec![("4-level".into(), s4), ("5-level".into(), s5)],
     );
-    sec.chart(
+    sec.lines(
         "ebizzy-like threads: predicted 5-level time relative to 4-level, in percent (model)",
-        chart::line_chart(
-            &ChartSpec::new(
-                "5-level vs 4-level predicted time, ebizzy-like (model)",
-                "threads",
-                "5-level time / 4-level time - 1 (%)",
-            ),
-            &[Series::new("5-level vs 4-level", ratio)],
+        &ChartSpec::new(
+            "5-level vs 4-level predicted time, ebizzy-like (model)",
+            "threads",
+            "5-level time / 4-level time - 1 (%)",
         ),
+        vec![("5-level vs 4-level".into(), ratio)],
     );
     (f4, f5)
 }

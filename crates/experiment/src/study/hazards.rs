@@ -4,8 +4,9 @@
 //! kernel) and writes to a shared file mapping with and without msync
 //! (kernel).
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Audit, Experiment, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, Figure};
+use super::plot::{ChartPoint, ChartSeries};
 use super::read::{mean, summary};
 use super::text::{count, count_figure, estimate, table, INTERVALS};
 use super::{model, Section, StudyOptions, Verdict};
@@ -18,12 +19,6 @@ use stats::Quantity;
 fn ns(v: f64) -> String {
     report::human(v, Unit::Nanoseconds)
 }
-
-/// Experiment indices, in declaration order.
-const SHOOTDOWN_MODEL: usize = 0;
-const SHOOTDOWN_KERNEL: usize = 1;
-const WRITEBACK: usize = 2;
-const NO_WRITEBACK: usize = 3;
 
 fn shootdown_toml(churn: usize) -> String {
     // The reader must still be running while the other thread churns: an
@@ -111,26 +106,59 @@ fn churn(o: StudyOptions) -> usize {
 
 /// Shootdowns on the model and the kernel, then writeback with and without
 /// msync on the kernel.
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     let rounds = o.pick(100, 500);
-    vec![
-        Experiment::model(
+    Runs {
+        shootdown_model: p.model(Experiment::model(
             "tlb-shootdown model",
             shootdown_toml(churn(o)),
             &[model("")],
             1,
-        ),
-        Experiment::kernel("tlb-shootdown kernel", shootdown_toml(churn(o)), 5),
-        Experiment::kernel("writeback kernel", writeback_toml(rounds, true), 1),
-        Experiment::kernel("no writeback kernel", writeback_toml(rounds, false), 1),
-    ]
+        )),
+        shootdown_kernel: p.kernel(Experiment::kernel(
+            "tlb-shootdown kernel",
+            shootdown_toml(churn(o)),
+            5,
+        )),
+        writeback: p.kernel(Experiment::kernel(
+            "writeback kernel",
+            writeback_toml(rounds, true),
+            1,
+        )),
+        no_writeback: p.kernel(Experiment::kernel(
+            "no writeback kernel",
+            writeback_toml(rounds, false),
+            1,
+        )),
+        // Read after the experiments, as every declared input.
+        audit: p.audit(if o.quick {
+            host::AuditOptions {
+                tlb_sample: std::time::Duration::from_millis(250),
+                experiments: false,
+            }
+        } else {
+            host::AuditOptions::default()
+        }),
+    }
 }
 
-/// The section from the results of [`experiments`] (and of the audit, which
+/// The experiments' and the audit's handles.
+struct Runs {
+    shootdown_model: ModelRun,
+    shootdown_kernel: KernelRun,
+    writeback: KernelRun,
+    no_writeback: KernelRun,
+    audit: Audit,
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
+}
+
+/// The section from the results of [`declare`]'s experiments (and of the audit, which
 /// reads this host here).
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut sec = Section::new(
-        "hazards",
         "This host's latency hazards",
         "What on this machine can make page tables change under a latency-sensitive program, and what \
          do TLB shootdowns and writeback cost here?",
@@ -148,14 +176,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          write of that run. {INTERVALS}",
         sec.method
     );
-    let audit = host::audit_with(&if o.quick {
-        host::AuditOptions {
-            tlb_sample: std::time::Duration::from_millis(250),
-            experiments: false,
-        }
-    } else {
-        host::AuditOptions::default()
-    });
+    let runs = declared(o, declare).1;
+    let audit = r.audit(runs.audit);
     let warn: Vec<&host::Item> = audit
         .items
         .iter()
@@ -208,9 +230,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut writes = false;
 
     let churn = churn(o);
-    let model_sd = r.model(SHOOTDOWN_MODEL);
+    let model_sd = r.model(runs.shootdown_model);
     let ipis_model = mean(&model_sd[0], "churned", counters::IPIS.name);
-    if let Some(k) = r.kernel(SHOOTDOWN_KERNEL) {
+    if let Some(k) = r.kernel(runs.shootdown_kernel) {
         if let Some(s) = summary(k, "churned", counters::TLB_SHOOTDOWNS.name, Quantity::Count) {
             sec.findings.push(format!(
                 "{} munmaps while a second thread of the process reads its own memory raised {} TLB-shootdown \
@@ -236,7 +258,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             sec.figure("model_ipis", count_figure(ipis_model));
         }
     }
-    let (with_sync, without) = (r.kernel(WRITEBACK), r.kernel(NO_WRITEBACK));
+    let (with_sync, without) = (r.kernel(runs.writeback), r.kernel(runs.no_writeback));
     let lat = |r: Option<&ConfigResult>| {
         r.and_then(|r| r.runs.first())
             .and_then(|run| run.marks.iter().find_map(|m| m.latency.clone()))
@@ -254,14 +276,34 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     ) {
         // Indices into tail_values: p50, p90, p99, p99.9, p99.99, max.
         let (p99, p999, max) = (2, 3, 5);
-        let mut named = |prefix: &str, t: &[f64]| {
+        // Each percentile a figure of its own, and the chart's data the
+        // same figures by those names.
+        let mut named = |series: &str, prefix: &str, t: &[f64]| {
             let names = ["p50", "p90", "p99", "p99_9", "p99_99", "max"];
-            for (n, v) in names.iter().zip(t) {
-                sec.figure(&format!("{prefix}_{n}_ns"), Figure::ns(*v));
+            let axis = report::chart::TAIL_PERCENTILES
+                .iter()
+                .map(|(_, l)| *l)
+                .chain(["max"]);
+            let mut points = Vec::new();
+            for ((n, x), v) in names.iter().zip(axis).zip(t) {
+                let name = format!("{prefix}_{n}_ns");
+                sec.figure(&name, Figure::ns(*v));
+                points.push(ChartPoint {
+                    x: x.into(),
+                    figure: Figure::ns(*v),
+                    name,
+                    label: None,
+                });
+            }
+            ChartSeries {
+                name: series.into(),
+                points,
             }
         };
-        named("write_msync", &ta);
-        named("write_no_msync", &tb);
+        let data = vec![
+            named("with msync", "write_msync", &ta),
+            named("without msync", "write_no_msync", &tb),
+        ];
         sec.findings.push(format!(
             "Writes to a shared file mapping take p99 {}, p99.9 {} and at most {} while another \
              thread msyncs it, against p99 {}, p99.9 {} and at most {} without writeback ({} writes \
@@ -274,7 +316,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             ns(tb[max]),
             count(a.count as f64)
         ));
-        sec.chart(
+        // percentile_chart draws each line through tail_values, the
+        // function that made `data`.
+        sec.push_chart(
             "Write latency to a shared file mapping by percentile, p50 to the maximum, with and \
              without msync (kernel, one run each; log scale so that the tail shows)",
             chart::percentile_chart(
@@ -286,6 +330,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
                 .unit(Unit::Nanoseconds),
                 &[("with msync", &a), ("without msync", &b)],
             ),
+            data,
         );
         sec.figure("writeback_latency", [&a, &b]);
         verdict = verdict

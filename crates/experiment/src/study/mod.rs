@@ -1,15 +1,17 @@
 //! `ptlab study`: the experiments that answer the seeds' questions on this
 //! machine, on the model and on the kernel, with one finding per question.
 //!
-//! One question per file: each declares its experiments (`experiments`),
-//! before anything runs, and turns their results into its section (the
-//! question and method, findings as sentences with their numbers, tables and
-//! charts). The runner here counts the declared runs for the progress bar,
+//! One question per file: each declares its experiments and the host facts
+//! it reads (`declare`, into an [`experiments::Plan`] that returns a typed
+//! handle for each) before anything runs, and turns their results into its
+//! section (the question and method, findings as sentences with their
+//! numbers, tables, and charts drawn from named figures by [`plot`]). The runner here counts the declared runs for the progress bar,
 //! runs the experiments in order, and hands each question its results.
 //! [`render`] lays the sections out as one self-contained HTML page and a
 //! terminal summary.
 //!
-//! The questions: [`five_level`] (4-level vs 5-level), [`riscv_64k`] (a
+//! The questions: [`five_level`] (4-level vs 5-level, with
+//! [`five_level_time`] and [`five_level_amd`]), [`riscv_64k`] (a
 //! 64 KiB base page), [`split_pmd`] (split PMD locks), [`empty_tables`]
 //! (empty PTE tables), [`multi_fault`] (PT reclaim's cost to a fault-heavy
 //! threaded program), [`munmap_time`] (what a shootdown adds to munmap),
@@ -21,11 +23,13 @@ mod empty_tables;
 mod experiments;
 pub mod figure;
 mod five_level;
+mod five_level_amd;
 mod five_level_time;
 mod hazards;
 pub mod load;
 mod multi_fault;
 mod munmap_time;
+pub mod plot;
 mod read;
 pub mod render;
 mod riscv_64k;
@@ -35,7 +39,7 @@ mod time;
 
 use crate::config::{self, RunConfig};
 use crate::exec::{self, ExecError};
-use experiments::{Experiment, Results};
+use experiments::{Experiment, Plan, Results};
 pub use figure::{Figure, TableCell, Verdict};
 use serde::Serialize;
 use serde_json::Value;
@@ -71,12 +75,15 @@ pub struct TableData {
     pub rows: Vec<Vec<TableCell>>,
 }
 
-/// A chart of a section: its SVG text (not in the JSON) and caption.
+/// A chart of a section: its SVG text (not in the JSON), caption, and the
+/// figures it was drawn from, each named after the section figure it is
+/// ([`plot`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct Chart {
     pub caption: String,
     #[serde(skip)]
     pub svg: String,
+    pub data: Vec<plot::ChartSeries>,
 }
 
 /// One answered question.
@@ -103,9 +110,11 @@ pub struct Section {
 }
 
 impl Section {
-    pub(crate) fn new(id: &str, title: &str, question: &str, method: &str, seed: &str) -> Section {
+    /// A section; its id is its question's ([`QUESTIONS`]), set by the
+    /// runner, so that an id is written once.
+    pub(crate) fn new(title: &str, question: &str, method: &str, seed: &str) -> Section {
         Section {
-            id: id.into(),
+            id: String::new(),
             title: title.into(),
             question: question.into(),
             verdict: Verdict::default(),
@@ -122,18 +131,6 @@ impl Section {
     pub(crate) fn figure(&mut self, name: &str, v: impl Serialize) {
         self.figures
             .insert(name.into(), serde_json::to_value(v).unwrap_or(Value::Null));
-    }
-
-    pub(crate) fn chart(&mut self, caption: &str, svg: Result<String, report::ReportError>) {
-        match svg {
-            Ok(svg) => self.charts.push(Chart {
-                caption: caption.into(),
-                svg,
-            }),
-            Err(e) => self
-                .notes
-                .push(format!("chart \"{caption}\" not drawn: {e}")),
-        }
     }
 }
 
@@ -159,12 +156,15 @@ pub struct Study {
     pub sections: Vec<Section>,
 }
 
-/// One question of the study: its experiments, declared before anything
-/// runs, and its section, made from their results (in declaration order).
+/// One question of the study: its experiments and host facts, declared
+/// before anything runs ([`Plan`]), and its section, made from their
+/// results. Adding a question: its file (with `plan` and `section`), one
+/// entry here and its id in docs/cli.md (docs/design.md, "How to add a
+/// study question").
 struct Question {
-    /// The id of its section (`--only` selects by it).
+    /// The id of its section (`--only` selects by it): written here only.
     id: &'static str,
-    experiments: fn(StudyOptions) -> Vec<Experiment>,
+    plan: fn(StudyOptions) -> Plan,
     section: fn(StudyOptions, &Results) -> Section,
 }
 
@@ -172,40 +172,47 @@ struct Question {
 const QUESTIONS: [Question; 7] = [
     Question {
         id: "five-level",
-        experiments: five_level::experiments,
+        plan: five_level::plan,
         section: five_level::section,
     },
     Question {
         id: "riscv-64k",
-        experiments: riscv_64k::experiments,
+        plan: riscv_64k::plan,
         section: riscv_64k::section,
     },
     Question {
         id: "split-pmd",
-        experiments: split_pmd::experiments,
+        plan: split_pmd::plan,
         section: split_pmd::section,
     },
     Question {
         id: "empty-tables",
-        experiments: empty_tables::experiments,
+        plan: empty_tables::plan,
         section: empty_tables::section,
     },
     Question {
         id: "multi-fault",
-        experiments: multi_fault::experiments,
+        plan: multi_fault::plan,
         section: multi_fault::section,
     },
     Question {
         id: "munmap-shootdown",
-        experiments: munmap_time::experiments,
+        plan: munmap_time::plan,
         section: munmap_time::section,
     },
     Question {
         id: "hazards",
-        experiments: hazards::experiments,
+        plan: hazards::plan,
         section: hazards::section,
     },
 ];
+
+impl Question {
+    /// Its experiments, in declaration order.
+    fn experiments(&self, o: StudyOptions) -> Vec<Experiment> {
+        (self.plan)(o).experiments
+    }
+}
 
 /// A model configuration from an inline list (the study's own, known good).
 pub(crate) fn model(inline: &str) -> RunConfig {
@@ -268,9 +275,10 @@ pub fn run_selected(
     let (mut done, mut measured, mut made) = (0, 0, 0);
     let mut sections = Vec::with_capacity(QUESTIONS.len());
     for q in selected(only) {
+        let plan = (q.plan)(opts);
         let mut outcomes = Vec::new();
         let mut refused = Vec::new();
-        for e in (q.experiments)(opts) {
+        for e in plan.experiments {
             let before = done;
             match measure(&e, costs, &mut |n| {
                 done = before + n;
@@ -295,7 +303,16 @@ pub fn run_selected(
             done = before + e.runs();
             progress(&e.what, done);
         }
-        let mut sec = (q.section)(opts, &Results { outcomes });
+        // The host facts the section declared, read now (after its
+        // experiments, before it is made): making a section reads nothing.
+        let facts = plan
+            .inputs
+            .iter()
+            .map(|i| i.read(costs))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ExecError::Model)?;
+        let mut sec = (q.section)(opts, &Results { outcomes, facts });
+        sec.id = q.id.to_string();
         refused.append(&mut sec.notes);
         sec.notes = refused;
         sections.push(sec);
@@ -325,7 +342,7 @@ fn cost_files(
 ) -> Vec<crate::host_costs::CostsLabel> {
     let mut names: Vec<Option<String>> = vec![costs.map(str::to_string)];
     for q in selected(only) {
-        for e in (q.experiments)(opts) {
+        for e in q.experiments(opts) {
             for c in &e.configs {
                 if c.backend == config::BackendKind::Model && c.model.costs.is_some() {
                     let n = c.model.costs.clone();
@@ -383,7 +400,7 @@ pub fn expected_runs(opts: StudyOptions) -> usize {
 /// As [`expected_runs`], for the sections `only` names (all when empty).
 pub fn expected_runs_of(opts: StudyOptions, only: &[String]) -> usize {
     selected(only)
-        .flat_map(|q| (q.experiments)(opts))
+        .flat_map(|q| q.experiments(opts))
         .map(|e| e.runs())
         .sum()
 }
@@ -402,7 +419,7 @@ mod tests {
                 production: false,
             };
             for q in &QUESTIONS {
-                for e in (q.experiments)(opts) {
+                for e in q.experiments(opts) {
                     assert!(e.repeat >= 1, "{}", e.what);
                     assert!(!e.configs.is_empty(), "{}", e.what);
                     for c in e

@@ -5,14 +5,15 @@
 //! reclaim off, on (Linux's PT_RECLAIM) and eager (the slides' refcount
 //! design), in virtual time: faults per minute, predicted.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Experiment, ModelRun, Plan, Results};
 use super::figure::{row, Figure};
+use super::plot::{named, Named};
 use super::read::{mean, per};
-use super::text::{count, count_figure, exact, table};
+use super::text::{count, count_figure, table};
 use super::time::{self, Predicted, TIME_METHOD};
 use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Series};
+use report::chart::ChartSpec;
 use report::Unit;
 
 /// The thread counts of the slides.
@@ -69,19 +70,24 @@ fn rounds(o: StudyOptions) -> usize {
 }
 
 /// One experiment per thread count, each under the three reclaim settings.
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+/// One experiment per thread count of [`THREADS`], in its order.
+fn declare(o: StudyOptions, p: &mut Plan) -> Vec<ModelRun> {
     let configs: Vec<_> = RECLAIM.iter().map(|(_, c)| model(c)).collect();
     THREADS
         .iter()
         .map(|&t| {
-            Experiment::model(
+            p.model(Experiment::model(
                 &format!("multi-fault {t} threads"),
                 multi_fault_toml(t, rounds(o)),
                 &configs,
                 1,
-            )
+            ))
         })
         .collect()
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
 }
 
 /// Faults per minute of predicted time, from the first thread's marks.
@@ -135,10 +141,9 @@ fn rate_change(a: &(f64, Predicted), b: &(f64, Predicted)) -> Figure {
         .with_interval(pct(fa / a.1.hi, fb / b.1.hi), pct(fa / a.1.lo, fb / b.1.lo))
 }
 
-/// The section from the results of [`experiments`].
+/// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut sec = Section::new(
-        "multi-fault",
         "PT reclaim and a fault-heavy threaded program",
         "What does reclaiming empty PTE tables cost a program that faults and drops memory \
          from many threads, and how does it scale from 1 to 16 threads?",
@@ -154,15 +159,17 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     );
     sec.method = format!("{} {TIME_METHOD}", sec.method);
     let mut rows = Vec::new();
-    let mut series: Vec<Vec<(f64, report::chart::Estimate)>> = vec![Vec::new(); RECLAIM.len()];
+    let mut series: Vec<Vec<(f64, Named)>> = RECLAIM.iter().map(|_| Vec::new()).collect();
     let mut rates = Vec::new();
     let mut changes: Vec<[Figure; 2]> = Vec::new();
-    for (i, &t) in THREADS.iter().enumerate() {
-        let res = r.model(i);
+    let runs = declared(o, declare).1;
+    for (i, (&t, &run)) in THREADS.iter().zip(&runs).enumerate() {
+        let res = r.model(run);
         let got: Vec<(f64, Predicted)> = res.iter().map(per_minute).collect();
         let (off, on) = (got[0].0, got[1].0);
         for (k, (rate, _)) in got.iter().enumerate() {
-            series[k].push((t as f64, exact(*rate)));
+            let name = format!("faults_per_minute[{i}][{k}]");
+            series[k].push((t as f64, named(name, Figure::count(*rate))));
         }
         let (before, after, change) = SLIDES[i];
         rows.push(row![
@@ -248,32 +255,36 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             .collect::<Vec<_>>(),
     );
     sec.figure("threads", THREADS);
-    let mut s: Vec<Series<(f64, report::chart::Estimate)>> = RECLAIM
+    let mut s: Vec<(String, Vec<(f64, Named)>)> = RECLAIM
         .iter()
         .zip(series)
-        .map(|((name, _), v)| Series::new(*name, v))
+        .map(|((name, _), v)| (name.to_string(), v))
         .collect();
-    s.push(Series::new(
-        "slides, before",
+    let slides_before: Vec<f64> = SLIDES.iter().map(|(b, _, _)| *b).collect();
+    sec.figure("slides_faults_per_minute_before", &slides_before);
+    s.push((
+        "slides, before".into(),
         THREADS
             .iter()
-            .zip(SLIDES)
-            .map(|(&t, (b, _, _))| (t as f64, exact(b)))
+            .zip(&slides_before)
+            .enumerate()
+            .map(|(i, (&t, &b))| {
+                let name = format!("slides_faults_per_minute_before[{i}]");
+                (t as f64, named(name, Figure::count(b)))
+            })
             .collect(),
     ));
-    sec.chart(
+    sec.lines(
         "Faults per minute against threads: the model's prediction under three reclaim settings \
          (one run each, deterministic) and the slides' measured rate before reclaim",
-        chart::line_chart(
-            &ChartSpec::new(
-                "Faults per minute vs threads, multi-fault-like (model, predicted) and the slides",
-                "threads",
-                "faults per minute",
-            )
-            .unit(Unit::Count)
-            .from_zero(),
-            &s,
-        ),
+        &ChartSpec::new(
+            "Faults per minute vs threads, multi-fault-like (model, predicted) and the slides",
+            "threads",
+            "faults per minute",
+        )
+        .unit(Unit::Count)
+        .from_zero(),
+        s,
     );
     sec
 }

@@ -3,22 +3,17 @@
 //! page over and over, alone and beside a second thread; the model predicts
 //! the time per round in virtual time, the kernel measures it.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Experiment, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, FigUnit, Figure, TableCell};
+use super::plot::named;
 use super::read::{mean, per, samples, summary};
 use super::text::{count, estimate, table, INTERVALS};
 use super::time::{self, Predicted, TIME_METHOD};
 use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Estimate, Series};
+use report::chart::ChartSpec;
 use report::Unit;
 use stats::Quantity;
-
-/// Experiment indices, in declaration order.
-const MODEL_ALONE: usize = 0;
-const MODEL_PAIR: usize = 1;
-const KERNEL_ALONE: usize = 2;
-const KERNEL_PAIR: usize = 3;
 
 /// The churning thread: `rounds` of map, write, unmap one page, marked
 /// before and after (before the closing barrier, so that the second
@@ -105,23 +100,44 @@ fn kernel_rounds(o: StudyOptions) -> usize {
 
 const KERNEL_RUNS: usize = 5;
 
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     let (m, k) = (model_rounds(o), kernel_rounds(o));
-    vec![
-        Experiment::model("munmap alone (model)", workload(m, None), &[model("")], 1),
-        Experiment::model(
+    Runs {
+        model_alone: p.model(Experiment::model(
+            "munmap alone (model)",
+            workload(m, None),
+            &[model("")],
+            1,
+        )),
+        model_pair: p.model(Experiment::model(
             "munmap beside a second thread (model)",
             workload(m, Some(false)),
             &[model("")],
             1,
-        ),
-        Experiment::kernel("munmap alone (kernel)", workload(k, None), KERNEL_RUNS),
-        Experiment::kernel(
+        )),
+        kernel_alone: p.kernel(Experiment::kernel(
+            "munmap alone (kernel)",
+            workload(k, None),
+            KERNEL_RUNS,
+        )),
+        kernel_pair: p.kernel(Experiment::kernel(
             "munmap beside a second thread (kernel)",
             workload(k, Some(true)),
             KERNEL_RUNS,
-        ),
-    ]
+        )),
+    }
+}
+
+/// The experiments' handles.
+struct Runs {
+    model_alone: ModelRun,
+    model_pair: ModelRun,
+    kernel_alone: KernelRun,
+    kernel_pair: KernelRun,
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
 }
 
 /// The kernel's measured time per round: per run, elapsed between the
@@ -139,7 +155,6 @@ fn measured(r: &ConfigResult, rounds: usize) -> Option<stats::Summary> {
 
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut sec = Section::new(
-        "munmap-shootdown",
         "What a shootdown adds to munmap",
         "How long does a munmap take with and without another running thread of the process \
          (whose TLB must be shot down)?",
@@ -151,8 +166,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     );
     sec.method = format!("{} {TIME_METHOD} {INTERVALS}", sec.method);
     let (mr, kr) = (model_rounds(o), kernel_rounds(o));
-    let alone = &r.model(MODEL_ALONE)[0];
-    let pair = &r.model(MODEL_PAIR)[0];
+    let runs = declared(o, declare).1;
+    let alone = &r.model(runs.model_alone)[0];
+    let pair = &r.model(runs.model_pair)[0];
     let t_alone = time::between(alone, "start", "churned").per(mr as f64);
     let t_pair = time::between(pair, "start", "churned").per(mr as f64);
     let ipis = |r: &ConfigResult| {
@@ -161,10 +177,10 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             mr as f64,
         )
     };
-    let k_alone = r.kernel(KERNEL_ALONE).and_then(|k| measured(k, kr));
-    let k_pair = r.kernel(KERNEL_PAIR).and_then(|k| measured(k, kr));
+    let k_alone = r.kernel(runs.kernel_alone).and_then(|k| measured(k, kr));
+    let k_pair = r.kernel(runs.kernel_pair).and_then(|k| measured(k, kr));
     let k_shoot = r
-        .kernel(KERNEL_PAIR)
+        .kernel(runs.kernel_pair)
         .and_then(|k| summary(k, "churned", counters::TLB_SHOOTDOWNS.name, Quantity::Count));
     let kfig = |s: &Option<stats::Summary>| -> TableCell {
         s.as_ref().map_or("not run here".into(), |s| {
@@ -259,30 +275,34 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         )),
     };
     let cats = vec!["alone".to_string(), "beside a second thread".to_string()];
-    let mut series = vec![Series::new(
-        "model (predicted)",
-        vec![t_alone.estimate(), t_pair.estimate()],
+    let mut series = vec![(
+        "model (predicted)".to_string(),
+        vec![
+            named("model_ns_per_round[0]", Figure::predicted(&t_alone)),
+            named("model_ns_per_round[1]", Figure::predicted(&t_pair)),
+        ],
     )];
     if let (Some(a), Some(b)) = (&k_alone, &k_pair) {
-        series.push(Series::new(
-            "kernel (measured)",
-            vec![Estimate::from_summary(a), Estimate::from_summary(b)],
+        series.push((
+            "kernel (measured)".into(),
+            vec![
+                named("kernel_ns_per_round[0]", Figure::summary(a, FigUnit::Ns)),
+                named("kernel_ns_per_round[1]", Figure::summary(b, FigUnit::Ns)),
+            ],
         ));
     }
-    sec.chart(
+    sec.bars(
         "Time per round of mmap, write fault and munmap, alone and beside a second running \
          thread: the model's prediction (interval from the cost file) and this machine's kernel \
          (mean of runs with its 95% interval)",
-        chart::bar_chart(
-            &ChartSpec::new(
-                "Time per munmap round, with and without a shootdown",
-                "",
-                "time per round",
-            )
-            .unit(Unit::Nanoseconds),
-            &cats,
-            &series,
-        ),
+        &ChartSpec::new(
+            "Time per munmap round, with and without a shootdown",
+            "",
+            "time per round",
+        )
+        .unit(Unit::Nanoseconds),
+        &cats,
+        series,
     );
     sec
 }

@@ -3,20 +3,17 @@
 //! cost in page-table memory? The model runs a dense and a sparse workload
 //! under the four configurations.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Experiment, ModelRun, Plan, Results};
 use super::figure::{row, Figure};
+use super::plot::named;
 use super::read::{mean, per};
-use super::text::{count, count_figure, exact, kb, num, table};
+use super::text::{count, count_figure, kb, num, table};
 use super::time::{self, Predicted};
 use super::{model, Section, StudyOptions, Verdict};
 use crate::config::RunConfig;
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Series, YScale};
+use report::chart::{ChartSpec, YScale};
 use report::Unit;
-
-/// Experiment indices, in declaration order.
-const DENSE: usize = 0;
-const SPARSE: usize = 1;
 
 fn dense_toml(size: &str, count: u64) -> String {
     format!(
@@ -71,23 +68,37 @@ fn sparse_size(o: StudyOptions) -> &'static str {
 }
 
 /// The dense and the sparse workload under every configuration.
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
+fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     let configs = configurations();
-    vec![
-        Experiment::model(
+    Runs {
+        dense: p.model(Experiment::model(
             "dense 4K/mTHP/THP/64K",
             dense_toml(dense_size(o), o.pick(200_000, 1_000_000)),
             &configs,
             1,
-        ),
-        Experiment::model("sparse 4K/64K", sparse_toml(sparse_size(o)), &configs, 1),
-    ]
+        )),
+        sparse: p.model(Experiment::model(
+            "sparse 4K/64K",
+            sparse_toml(sparse_size(o)),
+            &configs,
+            1,
+        )),
+    }
 }
 
-/// The section from the results of [`experiments`].
+/// The experiments' handles.
+struct Runs {
+    dense: ModelRun,
+    sparse: ModelRun,
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
+}
+
+/// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut sec = Section::new(
-        "riscv-64k",
         "RISC-V: a 64 KiB base page vs 4 KiB with mTHP or THP",
         "What does a 64 KiB software base page (Svnapot) buy over 4 KiB pages with 64 KiB mTHP folios \
          or 2 MiB THP, and what does it cost in page-table memory?",
@@ -107,8 +118,9 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     );
     let labels = ["4K pages", "4K + 64K mTHP", "4K + 2M THP", "64K base page"];
     let (size, sparse_size) = (dense_size(o), sparse_size(o));
-    let dense = r.model(DENSE);
-    let sparse = r.model(SPARSE);
+    let runs = declared(o, declare).1;
+    let dense = r.model(runs.dense);
+    let sparse = r.model(runs.sparse);
     let miss = |r: &ConfigResult| {
         1000.0
             * per(
@@ -219,54 +231,68 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         (0..4).map(|i| miss(&dense[i])).collect::<Vec<_>>(),
     );
     let cats: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
-    sec.chart(
+    sec.bars(
         &format!("Page faults to fault the dense {size} region in (model, exact counts of one run; log scale)"),
-        chart::bar_chart(
-            &ChartSpec::new(
-                format!("Page faults to fault {size} in, by page size (model)"),
-                "configuration",
-                "page faults (log scale)",
-            )
-            .unit(Unit::Count)
-            .y_scale(YScale::Log),
-            &cats,
-            &[Series::new("faults", (0..4).map(|i| exact(f(i))).collect())],
-        ),
+        &ChartSpec::new(
+            format!("Page faults to fault {size} in, by page size (model)"),
+            "configuration",
+            "page faults (log scale)",
+        )
+        .unit(Unit::Count)
+        .y_scale(YScale::Log),
+        &cats,
+        vec![(
+            "faults".into(),
+            (0..4)
+                .map(|i| named(format!("dense_faults[{i}]"), Figure::count(f(i))))
+                .collect(),
+        )],
     );
-    sec.chart(
+    // Every configuration's sparse VmPTE (sparse_vmpte_kb keeps 4K's and
+    // 64K's, as before).
+    let sparse_vmpte: Vec<Figure> = (0..4)
+        .map(|i| Figure::kib(mean(&sparse[i], "touched", counters::VMPTE_KB.name)))
+        .collect();
+    sec.figure("sparse_vmpte_by_configuration", &sparse_vmpte);
+    sec.bars(
         &format!("Page-table memory of the sparse {sparse_size} arena (model, one run; log scale)"),
-        chart::bar_chart(
-            &ChartSpec::new(
-                format!("VmPTE of a sparse {sparse_size} arena, one write per 32 MiB (model)"),
-                "configuration",
-                "VmPTE (kB, log scale)",
-            )
-            .unit(Unit::Kilobytes)
-            .y_scale(YScale::Log),
-            &cats,
-            &[Series::new(
-                "VmPTE",
-                (0..4)
-                    .map(|i| exact(mean(&sparse[i], "touched", counters::VMPTE_KB.name)))
-                    .collect(),
-            )],
-        ),
+        &ChartSpec::new(
+            format!("VmPTE of a sparse {sparse_size} arena, one write per 32 MiB (model)"),
+            "configuration",
+            "VmPTE (kB, log scale)",
+        )
+        .unit(Unit::Kilobytes)
+        .y_scale(YScale::Log),
+        &cats,
+        vec![(
+            "VmPTE".into(),
+            sparse_vmpte
+                .into_iter()
+                .enumerate()
+                .map(|(i, f)| named(format!("sparse_vmpte_by_configuration[{i}]"), f))
+                .collect(),
+        )],
     );
-    sec.chart(
+    sec.bars(
         "TLB misses per 1,000 random reads of the dense region (model, one run; every bar labelled, \
          so THP's 0 shows)",
-        chart::bar_chart(
-            &ChartSpec::new(
-                format!("TLB misses per 1,000 random reads over {size} (model)"),
-                "configuration",
-                "TLB misses per 1,000 reads",
-            ),
-            &cats,
-            &[Series::new(
-                "misses",
-                (0..4).map(|i| exact(miss(&dense[i]))).collect(),
-            )],
+        &ChartSpec::new(
+            format!("TLB misses per 1,000 random reads over {size} (model)"),
+            "configuration",
+            "TLB misses per 1,000 reads",
         ),
+        &cats,
+        vec![(
+            "misses".into(),
+            (0..4)
+                .map(|i| {
+                    named(
+                        format!("tlb_misses_per_1000_reads[{i}]"),
+                        Figure::plain(miss(&dense[i])),
+                    )
+                })
+                .collect(),
+        )],
     );
     sec
 }

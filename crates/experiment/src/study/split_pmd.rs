@@ -6,23 +6,26 @@
 //! bare-metal one; the kernel of this machine runs the same at 2 threads,
 //! THP off and on.
 
-use super::experiments::{Experiment, Results};
+use super::experiments::{declared, Experiment, KernelRun, ModelRun, Plan, Results};
 use super::figure::{row, FigUnit, Figure};
+use super::plot::{named, Named};
 use super::read::{mean, samples};
-use super::text::{count_figure, estimate, exact, table, INTERVALS};
+use super::text::{count_figure, estimate, table, INTERVALS};
 use super::time::{self, Predicted, TIME_METHOD};
 use super::{model, Section, StudyOptions, Verdict};
 use crate::exec::ConfigResult;
-use report::chart::{self, ChartSpec, Estimate, Series};
+use report::chart::ChartSpec;
 use report::Unit;
 use stats::Quantity;
 
-/// Experiment indices, in declaration order.
-const AT_80: usize = 0;
-const KERNEL_OFF: usize = 1;
-const KERNEL_ON: usize = 2;
-/// Then one experiment per thread count of the scaling chart.
-const SCALING: usize = 3;
+/// The experiments' handles.
+struct Runs {
+    at_80: ModelRun,
+    kernel_off: KernelRun,
+    kernel_on: KernelRun,
+    /// One per thread count of the scaling chart, in its order.
+    scaling: Vec<ModelRun>,
+}
 
 /// The seed's modeled CPUs and its times (s): THP off, THP on with one
 /// lock, THP on with split PMD locks.
@@ -111,34 +114,40 @@ fn configs(costs: &[(&str, &str)]) -> Vec<crate::config::RunConfig> {
 
 /// The memscale-like workload at 80 threads under both cost files, on the
 /// kernel at 2 threads THP off and on, and at fewer threads for the chart.
-pub(super) fn experiments(o: StudyOptions) -> Vec<Experiment> {
-    let mut v = vec![
-        Experiment::model(
+fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
+    Runs {
+        at_80: p.model(Experiment::model(
             "thp-memscale 80 threads",
             memscale_toml(CPUS, chunk(o), "hugepage"),
             &configs(&COSTS),
             1,
-        ),
-        Experiment::kernel(
+        )),
+        kernel_off: p.kernel(Experiment::kernel(
             "thp-memscale kernel, THP off",
             memscale_toml(2, chunk(o), "nohugepage"),
             o.pick(3, 5),
-        ),
-        Experiment::kernel(
+        )),
+        kernel_on: p.kernel(Experiment::kernel(
             "thp-memscale kernel, THP on",
             memscale_toml(2, chunk(o), "hugepage"),
             o.pick(3, 5),
-        ),
-    ];
-    for t in scaling_threads(o) {
-        v.push(Experiment::model(
-            &format!("thp-memscale {t} threads"),
-            memscale_toml(t, chunk(o), "hugepage"),
-            &configs(&COSTS[1..]),
-            1,
-        ));
+        )),
+        scaling: scaling_threads(o)
+            .into_iter()
+            .map(|t| {
+                p.model(Experiment::model(
+                    &format!("thp-memscale {t} threads"),
+                    memscale_toml(t, chunk(o), "hugepage"),
+                    &configs(&COSTS[1..]),
+                    1,
+                ))
+            })
+            .collect(),
     }
-    v
+}
+
+pub(super) fn plan(o: StudyOptions) -> Plan {
+    declared(o, declare).0
 }
 
 /// The predicted fault phase of one configuration.
@@ -207,10 +216,9 @@ fn bandwidth_finding() -> String {
     )
 }
 
-/// The section from the results of [`experiments`].
+/// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut sec = Section::new(
-        "split-pmd",
         "Split PMD locks",
         "Why did THP make a threaded fault benchmark slower until PMD tables got their own locks?",
         "A thp_memscale-like workload: 80 threads on 80 modeled CPUs, each writing every page \
@@ -236,7 +244,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          faults), 33.9 s with THP on and split PMD locks (80 CPUs): 1 : 1.37 : 0.93.",
     );
     sec.method = format!("{} {TIME_METHOD} {INTERVALS}", sec.method);
-    let r80 = r.model(AT_80);
+    let runs = declared(o, declare).1;
+    let r80 = r.model(runs.at_80);
     let chunk = chunk(o);
     let mut rows = Vec::new();
     let mut ratios = Vec::new();
@@ -336,11 +345,11 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
 
     // The kernel at 2 threads.
     let (koff, kon) = (
-        r.kernel(KERNEL_OFF).and_then(measured),
-        r.kernel(KERNEL_ON).and_then(measured),
+        r.kernel(runs.kernel_off).and_then(measured),
+        r.kernel(runs.kernel_on).and_then(measured),
     );
     if let (Some(a), Some(b)) = (&koff, &kon) {
-        let huge = r.kernel(KERNEL_ON).map_or(f64::NAN, |k| {
+        let huge = r.kernel(runs.kernel_on).map_or(f64::NAN, |k| {
             mean(k, "faulted", counters::ANON_HUGE_KB.name)
         });
         sec.findings.push(format!(
@@ -355,20 +364,19 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     }
 
     // Time against threads (bare metal 2013), the 80-thread run last.
-    let mut series: Vec<Vec<(f64, Estimate)>> = vec![Vec::new(); 3];
-    for (k, &t) in scaling_threads(o).iter().enumerate() {
-        let res = r.model(SCALING + k);
-        for i in 0..3 {
-            series[i].push((t as f64, faulting(&res[i]).estimate()));
-        }
+    // Per thread count: (threads, each setting's predicted time).
+    let mut scaling: Vec<(usize, [Figure; 3])> = Vec::new();
+    for (&t, &run) in scaling_threads(o).iter().zip(&runs.scaling) {
+        let res = r.model(run);
+        scaling.push((t, [0, 1, 2].map(|i| Figure::predicted(&faulting(&res[i])))));
     }
     // From how many threads the one lock costs more than 10% over split
     // PMD locks (2013 figures, the scaling runs and the 80-thread one).
     let mut counts: Vec<(usize, Predicted, Predicted)> = scaling_threads(o)
         .iter()
-        .enumerate()
-        .map(|(k, &t)| {
-            let res = r.model(SCALING + k);
+        .zip(&runs.scaling)
+        .map(|(&t, &run)| {
+            let res = r.model(run);
             (t, faulting(&res[1]), faulting(&res[2]))
         })
         .collect();
@@ -399,53 +407,82 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         )),
     };
     sec.verdict = v;
-    for (i, s) in series.iter_mut().enumerate() {
-        s.push((CPUS as f64, faulting(&r80[3 + i]).estimate()));
-    }
-    let lines: Vec<Series<(f64, Estimate)>> = SETTINGS
+    scaling.push((
+        CPUS,
+        [3, 4, 5].map(|i| Figure::predicted(&faulting(&r80[i]))),
+    ));
+    charts(sec, chunk, &scaling, &ratios)
+}
+
+/// The section's two charts, from the figures they show: the scaling runs'
+/// predicted times (2013 figures; the 80-thread run last) and the ratios
+/// to THP off at 80 CPUs beside the seed's.
+fn charts(
+    mut sec: Section,
+    chunk: &str,
+    scaling: &[(usize, [Figure; 3])],
+    ratios: &[[f64; 3]],
+) -> Section {
+    sec.figure("scaling_predicted_ns", scaling);
+    let lines = SETTINGS
         .iter()
-        .zip(series)
-        .map(|((l, _), v)| Series::new(*l, v))
+        .enumerate()
+        .map(|(i, (l, _))| {
+            let points = scaling
+                .iter()
+                .enumerate()
+                .map(|(k, (t, f))| {
+                    let name = format!("scaling_predicted_ns[{k}][1][{i}]");
+                    (*t as f64, named(name, f[i].clone()))
+                })
+                .collect();
+            (l.to_string(), points)
+        })
         .collect();
-    sec.chart(
+    sec.lines(
         &format!(
             "Predicted time of the writes and lookups against threads (each thread writes, then looks up, {chunk}; \
              bare-metal 2013 figures; interval from the cost file)"
         ),
-        chart::line_chart(
-            &ChartSpec::new(
-                "Predicted fault-phase time vs threads, thp_memscale-like (model, bare metal 2013)",
-                "threads (one modeled CPU each)",
-                "predicted time",
-            )
-            .unit(Unit::Nanoseconds)
-            .from_zero(),
-            &lines,
-        ),
+        &ChartSpec::new(
+            "Predicted fault-phase time vs threads, thp_memscale-like (model, bare metal 2013)",
+            "threads (one modeled CPU each)",
+            "predicted time",
+        )
+        .unit(Unit::Nanoseconds)
+        .from_zero(),
+        lines,
     );
     let cats: Vec<String> = SETTINGS.iter().map(|(l, _)| l.to_string()).collect();
-    let mut bars: Vec<Series<Estimate>> = COSTS
+    let ratio = |name: String, v: f64| named(name, Figure::new(v, FigUnit::Ratio));
+    let mut bars: Vec<(String, Vec<Named>)> = COSTS
         .iter()
-        .zip(&ratios)
-        .map(|((c, _), q)| {
-            Series::new(format!("model, {c}"), q.iter().map(|&v| exact(v)).collect())
+        .zip(ratios)
+        .enumerate()
+        .map(|(ci, ((c, _), q))| {
+            let points = (0..3)
+                .map(|i| ratio(format!("ratios[{ci}][{i}]"), q[i]))
+                .collect();
+            (format!("model, {c}"), points)
         })
         .collect();
-    bars.push(Series::new(
-        "seed (80 CPUs, 2013)",
-        SEED_S.iter().map(|s| exact(s / SEED_S[0])).collect(),
+    let seed: Vec<f64> = SEED_S.iter().map(|s| s / SEED_S[0]).collect();
+    sec.figure("seed_ratios", &seed);
+    bars.push((
+        "seed (80 CPUs, 2013)".into(),
+        (0..3)
+            .map(|i| ratio(format!("seed_ratios[{i}]"), seed[i]))
+            .collect(),
     ));
-    sec.chart(
+    sec.bars(
         "Time relative to THP off at 80 CPUs: the model under each cost file and the seed",
-        chart::bar_chart(
-            &ChartSpec::new(
-                "Fault-phase time relative to THP off, 80 CPUs: model and seed",
-                "",
-                "time / time with THP off",
-            ),
-            &cats,
-            &bars,
+        &ChartSpec::new(
+            "Fault-phase time relative to THP off, 80 CPUs: model and seed",
+            "",
+            "time / time with THP off",
         ),
+        &cats,
+        bars,
     );
     sec
 }

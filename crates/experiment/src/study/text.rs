@@ -15,7 +15,6 @@
 //!   own speed and appears nowhere in the text.
 
 use super::{TableCell, TableData};
-use report::chart::Estimate;
 use report::Unit;
 use stats::{MeanInterval, Summary};
 
@@ -80,21 +79,6 @@ pub(crate) fn table(title: &str, headers: &[&str], rows: Vec<Vec<TableCell>>) ->
         title: title.into(),
         headers: headers.iter().map(|h| h.to_string()).collect(),
         rows,
-    }
-}
-
-/// A chart value of one run or an exact figure, without an interval (0 when
-/// undefined).
-pub(crate) fn exact(v: f64) -> Estimate {
-    Estimate::exact(if v.is_finite() { v } else { 0.0 })
-}
-
-/// A chart value from a summary (its interval, n), or from `fallback` with
-/// n = 1 when there is none.
-pub(crate) fn point(s: Option<&Summary>, fallback: f64) -> Estimate {
-    match s {
-        Some(s) => Estimate::from_summary(s),
-        None => exact(fallback).runs(1),
     }
 }
 

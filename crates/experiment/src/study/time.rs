@@ -10,7 +10,6 @@
 
 use super::read::mean;
 use crate::exec::ConfigResult;
-use report::chart::Estimate;
 use report::Unit;
 
 /// A predicted duration: the point figure and the cost file's interval.
@@ -45,20 +44,6 @@ impl Predicted {
         } else {
             Predicted::NONE
         }
-    }
-
-    /// As a chart value: the point with the cost file's interval.
-    pub(crate) fn estimate(&self) -> Estimate {
-        if !self.is_some() {
-            return Estimate::exact(0.0);
-        }
-        Estimate::with_ci(
-            self.ns,
-            stats::Interval {
-                low: self.lo.min(self.ns).max(0.0),
-                high: self.hi.max(self.ns),
-            },
-        )
     }
 
     /// For a sentence or a table: "36.5 ms (cost-file interval 30.1 ms to
@@ -132,8 +117,6 @@ mod tests {
         assert_eq!(p.per(2.0).ns, 1000.0);
         assert!(!p.per(0.0).is_some());
         assert_eq!(p.text(), "2.00 us (cost-file interval 1.00 us to 4.00 us)");
-        let e = p.estimate();
-        assert_eq!((e.value, e.ci.unwrap().low), (2000.0, 1000.0));
         assert_eq!(Predicted::NONE.text(), "n/a");
     }
 }
