@@ -108,6 +108,7 @@ pub fn derived_from(parts: &[(&Cost, f64)], method: &str) -> Cost {
         provenance: Provenance::Derived,
         method: method.to_string(),
         source: String::new(),
+        stability: None,
     }
 }
 
@@ -173,6 +174,7 @@ fn summarize(samples: &[f64], method: &str, provenance: Provenance) -> Option<Co
         provenance,
         method,
         source: String::new(),
+        stability: None,
     })
 }
 
