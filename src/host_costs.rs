@@ -111,6 +111,18 @@ fn calibrate(path: &std::path::Path, replacing: Option<&str>) -> Result<String, 
         }
         Event::Figure { .. } => {}
         Event::Problem { message } => eprintln!("warning: {message}"),
+        Event::Drift {
+            family,
+            message,
+            retake,
+        } => eprintln!(
+            "warning: the host moved while {family} ran ({message}); {}",
+            if retake {
+                "measuring it again"
+            } else {
+                "its figures are marked unstable"
+            }
+        ),
     });
     pb.finish();
     let result = result.map_err(|m| {
@@ -132,6 +144,15 @@ fn calibrate(path: &std::path::Path, replacing: Option<&str>) -> Result<String, 
             )
         }
     );
+    let unstable = crate::cmd::calibrate::unstable_figures(&result.file);
+    if !unstable.is_empty() {
+        eprintln!(
+            "ptlab: {} figures did not hold still (predictions priced with them carry their spread as the interval; `ptlab calibrate --long --out {}` on a quiet host re-takes them): {}",
+            unstable.len(),
+            path.display(),
+            unstable.join("; ")
+        );
+    }
     Ok(path.display().to_string())
 }
 

@@ -73,6 +73,20 @@ fn an_empty_cache_is_filled_by_the_first_prediction_and_reused() {
     );
     assert_eq!(f.host.mode.as_deref(), Some("test"));
     assert!(!f.costs.is_empty());
+    // Every measured figure says how still it held (rounds, interval,
+    // spread), and a ratio is never negative.
+    for (name, c) in &f.costs {
+        if c.provenance == costs::Provenance::Measured {
+            let st = c
+                .stability
+                .as_ref()
+                .unwrap_or_else(|| panic!("{name}: no stability"));
+            assert!(
+                st.rounds > 0 && st.rel_halfwidth >= 0.0 && st.rel_spread >= 0.0,
+                "{name}: {st:?}"
+            );
+        }
+    }
     // The terminal says the figures are this host's, and where they are.
     let header = format!("costs: {}, this host's (", file.display());
     assert!(out.contains(&header), "{out}");

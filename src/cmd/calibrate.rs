@@ -66,6 +66,18 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
                 }
             }
             Event::Problem { message } => eprintln!("warning: {message}"),
+            Event::Drift {
+                family,
+                message,
+                retake,
+            } => eprintln!(
+                "warning: the host moved while {family} ran ({message}); {}",
+                if retake {
+                    "measuring it again"
+                } else {
+                    "its figures are marked unstable"
+                }
+            ),
         },
     );
     pb.finish();
@@ -108,6 +120,15 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
         scale.name(),
         result.elapsed.as_secs_f64()
     )?;
+    let unstable = unstable_figures(&result.file);
+    if !unstable.is_empty() {
+        outln!(
+            "Unstable ({} of {}; predictions priced with them carry their rounds' spread as the interval): {}",
+            unstable.len(),
+            result.file.costs.len(),
+            unstable.join("; ")
+        )?;
+    }
     if result.problems.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
@@ -164,10 +185,36 @@ fn check_out(out: &Path) -> Result<(), Failure> {
     }
 }
 
+/// The figures `file` marks unstable, each with why: its interval's
+/// relative half-width and its rounds' spread, and what moved on the host.
+pub fn unstable_figures(file: &calibrate::costs::CostFile) -> Vec<String> {
+    file.costs
+        .iter()
+        .filter_map(|(name, c)| {
+            let s = c.stability.as_ref().filter(|s| s.unstable)?;
+            let mut why = format!(
+                "{name} (interval +-{:.0}%, spread {:.0}% over {} rounds",
+                s.rel_halfwidth * 100.0,
+                s.rel_spread * 100.0,
+                s.rounds
+            );
+            if !s.drift.is_empty() {
+                why.push_str(&format!("; {}", s.drift));
+            }
+            why.push(')');
+            Some(why)
+        })
+        .collect()
+}
+
 /// One table row: name, figure with its unit, interval, n, method.
 fn row(name: &str, c: &Cost) -> String {
     let unit = catalog::lookup(name).map_or("ns", |e| short_unit(e.per));
-    let mut method = c.method.clone();
+    let mut method = if c.is_unstable() {
+        format!("UNSTABLE; {}", c.method)
+    } else {
+        c.method.clone()
+    };
     if method.chars().count() > METHOD_WIDTH {
         method = method.chars().take(METHOD_WIDTH - 1).collect::<String>() + "…";
     }

@@ -1,7 +1,7 @@
 //! One module per command.
 
 mod audit;
-mod calibrate;
+pub(crate) mod calibrate;
 mod explain;
 mod geometry;
 mod import;

@@ -60,6 +60,33 @@ pub struct Cost {
     /// For an assumed figure: where it comes from.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
+    /// How still the figure held while it was measured (calibrate writes
+    /// it for measured figures; a file of an older build has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<Stability>,
+}
+
+/// How still a measured figure held: the rounds behind it, how wide its
+/// interval and how spread its rounds are relative to its point, and
+/// whether the host moved (steal time, clock rate) while it was taken.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stability {
+    /// Rounds (or samples) taken before the stopping rule stopped.
+    pub rounds: u32,
+    /// The interval's half-width over the point, `(hi - lo) / 2 / ns`.
+    pub rel_halfwidth: f64,
+    /// The middle half of the rounds' values over their median,
+    /// `(q3 - q1) / median`: how much one round differs from the next.
+    pub rel_spread: f64,
+    /// The figure did not hold still: its interval stayed wider than the
+    /// unstable bound, or the host moved during every take of it.
+    #[serde(default)]
+    pub unstable: bool,
+    /// What moved on the host while the figure was measured (steal time,
+    /// the CPU's clock rate), and whether it was re-measured.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub drift: String,
 }
 
 impl Cost {
@@ -73,6 +100,30 @@ impl Cost {
             provenance: Provenance::Assumed,
             method: String::new(),
             source: source.to_string(),
+            stability: None,
+        }
+    }
+
+    /// Whether the file marks the figure unstable.
+    pub fn is_unstable(&self) -> bool {
+        self.stability.as_ref().is_some_and(|s| s.unstable)
+    }
+
+    /// The interval predictions priced with this figure use: `lo..hi`,
+    /// widened for a figure marked unstable to at least its rounds'
+    /// relative spread either side of the point (`ns * (1 -+ rel_spread)`,
+    /// floored at 0), since its interval alone understates how far the
+    /// next take may land.
+    pub fn pricing_bounds(&self) -> (f64, f64) {
+        match &self.stability {
+            Some(s) if s.unstable => {
+                let w = self.ns * s.rel_spread;
+                (
+                    (self.ns - w).max(0.0).min(self.lo),
+                    (self.ns + w).max(self.hi),
+                )
+            }
+            _ => (self.lo, self.hi),
         }
     }
 }
@@ -315,6 +366,19 @@ impl CostFile {
                     ),
                 ));
             }
+            if let Some(st) = &c.stability {
+                for (field, v) in [
+                    ("rel_halfwidth", st.rel_halfwidth),
+                    ("rel_spread", st.rel_spread),
+                ] {
+                    if !v.is_finite() || v < 0.0 {
+                        return Err(invalid(
+                            format!("{key}.stability.{field}"),
+                            format!("expected a finite ratio >= 0, found {v}"),
+                        ));
+                    }
+                }
+            }
             if c.provenance == Provenance::Assumed && c.source.is_empty() {
                 return Err(invalid(
                     format!("{key}.source"),
@@ -346,6 +410,7 @@ mod tests {
                 provenance: Provenance::Measured,
                 method: "mean of 10 runs".into(),
                 source: String::new(),
+                stability: None,
             },
         );
         f
@@ -395,6 +460,62 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("format 2"), "{e}");
+    }
+
+    fn with_stability(unstable: bool) -> CostFile {
+        let mut f = sample();
+        f.costs.get_mut("fault.anon_write").unwrap().stability = Some(Stability {
+            rounds: 24,
+            rel_halfwidth: 0.03,
+            rel_spread: 0.2,
+            unstable,
+            drift: if unstable {
+                "steal 6.0% of CPU time during every take".into()
+            } else {
+                String::new()
+            },
+        });
+        f
+    }
+
+    #[test]
+    fn stability_round_trips_and_a_file_without_it_still_loads() {
+        let f = with_stability(true);
+        let text = f.to_toml();
+        assert!(text.contains("rel_spread = 0.2"), "{text}");
+        let back = CostFile::parse(&text, Path::new("x.toml")).unwrap();
+        assert_eq!(back, f);
+        assert!(back.get("fault.anon_write").unwrap().is_unstable());
+        // The old format: no stability table at all.
+        let old = CostFile::parse(&sample().to_toml(), Path::new("x.toml")).unwrap();
+        assert_eq!(old.get("fault.anon_write").unwrap().stability, None);
+    }
+
+    #[test]
+    fn a_negative_spread_is_refused_by_key() {
+        let text = with_stability(false)
+            .to_toml()
+            .replace("rel_spread = 0.2", "rel_spread = -0.2");
+        let e = CostFile::parse(&text, Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("stability.rel_spread"), "{e}");
+    }
+
+    #[test]
+    fn only_an_unstable_figure_is_priced_wider() {
+        let stable = with_stability(false);
+        let c = stable.get("fault.anon_write").unwrap();
+        assert_eq!(c.pricing_bounds(), (c.lo, c.hi));
+        let unstable = with_stability(true);
+        let c = unstable.get("fault.anon_write").unwrap();
+        let (lo, hi) = c.pricing_bounds();
+        // 20% of 1650 either side: wider than the interval [1600, 1700].
+        assert!(
+            (lo - 1320.0).abs() < 1e-9 && (hi - 1980.0).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+        assert!(lo <= c.lo && hi >= c.hi);
     }
 
     #[test]

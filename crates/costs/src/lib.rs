@@ -23,4 +23,4 @@ pub mod catalog;
 pub mod file;
 
 pub use catalog::{CostName, Per, CATALOG};
-pub use file::{Cost, CostFile, CostsError, HostInfo, Provenance, FORMAT_VERSION};
+pub use file::{Cost, CostFile, CostsError, HostInfo, Provenance, Stability, FORMAT_VERSION};

@@ -87,12 +87,12 @@ impl Mul<f64> for Ns3 {
     }
 }
 
+/// A figure's point and the bounds predictions carry: its interval, or,
+/// for a figure its file marks unstable, the wider one its rounds' spread
+/// gives (`costs::Cost::pricing_bounds`).
 impl From<&costs::Cost> for Ns3 {
     fn from(c: &costs::Cost) -> Ns3 {
-        Ns3 {
-            ns: c.ns,
-            lo: c.lo,
-            hi: c.hi,
-        }
+        let (lo, hi) = c.pricing_bounds();
+        Ns3 { ns: c.ns, lo, hi }
     }
 }

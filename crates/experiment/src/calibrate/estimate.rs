@@ -17,7 +17,9 @@
 //!   a busy host) are left out when enough remain for an interval, and the
 //!   method says how many.
 
-use costs::{Cost, Provenance};
+use costs::{Cost, Provenance, Stability};
+
+use super::robust;
 use stats::{Quantity, Summary};
 
 /// The least-squares line through `(x, y)` points: intercept and slope.
@@ -100,6 +102,13 @@ pub fn derived(samples: &[f64], method: &str) -> Option<Cost> {
 pub fn derived_from(parts: &[(&Cost, f64)], method: &str) -> Cost {
     let sum = |f: fn(&Cost) -> f64| parts.iter().map(|(c, k)| k * f(c)).sum::<f64>();
     let ns = sum(|c| c.ns).max(0.0);
+    // Unstable when a part is, with the widest part's spread.
+    let stability = parts
+        .iter()
+        .filter_map(|(c, _)| c.stability.as_ref())
+        .filter(|s| s.unstable)
+        .max_by(|a, b| a.rel_spread.total_cmp(&b.rel_spread))
+        .cloned();
     Cost {
         ns,
         lo: sum(|c| c.lo).clamp(0.0, ns),
@@ -108,6 +117,7 @@ pub fn derived_from(parts: &[(&Cost, f64)], method: &str) -> Cost {
         provenance: Provenance::Derived,
         method: method.to_string(),
         source: String::new(),
+        stability,
     }
 }
 
@@ -165,14 +175,28 @@ fn summarize(samples: &[f64], method: &str, provenance: Provenance) -> Option<Co
     } else {
         high
     };
+    let (lo, hi) = (low.clamp(0.0, ns), hi.max(ns));
+    let base = if ns > 0.0 { ns } else { hi };
+    let rel_halfwidth = if base > 0.0 {
+        (hi - lo) / 2.0 / base
+    } else {
+        0.0
+    };
     Some(Cost {
         ns,
-        lo: low.clamp(0.0, ns),
-        hi: hi.max(ns),
+        lo,
+        hi,
         n: s.n as u32,
         provenance,
         method,
         source: String::new(),
+        stability: Some(Stability {
+            rounds: s.n as u32,
+            rel_halfwidth,
+            rel_spread: robust::rel_spread(samples),
+            unstable: rel_halfwidth > robust::UNSTABLE_REL_HALFWIDTH,
+            drift: String::new(),
+        }),
     })
 }
 

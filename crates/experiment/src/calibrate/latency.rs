@@ -24,15 +24,17 @@
 //! Memory: one 1 GiB buffer at a time, unmapped before the next.
 
 use std::hint::black_box;
-use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
 use super::clock::{self, CpuTimer};
-use super::estimate::{derived_from, measured};
-use super::runner::mean;
+use super::estimate::derived_from;
+use super::robust::{
+    self, min_of_k, paired_differences, paired_rounds, Paired, Robust, StoppingRule,
+};
 use super::{pin, CalibrateError, Figures, Scale, MAX_PROBE_BYTES};
+use costs::Cost;
 
 const LINE: usize = 64;
 const PAGE: usize = 4096;
@@ -43,9 +45,7 @@ const MIN_HUGE_SHARE: f64 = 0.9;
 
 pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     let _pin = pin::pin_to(pin::allowed_cpus().first().copied().unwrap_or(0));
-    // Each chase gets its own time limit, from when its buffer is ready.
-    let deadline = || Instant::now() + scale.probe_deadline();
-    let reps = scale.reps();
+    let rule = StoppingRule::at(scale);
     let err = |message: String| CalibrateError::Probe {
         what: "latency".into(),
         message,
@@ -57,103 +57,19 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     ] {
         // At least one whole huge page, so small sets lie in one.
         let buf = Buffer::new(size.max(HUGE), Pages::Huge).map_err(err)?;
-        let nodes = every_line(size);
-        let ns = buf.chase_samples(&nodes, steps, reps, deadline());
+        let start = buf.link(&every_line(size));
+        let rounds = paired_rounds(&rule, |_, _| (floor_of(start, steps, FLOOR_K), 0.0));
         let how = format!(
-            "pointer chase over every 64-byte line of {} KiB in random cyclic order, THP-advised buffer ({:.0}% in huge pages), {steps} steps per sample, {}",
+            "pointer chase over every 64-byte line of {} KiB in random cyclic order, THP-advised buffer ({:.0}% in huge pages), {steps} steps per chase, {}; a round is the fastest of {FLOOR_K} chases (a floor)",
             size >> 10,
             buf.huge_share.min(1.0) * 100.0,
             clock::name()
         );
-        figs.put(name, measured(&ns, &how));
+        figs.put(name, rounds_cost(&rounds, &how));
     }
-
-    // The L2 TLB: the same 256 lines, over 256 pages or over four.
-    let spread = Buffer::new(256 * PAGE, Pages::Small).map_err(err)?;
-    let spread_ns = spread.chase_samples(&one_line_per_page(256), 2_000_000, reps, deadline());
-    drop(spread);
-    let dense = Buffer::new(256 * LINE, Pages::Small).map_err(err)?;
-    let dense_ns = dense.chase_samples(&every_line(256 * LINE), 2_000_000, reps, deadline());
-    drop(dense);
-    let dense_mean = mean(&dense_ns);
-    figs.put(
-        "tlb.l2_hit",
-        measured(
-            &spread_ns.iter().map(|s| s - dense_mean).collect::<Vec<_>>(),
-            "pointer chase over one line in each of 256 4 KiB pages (L1 TLB misses, L2 TLB hits) minus the same 256 lines in 16 KiB",
-        ),
-    );
-
-    // The walk whose table lines are cached: one line in each of 8,192
-    // 4 KiB pages (past every TLB level's reach; their PTEs, 64 KiB, and
-    // their data lines, 512 KiB, stay in the caches), minus the same lines
-    // over THP (TLB hits). A workload that runs through pages it just
-    // faulted or mapped walks like this, not like the 1 GiB chase.
-    let walked = 8192 * PAGE;
-    let layout = one_line_per_page(8192);
-    let huge = Buffer::new(walked, Pages::Huge).map_err(err)?;
-    let huge_ns = huge.chase_samples(&layout, 2_000_000, reps, deadline());
-    let share = huge.huge_share.min(1.0);
-    drop(huge);
-    if share >= MIN_HUGE_SHARE {
-        let small = Buffer::new(walked, Pages::Small).map_err(err)?;
-        let small_ns = small.chase_samples(&layout, 2_000_000, reps, deadline());
-        drop(small);
-        let huge_mean = mean(&huge_ns);
-        figs.put(
-            "tlb.miss_walk_cached",
-            measured(
-                &small_ns.iter().map(|s| s - huge_mean).collect::<Vec<_>>(),
-                &format!(
-                    "pointer chase over one line in each of 8192 4 KiB pages (MADV_NOHUGEPAGE; past the TLBs, tables and lines in the caches) minus the same lines over THP ({:.0}% in huge pages, mean), per access, {}",
-                    share * 100.0,
-                    clock::name()
-                ),
-            ),
-        );
-    }
-
-    let big = match scale {
-        Scale::Test => 64 << 20,
-        _ => 1 << 30,
-    };
-    check_room(big).map_err(err)?;
-    let steps = match scale {
-        Scale::Long => 400_000,
-        _ => 100_000,
-    };
-    let layout = lines_per_page(big, 8, 0x6c61_7465);
-    let huge = Buffer::new(big, Pages::Huge).map_err(err)?;
-    let huge_ns = huge.chase_samples(&layout, steps, reps, deadline());
-    let share = huge.huge_share.min(1.0);
-    drop(huge);
-    if share < MIN_HUGE_SHARE {
-        return Err(err(format!(
-            "mem.latency_1g and tlb.miss_walk not measured: the kernel backed only {:.0}% of the {} MiB THP-advised buffer with huge pages (memory too fragmented; THP defrag = {})",
-            share * 100.0,
-            big >> 20,
-            host::Fingerprint::read().thp_defrag.as_deref().unwrap_or("unknown")
-        )));
-    }
-    let small = Buffer::new(big, Pages::Small).map_err(err)?;
-    let small_ns = small.chase_samples(&layout, steps, reps, deadline());
-    drop(small);
-    let mib = big >> 20;
-    figs.put(
-        "mem.latency_1g",
-        measured(
-            &huge_ns,
-            &format!("pointer chase over 8 random lines per 4 KiB of a {mib} MiB THP-advised buffer ({:.0}% in huge pages), {steps} steps per sample, {}", share * 100.0, clock::name()),
-        ),
-    );
-    let huge_mean = mean(&huge_ns);
-    figs.put(
-        "tlb.miss_walk",
-        measured(
-            &small_ns.iter().map(|s| s - huge_mean).collect::<Vec<_>>(),
-            &format!("the {mib} MiB chase over 4 KiB pages (MADV_NOHUGEPAGE) minus the same chase over THP (mean), per access"),
-        ),
-    );
+    l2_hit(&rule, figs).map_err(err)?;
+    walk_cached(&rule, figs).map_err(err)?;
+    walk_memory(scale, &rule, figs).map_err(err)?;
 
     let same = |name: &str, what: &str, figs: &Figures| {
         figs.get(name)
@@ -177,6 +93,145 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         figs,
     );
     figs.put("walk.ref_memory", memory);
+    Ok(())
+}
+
+/// Chases per round; the round's figure is the fastest (interference only
+/// lengthens a chase). The first chase after the other buffer's also warms
+/// its caches and TLB back up, which the minimum leaves out.
+const FLOOR_K: usize = 2;
+
+/// The time per step of `k` chases from `start`, the fastest.
+fn floor_of(start: *const usize, steps: u64, k: usize) -> f64 {
+    let times: Vec<f64> = (0..k).map(|_| time_chase(start, steps)).collect();
+    min_of_k(&times, k)[0]
+}
+
+/// Rounds of a probe chase and its baseline, back to back in alternating
+/// order, until `rule` stops them.
+fn paired_chases(
+    rule: &StoppingRule,
+    probe: *const usize,
+    base: *const usize,
+    steps: u64,
+) -> Paired {
+    paired_rounds(rule, |_, probe_first| {
+        if probe_first {
+            let p = floor_of(probe, steps, FLOOR_K);
+            (p, floor_of(base, steps, FLOOR_K))
+        } else {
+            let b = floor_of(base, steps, FLOOR_K);
+            (floor_of(probe, steps, FLOOR_K), b)
+        }
+    })
+}
+
+/// The figure of rounds: the median of their paired differences.
+fn rounds_cost(p: &Paired, method: &str) -> Option<Cost> {
+    let est = p.estimate()?;
+    Some(robust::cost(
+        &est,
+        &paired_differences(&p.probe, &p.baseline),
+        p.stop,
+        method,
+    ))
+}
+
+/// The L2 TLB: the same 256 lines, over 256 pages or over four.
+fn l2_hit(rule: &StoppingRule, figs: &mut Figures) -> Result<(), String> {
+    let spread = Buffer::new(256 * PAGE, Pages::Small)?;
+    let dense = Buffer::new(256 * LINE, Pages::Small)?;
+    let p = paired_chases(
+        rule,
+        spread.link(&one_line_per_page(256)),
+        dense.link(&every_line(256 * LINE)),
+        2_000_000,
+    );
+    figs.put(
+        "tlb.l2_hit",
+        rounds_cost(
+            &p,
+            &format!("pointer chase over one line in each of 256 4 KiB pages (L1 TLB misses, L2 TLB hits) minus the same 256 lines in 16 KiB, interleaved in rounds (fastest of {FLOOR_K} chases each), {}", clock::name()),
+        ),
+    );
+    Ok(())
+}
+
+/// The walk whose table lines are cached: one line in each of 8,192
+/// 4 KiB pages (past every TLB level's reach; their PTEs, 64 KiB, and
+/// their data lines, 512 KiB, stay in the caches), minus the same lines
+/// over THP (TLB hits). A workload that runs through pages it just
+/// faulted or mapped walks like this, not like the 1 GiB chase.
+fn walk_cached(rule: &StoppingRule, figs: &mut Figures) -> Result<(), String> {
+    let walked = 8192 * PAGE;
+    let layout = one_line_per_page(8192);
+    let huge = Buffer::new(walked, Pages::Huge)?;
+    let share = huge.huge_share.min(1.0);
+    if share < MIN_HUGE_SHARE {
+        return Ok(());
+    }
+    let small = Buffer::new(walked, Pages::Small)?;
+    let p = paired_chases(rule, small.link(&layout), huge.link(&layout), 2_000_000);
+    figs.put(
+        "tlb.miss_walk_cached",
+        rounds_cost(
+            &p,
+            &format!(
+                "pointer chase over one line in each of 8192 4 KiB pages (MADV_NOHUGEPAGE; past the TLBs, tables and lines in the caches) minus the same lines over THP ({:.0}% in huge pages), interleaved in rounds (fastest of {FLOOR_K} chases each), per access, {}",
+                share * 100.0,
+                clock::name()
+            ),
+        ),
+    );
+    Ok(())
+}
+
+/// `mem.latency_1g` and `tlb.miss_walk`: the chase over a large buffer of
+/// huge pages, and the same chase over 4 KiB pages less it. Both buffers
+/// are held at once so that the rounds interleave them (1 GiB each, or
+/// 512 MiB when MemAvailable has no room for twice 2 GiB).
+fn walk_memory(scale: Scale, rule: &StoppingRule, figs: &mut Figures) -> Result<(), String> {
+    let big = match scale {
+        Scale::Test => 64 << 20,
+        _ if check_room(2 << 30).is_ok() => 1 << 30,
+        _ => 512 << 20,
+    };
+    check_room(2 * big)?;
+    let steps = match scale {
+        Scale::Long => 400_000,
+        _ => 100_000,
+    };
+    let layout = lines_per_page(big, 8, 0x6c61_7465);
+    let huge = Buffer::new(big, Pages::Huge)?;
+    let share = huge.huge_share.min(1.0);
+    if share < MIN_HUGE_SHARE {
+        return Err(format!(
+            "mem.latency_1g and tlb.miss_walk not measured: the kernel backed only {:.0}% of the {} MiB THP-advised buffer with huge pages (memory too fragmented; THP defrag = {})",
+            share * 100.0,
+            big >> 20,
+            host::Fingerprint::read().thp_defrag.as_deref().unwrap_or("unknown")
+        ));
+    }
+    let small = Buffer::new(big, Pages::Small)?;
+    let p = paired_chases(rule, small.link(&layout), huge.link(&layout), steps);
+    drop((small, huge));
+    let mib = big >> 20;
+    let latency = Robust::median_of(&p.baseline).map(|est| {
+        robust::cost(
+            &est,
+            &p.baseline,
+            p.stop,
+            &format!("pointer chase over 8 random lines per 4 KiB of a {mib} MiB THP-advised buffer ({:.0}% in huge pages), {steps} steps per chase, the fastest of {FLOOR_K} a round, {}", share * 100.0, clock::name()),
+        )
+    });
+    figs.put("mem.latency_1g", latency);
+    figs.put(
+        "tlb.miss_walk",
+        rounds_cost(
+            &p,
+            &format!("the {mib} MiB chase over 4 KiB pages (MADV_NOHUGEPAGE) minus the same chase over THP, the two interleaved in rounds (fastest of {FLOOR_K} chases each), per access"),
+        ),
+    );
     Ok(())
 }
 
@@ -272,15 +327,9 @@ impl Buffer {
     }
 
     /// Links `nodes` (byte offsets, 8-aligned, inside the buffer) into
-    /// one random cycle and times `steps` dependent loads around it, once
-    /// to warm up and then `reps` times: ns per load.
-    fn chase_samples(
-        &self,
-        nodes: &[usize],
-        steps: u64,
-        reps: usize,
-        deadline: Instant,
-    ) -> Vec<f64> {
+    /// one random cycle, chases it once to warm up, and returns its start
+    /// for [`time_chase`].
+    fn link(&self, nodes: &[usize]) -> *const usize {
         let next = sattolo(nodes.len(), 0x7074_6c61_625f_6368);
         for (i, &to) in next.iter().enumerate() {
             assert!(nodes[i] + 8 <= self.len && nodes[i].is_multiple_of(8));
@@ -295,20 +344,17 @@ impl Buffer {
         }
         // SAFETY: node 0 is inside the buffer.
         let start = unsafe { self.ptr.add(nodes[0]) }.cast::<usize>();
-        let mut out = Vec::new();
-        for rep in 0..=reps {
-            if rep > 1 && Instant::now() > deadline {
-                break;
-            }
-            let t = CpuTimer::start();
-            black_box(chase(start, steps));
-            let ns = t.ns() / steps as f64;
-            if rep > 0 {
-                out.push(ns);
-            }
-        }
-        out
+        black_box(chase(start, nodes.len() as u64));
+        start
     }
+}
+
+/// Thread CPU ns per step of `steps` dependent loads from `start` (a node
+/// [`Buffer::link`] returned, of a buffer still alive).
+fn time_chase(start: *const usize, steps: u64) -> f64 {
+    let t = CpuTimer::start();
+    black_box(chase(start, steps));
+    t.ns() / steps as f64
 }
 
 impl Drop for Buffer {
@@ -409,16 +455,10 @@ mod tests {
     #[test]
     fn a_chase_visits_the_cycle() {
         let buf = Buffer::new(64 * LINE, Pages::Small).unwrap();
-        let nodes = every_line(64 * LINE);
-        let ns = buf.chase_samples(
-            &nodes,
-            64,
-            2,
-            Instant::now() + std::time::Duration::from_secs(5),
-        );
-        assert_eq!(ns.len(), 2);
+        let start = buf.link(&every_line(64 * LINE));
+        assert!(time_chase(start, 64) > 0.0);
         // After exactly 64 steps a 64-node cycle is back at its start.
-        let start = buf.ptr.cast::<usize>();
+        assert_eq!(start, buf.ptr.cast::<usize>().cast_const());
         assert_eq!(chase(start, 64), start as usize);
         assert_ne!(chase(start, 63), start as usize);
     }

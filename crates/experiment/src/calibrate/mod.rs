@@ -42,6 +42,7 @@
 mod bandwidth;
 pub mod busy;
 mod clock;
+pub mod drift;
 pub mod estimate;
 mod faults;
 mod fork;
@@ -53,6 +54,7 @@ mod major_pmd;
 mod memory;
 mod node_of;
 mod pin;
+pub mod robust;
 mod runner;
 mod shootdown;
 mod syscalls;
@@ -66,9 +68,9 @@ pub use costs;
 use costs::{Cost, CostFile};
 use thiserror::Error;
 
-/// The most memory one probe holds at once (the 1 GiB chases and their
-/// tables).
-pub const MAX_PROBE_BYTES: u64 = 1536 << 20;
+/// The most memory one probe holds at once (the two 1 GiB chases the
+/// latency probe interleaves, and their tables).
+pub const MAX_PROBE_BYTES: u64 = 2560 << 20;
 
 /// Every cost name calibrate writes, in the order it writes them.
 pub const MEASURED: &[&str] = &[
@@ -198,6 +200,13 @@ pub enum Event<'a> {
     Figure { name: &'a str, cost: &'a Cost },
     /// A family failed; its figures are missing.
     Problem { message: &'a str },
+    /// The host moved while a family ran ([`drift`]): `retake` says
+    /// whether it is measured again (otherwise its figures are marked).
+    Drift {
+        family: &'a str,
+        message: &'a str,
+        retake: bool,
+    },
 }
 
 /// The result: the file, and what could not be measured.
@@ -213,6 +222,10 @@ pub(crate) struct Figures<'a> {
     costs: BTreeMap<String, Cost>,
     on_event: &'a mut dyn FnMut(Event),
     problems: Vec<String>,
+    /// Names written since the family started (to mark them for drift).
+    written: Vec<String>,
+    /// What is left of the time families may spend measured again.
+    retake_left: Duration,
 }
 
 impl Figures<'_> {
@@ -223,6 +236,7 @@ impl Figures<'_> {
         match cost {
             Some(c) => {
                 (self.on_event)(Event::Figure { name, cost: &c });
+                self.written.push(name.to_string());
                 self.costs.insert(name.to_string(), c);
             }
             None => self.problem(format!("{name}: no usable sample")),
@@ -293,6 +307,8 @@ pub fn calibrate_families(
         costs: BTreeMap::new(),
         on_event,
         problems: Vec::new(),
+        written: Vec::new(),
+        retake_left: retake_budget(scale),
     };
     let run: Vec<&(&str, Family)> = FAMILIES
         .iter()
@@ -304,9 +320,7 @@ pub fn calibrate_families(
             index,
             total: run.len(),
         });
-        if let Err(e) = probe(scale, &mut figs) {
-            figs.problem(e.to_string());
-        }
+        run_family(scale, name, *probe, &mut figs);
     }
     if only.is_none() {
         for name in MEASURED {
@@ -321,6 +335,86 @@ pub fn calibrate_families(
         file,
         problems: figs.problems,
         elapsed: start.elapsed(),
+    }
+}
+
+/// The time a whole calibration may spend measuring families again after
+/// the host moved under them: a few seconds in quick mode (it must stay
+/// about 20 s on a quiet 2-CPU host), minutes with `--long`.
+fn retake_budget(scale: Scale) -> Duration {
+    match scale {
+        Scale::Test => Duration::ZERO,
+        Scale::Quick => Duration::from_secs(6),
+        Scale::Long => Duration::from_secs(600),
+    }
+}
+
+/// Runs one family, reading the host's clocks before and after
+/// ([`drift`]). When they moved, the family is measured again if its time
+/// fits in what is left of [`retake_budget`] (the second take's figures
+/// replace the first's); figures taken while the host moved in every take
+/// are marked unstable, with what moved.
+fn run_family(scale: Scale, name: &str, probe: Family, figs: &mut Figures) {
+    let mut notes = Vec::new();
+    for take in 0..2 {
+        figs.written.clear();
+        let start = Instant::now();
+        let before = drift::read();
+        let result = probe(scale, figs);
+        let took = start.elapsed();
+        let moved = drift::between(&before, &drift::read());
+        if let Err(e) = result {
+            figs.problem(e.to_string());
+        }
+        let Some(moved) = moved else {
+            if !notes.is_empty() {
+                notes.push("measured again: held still".to_string());
+                mark(figs, &notes.join("; "), false);
+            }
+            return;
+        };
+        let retake = take == 0 && took <= figs.retake_left;
+        (figs.on_event)(Event::Drift {
+            family: name,
+            message: &moved,
+            retake,
+        });
+        notes.push(format!("take {}: {moved}", take + 1));
+        if !retake {
+            if take == 0 {
+                notes.push(format!(
+                    "not measured again (the {:.0} s it takes is past what is left of the {} mode's budget for re-measuring)",
+                    took.as_secs_f64(),
+                    scale.name()
+                ));
+            }
+            mark(figs, &notes.join("; "), true);
+            return;
+        }
+        figs.retake_left = figs.retake_left.saturating_sub(took);
+    }
+}
+
+/// Notes `drift` in the stability of every figure the family just wrote,
+/// and marks them unstable when `unstable`.
+fn mark(figs: &mut Figures, drift: &str, unstable: bool) {
+    for name in &figs.written {
+        if let Some(c) = figs.costs.get_mut(name) {
+            let rel_halfwidth = if c.ns > 0.0 {
+                (c.hi - c.lo) / 2.0 / c.ns
+            } else {
+                0.0
+            };
+            let st = c.stability.get_or_insert(costs::Stability {
+                rounds: c.n,
+                rel_halfwidth,
+                rel_spread: 0.0,
+                unstable: false,
+                drift: String::new(),
+            });
+            st.drift = drift.to_string();
+            st.unstable |= unstable;
+        }
     }
 }
 
