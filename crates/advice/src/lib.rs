@@ -82,6 +82,19 @@ kinds! {
     /// MADV_COLD (Linux 5.4): deactivates the pages (no counter sees that);
     /// a large folio the range covers only in part is split.
     Cold = MADV_COLD = 20, "cold";
+    /// MADV_DONTFORK: a fork's child does not get the range (VM_DONTCOPY).
+    DontFork = MADV_DONTFORK = 10, "dontfork";
+    /// MADV_DOFORK: undoes MADV_DONTFORK.
+    DoFork = MADV_DOFORK = 11, "dofork";
+    /// MADV_WIPEONFORK (Linux 4.14): a fork's child gets the range empty
+    /// (VM_WIPEONFORK; private anonymous memory only).
+    WipeOnFork = MADV_WIPEONFORK = 18, "wipeonfork";
+    /// MADV_KEEPONFORK: undoes MADV_WIPEONFORK.
+    KeepOnFork = MADV_KEEPONFORK = 19, "keeponfork";
+    /// MADV_REMOVE: punches a hole in the shared file or shmem object
+    /// under the range (its pages go from every process and from the
+    /// file).
+    Remove = MADV_REMOVE = 9, "remove";
 }
 
 /// Which mappings Linux accepts an advice on (else EINVAL, or EACCES where
@@ -92,6 +105,9 @@ pub enum Needs {
     Any,
     /// Private anonymous memory only.
     PrivateAnon,
+    /// A shared mapping of a file or shmem object (Linux: EINVAL without a
+    /// file, EACCES on a private mapping of one).
+    SharedObject,
 }
 
 /// The protection an advice needs over its range (else EFAULT).
@@ -107,19 +123,29 @@ impl Advice {
     /// mm/madvise.c, madvise_dontneed_free_valid_vma, can_madv_lru_vma).
     pub const fn refuses_locked(self) -> bool {
         match self {
-            Advice::DontNeed | Advice::Free | Advice::PageOut | Advice::Cold => true,
+            // Linux: madvise_remove refuses VM_LOCKED too.
+            Advice::DontNeed | Advice::Free | Advice::PageOut | Advice::Cold | Advice::Remove => {
+                true
+            }
             Advice::HugePage
             | Advice::NoHugePage
             | Advice::PopulateRead
             | Advice::PopulateWrite
-            | Advice::WillNeed => false,
+            | Advice::WillNeed
+            | Advice::DontFork
+            | Advice::DoFork
+            | Advice::WipeOnFork
+            | Advice::KeepOnFork => false,
         }
     }
 
     /// Which mappings it applies to.
     pub const fn needs(self) -> Needs {
         match self {
-            Advice::Free => Needs::PrivateAnon,
+            // Linux: madvise_vma_behavior refuses MADV_WIPEONFORK on a
+            // file or shared VMA.
+            Advice::Free | Advice::WipeOnFork => Needs::PrivateAnon,
+            Advice::Remove => Needs::SharedObject,
             Advice::DontNeed
             | Advice::HugePage
             | Advice::NoHugePage
@@ -127,7 +153,10 @@ impl Advice {
             | Advice::PopulateWrite
             | Advice::WillNeed
             | Advice::PageOut
-            | Advice::Cold => Needs::Any,
+            | Advice::Cold
+            | Advice::DontFork
+            | Advice::DoFork
+            | Advice::KeepOnFork => Needs::Any,
         }
     }
 
@@ -145,7 +174,15 @@ impl Advice {
     /// acting on pages: Linux takes the mmap lock for write for these
     /// (mm/madvise.c, madvise_update_vma).
     pub const fn sets_vma_flags(self) -> bool {
-        matches!(self, Advice::HugePage | Advice::NoHugePage)
+        matches!(
+            self,
+            Advice::HugePage
+                | Advice::NoHugePage
+                | Advice::DontFork
+                | Advice::DoFork
+                | Advice::WipeOnFork
+                | Advice::KeepOnFork
+        )
     }
 }
 

@@ -27,6 +27,7 @@ pub(super) fn syscall(
                     plan::MapKind::Anon => MmKind::Anon,
                     plan::MapKind::File => MmKind::File {
                         cached: m.file == plan::FileState::Cached,
+                        offset: m.file_offset,
                     },
                     plan::MapKind::Shmem => MmKind::Shmem,
                 },
@@ -62,7 +63,16 @@ pub(super) fn syscall(
             "madvise",
             SyscallKind::Madvise,
         ),
-        Op::Mlock { region, range } => (
+        Op::Mlock {
+            region,
+            range,
+            onfault: true,
+        } => (
+            cpu.mlock_onfault(at(*region, range), range.len),
+            "mlock2",
+            SyscallKind::Other,
+        ),
+        Op::Mlock { region, range, .. } => (
             cpu.mlock(at(*region, range), range.len),
             "mlock",
             SyscallKind::Other,
@@ -84,6 +94,7 @@ pub(super) fn syscall(
                 new_len: m.new_size,
                 maymove: m.maymove,
                 fixed: m.to.map(|to| w.regions[to].addr),
+                dontunmap: m.dontunmap,
             };
             (cpu.mremap(args).map(|_| ()), "mremap", SyscallKind::Other)
         }

@@ -850,7 +850,10 @@ impl<'m> Driver<'m> {
 
     fn map(&mut self, m: &MapEvent, addr: u64, len: u64) -> Result<(), ReplayError> {
         let kind = match m.kind {
-            RegionKind::File => MapKind::File { cached: true },
+            RegionKind::File => MapKind::File {
+                cached: true,
+                offset: 0,
+            },
             RegionKind::Shmem => MapKind::Shmem,
             _ => MapKind::Anon,
         };

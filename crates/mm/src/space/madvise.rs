@@ -3,6 +3,7 @@
 use super::populate::PopulateMode;
 use super::AddressSpace;
 use crate::counters::ThreadCtx;
+use crate::cache::MemObject;
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{Vma, VmaFlags, Vmas};
@@ -75,13 +76,21 @@ impl AddressSpace {
         let mut vmas = self.mmap_write(ctx);
         // Linux: madvise_walk_vmas: advise every VMA in the range, then
         // report a hole.
-        let pieces: Vec<(u64, u64)> = vmas
+        let pieces: Vec<(u64, u64, bool)> = vmas
             .overlapping(addr, end)
-            .map(|v| (v.start.max(addr), v.end.min(end)))
+            .map(|v| (v.start.max(addr), v.end.min(end), v.is_anon()))
             .collect();
         let mut covered = 0;
-        for (s, e) in pieces {
+        for (s, e, anon) in pieces {
             covered += e - s;
+            // Linux: madvise_vma_behavior (MADV_WIPEONFORK on a file or
+            // shared VMA is EINVAL), after the VMAs before it were advised.
+            // (Only WIPEONFORK of the flag-setting advice has a need.)
+            if advice.needs() == Needs::PrivateAnon && !anon {
+                return Err(Errno::Inval(
+                    "madvise advice needs private anonymous memory",
+                ));
+            }
             let set = |v: &mut Vma| set_flags(&mut v.flags, advice);
             self.vma_modify(ctx, &mut vmas, s, e, set, d)?;
         }
@@ -138,20 +147,24 @@ impl AddressSpace {
         if advice.refuses_locked() && v.flags.locked {
             return Err(Errno::Inval("madvise advice refused on a locked VMA"));
         }
-        let fits = match advice.needs() {
-            Needs::Any => true,
-            Needs::PrivateAnon => v.is_anon(),
-        };
-        if !fits {
-            return Err(Errno::Inval(
-                "madvise advice needs private anonymous memory",
-            ));
+        match advice.needs() {
+            Needs::Any => {}
+            Needs::PrivateAnon if v.is_anon() => {}
+            Needs::PrivateAnon => {
+                return Err(Errno::Inval("madvise advice needs private anonymous memory"))
+            }
+            Needs::SharedObject if v.shared && v.object().is_some() => {}
+            // Linux answers EACCES for a private file mapping.
+            Needs::SharedObject => {
+                return Err(Errno::Inval("madvise advice needs a shared file or shmem mapping"))
+            }
         }
         match advice {
             Advice::DontNeed => self.zap_range(ctx, v, s, e, true, d),
             Advice::Free => self.madvise_free(ctx, v, s, e, d),
             Advice::PageOut => self.pageout(ctx, v, s, e, d),
             Advice::Cold => self.cold(ctx, v, s, e, d),
+            Advice::Remove => self.remove(ctx, v, s, e, d),
             Advice::WillNeed => {
                 if let Some(obj) = v.object() {
                     obj.readahead(v.pgoff_of(s, self.page_shift), (e - s) / self.page);
@@ -160,10 +173,48 @@ impl AddressSpace {
             }
             Advice::PopulateRead => self.populate(ctx, vmas, s, e, PopulateMode::Read, true, d),
             Advice::PopulateWrite => self.populate(ctx, vmas, s, e, PopulateMode::Write, true, d),
-            Advice::HugePage | Advice::NoHugePage => {
-                unreachable!("sets VMA flags: madvise_vma_flags")
+            Advice::HugePage
+            | Advice::NoHugePage
+            | Advice::DontFork
+            | Advice::DoFork
+            | Advice::WipeOnFork
+            | Advice::KeepOnFork => unreachable!("sets VMA flags: madvise_vma_flags"),
+        }
+    }
+}
+
+impl AddressSpace {
+    // Linux: mm/madvise.c, madvise_remove -> vfs_fallocate(FALLOC_FL_PUNCH_HOLE
+    // | FALLOC_FL_KEEP_SIZE) -> shmem_fallocate or the filesystem's hole
+    // punch: unmap_mapping_range over the hole in every process, then
+    // truncate_inode_pages_range.
+    /// MADV_REMOVE of `s..e` of the shared object mapping `v`: the object's
+    /// pages there are unmapped here and in every process of the family that
+    /// maps them, then dropped from the object whether dirty or not. The
+    /// next access of a file page reads it in again (a major fault), of a
+    /// shmem page allocates a zeroed one. A page of a PMD-sized page-cache
+    /// folio stays cached (the model does not split page-cache folios).
+    fn remove(
+        &self,
+        ctx: &mut ThreadCtx,
+        v: &Vma,
+        s: u64,
+        e: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let Some(obj) = v.object() else {
+            return Err(Errno::Inval("MADV_REMOVE needs a file or shmem mapping"));
+        };
+        self.zap_range(ctx, v, s, e, false, d)?;
+        let (first, last) = (v.pgoff_of(s, self.page_shift), v.pgoff_of(e, self.page_shift));
+        self.zap_object_others(ctx, obj, first, last)?;
+        let mut pages = obj.lock();
+        for idx in first..last {
+            if let Some(f) = MemObject::evict(&mut pages, idx) {
+                d.frames.push((f, self.page));
             }
         }
+        Ok(())
     }
 }
 
@@ -179,6 +230,10 @@ fn set_flags(f: &mut VmaFlags, advice: Advice) {
             f.hugepage = false;
             f.nohugepage = true;
         }
+        Advice::DontFork => f.dontcopy = true,
+        Advice::DoFork => f.dontcopy = false,
+        Advice::WipeOnFork => f.wipeonfork = true,
+        Advice::KeepOnFork => f.wipeonfork = false,
         _ => unreachable!("acts on pages: madvise_pages"),
     }
 }
