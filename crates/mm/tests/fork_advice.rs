@@ -185,7 +185,10 @@ fn remove_punches_a_hole_in_every_process_that_maps_it() {
         access(&p, &mut pc, BASE + i * P, true);
     }
     let c = Arc::new(p.new_child().unwrap());
-    p.fork(&mut pc, &c).unwrap().complete_without_tlb(&p).unwrap();
+    p.fork(&mut pc, &c)
+        .unwrap()
+        .complete_without_tlb(&p)
+        .unwrap();
     c.join_rmap(Arc::downgrade(&c) as Weak<dyn FamilyMember>);
     let mut cc = ThreadCtx::new();
     for i in 0..N {

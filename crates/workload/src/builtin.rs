@@ -336,13 +336,33 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/file-offset-readaround.toml"),
     ),
     (
+        "file-offset-thp",
+        include_str!("../validate/file-offset-thp.toml"),
+    ),
+    (
         "file-offset-private-fork",
         include_str!("../validate/file-offset-private-fork.toml"),
-    ),    ("shmem-remove-fork", include_str!("../validate/shmem-remove-fork.toml")),
-    ("shmem-remove-mprotect", include_str!("../validate/shmem-remove-mprotect.toml")),
-    ("file-remove-shared", include_str!("../validate/file-remove-shared.toml")),
-    ("mremap-dontunmap", include_str!("../validate/mremap-dontunmap.toml")),
-    ("mremap-dontunmap-thp-fork", include_str!("../validate/mremap-dontunmap-thp-fork.toml")),
+    ),
+    (
+        "shmem-remove-fork",
+        include_str!("../validate/shmem-remove-fork.toml"),
+    ),
+    (
+        "shmem-remove-mprotect",
+        include_str!("../validate/shmem-remove-mprotect.toml"),
+    ),
+    (
+        "file-remove-shared",
+        include_str!("../validate/file-remove-shared.toml"),
+    ),
+    (
+        "mremap-dontunmap",
+        include_str!("../validate/mremap-dontunmap.toml"),
+    ),
+    (
+        "mremap-dontunmap-thp-fork",
+        include_str!("../validate/mremap-dontunmap-thp-fork.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.

@@ -359,11 +359,15 @@ impl Workload {
             bytes[region] = bytes[region].saturating_add(b);
         });
         let before = file_before.iter().fold(0u64, |t, b| t.saturating_add(*b));
-        let one = self.regions.iter().zip(bytes).fold(before, |total, (r, b)| {
-            let data = b.min(r.size);
-            let tables = (data / FORMAT_PAGE).min(r.size / HUGE_PAGE + 2) * FORMAT_PAGE;
-            total.saturating_add(data).saturating_add(tables)
-        });
+        let one = self
+            .regions
+            .iter()
+            .zip(bytes)
+            .fold(before, |total, (r, b)| {
+                let data = b.min(r.size);
+                let tables = (data / FORMAT_PAGE).min(r.size / HUGE_PAGE + 2) * FORMAT_PAGE;
+                total.saturating_add(data).saturating_add(tables)
+            });
         // A fork's child (one at a time) may copy all of it once more.
         let mut forks = false;
         self.for_each_op(|_, op| forks |= matches!(op, Op::Fork { .. }));

@@ -3,8 +3,8 @@
 //! `onfault`, and `file_offset` of a file mapping. Each is planned as
 //! written, and bad input is refused with the place.
 
-use workload::plan::{Advice, Op};
 use workload::parse;
+use workload::plan::{Advice, Op};
 
 const FILE: &str = "workloads/x.toml";
 
@@ -29,22 +29,21 @@ fn ops(ops: &str) -> Vec<Op> {
 #[test]
 fn file_offset_is_planned_and_only_for_file_mappings() {
     let o = ops(r#"  { mmap = "f", size = "8KiB", kind = "file", file_offset = "1MiB" },"#);
-    let Op::Mmap(m) = &o[0] else {
-        panic!("{o:?}")
-    };
+    let Op::Mmap(m) = &o[0] else { panic!("{o:?}") };
     assert_eq!((m.file_offset, m.size), (1 << 20, 8192));
     let o = ops(r#"  { mmap = "f", size = "8KiB", kind = "file" },"#);
-    let Op::Mmap(m) = &o[0] else {
-        panic!("{o:?}")
-    };
+    let Op::Mmap(m) = &o[0] else { panic!("{o:?}") };
     assert_eq!(m.file_offset, 0);
 
     let e = err(r#"  { mmap = "a", size = "4KiB", file_offset = "4KiB" },"#);
     assert!(e.starts_with("workloads/x.toml:3:46: "), "{e}");
     assert!(e.contains("\"file_offset\""), "{e}");
-    assert!(e.contains("kind = \\\"file\\\"") || e.contains("kind = \"file\""), "{e}");
+    assert!(
+        e.contains("kind = \\\"file\\\"") || e.contains("kind = \"file\""),
+        "{e}"
+    );
 
-    let e = err(r#"  { mmap = "f", size = "4KiB", kind = "file", file_offset = "1000" },"#);
+    let e = err(r#"  { mmap = "f", size = "4KiB", kind = "file", file_offset = 1000 },"#);
     assert!(e.starts_with("workloads/x.toml:3:61: "), "{e}");
     assert!(e.contains("a multiple of 4 KiB"), "{e}");
 

@@ -2,8 +2,8 @@
 
 use super::populate::PopulateMode;
 use super::AddressSpace;
-use crate::counters::ThreadCtx;
 use crate::cache::MemObject;
+use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{Vma, VmaFlags, Vmas};
@@ -151,12 +151,16 @@ impl AddressSpace {
             Needs::Any => {}
             Needs::PrivateAnon if v.is_anon() => {}
             Needs::PrivateAnon => {
-                return Err(Errno::Inval("madvise advice needs private anonymous memory"))
+                return Err(Errno::Inval(
+                    "madvise advice needs private anonymous memory",
+                ))
             }
             Needs::SharedObject if v.shared && v.object().is_some() => {}
             // Linux answers EACCES for a private file mapping.
             Needs::SharedObject => {
-                return Err(Errno::Inval("madvise advice needs a shared file or shmem mapping"))
+                return Err(Errno::Inval(
+                    "madvise advice needs a shared file or shmem mapping",
+                ))
             }
         }
         match advice {
@@ -206,7 +210,10 @@ impl AddressSpace {
             return Err(Errno::Inval("MADV_REMOVE needs a file or shmem mapping"));
         };
         self.zap_range(ctx, v, s, e, false, d)?;
-        let (first, last) = (v.pgoff_of(s, self.page_shift), v.pgoff_of(e, self.page_shift));
+        let (first, last) = (
+            v.pgoff_of(s, self.page_shift),
+            v.pgoff_of(e, self.page_shift),
+        );
         self.zap_object_others(ctx, obj, first, last)?;
         let mut pages = obj.lock();
         for idx in first..last {

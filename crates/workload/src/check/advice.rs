@@ -62,9 +62,9 @@ impl<'a, 'd> Checker<'a, 'd> {
             Needs::PrivateAnon => Some("private anonymous memory (EINVAL)"),
             // MAP_SHARED | MAP_ANONYMOUS is shmem too.
             Needs::SharedObject if m.shared || m.kind == MapKind::Shmem => None,
-            Needs::SharedObject => Some(
-                "shared file or shmem mappings (EINVAL; EACCES on a private file mapping)",
-            ),
+            Needs::SharedObject => {
+                Some("shared file or shmem mappings (EINVAL; EACCES on a private file mapping)")
+            }
         };
         if let Some(only) = refusal {
             let problem = format!(
