@@ -48,7 +48,7 @@ fn file_offset_is_planned_and_only_for_file_mappings() {
     assert!(e.contains("a multiple of 4 KiB"), "{e}");
 
     let e = err(
-        r#"  { mmap = "f", size = "4KiB", kind = "file", file_offset = "9223372036854771712" },"#,
+        r#"  { mmap = "f", size = "4KiB", kind = "file", file_offset = 9223372036854771712 },"#,
     );
     assert!(e.starts_with("workloads/x.toml:3:61: "), "{e}");
     assert!(e.contains("2^63"), "{e}");
