@@ -453,6 +453,15 @@ impl<'m> CpuHandle<'m> {
         self.syscall(r)
     }
 
+    /// Linux `mlock2(addr, len, MLOCK_ONFAULT)`.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn mlock_onfault(&mut self, addr: u64, len: u64) -> Result<(), SyscallError> {
+        let r = self.space.mm.mlock_onfault(&mut self.ctx, addr, len);
+        self.syscall(r)
+    }
+
     /// Linux `munlock`.
     ///
     /// # Errors

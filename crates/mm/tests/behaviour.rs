@@ -318,7 +318,7 @@ fn a_napot_run_cut_by_munmap_or_mprotect_keeps_each_page_its_own_frame() {
 
 fn file(addr: u64, len: u64, cached: bool, shared: bool) -> MmapArgs {
     MmapArgs {
-        kind: MapKind::File { cached },
+        kind: MapKind::File { cached, offset: 0 },
         shared,
         ..MmapArgs::anon(addr, len)
     }

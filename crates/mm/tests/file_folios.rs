@@ -10,7 +10,7 @@ use mm::*;
 
 fn file(addr: u64, len: u64, cached: bool, shared: bool) -> MmapArgs {
     MmapArgs {
-        kind: MapKind::File { cached },
+        kind: MapKind::File { cached, offset: 0 },
         shared,
         ..MmapArgs::anon(addr, len)
     }

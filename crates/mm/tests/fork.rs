@@ -361,7 +361,10 @@ fn pageout_keeps_file_pages_while_a_child_lives() {
     let p = space(MmConfig::default());
     let mut pc = ThreadCtx::new();
     let args = MmapArgs {
-        kind: MapKind::File { cached: true },
+        kind: MapKind::File {
+            cached: true,
+            offset: 0,
+        },
         shared: true,
         ..MmapArgs::anon(BASE, 16 * 4096)
     };

@@ -44,6 +44,7 @@ fn fixed(addr: u64, len: u64, new_addr: u64) -> MremapArgs {
         new_len: len,
         maymove: true,
         fixed: Some(new_addr),
+        dontunmap: false,
     }
 }
 
@@ -154,6 +155,7 @@ fn growing_in_place_keeps_the_vma_and_merges_with_a_compatible_next() {
         new_len,
         maymove: false,
         fixed: None,
+        dontunmap: false,
     };
     // The next VMA is in the way of 4 MiB: ENOMEM without MREMAP_MAYMOVE.
     assert!(matches!(
@@ -186,6 +188,7 @@ fn shrinking_unmaps_the_tail_and_frees_its_tables() {
         new_len: M,
         maymove: false,
         fixed: None,
+        dontunmap: false,
     };
     remap(&s, &mut ctx, shrink).unwrap();
     let c = counters(&s, &ctx);
@@ -230,6 +233,7 @@ fn linux_errors() {
         new_len: 2 * M,
         maymove: false,
         fixed: None,
+        dontunmap: false,
     };
     assert!(matches!(remap(&s, &mut ctx, grow), Err(Errno::NoMem(_))));
     assert_eq!(s.vmas().len(), 3, "failed calls change nothing");
@@ -334,6 +338,7 @@ proptest! {
                         new_len: pages * P,
                         maymove: false,
                         fixed: None,
+                        dontunmap: false,
                     };
                     let out = remap(&s, &mut ctx, a);
                     prop_assert!(out.is_ok(), "{out:?}");
@@ -380,4 +385,51 @@ proptest! {
         prop_assert!(counters(&s, &ctx).rss_anon_kb >= written as i64 * 4);
         finish(s, &mut ctx);
     }
+}
+
+/// MREMAP_DONTUNMAP (Linux `dontunmap_complete`): the pages move, the
+/// source stays mapped, empty and unlocked.
+#[test]
+fn dontunmap_moves_the_pages_and_keeps_the_source_empty() {
+    let s = space(MmConfig::default());
+    let mut ctx = ThreadCtx::new();
+    let n = 32;
+    done(&s, s.mmap(&mut ctx, MmapArgs::anon(BASE, n * P)));
+    for i in 0..n {
+        access(&s, &mut ctx, BASE + i * P, true);
+    }
+    done(&s, s.mlock(&mut ctx, BASE, n * P));
+    let dst = BASE + (1 << 30);
+    let before = counters(&s, &ctx);
+    let args = MremapArgs {
+        dontunmap: true,
+        ..fixed(BASE, n * P, dst)
+    };
+    remap(&s, &mut ctx, args).unwrap();
+    let after = counters(&s, &ctx);
+    assert_eq!(after.minor_faults, before.minor_faults);
+    assert_eq!(after.rss_anon_kb, before.rss_anon_kb);
+    // Both ranges are mappings; only the destination has pages.
+    assert_eq!(s.vmas().len(), 2);
+    // The destination keeps the lock, the source loses it.
+    let locked: Vec<(u64, bool)> = s.vmas().iter().map(|v| (v.start, v.flags.locked)).collect();
+    assert_eq!(locked, [(BASE, false), (dst, true)]);
+    for i in 0..n {
+        assert!(access(&s, &mut ctx, dst + i * P, true).is_none());
+    }
+    assert_eq!(counters(&s, &ctx).minor_faults, before.minor_faults);
+    for i in 0..n {
+        access(&s, &mut ctx, BASE + i * P, false);
+    }
+    let c = counters(&s, &ctx);
+    assert_eq!(c.minor_faults, before.minor_faults + n as i64);
+    assert_eq!(c.rss_anon_kb, before.rss_anon_kb, "zero pages");
+    // Lengths must be equal, and the model needs the destination.
+    let bad = MremapArgs {
+        new_len: 2 * n * P,
+        dontunmap: true,
+        ..fixed(dst, n * P, BASE + (2 << 30))
+    };
+    assert!(matches!(remap(&s, &mut ctx, bad), Err(Errno::Inval(_))));
+    finish(s, &mut ctx);
 }

@@ -218,7 +218,10 @@ fn pageout_keeps_the_file_pages_another_process_maps() {
     let member: std::sync::Weak<dyn FamilyMember> = Arc::downgrade(&p) as _;
     p.join_rmap(member);
     let private = MmapArgs {
-        kind: MapKind::File { cached: true },
+        kind: MapKind::File {
+            cached: true,
+            offset: 0,
+        },
         ..MmapArgs::anon(BASE, 128 * K)
     };
     done(&p, p.mmap(&mut pc, private));
@@ -245,7 +248,10 @@ fn pageout_keeps_the_file_pages_another_process_maps() {
 
 fn file_shared(addr: u64, len: u64) -> MmapArgs {
     MmapArgs {
-        kind: MapKind::File { cached: true },
+        kind: MapKind::File {
+            cached: true,
+            offset: 0,
+        },
         shared: true,
         ..MmapArgs::anon(addr, len)
     }

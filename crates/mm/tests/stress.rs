@@ -21,6 +21,7 @@ fn slot_args(i: u64) -> MmapArgs {
         4 => MmapArgs {
             kind: MapKind::File {
                 cached: i % 12 == 4,
+                offset: 0,
             },
             shared: true,
             ..MmapArgs::anon(addr, SLOT)

@@ -48,7 +48,10 @@ fn msync_and_pageout_in_a_child_against_faults_in_the_parent() {
     join(&p);
     let mut ctx = ThreadCtx::new();
     let file = MmapArgs {
-        kind: MapKind::File { cached: true },
+        kind: MapKind::File {
+            cached: true,
+            offset: 0,
+        },
         shared: true,
         ..MmapArgs::anon(FILE, FILE_LEN)
     };

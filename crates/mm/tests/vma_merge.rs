@@ -79,7 +79,10 @@ fn a_new_mapping_next_to_a_compatible_one_merges_with_it() {
     };
     done(&s, s.mmap(&mut ctx, nr));
     let file = MmapArgs {
-        kind: MapKind::File { cached: true },
+        kind: MapKind::File {
+            cached: true,
+            offset: 0,
+        },
         ..MmapArgs::anon(BASE + 4 * M, M)
     };
     done(&s, s.mmap(&mut ctx, file));
@@ -302,7 +305,10 @@ fn mprotect_of_a_locked_private_file_mapping_copies_every_page_at_once() {
     let s = space(MmConfig::default());
     let mut ctx = ThreadCtx::new();
     let f = MmapArgs {
-        kind: MapKind::File { cached: true },
+        kind: MapKind::File {
+            cached: true,
+            offset: 0,
+        },
         prot: Prot::R,
         locked: true,
         ..MmapArgs::anon(BASE, 2 * M)

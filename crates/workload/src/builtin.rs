@@ -306,6 +306,63 @@ const VALIDATE: &[(&str, &str)] = &[
         "fork-pageout-shmem",
         include_str!("../validate/fork-pageout-shmem.toml"),
     ),
+    // the workload verbs of issue 30: fork advice, MLOCK_ONFAULT, file offsets
+    (
+        "fork-dontfork",
+        include_str!("../validate/fork-dontfork.toml"),
+    ),
+    (
+        "fork-dontfork-thp",
+        include_str!("../validate/fork-dontfork-thp.toml"),
+    ),
+    (
+        "fork-wipeonfork",
+        include_str!("../validate/fork-wipeonfork.toml"),
+    ),
+    (
+        "fork-wipeonfork-thp",
+        include_str!("../validate/fork-wipeonfork-thp.toml"),
+    ),
+    (
+        "mlock-onfault",
+        include_str!("../validate/mlock-onfault.toml"),
+    ),
+    (
+        "mlock-onfault-fork",
+        include_str!("../validate/mlock-onfault-fork.toml"),
+    ),
+    (
+        "file-offset-readaround",
+        include_str!("../validate/file-offset-readaround.toml"),
+    ),
+    (
+        "file-offset-thp",
+        include_str!("../validate/file-offset-thp.toml"),
+    ),
+    (
+        "file-offset-private-fork",
+        include_str!("../validate/file-offset-private-fork.toml"),
+    ),
+    (
+        "shmem-remove-fork",
+        include_str!("../validate/shmem-remove-fork.toml"),
+    ),
+    (
+        "shmem-remove-mprotect",
+        include_str!("../validate/shmem-remove-mprotect.toml"),
+    ),
+    (
+        "file-remove-shared",
+        include_str!("../validate/file-remove-shared.toml"),
+    ),
+    (
+        "mremap-dontunmap",
+        include_str!("../validate/mremap-dontunmap.toml"),
+    ),
+    (
+        "mremap-dontunmap-thp-fork",
+        include_str!("../validate/mremap-dontunmap-thp-fork.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.

@@ -68,6 +68,12 @@ use crate::plan::{
 use crate::syntax::{self, Doc, OpSyn, RangeSyn, Source, VerbSyn};
 use crate::units::format_size;
 
+mod advice;
+mod intern;
+mod mremap;
+mod range;
+mod to_plan;
+
 /// Most barriers one thread may pass (loops count every pass).
 pub const MAX_BARRIERS: u64 = 100_000;
 /// Most ops the checker walks, over all threads (loops with barriers are
@@ -356,78 +362,6 @@ impl<'a, 'd> Checker<'a, 'd> {
         Ok(())
     }
 
-    /// Gives every region name (after `{tid}` expansion) its id, in thread
-    /// order then program order.
-    fn intern(&mut self) -> Result<()> {
-        for block in &self.doc.blocks {
-            let mut lo = usize::MAX;
-            each_op(&block.ops, &mut |op| lo = lo.min(op.id));
-            self.id_base.push(lo);
-        }
-        for t in self.threads {
-            let block = &self.doc.blocks[t.block];
-            let base = self.id_base[t.block];
-            let mut ids: Vec<Option<RegionId>> = Vec::new();
-            let mut dests: Vec<Option<RegionId>> = Vec::new();
-            let mut err = None;
-            each_op(&block.ops, &mut |op| {
-                let slot = op.id - base;
-                if ids.len() <= slot {
-                    ids.resize(slot + 1, None);
-                    dests.resize(slot + 1, None);
-                }
-                let Some(name) = op.verb.region() else {
-                    return;
-                };
-                let Some(id) = self.intern_name(name.expand(t.tid), op.at, &mut err) else {
-                    return;
-                };
-                ids[slot] = Some(id);
-                if let VerbSyn::Mremap(syntax::MremapSyn { to: Some(to), .. }) = &op.verb {
-                    dests[slot] = self.intern_name(to.v.expand(t.tid), to.at, &mut err);
-                }
-            });
-            if let Some(e) = err {
-                return Err(e);
-            }
-            self.dest_of.push(dests);
-            self.resolved.push(vec![None; ids.len()]);
-            self.region_of.push(ids);
-        }
-        Ok(())
-    }
-
-    /// The id of region `name` (first named at `at`), a new one if it has
-    /// none yet; `None` (with `err` set) past [`MAX_REGIONS`].
-    fn intern_name(
-        &mut self,
-        name: String,
-        at: usize,
-        err: &mut Option<WorkloadError>,
-    ) -> Option<RegionId> {
-        if let Some(id) = self.by_name.get(&name) {
-            return Some(*id);
-        }
-        if self.regions.len() >= MAX_REGIONS {
-            err.get_or_insert(WorkloadError::Structure {
-                at: self.src.loc(at),
-                problem: format!("more than {MAX_REGIONS} distinct regions"),
-            });
-            return None;
-        }
-        self.regions.push(RegionState {
-            name: name.clone(),
-            max_size: 0,
-            named_at: at,
-            mapping: None,
-            fixed: None,
-            first_map: None,
-            last_unmap: None,
-        });
-        self.by_name.insert(name, self.regions.len() - 1);
-        Some(self.regions.len() - 1)
-    }
-
     fn walk(&mut self) -> Result<()> {
         let doc = self.doc;
         let mut per_block: Vec<Vec<Ev<'d>>> = Vec::with_capacity(doc.blocks.len());
@@ -519,6 +453,8 @@ impl<'a, 'd> Checker<'a, 'd> {
                             prot: m.prot,
                             locked: m.locked,
                             thp: None,
+                            dontfork: false,
+                            wipeonfork: false,
                         },
                     ),
                 });
@@ -544,7 +480,7 @@ impl<'a, 'd> Checker<'a, 'd> {
                     .update(r.offset, r.offset + r.len, |a| Attrs { prot: *prot, ..a });
                 self.resolve(t, op, region, r, 0)
             }
-            VerbSyn::Mlock(_, range) | VerbSyn::Munlock(_, range) => {
+            VerbSyn::Mlock(_, range, _) | VerbSyn::Munlock(_, range) => {
                 let r = self.range(t, op, region, range, true)?;
                 let locked = matches!(op.verb, VerbSyn::Mlock(..));
                 self.pages_mut(region)
@@ -554,14 +490,10 @@ impl<'a, 'd> Checker<'a, 'd> {
             VerbSyn::Madvise(_, range, advice) => {
                 let r = self.range(t, op, region, range, true)?;
                 self.advice_allowed(t, op, region, r, *advice)?;
-                let thp = match advice {
-                    Advice::HugePage => Some(true),
-                    Advice::NoHugePage => Some(false),
-                    _ => None,
-                };
-                if thp.is_some() {
+                let set = advice::vma_flags(*advice);
+                if let Some(set) = set {
                     self.pages_mut(region)
-                        .update(r.offset, r.offset + r.len, |a| Attrs { thp, ..a });
+                        .update(r.offset, r.offset + r.len, set);
                 }
                 self.resolve(t, op, region, r, 0)
             }
@@ -640,6 +572,17 @@ impl<'a, 'd> Checker<'a, 'd> {
             .iter()
             .map(|r| (r.mapping.clone(), r.last_unmap))
             .collect();
+        // Linux: dup_mmap leaves VM_DONTCOPY parts out of the child and
+        // clears VM_LOCKED in it.
+        for r in &mut self.regions {
+            if let Some(m) = &mut r.mapping {
+                m.pages.remove_where(|a| a.dontfork);
+                m.pages.update(0, m.size, |a| Attrs { locked: false, ..a });
+                if m.pages.is_empty() {
+                    r.mapping = None;
+                }
+            }
+        }
         let mut evs = Vec::new();
         let mut p = phase;
         unroll(body, &mut p, &mut evs);
@@ -651,88 +594,6 @@ impl<'a, 'd> Checker<'a, 'd> {
             r.last_unmap = last_unmap;
         }
         Ok(())
-    }
-
-    /// `mremap` of the whole of `region` (see "mremap" in docs/format.md):
-    /// one private anonymous VMA (no hole, one set of attributes, not
-    /// locked); without `to`, resized in place (the region's largest size
-    /// reserves the room to grow); with `to`, moved onto that region, which
-    /// must be unmapped, and `region` is unmapped after.
-    fn mremap(
-        &mut self,
-        t: &Thread,
-        op: &OpSyn,
-        region: RegionId,
-        m: &syntax::MremapSyn,
-        now: Moment,
-        users: &mut HashMap<RegionId, Vec<User>>,
-    ) -> Result<()> {
-        let whole = RangeSyn::default();
-        let r = self.range(t, op, region, &whole, true)?;
-        let mapping = self.mapping(region);
-        if mapping.kind != MapKind::Anon || mapping.shared {
-            let problem = format!(
-                "is a {} mapping; mremap is supported on private anonymous mappings only",
-                kind_name(mapping.kind, mapping.shared)
-            );
-            return Err(self.region_err(t, op, op.at, region, problem, ""));
-        }
-        let first = mapping
-            .pages
-            .first_where(0, r.len, |_| true)
-            .map(|(_, a)| a)
-            .expect("range() checked it is mapped");
-        if let Some((at, _)) = mapping.pages.first_where(0, r.len, |a| a != first) {
-            let problem = format!(
-                "changes protection, lock or hugepage advice at offset {}, so it is several VMAs; mremap of more than one VMA is not supported",
-                format_size(at)
-            );
-            return Err(self.region_err(t, op, op.at, region, problem, ""));
-        }
-        if first.locked {
-            let problem = "is locked; mremap of locked memory is not supported".to_string();
-            return Err(self.region_err(t, op, op.at, region, problem, "; munlock it first"));
-        }
-        let (kind, shared) = (mapping.kind, mapping.shared);
-        let new = m.size.v;
-        let slot = op.id - self.id_base[t.block];
-        let Some(dest) = self.dest_of[t.tid][slot] else {
-            let state = &mut self.regions[region];
-            state.max_size = state.max_size.max(new);
-            let mapping = state.mapping.as_mut().expect("checked above");
-            mapping.size = new;
-            mapping.pages = Pages::mapped(new, first);
-            return self.resolve(t, op, region, r, 0);
-        };
-        let to = m.to.as_ref().expect("a destination region comes from `to`");
-        if dest == region {
-            let problem = "is both the mremap's source and its destination (to)".to_string();
-            return Err(self.region_err(t, op, to.at, region, problem, ""));
-        }
-        self.one_changer(t, op, dest, users)?;
-        if let Some(old) = &self.regions[dest].mapping {
-            let problem = format!(
-                "is mapped (by the mmap at {}), so it cannot be mremap's destination",
-                self.src.line_col(old.at)
-            );
-            return Err(self.region_err(t, op, to.at, dest, problem, "; munmap it first"));
-        }
-        let src = &mut self.regions[region];
-        src.mapping = None;
-        src.last_unmap = Some((now, op.at));
-        let d = &mut self.regions[dest];
-        d.max_size = d.max_size.max(new);
-        d.first_map.get_or_insert(now);
-        d.last_unmap = None;
-        d.mapping = Some(Mapping {
-            size: new,
-            kind,
-            shared,
-            at: op.at,
-            tid: t.tid,
-            pages: Pages::mapped(new, first),
-        });
-        self.resolve(t, op, region, r, 0)
     }
 
     fn mapping(&self, region: RegionId) -> &Mapping {
@@ -804,162 +665,6 @@ impl<'a, 'd> Checker<'a, 'd> {
         Ok(())
     }
 
-    /// The op's range in the region as mapped now; with `whole`, every page
-    /// of it must be mapped.
-    fn range(
-        &self,
-        t: &Thread,
-        op: &OpSyn,
-        region: RegionId,
-        syn: &RangeSyn,
-        whole: bool,
-    ) -> Result<Range> {
-        let state = &self.regions[region];
-        let Some(m) = &state.mapping else {
-            let problem = match &state.last_unmap {
-                Some((_, at)) => format!(
-                    "is not mapped here (the munmap at {} unmapped it)",
-                    self.src.line_col(*at)
-                ),
-                None => "is not mapped here".to_string(),
-            };
-            let hint =
-                "; mmap it earlier in this thread, or in another thread before a barrier both pass";
-            return Err(self.region_err(t, op, op.at, region, problem, hint));
-        };
-        let offset = syn.offset.as_ref().map_or(0, |o| o.v);
-        if offset >= m.size {
-            let at = syn.offset.as_ref().map_or(op.at, |o| o.at);
-            let problem = format!(
-                "has size {} here, but offset {} lies past its end",
-                format_size(m.size),
-                format_size(offset)
-            );
-            return Err(self.region_err(t, op, at, region, problem, ""));
-        }
-        let len = syn.len.as_ref().map_or(m.size - offset, |l| l.v);
-        let end = offset.checked_add(len).filter(|e| *e <= m.size);
-        let Some(end) = end else {
-            let at = syn.len.as_ref().map_or(op.at, |l| l.at);
-            let problem = format!(
-                "has size {} here, but offset {} + len {} reaches past its end",
-                format_size(m.size),
-                format_size(offset),
-                format_size(len)
-            );
-            return Err(self.region_err(t, op, at, region, problem, ""));
-        };
-        if whole {
-            if let Some(hole) = m.pages.first_hole(offset, end) {
-                let problem = format!(
-                    "is not mapped at offset {} (part of it was unmapped), inside the range of this {}",
-                    format_size(hole),
-                    op.verb.name()
-                );
-                return Err(self.region_err(t, op, op.at, region, problem, ""));
-            }
-        }
-        Ok(Range { offset, len })
-    }
-
-    /// Narrows a touch to thread `t`'s slice and count.
-    fn split(&self, t: &Thread, op: &OpSyn, whole: Range) -> Result<(Range, u64)> {
-        let (VerbSyn::Touch(touch) | VerbSyn::NodeOf(touch)) = &op.verb else {
-            unreachable!("split is for touches and node_of")
-        };
-        let n = t.block_count as u64;
-        let (range, count) = match touch.split {
-            None => (whole, touch.count.as_ref().map(|c| c.v)),
-            Some(part_at) => {
-                let unit = FORMAT_PAGE * n;
-                if !whole.len.is_multiple_of(unit) {
-                    return Err(WorkloadError::BadValue {
-                        at: self.src.loc(part_at),
-                        key: "part".into(),
-                        context: self.context(t, op),
-                        expected: format!(
-                            "a range that splits into equal 4 KiB multiples among the block's {n} threads (a multiple of {})",
-                            format_size(unit)
-                        ),
-                        found: format!("\"split\" over {}", format_size(whole.len)),
-                    });
-                }
-                let len = whole.len / n;
-                let range = Range {
-                    offset: whole.offset + len * t.index_in_block as u64,
-                    len,
-                };
-                let count = match &touch.count {
-                    None => None,
-                    Some(c) if c.v % n == 0 => Some(c.v / n),
-                    Some(c) => {
-                        return Err(WorkloadError::BadValue {
-                            at: self.src.loc(c.at),
-                            key: "count".into(),
-                            context: self.context(t, op),
-                            expected: format!(
-                                "with part = \"split\", a count that divides evenly among the block's {n} threads"
-                            ),
-                            found: c.v.to_string(),
-                        });
-                    }
-                };
-                (range, count)
-            }
-        };
-        let count = count.unwrap_or_else(|| range.len.div_ceil(touch.stride));
-        Ok((range, count))
-    }
-
-    fn advice_allowed(
-        &self,
-        t: &Thread,
-        op: &OpSyn,
-        region: RegionId,
-        r: Range,
-        advice: Advice,
-    ) -> Result<()> {
-        let m = self.mapping(region);
-        let name = syntax::advice_name(advice);
-        let end = r.offset + r.len;
-        let refuses_locked = matches!(
-            advice,
-            Advice::DontNeed | Advice::Free | Advice::PageOut | Advice::Cold
-        );
-        if refuses_locked {
-            if let Some((at, _)) = m.pages.first_where(r.offset, end, |a| a.locked) {
-                let problem = format!(
-                    "is locked at offset {}, and Linux refuses advice {name:?} on locked memory (EINVAL)",
-                    format_size(at)
-                );
-                return Err(self.region_err(t, op, op.at, region, problem, "; munlock it first"));
-            }
-        }
-        if advice == Advice::Free && (m.kind != MapKind::Anon || m.shared) {
-            let problem = format!(
-                "is a {} mapping, and advice \"free\" applies only to private anonymous memory (EINVAL)",
-                kind_name(m.kind, m.shared)
-            );
-            return Err(self.region_err(t, op, op.at, region, problem, ""));
-        }
-        let need: Option<fn(Prot) -> bool> = match advice {
-            Advice::PopulateRead => Some(Prot::readable),
-            Advice::PopulateWrite => Some(Prot::writable),
-            _ => None,
-        };
-        if let Some(need) = need {
-            if let Some((at, a)) = m.pages.first_where(r.offset, end, |a| !need(a.prot)) {
-                let problem = format!(
-                    "is mapped with prot {:?} at offset {}, so advice {name:?} would fail (EFAULT)",
-                    syntax::prot_name(a.prot),
-                    format_size(at)
-                );
-                return Err(self.region_err(t, op, op.at, region, problem, ""));
-            }
-        }
-        Ok(())
-    }
-
     /// Records what the op resolved to for this thread; every pass must agree.
     fn resolve(
         &mut self,
@@ -1024,94 +729,6 @@ impl<'a, 'd> Checker<'a, 'd> {
                 problem: e.problem,
             }
         })
-    }
-
-    /// The plan's ops of thread `t`.
-    fn plan_ops(&self, t: &Thread, ops: &[OpSyn]) -> Vec<Op> {
-        ops.iter().map(|op| self.plan_op(t, op)).collect()
-    }
-
-    fn plan_op(&self, t: &Thread, op: &OpSyn) -> Op {
-        let slot = op.id - self.id_base[t.block];
-        let region = || self.region_of[t.tid][slot].expect("the op names a region");
-        let res = || self.resolved[t.tid][slot].expect("the walk visits every op");
-        match &op.verb {
-            VerbSyn::Mmap(m) => Op::Mmap(Mmap {
-                region: region(),
-                size: m.size.v,
-                kind: m.kind,
-                shared: m.shared,
-                prot: m.prot,
-                populate: m.populate,
-                locked: m.locked,
-                noreserve: m.noreserve,
-                file: m.file,
-            }),
-            VerbSyn::Munmap(..) => Op::Munmap {
-                region: region(),
-                range: res().range,
-            },
-            VerbSyn::Mprotect(_, _, prot) => Op::Mprotect {
-                region: region(),
-                range: res().range,
-                prot: *prot,
-            },
-            VerbSyn::Madvise(_, _, advice) => Op::Madvise {
-                region: region(),
-                range: res().range,
-                advice: *advice,
-            },
-            VerbSyn::Mlock(..) => Op::Mlock {
-                region: region(),
-                range: res().range,
-            },
-            VerbSyn::Munlock(..) => Op::Munlock {
-                region: region(),
-                range: res().range,
-            },
-            VerbSyn::Touch(touch) | VerbSyn::NodeOf(touch) => {
-                let r = res();
-                // node_of walks a range as touch does; it keeps no latency.
-                let lookup = matches!(op.verb, VerbSyn::NodeOf(_));
-                let t = Touch {
-                    region: region(),
-                    range: r.range,
-                    access: touch.access,
-                    pattern: touch.pattern,
-                    stride: touch.stride,
-                    count: r.count,
-                    seed: touch.seed,
-                    latency: touch.latency && !lookup,
-                };
-                if lookup {
-                    Op::NodeOf(t)
-                } else {
-                    Op::Touch(t)
-                }
-            }
-            VerbSyn::Sync(..) => Op::Sync {
-                region: region(),
-                range: res().range,
-            },
-            VerbSyn::Sleep(d) => Op::Sleep(*d),
-            VerbSyn::Barrier => Op::Barrier,
-            VerbSyn::Mark(label) => Op::Mark(label.clone()),
-            VerbSyn::Repeat(times, body) => Op::Repeat {
-                times: *times,
-                ops: self.plan_ops(t, body),
-            },
-            VerbSyn::Fork(name, body) => Op::Fork {
-                name: name.clone(),
-                ops: self.plan_ops(t, body),
-            },
-            VerbSyn::Mremap(m) => Op::Mremap(Mremap {
-                region: region(),
-                old_size: res().range.len,
-                new_size: m.size.v,
-                maymove: m.maymove,
-                to: self.dest_of[t.tid][slot],
-            }),
-        }
     }
 }
 

@@ -17,6 +17,10 @@ pub(crate) struct Attrs {
     /// advice: a VMA flag, so pages that differ in it are in different
     /// VMAs (what `mremap` needs to know).
     pub thp: Option<bool>,
+    /// `dontfork` advice (VM_DONTCOPY): a fork's child does not get it.
+    pub dontfork: bool,
+    /// `wipeonfork` advice (VM_WIPEONFORK): a VMA flag like `thp`.
+    pub wipeonfork: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -69,6 +73,11 @@ impl Pages {
             .next()
     }
 
+    /// Removes every part whose attributes satisfy `gone`.
+    pub fn remove_where(&mut self, gone: impl Fn(Attrs) -> bool) {
+        self.parts.retain(|&(_, _, a)| !gone(a));
+    }
+
     /// Removes `start..end` (holes inside it are fine, as for munmap).
     pub fn remove(&mut self, start: u64, end: u64) {
         self.rewrite(start, end, |_| None);
@@ -118,11 +127,15 @@ mod tests {
         prot: Prot::Rw,
         locked: false,
         thp: None,
+        dontfork: false,
+        wipeonfork: false,
     };
     const R: Attrs = Attrs {
         prot: Prot::R,
         locked: false,
         thp: None,
+        dontfork: false,
+        wipeonfork: false,
     };
 
     #[test]

@@ -92,18 +92,9 @@ pub enum FileState {
     Cold,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Advice {
-    DontNeed,
-    Free,
-    HugePage,
-    NoHugePage,
-    PopulateRead,
-    PopulateWrite,
-    WillNeed,
-    PageOut,
-    Cold,
-}
+/// The madvise kinds: one vocabulary shared with the OS model and the
+/// kernel backend (crates/advice).
+pub use advice::Advice;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -129,6 +120,9 @@ pub struct Mmap {
     pub locked: bool,
     pub noreserve: bool,
     pub file: FileState,
+    /// Where in its file a file mapping starts (mmap's offset; a multiple
+    /// of 4 KiB). The file is this much longer than the mapping.
+    pub file_offset: u64,
 }
 
 /// Accesses to a range of a region.
@@ -195,6 +189,9 @@ pub struct Mremap {
     pub maymove: bool,
     /// The destination region (MREMAP_FIXED at its address).
     pub to: Option<RegionId>,
+    /// MREMAP_DONTUNMAP (with `to`, the same size): `region` stays mapped,
+    /// empty.
+    pub dontunmap: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -214,9 +211,11 @@ pub enum Op {
         range: Range,
         advice: Advice,
     },
+    /// mlock, or with `onfault` mlock2(MLOCK_ONFAULT).
     Mlock {
         region: RegionId,
         range: Range,
+        onfault: bool,
     },
     Munlock {
         region: RegionId,
@@ -290,7 +289,8 @@ impl Workload {
     /// Per region: the bytes its ops may populate (a touch: `count` pages,
     /// at most its range; populate, lock, `populate_*`/`willneed` advice:
     /// their range; a file mapping: its whole size, as it lives in the page
-    /// cache), capped at the region's size; plus one 4 KiB PTE table per
+    /// cache), capped at the region's size, and the part of a file before
+    /// its `file_offset`; plus one 4 KiB PTE table per
     /// 2 MiB that may hold such a page. A touch counts 2 MiB per access in
     /// an anonymous or shmem region of 2 MiB or more advised `hugepage`.
     /// Loops do not multiply: a repeated op populates the same range.
@@ -308,9 +308,14 @@ impl Workload {
     fn resident_bound(&self, thp_always: bool) -> u64 {
         let n = self.regions.len();
         let mut file = vec![false; n];
+        // The part of a file before its mapping lives in the page cache too.
+        let mut file_before = vec![0u64; n];
         let mut advised_huge = vec![false; n];
         self.for_each_op(|_, op| match op {
-            Op::Mmap(m) if m.kind == MapKind::File => file[m.region] = true,
+            Op::Mmap(m) if m.kind == MapKind::File => {
+                file[m.region] = true;
+                file_before[m.region] = file_before[m.region].max(m.file_offset);
+            }
             Op::Madvise {
                 region,
                 advice: Advice::HugePage,
@@ -329,7 +334,11 @@ impl Workload {
                     range,
                     advice: Advice::PopulateRead | Advice::PopulateWrite | Advice::WillNeed,
                 } => (*region, range.len),
-                Op::Mlock { region, range } => (*region, range.len),
+                Op::Mlock {
+                    region,
+                    range,
+                    onfault: false,
+                } => (*region, range.len),
                 // A lookup faults a page in for read as a read touch would.
                 Op::Touch(t) | Op::NodeOf(t) => {
                     let r = t.region;
@@ -349,11 +358,16 @@ impl Workload {
             };
             bytes[region] = bytes[region].saturating_add(b);
         });
-        let one = self.regions.iter().zip(bytes).fold(0u64, |total, (r, b)| {
-            let data = b.min(r.size);
-            let tables = (data / FORMAT_PAGE).min(r.size / HUGE_PAGE + 2) * FORMAT_PAGE;
-            total.saturating_add(data).saturating_add(tables)
-        });
+        let before = file_before.iter().fold(0u64, |t, b| t.saturating_add(*b));
+        let one = self
+            .regions
+            .iter()
+            .zip(bytes)
+            .fold(before, |total, (r, b)| {
+                let data = b.min(r.size);
+                let tables = (data / FORMAT_PAGE).min(r.size / HUGE_PAGE + 2) * FORMAT_PAGE;
+                total.saturating_add(data).saturating_add(tables)
+            });
         // A fork's child (one at a time) may copy all of it once more.
         let mut forks = false;
         self.for_each_op(|_, op| forks |= matches!(op, Op::Fork { .. }));

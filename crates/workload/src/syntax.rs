@@ -29,6 +29,13 @@ use crate::plan::{Access, Advice, FileState, MapKind, Pattern, Prot, FORMAT_PAGE
 use crate::suggest::{closest, did_you_mean};
 use crate::units::{self, DURATION_EXPECTED, SIZE_EXPECTED};
 
+mod table;
+mod verbs;
+use table::Table;
+use verbs::{mmap, mremap, node_of, region_name, touch};
+
+type Result<T> = std::result::Result<T, WorkloadError>;
+
 /// Most threads a workload may have, over all blocks.
 pub const MAX_THREADS: usize = 1024;
 /// Deepest nesting of `repeat` ops (a repeat inside a repeat is depth 2).
@@ -126,6 +133,7 @@ pub(crate) struct MmapSyn {
     pub locked: bool,
     pub noreserve: bool,
     pub file: FileState,
+    pub file_offset: u64,
     pub addr: Option<Sp<u64>>,
 }
 
@@ -137,6 +145,8 @@ pub(crate) struct MremapSyn {
     pub size: Sp<u64>,
     pub maymove: bool,
     pub to: Option<Sp<RegionName>>,
+    /// Where `dontunmap = true` is written, if it is.
+    pub dontunmap: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -159,7 +169,8 @@ pub(crate) enum VerbSyn {
     Munmap(RegionName, RangeSyn),
     Mprotect(RegionName, RangeSyn, Prot),
     Madvise(RegionName, RangeSyn, Advice),
-    Mlock(RegionName, RangeSyn),
+    /// With `onfault = true`: mlock2(MLOCK_ONFAULT).
+    Mlock(RegionName, RangeSyn, bool),
     Munlock(RegionName, RangeSyn),
     Touch(TouchSyn),
     /// `node_of`: one get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) per stride
@@ -208,7 +219,7 @@ impl VerbSyn {
             VerbSyn::Munmap(r, _)
             | VerbSyn::Mprotect(r, _, _)
             | VerbSyn::Madvise(r, _, _)
-            | VerbSyn::Mlock(r, _)
+            | VerbSyn::Mlock(r, _, _)
             | VerbSyn::Munlock(r, _)
             | VerbSyn::Sync(r, _) => Some(r),
             VerbSyn::Sleep(_)
@@ -235,13 +246,14 @@ pub(crate) const VERBS: &[(&str, &[&str])] = &[
             "locked",
             "noreserve",
             "file",
+            "file_offset",
             "addr",
         ],
     ),
     ("munmap", RANGE_KEYS),
     ("mprotect", &["prot", "offset", "len"]),
     ("madvise", &["advice", "offset", "len"]),
-    ("mlock", RANGE_KEYS),
+    ("mlock", &["onfault", "offset", "len"]),
     ("munlock", RANGE_KEYS),
     (
         "touch",
@@ -255,7 +267,7 @@ pub(crate) const VERBS: &[(&str, &[&str])] = &[
     ("mark", &[]),
     ("repeat", &["op"]),
     ("fork", &["op"]),
-    ("mremap", &["size", "maymove", "to"]),
+    ("mremap", &["size", "maymove", "to", "dontunmap"]),
     ("node_of", &["stride", "offset", "len"]),
 ];
 
@@ -277,17 +289,7 @@ const PROTS: &[(&str, Prot)] = &[
 ];
 const FILE_STATES: &[(&str, FileState)] =
     &[("cached", FileState::Cached), ("cold", FileState::Cold)];
-const ADVICES: &[(&str, Advice)] = &[
-    ("dontneed", Advice::DontNeed),
-    ("free", Advice::Free),
-    ("hugepage", Advice::HugePage),
-    ("nohugepage", Advice::NoHugePage),
-    ("populate_read", Advice::PopulateRead),
-    ("populate_write", Advice::PopulateWrite),
-    ("willneed", Advice::WillNeed),
-    ("pageout", Advice::PageOut),
-    ("cold", Advice::Cold),
-];
+const ADVICES: &[(&str, Advice)] = Advice::NAMED;
 const ACCESSES: &[(&str, Access)] = &[("read", Access::Read), ("write", Access::Write)];
 const PATTERNS: &[(&str, Pattern)] = &[
     ("seq", Pattern::Seq),
@@ -307,11 +309,6 @@ fn name_of<T: PartialEq>(options: &[(&'static str, T)], value: T) -> &'static st
 /// How the format writes a protection (`"rw"`).
 pub(crate) fn prot_name(p: Prot) -> &'static str {
     name_of(PROTS, p)
-}
-
-/// How the format writes an advice (`"dontneed"`).
-pub(crate) fn advice_name(a: Advice) -> &'static str {
-    name_of(ADVICES, a)
 }
 
 /// `"a", "b", "c"` for messages.
@@ -364,203 +361,6 @@ impl Source<'_> {
 }
 
 type Entry<'a, 'i> = (&'a str, usize, &'a Spanned<DeValue<'i>>);
-
-/// The keys of one TOML table in the order they are written, with what to
-/// say about where they are.
-struct Table<'a, 'i> {
-    src: Source<'a>,
-    at: usize,
-    context: String,
-    entries: Vec<Entry<'a, 'i>>,
-}
-
-type Result<T> = std::result::Result<T, WorkloadError>;
-
-impl<'a, 'i> Table<'a, 'i> {
-    fn new(src: Source<'a>, table: &'a DeTable<'i>, at: usize, context: String) -> Self {
-        let mut entries: Vec<Entry<'a, 'i>> = table
-            .iter()
-            .map(|(k, v)| (k.get_ref().as_ref(), k.span().start, v))
-            .collect();
-        entries.sort_by_key(|e| e.1);
-        Table {
-            src,
-            at,
-            context,
-            entries,
-        }
-    }
-
-    /// Fails on the first key (in text order) not in `allowed`; `hint` says
-    /// what to add after the "did you mean" (or instead of it).
-    fn only_keys(&self, allowed: &[&str], hint: impl Fn(&str) -> String) -> Result<()> {
-        for &(key, at, _) in &self.entries {
-            if !allowed.contains(&key) {
-                let mut h = did_you_mean(key, allowed);
-                if h.is_empty() {
-                    h = hint(key);
-                }
-                return Err(WorkloadError::UnknownKey {
-                    at: self.src.loc(at),
-                    key: key.to_string(),
-                    context: self.context.clone(),
-                    hint: h,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    fn get(&self, key: &str) -> Option<&'a Spanned<DeValue<'i>>> {
-        self.entries.iter().find(|e| e.0 == key).map(|e| e.2)
-    }
-
-    fn bad(
-        &self,
-        key: &str,
-        v: &Spanned<DeValue<'_>>,
-        expected: impl Into<String>,
-    ) -> WorkloadError {
-        self.bad_found(key, v, expected, describe(v.get_ref()))
-    }
-
-    fn bad_found(
-        &self,
-        key: &str,
-        v: &Spanned<DeValue<'_>>,
-        expected: impl Into<String>,
-        found: String,
-    ) -> WorkloadError {
-        WorkloadError::BadValue {
-            at: self.src.loc(v.span().start),
-            key: key.to_string(),
-            context: self.context.clone(),
-            expected: expected.into(),
-            found,
-        }
-    }
-
-    fn missing(&self, key: &str, why: &str) -> WorkloadError {
-        WorkloadError::MissingKey {
-            at: self.src.loc(self.at),
-            key: key.to_string(),
-            context: self.context.clone(),
-            why: why.to_string(),
-        }
-    }
-
-    fn string(&self, key: &str) -> Result<Option<Sp<String>>> {
-        let Some(v) = self.get(key) else {
-            return Ok(None);
-        };
-        match v.get_ref() {
-            DeValue::String(s) if !s.is_empty() => Ok(Some(Sp {
-                v: s.to_string(),
-                at: v.span().start,
-            })),
-            _ => Err(self.bad(key, v, "a non-empty string")),
-        }
-    }
-
-    fn boolean(&self, key: &str, default: bool) -> Result<bool> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v
-                .get_ref()
-                .as_bool()
-                .ok_or_else(|| self.bad(key, v, "true or false")),
-        }
-    }
-
-    /// A TOML integer of at least `min`.
-    fn integer(&self, key: &str, min: u64) -> Result<Option<Sp<u64>>> {
-        let Some(v) = self.get(key) else {
-            return Ok(None);
-        };
-        let n = match v.get_ref() {
-            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix())
-                .ok()
-                .filter(|n| *n >= min),
-            _ => None,
-        };
-        let expected = if min == 0 {
-            "a whole number (0 or more)".to_string()
-        } else {
-            format!("a whole number of at least {min}")
-        };
-        n.map(|n| {
-            Some(Sp {
-                v: n,
-                at: v.span().start,
-            })
-        })
-        .ok_or_else(|| self.bad(key, v, expected))
-    }
-
-    /// A size: integer bytes or a string with a binary unit, a multiple of
-    /// 4 KiB, not zero unless `zero_ok`.
-    fn size(&self, key: &str, zero_ok: bool) -> Result<Option<Sp<u64>>> {
-        let Some(v) = self.get(key) else {
-            return Ok(None);
-        };
-        let bytes = match v.get_ref() {
-            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix()).ok(),
-            DeValue::String(s) => match units::parse_size(s) {
-                Ok(n) => Some(n),
-                Err(units::UnitError::Overflow) => {
-                    return Err(self.bad(key, v, "a size that fits in 64 bits"));
-                }
-                Err(units::UnitError::Syntax) => None,
-            },
-            _ => None,
-        };
-        let Some(bytes) = bytes else {
-            return Err(self.bad(key, v, SIZE_EXPECTED));
-        };
-        if bytes == 0 && !zero_ok {
-            return Err(self.bad(key, v, "a size greater than zero"));
-        }
-        if !bytes.is_multiple_of(FORMAT_PAGE) {
-            let found = match v.get_ref() {
-                DeValue::String(_) => format!("{} ({bytes} bytes)", describe(v.get_ref())),
-                other => describe(other),
-            };
-            return Err(self.bad_found(key, v, "a multiple of 4 KiB (4096 bytes)", found));
-        }
-        Ok(Some(Sp {
-            v: bytes,
-            at: v.span().start,
-        }))
-    }
-
-    fn choice<T: Copy>(&self, key: &str, options: &[(&str, T)], default: T) -> Result<T> {
-        Ok(self
-            .choice_opt(key, options)?
-            .map_or(default, |(choice, _)| choice))
-    }
-
-    fn choice_opt<T: Copy>(&self, key: &str, options: &[(&str, T)]) -> Result<Option<(T, usize)>> {
-        let Some(v) = self.get(key) else {
-            return Ok(None);
-        };
-        let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
-        if let DeValue::String(s) = v.get_ref() {
-            if let Some((_, t)) = options.iter().find(|(n, _)| *n == s.as_ref()) {
-                return Ok(Some((*t, v.span().start)));
-            }
-            let found = format!("{}{}", describe(v.get_ref()), did_you_mean(s, &names));
-            return Err(self.bad_found(key, v, format!("one of {}", quoted_list(&names)), found));
-        }
-        Err(self.bad(key, v, format!("one of {}", quoted_list(&names))))
-    }
-
-    fn range(&self) -> Result<RangeSyn> {
-        Ok(RangeSyn {
-            offset: self.size("offset", true)?,
-            len: self.size("len", false)?,
-        })
-    }
-}
 
 /// Turns TOML text into a [`Doc`], checking everything that does not need
 /// program order.
@@ -750,7 +550,7 @@ impl<'a> Parser<'a> {
                 };
                 VerbSyn::Madvise(region()?, table.range()?, advice)
             }
-            "mlock" => VerbSyn::Mlock(region()?, table.range()?),
+            "mlock" => VerbSyn::Mlock(region()?, table.range()?, table.boolean("onfault", false)?),
             "munlock" => VerbSyn::Munlock(region()?, table.range()?),
             "touch" => VerbSyn::Touch(touch(&table, region()?)?),
             "node_of" => VerbSyn::NodeOf(node_of(&table, region()?)?),
@@ -854,134 +654,4 @@ fn valid_fork_name(s: &str) -> bool {
         && s.len() <= 64
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
-/// The region name an op's verb names: a non-empty string whose only
-/// placeholder is `{tid}`.
-fn region_name(table: &Table<'_, '_>, verb: &str, v: &Spanned<DeValue<'_>>) -> Result<RegionName> {
-    let expected = "a region name (a non-empty string; {tid} is the only placeholder)";
-    let DeValue::String(s) = v.get_ref() else {
-        return Err(table.bad(verb, v, expected));
-    };
-    let rest = s.replace(RegionName::PLACEHOLDER, "");
-    if s.is_empty() || rest.contains('{') || rest.contains('}') {
-        return Err(table.bad(verb, v, expected));
-    }
-    Ok(RegionName(s.to_string()))
-}
-
-fn mmap(table: &Table<'_, '_>, region: RegionName) -> Result<MmapSyn> {
-    let Some(size) = table.size("size", false)? else {
-        return Err(table.missing("size", "mmap needs the size of the mapping"));
-    };
-    let kind = table.choice("kind", KINDS, MapKind::Anon)?;
-    let shared = match (kind, table.get("shared")) {
-        (MapKind::Shmem, Some(v)) if v.get_ref().as_bool() == Some(false) => {
-            return Err(table.bad(
-                "shared",
-                v,
-                "true or no \"shared\" key (shmem is always shared)",
-            ));
-        }
-        (MapKind::Shmem, _) => {
-            table.boolean("shared", true)?;
-            true
-        }
-        _ => table.boolean("shared", false)?,
-    };
-    let file = match (kind, table.get("file")) {
-        (MapKind::File, _) | (_, None) => table.choice("file", FILE_STATES, FileState::Cached)?,
-        (_, Some(v)) => {
-            return Err(table.bad(
-                "file",
-                v,
-                "no \"file\" key: it applies only to kind = \"file\"",
-            ))
-        }
-    };
-    Ok(MmapSyn {
-        region,
-        size,
-        kind,
-        shared,
-        prot: table.choice("prot", PROTS, Prot::Rw)?,
-        populate: table.boolean("populate", false)?,
-        locked: table.boolean("locked", false)?,
-        noreserve: table.boolean("noreserve", false)?,
-        file,
-        addr: table.size("addr", false)?,
-    })
-}
-
-fn mremap(table: &Table<'_, '_>, region: RegionName) -> Result<MremapSyn> {
-    let Some(size) = table.size("size", false)? else {
-        return Err(table.missing("size", "mremap needs the new size of the mapping"));
-    };
-    let maymove = table.boolean("maymove", false)?;
-    let to = match table.get("to") {
-        None => None,
-        Some(v) => {
-            let name = region_name(table, "to", v)?;
-            if !maymove {
-                return Err(table.bad_found(
-                    "to",
-                    v,
-                    "maymove = true beside it (a move to a fixed address needs MREMAP_MAYMOVE; Linux: EINVAL)",
-                    format!("{} without maymove = true", describe(v.get_ref())),
-                ));
-            }
-            Some(Sp {
-                v: name,
-                at: v.span().start,
-            })
-        }
-    };
-    Ok(MremapSyn {
-        region,
-        size,
-        maymove,
-        to,
-    })
-}
-
-/// `node_of`: the keys of a sequential read touch (`offset`, `len`,
-/// `stride`), one lookup per stride step.
-fn node_of(table: &Table<'_, '_>, region: RegionName) -> Result<TouchSyn> {
-    Ok(TouchSyn {
-        region,
-        range: table.range()?,
-        access: Access::Read,
-        pattern: Pattern::Seq,
-        stride: table.size("stride", false)?.map_or(FORMAT_PAGE, |s| s.v),
-        count: None,
-        seed: 1,
-        split: None,
-        latency: false,
-    })
-}
-
-fn touch(table: &Table<'_, '_>, region: RegionName) -> Result<TouchSyn> {
-    let pattern = table.choice("pattern", PATTERNS, Pattern::Seq)?;
-    let count = table.integer("count", 1)?;
-    if pattern == Pattern::Random && count.is_none() {
-        return Err(table.missing(
-            "count",
-            "a random touch needs the number of accesses (count = N)",
-        ));
-    }
-    let split = match table.choice_opt("part", PARTS)? {
-        Some((true, at)) => Some(at),
-        _ => None,
-    };
-    Ok(TouchSyn {
-        region,
-        range: table.range()?,
-        access: table.choice("access", ACCESSES, Access::Write)?,
-        pattern,
-        stride: table.size("stride", false)?.map_or(FORMAT_PAGE, |s| s.v),
-        count,
-        seed: table.integer("seed", 0)?.map_or(1, |s| s.v),
-        split,
-        latency: table.boolean("latency", false)?,
-    })
 }

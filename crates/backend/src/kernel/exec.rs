@@ -46,10 +46,26 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
                     libc::madvise(ptr(*addr), *len as usize, *advice)
                 });
             }
-            KOpKind::Mlock { addr, len } => {
+            KOpKind::Mlock {
+                addr,
+                len,
+                onfault: false,
+            } => {
                 // SAFETY: a range of the workload's regions (above).
                 check(Call::Mlock, unsafe {
                     libc::mlock(ptr(*addr), *len as usize)
+                });
+            }
+            KOpKind::Mlock {
+                addr,
+                len,
+                onfault: true,
+            } => {
+                // libc has no wrapper for every C library: the system call.
+                // SAFETY: a range of the workload's regions (above).
+                check(Call::Mlock, unsafe {
+                    libc::syscall(libc::SYS_mlock2, *addr, *len as usize, libc::MLOCK_ONFAULT)
+                        as libc::c_int
                 });
             }
             KOpKind::Munlock { addr, len } => {
@@ -170,10 +186,11 @@ fn mmap(sh: &Shared, op: u32, m: &KMmap, local: &mut Local) {
             (fd, libc::MAP_SHARED | m.extra_flags, true)
         }
     };
+    let offset = m.file_offset as libc::off_t;
     // SAFETY: MAP_FIXED_NOREPLACE (in extra_flags) never replaces an existing
     // mapping: it fails with EEXIST instead, so no memory the program uses
     // can be unmapped by this call.
-    let p = unsafe { libc::mmap(ptr(m.addr), m.len as usize, m.prot, flags, fd, 0) };
+    let p = unsafe { libc::mmap(ptr(m.addr), m.len as usize, m.prot, flags, fd, offset) };
     let err = errno();
     if close_after {
         // SAFETY: our memfd; the mapping keeps its own reference.
@@ -210,7 +227,7 @@ fn prepare_file(sh: &Shared, op: u32, m: &KMmap, fd: RawFd, local: &mut Local) {
             cold.store(true, Ordering::Relaxed);
         }
         FileState::Cached if cold.load(Ordering::Relaxed) => {
-            let size = sh.prog.regions[m.region].size;
+            let size = sh.prog.file_bytes[m.region];
             let mut at = 0u64;
             while at < size {
                 // SAFETY: reads into the worker's own buffer, within its length.

@@ -71,7 +71,7 @@ impl RegionFiles {
             // base-page folios (a large write would make large folios, which
             // fault-around maps whole and which the model's page cache, like
             // most filesystems' defaults, does not have).
-            let mut left = region.size;
+            let mut left = prog.file_bytes[id];
             while left > 0 {
                 let n = left.min(ZEROS as u64).min(4096) as usize;
                 file.write_all(&zeros[..n]).map_err(|e| setup(what(), e))?;

@@ -31,6 +31,8 @@ pub(crate) struct KMmap {
     pub(crate) kind: MapKind,
     pub(crate) shared: bool,
     pub(crate) file: FileState,
+    /// mmap's offset into the region's file.
+    pub(crate) file_offset: u64,
 }
 
 #[derive(Debug)]
@@ -50,9 +52,11 @@ pub(crate) enum KOpKind {
         len: u64,
         advice: libc::c_int,
     },
+    /// mlock, or mlock2(MLOCK_ONFAULT) with `onfault`.
     Mlock {
         addr: u64,
         len: u64,
+        onfault: bool,
     },
     Munlock {
         addr: u64,
@@ -113,6 +117,9 @@ pub(crate) struct Program {
     pub latency_slots: u64,
     /// The workload maps at least one file region.
     pub file_regions: Vec<bool>,
+    /// The length of each file region's file: its largest mmap's offset
+    /// and size (0 for other regions).
+    pub file_bytes: Vec<u64>,
     /// Most mark records one fork's child can produce (0: no fork); the
     /// size of the area a child hands its records back through.
     pub fork_records: u64,
@@ -153,10 +160,11 @@ impl Program {
             })
             .max()
             .unwrap_or(0);
-        let mut file_regions = vec![false; w.regions.len()];
+        let mut file_bytes = vec![0; w.regions.len()];
         w.threads
             .iter()
-            .for_each(|t| mark_files(&t.ops, &mut file_regions));
+            .for_each(|t| mark_files(&t.ops, &mut file_bytes));
+        let file_regions = file_bytes.iter().map(|&n| n > 0).collect();
         Program {
             threads,
             mark_names: b.mark_names,
@@ -165,6 +173,7 @@ impl Program {
             mark_records,
             latency_slots,
             file_regions,
+            file_bytes,
             fork_records,
             fork_timeout: Duration::from_secs(120),
         }
@@ -257,6 +266,7 @@ impl Builder<'_> {
                     kind: m.kind,
                     shared: m.shared || m.kind == MapKind::Shmem,
                     file: m.file,
+                    file_offset: m.file_offset,
                 })
             }
             Op::Munmap { region, range } => {
@@ -287,9 +297,17 @@ impl Builder<'_> {
                     advice: advice_number(*advice),
                 }
             }
-            Op::Mlock { region, range } => {
+            Op::Mlock {
+                region,
+                range,
+                onfault,
+            } => {
                 let (addr, len) = self.span(*region, range);
-                KOpKind::Mlock { addr, len }
+                KOpKind::Mlock {
+                    addr,
+                    len,
+                    onfault: *onfault,
+                }
             }
             Op::Munlock { region, range } => {
                 let (addr, len) = self.span(*region, range);
@@ -316,6 +334,9 @@ impl Builder<'_> {
                 }
                 if m.to.is_some() {
                     flags |= libc::MREMAP_FIXED;
+                }
+                if m.dontunmap {
+                    flags |= libc::MREMAP_DONTUNMAP;
                 }
                 KOpKind::Mremap {
                     addr,
@@ -378,10 +399,13 @@ impl Builder<'_> {
     }
 }
 
-fn mark_files(ops: &[Op], out: &mut [bool]) {
+fn mark_files(ops: &[Op], out: &mut [u64]) {
     for op in ops {
         match op {
-            Op::Mmap(m) if m.kind == MapKind::File => out[m.region] = true,
+            Op::Mmap(m) if m.kind == MapKind::File => {
+                let end = m.file_offset + m.size;
+                out[m.region] = out[m.region].max(end);
+            }
             Op::Repeat { ops, .. } | Op::Fork { ops, .. } => mark_files(ops, out),
             _ => {}
         }
@@ -393,7 +417,7 @@ pub(crate) fn prot_bits(p: Prot) -> libc::c_int {
 }
 
 pub(crate) fn advice_number(a: Advice) -> libc::c_int {
-    libc::c_int::from(crate::abi::advice_number(a))
+    libc::c_int::from(a.number())
 }
 
 /// What one pass over some ops records.

@@ -4,7 +4,7 @@
 
 use super::ModelError;
 use machine::{AccessError, CpuHandle, SyscallError};
-use machine::{Advice as MmAdvice, MapKind as MmKind, MmapArgs, MremapArgs, Prot as MmProt};
+use machine::{MapKind as MmKind, MmapArgs, MremapArgs, Prot as MmProt};
 use timing::SyscallKind;
 use workload::plan::{self, Op, Workload};
 
@@ -27,6 +27,7 @@ pub(super) fn syscall(
                     plan::MapKind::Anon => MmKind::Anon,
                     plan::MapKind::File => MmKind::File {
                         cached: m.file == plan::FileState::Cached,
+                        offset: m.file_offset,
                     },
                     plan::MapKind::Shmem => MmKind::Shmem,
                 },
@@ -58,11 +59,20 @@ pub(super) fn syscall(
             range,
             advice,
         } => (
-            cpu.madvise(at(*region, range), range.len, advice_of(*advice)),
+            cpu.madvise(at(*region, range), range.len, *advice),
             "madvise",
             SyscallKind::Madvise,
         ),
-        Op::Mlock { region, range } => (
+        Op::Mlock {
+            region,
+            range,
+            onfault: true,
+        } => (
+            cpu.mlock_onfault(at(*region, range), range.len),
+            "mlock2",
+            SyscallKind::Other,
+        ),
+        Op::Mlock { region, range, .. } => (
             cpu.mlock(at(*region, range), range.len),
             "mlock",
             SyscallKind::Other,
@@ -84,6 +94,7 @@ pub(super) fn syscall(
                 new_len: m.new_size,
                 maymove: m.maymove,
                 fixed: m.to.map(|to| w.regions[to].addr),
+                dontunmap: m.dontunmap,
             };
             (cpu.mremap(args).map(|_| ()), "mremap", SyscallKind::Other)
         }
@@ -152,19 +163,5 @@ fn prot(p: plan::Prot) -> MmProt {
             write: true,
             exec: true,
         },
-    }
-}
-
-fn advice_of(a: plan::Advice) -> MmAdvice {
-    match a {
-        plan::Advice::DontNeed => MmAdvice::DontNeed,
-        plan::Advice::Free => MmAdvice::Free,
-        plan::Advice::HugePage => MmAdvice::HugePage,
-        plan::Advice::NoHugePage => MmAdvice::NoHugePage,
-        plan::Advice::PopulateRead => MmAdvice::PopulateRead,
-        plan::Advice::PopulateWrite => MmAdvice::PopulateWrite,
-        plan::Advice::WillNeed => MmAdvice::WillNeed,
-        plan::Advice::PageOut => MmAdvice::PageOut,
-        plan::Advice::Cold => MmAdvice::Cold,
     }
 }

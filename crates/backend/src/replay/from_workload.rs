@@ -43,6 +43,15 @@ fn emit(
 ) -> Result<(), String> {
     for op in ops {
         match op {
+            Op::Mmap(m) if m.file_offset != 0 => {
+                return Err(format!(
+                    "region \"{}\" maps its file from an offset: a trace has no record for it",
+                    w.regions[m.region].name
+                ));
+            }
+            Op::Mlock { onfault: true, .. } => {
+                return Err("mlock with onfault: a trace has no record for it".to_string());
+            }
             Op::Mmap(m) => {
                 if std::mem::replace(&mut mapped[m.region], true) {
                     return Err(format!(
@@ -100,9 +109,9 @@ fn emit(
                 id: *region as u32,
                 offset: range.offset,
                 len: range.len,
-                advice: crate::abi::advice_number(*advice),
+                advice: advice.number(),
             })?,
-            Op::Mlock { region, range } => out(Record::Lock {
+            Op::Mlock { region, range, .. } => out(Record::Lock {
                 id: *region as u32,
                 offset: range.offset,
                 len: range.len,

@@ -849,7 +849,10 @@ impl<'m> Driver<'m> {
 
     fn map(&mut self, m: &MapEvent, addr: u64, len: u64) -> Result<(), ReplayError> {
         let kind = match m.kind {
-            RegionKind::File => MapKind::File { cached: true },
+            RegionKind::File => MapKind::File {
+                cached: true,
+                offset: 0,
+            },
             RegionKind::Shmem => MapKind::Shmem,
             _ => MapKind::Anon,
         };
@@ -947,7 +950,7 @@ impl<'m> Driver<'m> {
                 len,
                 advice,
             } => {
-                let Some(adv) = crate::abi::model_advice(*advice) else {
+                let Some(adv) = machine::Advice::from_number(*advice) else {
                     *self.skipped.entry(*advice).or_default() += 1;
                     return Ok(());
                 };

@@ -88,6 +88,7 @@ pub fn mmap(region: RegionId, size: u64, kind: MapKind) -> Op {
         locked: false,
         noreserve: false,
         file: FileState::Cached,
+        file_offset: 0,
     })
 }
 

@@ -4,11 +4,13 @@
 //!
 //! # What is copied
 //!
-//! Every VMA is copied (the format cannot ask for `MADV_DONTFORK` or
-//! `MADV_WIPEONFORK`, so no VMA has `VM_DONTCOPY` or `VM_WIPEONFORK`), with
-//! `VM_LOCKED` cleared and a new anon_vma where the parent's VMA had one
-//! (`anon_vma_fork`). Page tables are copied only where a fault could not
-//! rebuild them (`vma_needs_copy`): for VMAs with an anon_vma. A shared
+//! Every VMA is copied except those with `VM_DONTCOPY` (MADV_DONTFORK),
+//! with `VM_LOCKED` and `VM_LOCKONFAULT` cleared and a new anon_vma where
+//! the parent's VMA had one (`anon_vma_fork`). A `VM_WIPEONFORK` VMA
+//! (MADV_WIPEONFORK) is copied empty: no anon_vma, no page table, so the
+//! child faults it in afresh and the parent's pages stay its own. Page
+//! tables are copied only where a fault could not rebuild them
+//! (`vma_needs_copy`): for VMAs with an anon_vma. A shared
 //! mapping, or a private one that never mapped anonymous memory, starts
 //! with no tables in the child; its faults refill them.
 //!
@@ -91,16 +93,24 @@ impl AddressSpace {
         d: &mut Deferred,
     ) -> Result<(), Errno> {
         for vma in vmas.iter() {
+            // Linux: dup_mmap leaves a VM_DONTCOPY VMA out of the child.
+            if vma.flags.dontcopy {
+                continue;
+            }
             let mut tmp = vma.clone();
             // Linux: dup_mmap clears VM_LOCKED_MASK in the child.
             tmp.flags.locked = false;
-            // Linux: anon_vma_fork (a new anon_vma, child of the parent's).
+            tmp.flags.lockonfault = false;
+            // Linux: anon_vma_fork (a new anon_vma, child of the parent's);
+            // a VM_WIPEONFORK VMA gets none until its first fault.
             tmp.anon_vma = AnonVma::default();
-            if vma.anon_vma.get().is_some() {
+            let wipe = vma.flags.wipeonfork;
+            if vma.anon_vma.get().is_some() && !wipe {
                 tmp.anon_vma.install(AnonVma::fresh());
             }
             cvmas.insert(tmp.clone());
-            if vma_needs_copy(vma) {
+            // Linux: dup_mmap calls copy_page_range only without VM_WIPEONFORK.
+            if !wipe && vma_needs_copy(vma) {
                 self.copy_page_range(ctx, child, vma, &tmp, d)?;
             }
         }

@@ -6,6 +6,16 @@ use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
 
+/// What an mlock call leaves on its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lock {
+    Off,
+    /// VM_LOCKED, populated now.
+    Populate,
+    /// VM_LOCKED | VM_LOCKONFAULT.
+    OnFault,
+}
+
 impl AddressSpace {
     /// Linux `mlock`: marks the VMAs VM_LOCKED (splitting or merging them) and faults
     /// the range in. The start is rounded down to a page, as Linux does.
@@ -13,7 +23,21 @@ impl AddressSpace {
     /// # Errors
     /// [`Errno::NoMem`] if part of the range is not mapped.
     pub fn mlock(&self, ctx: &mut ThreadCtx, addr: u64, len: u64) -> Result<Deferred, Errno> {
-        self.set_locked(ctx, addr, len, true)
+        self.set_locked(ctx, addr, len, Lock::Populate)
+    }
+
+    /// Linux `mlock2(addr, len, MLOCK_ONFAULT)`: marks the VMAs VM_LOCKED |
+    /// VM_LOCKONFAULT and faults nothing in; later faults lock their pages.
+    ///
+    /// # Errors
+    /// [`Errno::NoMem`] if part of the range is not mapped.
+    pub fn mlock_onfault(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        len: u64,
+    ) -> Result<Deferred, Errno> {
+        self.set_locked(ctx, addr, len, Lock::OnFault)
     }
 
     /// Linux `munlock`.
@@ -21,7 +45,7 @@ impl AddressSpace {
     /// # Errors
     /// [`Errno::NoMem`] if part of the range is not mapped.
     pub fn munlock(&self, ctx: &mut ThreadCtx, addr: u64, len: u64) -> Result<Deferred, Errno> {
-        self.set_locked(ctx, addr, len, false)
+        self.set_locked(ctx, addr, len, Lock::Off)
     }
 
     // Linux: mm/mlock.c, do_mlock / apply_vma_lock_flags, then __mm_populate
@@ -30,10 +54,10 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         addr: u64,
         len: u64,
-        on: bool,
+        how: Lock,
     ) -> Result<Deferred, Errno> {
         let mut d = Deferred::none();
-        let r = self.set_locked_inner(ctx, addr, len, on, &mut d);
+        let r = self.set_locked_inner(ctx, addr, len, how, &mut d);
         self.finish_op(r, d)
     }
 
@@ -42,7 +66,7 @@ impl AddressSpace {
         ctx: &mut ThreadCtx,
         addr: u64,
         len: u64,
-        on: bool,
+        how: Lock,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
         let start = addr & !(self.page - 1);
@@ -66,12 +90,19 @@ impl AddressSpace {
                     return Err(Errno::NoMem("mlock range has a hole"));
                 };
                 let e = v.end.min(end);
-                // Linux: mm/mlock.c, mlock_fixup
-                self.vma_modify(ctx, &mut vmas, cur, e, |v| v.flags.locked = on, d)?;
+                // Linux: mm/mlock.c, mlock_fixup (apply_vma_lock_flags
+                // replaces both VM_LOCKED_MASK bits).
+                let set = |v: &mut crate::vma::Vma| {
+                    v.flags.locked = how != Lock::Off;
+                    v.flags.lockonfault = how == Lock::OnFault;
+                };
+                self.vma_modify(ctx, &mut vmas, cur, e, set, d)?;
                 cur = e;
             }
         }
-        if on {
+        // Linux: __mm_populate, which skips VM_LOCKONFAULT VMAs
+        // (populate_vma_page_range).
+        if how == Lock::Populate {
             let vmas = self.mmap_read(ctx);
             let _ = self.populate(ctx, &vmas, start, end, PopulateMode::PerVma, false, d);
         }

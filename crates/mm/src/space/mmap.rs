@@ -13,9 +13,12 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MapKind {
     Anon,
-    /// A file of its own, whose pages start in the page cache (`cached`) or not.
+    /// A file of its own, whose pages start in the page cache (`cached`) or
+    /// not, mapped from byte `offset` of it (mmap's offset, page-aligned;
+    /// the file is that much longer than the mapping).
     File {
         cached: bool,
+        offset: u64,
     },
     /// tmpfs memory (always shared).
     Shmem,
@@ -102,13 +105,19 @@ impl AddressSpace {
                 obj: Arc::new(MemObject::new(ObjectKind::Shmem, false, self.mem().clone())),
                 pgoff: 0,
             },
-            (MapKind::File { cached }, _) => Backing::Object {
-                obj: Arc::new(
-                    MemObject::new(ObjectKind::File, cached, self.mem().clone())
-                        .sized(len >> self.page_shift),
-                ),
-                pgoff: 0,
-            },
+            (MapKind::File { cached, offset }, _) => {
+                if !offset.is_multiple_of(self.page) {
+                    return Err(Errno::Inval("mmap offset not page-aligned"));
+                }
+                let pgoff = offset >> self.page_shift;
+                Backing::Object {
+                    obj: Arc::new(
+                        MemObject::new(ObjectKind::File, cached, self.mem().clone())
+                            .sized(pgoff + (len >> self.page_shift)),
+                    ),
+                    pgoff,
+                }
+            }
         };
         {
             let mut vmas = self.mmap_write(ctx);

@@ -31,7 +31,7 @@ use super::{lock_plain, AddressSpace};
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
-use crate::vma::{Backing, Vma, Vmas};
+use crate::vma::{AnonVma, Backing, Vma, Vmas};
 use pt::table::Flush;
 use pt::{Entry, Level, TableAddr, VirtAddr};
 use std::sync::atomic::Ordering;
@@ -47,6 +47,18 @@ pub struct MremapArgs {
     pub maymove: bool,
     /// MREMAP_FIXED with this destination (needs `maymove`).
     pub fixed: Option<u64>,
+    /// MREMAP_DONTUNMAP (needs `maymove`, equal lengths and, in the model,
+    /// `fixed`): the source stays mapped, empty.
+    pub dontunmap: bool,
+}
+
+/// Where an MREMAP_FIXED move goes.
+#[derive(Debug, Clone, Copy)]
+struct Dest {
+    addr: u64,
+    len: u64,
+    /// MREMAP_DONTUNMAP: keep the source mapped.
+    dontunmap: bool,
 }
 
 /// What a successful mremap did: where the mapping is now, and how its
@@ -113,6 +125,16 @@ impl AddressSpace {
         if args.fixed.is_some() && !args.maymove {
             return Err(Errno::Inval("MREMAP_FIXED without MREMAP_MAYMOVE"));
         }
+        if args.dontunmap && (!args.maymove || args.old_len != args.new_len) {
+            return Err(Errno::Inval(
+                "MREMAP_DONTUNMAP needs MREMAP_MAYMOVE and equal lengths",
+            ));
+        }
+        if args.dontunmap && args.fixed.is_none() {
+            return Err(Errno::NoMem(
+                "mremap would move the mapping to an address of the kernel's choosing, which the model does not pick (give MREMAP_FIXED)",
+            ));
+        }
         if !args.addr.is_multiple_of(self.page) {
             return Err(Errno::Inval("mremap address not page-aligned"));
         }
@@ -137,7 +159,12 @@ impl AddressSpace {
                 return Err(Errno::Fault("mremap of an unmapped address"));
             }
             if let Some(new_addr) = args.fixed {
-                return self.mremap_to(ctx, &mut vmas, addr, old_len, new_addr, new_len, d);
+                let to = Dest {
+                    addr: new_addr,
+                    len: new_len,
+                    dontunmap: args.dontunmap,
+                };
+                return self.mremap_to(ctx, &mut vmas, addr, old_len, to, d);
             }
             if old_len >= new_len {
                 // Linux: shrink_vma
@@ -218,17 +245,16 @@ impl AddressSpace {
     // Linux: mm/mremap.c, mremap_to
     /// The MREMAP_FIXED path: unmaps the destination, shrinks the source
     /// first if the new length is smaller, then moves it.
-    #[allow(clippy::too_many_arguments)]
     fn mremap_to(
         &self,
         ctx: &mut ThreadCtx,
         vmas: &mut Vmas,
         addr: u64,
         old_len: u64,
-        new_addr: u64,
-        new_len: u64,
+        to: Dest,
         d: &mut Deferred,
     ) -> Result<Remapped, Errno> {
+        let (new_addr, new_len) = (to.addr, to.len);
         if !new_addr.is_multiple_of(self.page) {
             return Err(Errno::Inval("mremap destination not page-aligned"));
         }
@@ -251,15 +277,50 @@ impl AddressSpace {
             old_len = new_len;
         }
         let vma = vma_to_resize(vmas, addr, old_len)?;
-        self.move_vma(ctx, vmas, &vma, addr, old_len, new_addr, new_len, d)
+        let out = self.move_vma(ctx, vmas, &vma, addr, old_len, new_addr, new_len, d)?;
+        if to.dontunmap {
+            self.dontunmap_complete(ctx, vmas, addr, old_len, d)?;
+        } else {
+            // Linux: unmap_source_vma -> do_vmi_munmap
+            self.munmap_locked(ctx, vmas, addr, addr + old_len, d)?;
+        }
+        Ok(out)
+    }
+
+    // Linux: mm/mremap.c, dontunmap_complete
+    /// After a move with MREMAP_DONTUNMAP the source range stays mapped,
+    /// empty (its tables moved), with VM_LOCKED, VM_LOCKONFAULT and
+    /// VM_ACCOUNT cleared; a source VMA moved whole drops its anon_vma
+    /// (`unlink_anon_vmas`), so its next fault starts a new one.
+    fn dontunmap_complete(
+        &self,
+        ctx: &mut ThreadCtx,
+        vmas: &mut Vmas,
+        addr: u64,
+        len: u64,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let whole = vmas
+            .find(addr)
+            .is_some_and(|v| v.start == addr && v.end == addr + len);
+        let clear = |v: &mut Vma| {
+            v.flags.locked = false;
+            v.flags.lockonfault = false;
+            v.flags.account = false;
+            if whole {
+                v.anon_vma = AnonVma::default();
+            }
+        };
+        self.vma_modify(ctx, vmas, addr, addr + len, clear, d)
+            .map(|_| ())
     }
 
     // Linux: mm/mremap.c, move_vma (copy_vma_and_data, then unmap_source_vma)
     /// Moves `[addr, addr + old_len)` of `vma` to a new VMA over
     /// `[new_addr, new_addr + new_len)` (merged with its neighbours there
-    /// when Linux's `copy_vma` would), moves its tables, then unmaps the
-    /// source. A locked mapping grown by the move has its new pages
-    /// populated.
+    /// when Linux's `copy_vma` would) and moves its tables; the caller then
+    /// unmaps the source (or keeps it, with MREMAP_DONTUNMAP). A locked
+    /// mapping grown by the move has its new pages populated.
     #[allow(clippy::too_many_arguments)]
     fn move_vma(
         &self,
@@ -279,8 +340,6 @@ impl AddressSpace {
             self.page_shift,
         );
         let mut out = self.move_page_tables(ctx, vma, addr, new_addr, old_len, d)?;
-        // Linux: unmap_source_vma -> do_vmi_munmap
-        self.munmap_locked(ctx, vmas, addr, addr + old_len, d)?;
         if vma.flags.locked && new_len > old_len {
             let (s, e) = (new_addr + old_len, new_addr + new_len);
             let _ = self.populate(ctx, vmas, s, e, PopulateMode::PerVma, false, d);

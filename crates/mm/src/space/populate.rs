@@ -36,6 +36,11 @@ impl AddressSpace {
     ) -> Result<(), Errno> {
         let list: Vec<&Vma> = vmas.overlapping(start, end).collect();
         for v in list {
+            // Linux: populate_vma_page_range faults nothing into a
+            // VM_LOCKONFAULT VMA (its present pages are already mlocked).
+            if mode == PopulateMode::PerVma && v.flags.lockonfault {
+                continue;
+            }
             if !v.prot.accessible() {
                 if strict {
                     return Err(Errno::Fault("populate of a PROT_NONE mapping"));

@@ -168,6 +168,45 @@ impl AddressSpace {
         Ok(())
     }
 
+    // Linux: mm/memory.c, unmap_mapping_range (even_cows = false)
+    /// Unmaps `obj`'s pages `[first, last)` from the other spaces of the
+    /// family (for a hole punched in it), and flushes their TLBs. Every
+    /// mapping of an object in a family is shared or private alike (forks
+    /// inherit them), and a shared one maps only the object's pages.
+    pub(crate) fn zap_object_others(
+        &self,
+        ctx: &mut ThreadCtx,
+        obj: &Arc<MemObject>,
+        first: u64,
+        last: u64,
+    ) -> Result<(), Errno> {
+        for m in self.rmap_others() {
+            let other = m.space();
+            let vmas = other.mmap_read(ctx);
+            let list: Vec<_> = vmas
+                .iter()
+                .filter(|v| v.shared && v.object().is_some_and(|o| Arc::ptr_eq(o, obj)))
+                .cloned()
+                .collect();
+            let mut d = Deferred::none();
+            for v in &list {
+                let lo = v.pgoff(self.page_shift);
+                let hi = lo + v.pages(self.page_shift);
+                let (a, b) = (first.max(lo), last.min(hi));
+                if a >= b {
+                    continue;
+                }
+                let s = v.start + ((a - lo) << self.page_shift);
+                let e = v.start + ((b - lo) << self.page_shift);
+                other.zap_range(ctx, v, s, e, false, &mut d)?;
+            }
+            other.flush_unlinked_tables(ctx, &mut d);
+            other.flush_now(ctx, d)?;
+            drop(vmas);
+        }
+        Ok(())
+    }
+
     /// Flushes `d`'s changed translations on every CPU that may cache this
     /// space (through its table flusher) and completes it: for work done
     /// on another space than the caller's, whose own completion flushes

@@ -112,6 +112,14 @@ pub struct VmaFlags {
     pub account: bool,
     /// VM_NORESERVE (MAP_NORESERVE).
     pub noreserve: bool,
+    /// VM_LOCKONFAULT (mlock2's MLOCK_ONFAULT, beside `locked`): the range
+    /// is locked but not populated; pages are locked as they fault in.
+    pub lockonfault: bool,
+    /// VM_DONTCOPY (MADV_DONTFORK): fork does not give the child this VMA.
+    pub dontcopy: bool,
+    /// VM_WIPEONFORK (MADV_WIPEONFORK): fork gives the child this VMA
+    /// empty.
+    pub wipeonfork: bool,
 }
 
 /// One mapping.

@@ -1,0 +1,93 @@
+//! What Linux refuses of an advice, read from the vocabulary (crates/advice).
+
+use super::*;
+use ::advice::{Needs, NeedsProt};
+
+/// The change an advice makes to the VMA flags the checker tracks (what
+/// `mremap` and `fork` need to know), if it makes one.
+pub(super) fn vma_flags(advice: Advice) -> Option<fn(Attrs) -> Attrs> {
+    Some(match advice {
+        Advice::HugePage => |a| Attrs {
+            thp: Some(true),
+            ..a
+        },
+        Advice::NoHugePage => |a| Attrs {
+            thp: Some(false),
+            ..a
+        },
+        Advice::DontFork => |a| Attrs {
+            dontfork: true,
+            ..a
+        },
+        Advice::DoFork => |a| Attrs {
+            dontfork: false,
+            ..a
+        },
+        Advice::WipeOnFork => |a| Attrs {
+            wipeonfork: true,
+            ..a
+        },
+        Advice::KeepOnFork => |a| Attrs {
+            wipeonfork: false,
+            ..a
+        },
+        _ => return None,
+    })
+}
+
+impl<'a, 'd> Checker<'a, 'd> {
+    pub(super) fn advice_allowed(
+        &self,
+        t: &Thread,
+        op: &OpSyn,
+        region: RegionId,
+        r: Range,
+        advice: Advice,
+    ) -> Result<()> {
+        let m = self.mapping(region);
+        let name = advice.name();
+        let end = r.offset + r.len;
+        if advice.refuses_locked() {
+            if let Some((at, _)) = m.pages.first_where(r.offset, end, |a| a.locked) {
+                let problem = format!(
+                    "is locked at offset {}, and Linux refuses advice {name:?} on locked memory (EINVAL)",
+                    format_size(at)
+                );
+                return Err(self.region_err(t, op, op.at, region, problem, "; munlock it first"));
+            }
+        }
+        let refusal = match advice.needs() {
+            Needs::Any => None,
+            Needs::PrivateAnon if m.kind == MapKind::Anon && !m.shared => None,
+            Needs::PrivateAnon => Some("private anonymous memory (EINVAL)"),
+            // MAP_SHARED | MAP_ANONYMOUS is shmem too.
+            Needs::SharedObject if m.shared || m.kind == MapKind::Shmem => None,
+            Needs::SharedObject => {
+                Some("shared file or shmem mappings (EINVAL; EACCES on a private file mapping)")
+            }
+        };
+        if let Some(only) = refusal {
+            let problem = format!(
+                "is a {} mapping, and advice {name:?} applies only to {only}",
+                kind_name(m.kind, m.shared)
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, ""));
+        }
+        let need: Option<fn(Prot) -> bool> = match advice.needs_prot() {
+            NeedsProt::Read => Some(Prot::readable),
+            NeedsProt::Write => Some(Prot::writable),
+            NeedsProt::Nothing => None,
+        };
+        if let Some(need) = need {
+            if let Some((at, a)) = m.pages.first_where(r.offset, end, |a| !need(a.prot)) {
+                let problem = format!(
+                    "is mapped with prot {:?} at offset {}, so advice {name:?} would fail (EFAULT)",
+                    syntax::prot_name(a.prot),
+                    format_size(at)
+                );
+                return Err(self.region_err(t, op, op.at, region, problem, ""));
+            }
+        }
+        Ok(())
+    }
+}

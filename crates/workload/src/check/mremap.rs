@@ -1,0 +1,100 @@
+//! `mremap` of a whole region: the checks of docs/format.md, "mremap".
+
+use super::*;
+
+impl<'a, 'd> Checker<'a, 'd> {
+    /// `mremap` of the whole of `region` (see "mremap" in docs/format.md):
+    /// one private anonymous VMA (no hole, one set of attributes, not
+    /// locked); without `to`, resized in place (the region's largest size
+    /// reserves the room to grow); with `to`, moved onto that region, which
+    /// must be unmapped, and `region` is unmapped after.
+    pub(super) fn mremap(
+        &mut self,
+        t: &Thread,
+        op: &OpSyn,
+        region: RegionId,
+        m: &syntax::MremapSyn,
+        now: Moment,
+        users: &mut HashMap<RegionId, Vec<User>>,
+    ) -> Result<()> {
+        let whole = RangeSyn::default();
+        let r = self.range(t, op, region, &whole, true)?;
+        let mapping = self.mapping(region);
+        if mapping.kind != MapKind::Anon || mapping.shared {
+            let problem = format!(
+                "is a {} mapping; mremap is supported on private anonymous mappings only",
+                kind_name(mapping.kind, mapping.shared)
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, ""));
+        }
+        let first = mapping
+            .pages
+            .first_where(0, r.len, |_| true)
+            .map(|(_, a)| a)
+            .expect("range() checked it is mapped");
+        if let Some((at, _)) = mapping.pages.first_where(0, r.len, |a| a != first) {
+            let problem = format!(
+                "changes protection, lock or hugepage advice at offset {}, so it is several VMAs; mremap of more than one VMA is not supported",
+                format_size(at)
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, ""));
+        }
+        if first.locked {
+            let problem = "is locked; mremap of locked memory is not supported".to_string();
+            return Err(self.region_err(t, op, op.at, region, problem, "; munlock it first"));
+        }
+        let (kind, shared) = (mapping.kind, mapping.shared);
+        let new = m.size.v;
+        let slot = op.id - self.id_base[t.block];
+        let Some(dest) = self.dest_of[t.tid][slot] else {
+            let state = &mut self.regions[region];
+            state.max_size = state.max_size.max(new);
+            let mapping = state.mapping.as_mut().expect("checked above");
+            mapping.size = new;
+            mapping.pages = Pages::mapped(new, first);
+            return self.resolve(t, op, region, r, 0);
+        };
+        let to = m.to.as_ref().expect("a destination region comes from `to`");
+        if dest == region {
+            let problem = "is both the mremap's source and its destination (to)".to_string();
+            return Err(self.region_err(t, op, to.at, region, problem, ""));
+        }
+        self.one_changer(t, op, dest, users)?;
+        if let Some(old) = &self.regions[dest].mapping {
+            let problem = format!(
+                "is mapped (by the mmap at {}), so it cannot be mremap's destination",
+                self.src.line_col(old.at)
+            );
+            return Err(self.region_err(t, op, to.at, dest, problem, "; munmap it first"));
+        }
+        let src = &mut self.regions[region];
+        if let Some(at) = m.dontunmap {
+            if new != r.len {
+                let problem = format!(
+                    "is {} long, and mremap with dontunmap = true keeps the size (Linux: EINVAL), but size is {}",
+                    format_size(r.len),
+                    format_size(new)
+                );
+                return Err(self.region_err(t, op, at, region, problem, ""));
+            }
+            // The source stays mapped, empty, unlocked (Linux:
+            // dontunmap_complete); its attributes are otherwise the same.
+        } else {
+            src.mapping = None;
+            src.last_unmap = Some((now, op.at));
+        }
+        let d = &mut self.regions[dest];
+        d.max_size = d.max_size.max(new);
+        d.first_map.get_or_insert(now);
+        d.last_unmap = None;
+        d.mapping = Some(Mapping {
+            size: new,
+            kind,
+            shared,
+            at: op.at,
+            tid: t.tid,
+            pages: Pages::mapped(new, first),
+        });
+        self.resolve(t, op, region, r, 0)
+    }
+}
