@@ -249,11 +249,7 @@ impl AddressSpace {
                     None => {
                         f.insert(
                             head,
-                            Folio {
-                                size,
-                                mapped: 1,
-                                lazyfree: false,
-                            },
+                            Folio::new(size, 1),
                         );
                         child.nr_folios.fetch_add(1, Ordering::Release);
                         self.shares.get(head);
@@ -305,11 +301,7 @@ impl AddressSpace {
         self.shares.get(pa);
         lock_plain(&child.folios).insert(
             pa,
-            Folio {
-                size: self.pmd_size,
-                mapped: n as u64,
-                lazyfree: false,
-            },
+            Folio::new(self.pmd_size, n as u64),
         );
         child.nr_folios.fetch_add(1, Ordering::Release);
         child.rss_add(Rss::Anon, n);
