@@ -283,6 +283,22 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/thp-fork-pageout.toml"),
     ),
     (
+        "thp-deferred-split-dontneed",
+        include_str!("../validate/thp-deferred-split-dontneed.toml"),
+    ),
+    (
+        "thp-deferred-split-munmap",
+        include_str!("../validate/thp-deferred-split-munmap.toml"),
+    ),
+    (
+        "khugepaged-collapse",
+        include_str!("../validate/khugepaged-collapse.toml"),
+    ),
+    (
+        "khugepaged-max-ptes-shared",
+        include_str!("../validate/khugepaged-max-ptes-shared.toml"),
+    ),
+    (
         "reclaim-file-clean",
         include_str!("../validate/reclaim-file-clean.toml"),
     ),

@@ -53,6 +53,19 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
                     libc::munlock(ptr(*addr), *len as usize)
                 });
             }
+            KOpKind::DeferredSplit => {
+                if let Some(r) = &sh.prog.reclaim {
+                    if let Err(e) = super::thp_steps::write_file(&r.trigger, r.trigger_value) {
+                        sh.fail(op.id, Call::CgroupReclaim, e);
+                    }
+                }
+            }
+            KOpKind::Khugepaged => {
+                let limit = sh.prog.khugepaged_limit.unwrap_or_default();
+                if let Err(e) = super::thp_steps::wait_khugepaged(limit) {
+                    sh.fail(op.id, Call::KhugepagedScans, e);
+                }
+            }
             KOpKind::Sync { addr, len } => {
                 check(Call::Msync, unsafe {
                     libc::msync(ptr(*addr), *len as usize, libc::MS_SYNC)

@@ -55,6 +55,10 @@ pub(crate) enum Call {
     /// mremap succeeded at another address than the plan's (errno EADDRINUSE).
     MremapMoved,
     GetMempolicy,
+    /// The write that asks the run's memory cgroup to reclaim.
+    CgroupReclaim,
+    /// Reading khugepaged's `full_scans`.
+    KhugepagedScans,
 }
 
 const CALL_NAMES: &[&str] = &[
@@ -74,16 +78,20 @@ const CALL_NAMES: &[&str] = &[
     "mremap",
     "mremap (the kernel moved the mapping away from its region's address: the room after it is in use)",
     "get_mempolicy",
+    "memory cgroup reclaim (deferred_split)",
+    "reading /sys/kernel/mm/transparent_hugepage/khugepaged/full_scans",
 ];
 
 /// Steps of the child's set-up that can fail, by wire code.
 pub(crate) const SETUP_SPAWN: u64 = 0;
 pub(crate) const SETUP_PANIC: u64 = 1;
 pub(crate) const SETUP_FORK: u64 = 2;
+pub(crate) const SETUP_CGROUP: u64 = 3;
 const SETUP_NAMES: &[&str] = &[
     "spawning the workload's threads",
     "running the workload (a panic in the child; see its message above)",
     "running a fork's child (it was killed, died of a signal or passed the time limit)",
+    "moving the workload process into its memory cgroup (for deferred_split)",
 ];
 
 /// Counter names in sample-word order: the registry's kernel-sampled
