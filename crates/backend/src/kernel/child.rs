@@ -118,6 +118,7 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
     // Into the run's memory cgroup before any memory of the workload is
     // charged (see `thp_steps`).
     if let Some(r) = &prog.reclaim {
+        super::thp_steps::prefault_own_files();
         if let Err(e) = super::thp_steps::join(&r.procs) {
             report_failure(&[MAGIC, wire::STATUS_SETUP, wire::SETUP_CGROUP, e as u64, 0, 0]);
         }

@@ -208,6 +208,47 @@ pub(crate) fn write_file(path: &CString, value: &[u8]) -> Result<(), i32> {
     Ok(())
 }
 
+/// Reads every page of this process's own file mappings (its executable
+/// and libraries) into memory while it is still in ptlab's cgroup: a page
+/// the process would read in later would be charged to the run's cgroup,
+/// and its reclaim would unmap it (RssFile would drop with the workload's
+/// THPs split). Pages past a file's end are not touched.
+pub(crate) fn prefault_own_files() {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return;
+    };
+    for line in maps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [range, perms, offset, _, _, path] = f[..] else {
+            continue;
+        };
+        if !perms.starts_with('r') || !path.starts_with('/') || path.starts_with("/dev/") {
+            continue;
+        }
+        let Some((start, end)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end), Ok(offset)) = (
+            u64::from_str_radix(start, 16),
+            u64::from_str_radix(end, 16),
+            u64::from_str_radix(offset, 16),
+        ) else {
+            continue;
+        };
+        let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else {
+            continue;
+        };
+        let mut a = start;
+        while a < end && offset + (a - start) < len {
+            // SAFETY: `a` lies in a readable file mapping of this process
+            // and inside its file (checked above), so the read cannot fault
+            // fatally; nothing else refers to it as Rust data.
+            unsafe { std::ptr::read_volatile(a as *const u8) };
+            a += 4096;
+        }
+    }
+}
+
 /// Writes this process's pid (as text, no allocation) to `procs`.
 pub(crate) fn join(procs: &CString) -> Result<(), i32> {
     let mut buf = [0u8; 20];
