@@ -67,6 +67,7 @@ use crate::plan::{
 };
 use crate::syntax::{self, Doc, OpSyn, RangeSyn, Source, VerbSyn};
 use crate::units::format_size;
+use advice::{Needs, NeedsProt};
 
 /// Most barriers one thread may pass (loops count every pass).
 pub const MAX_BARRIERS: u64 = 100_000;
@@ -934,13 +935,9 @@ impl<'a, 'd> Checker<'a, 'd> {
         advice: Advice,
     ) -> Result<()> {
         let m = self.mapping(region);
-        let name = syntax::advice_name(advice);
+        let name = advice.name();
         let end = r.offset + r.len;
-        let refuses_locked = matches!(
-            advice,
-            Advice::DontNeed | Advice::Free | Advice::PageOut | Advice::Cold
-        );
-        if refuses_locked {
+        if advice.refuses_locked() {
             if let Some((at, _)) = m.pages.first_where(r.offset, end, |a| a.locked) {
                 let problem = format!(
                     "is locked at offset {}, and Linux refuses advice {name:?} on locked memory (EINVAL)",
@@ -949,17 +946,21 @@ impl<'a, 'd> Checker<'a, 'd> {
                 return Err(self.region_err(t, op, op.at, region, problem, "; munlock it first"));
             }
         }
-        if advice == Advice::Free && (m.kind != MapKind::Anon || m.shared) {
+        let fits = match advice.needs() {
+            Needs::Any => true,
+            Needs::PrivateAnon => m.kind == MapKind::Anon && !m.shared,
+        };
+        if !fits {
             let problem = format!(
-                "is a {} mapping, and advice \"free\" applies only to private anonymous memory (EINVAL)",
+                "is a {} mapping, and advice {name:?} applies only to private anonymous memory (EINVAL)",
                 kind_name(m.kind, m.shared)
             );
             return Err(self.region_err(t, op, op.at, region, problem, ""));
         }
-        let need: Option<fn(Prot) -> bool> = match advice {
-            Advice::PopulateRead => Some(Prot::readable),
-            Advice::PopulateWrite => Some(Prot::writable),
-            _ => None,
+        let need: Option<fn(Prot) -> bool> = match advice.needs_prot() {
+            NeedsProt::Read => Some(Prot::readable),
+            NeedsProt::Write => Some(Prot::writable),
+            NeedsProt::Nothing => None,
         };
         if let Some(need) = need {
             if let Some((at, a)) = m.pages.first_where(r.offset, end, |a| !need(a.prot)) {

@@ -92,18 +92,9 @@ pub enum FileState {
     Cold,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Advice {
-    DontNeed,
-    Free,
-    HugePage,
-    NoHugePage,
-    PopulateRead,
-    PopulateWrite,
-    WillNeed,
-    PageOut,
-    Cold,
-}
+/// The madvise kinds: one vocabulary shared with the OS model and the
+/// kernel backend (crates/advice).
+pub use advice::Advice;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {

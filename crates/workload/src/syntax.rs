@@ -287,17 +287,7 @@ const PROTS: &[(&str, Prot)] = &[
 ];
 const FILE_STATES: &[(&str, FileState)] =
     &[("cached", FileState::Cached), ("cold", FileState::Cold)];
-const ADVICES: &[(&str, Advice)] = &[
-    ("dontneed", Advice::DontNeed),
-    ("free", Advice::Free),
-    ("hugepage", Advice::HugePage),
-    ("nohugepage", Advice::NoHugePage),
-    ("populate_read", Advice::PopulateRead),
-    ("populate_write", Advice::PopulateWrite),
-    ("willneed", Advice::WillNeed),
-    ("pageout", Advice::PageOut),
-    ("cold", Advice::Cold),
-];
+const ADVICES: &[(&str, Advice)] = Advice::NAMED;
 const ACCESSES: &[(&str, Access)] = &[("read", Access::Read), ("write", Access::Write)];
 const PATTERNS: &[(&str, Pattern)] = &[
     ("seq", Pattern::Seq),
@@ -317,11 +307,6 @@ fn name_of<T: PartialEq>(options: &[(&'static str, T)], value: T) -> &'static st
 /// How the format writes a protection (`"rw"`).
 pub(crate) fn prot_name(p: Prot) -> &'static str {
     name_of(PROTS, p)
-}
-
-/// How the format writes an advice (`"dontneed"`).
-pub(crate) fn advice_name(a: Advice) -> &'static str {
-    name_of(ADVICES, a)
 }
 
 /// `"a", "b", "c"` for messages.

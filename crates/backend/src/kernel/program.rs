@@ -432,7 +432,7 @@ pub(crate) fn prot_bits(p: Prot) -> libc::c_int {
 }
 
 pub(crate) fn advice_number(a: Advice) -> libc::c_int {
-    libc::c_int::from(crate::abi::advice_number(a))
+    libc::c_int::from(a.number())
 }
 
 /// What one pass over some ops records.

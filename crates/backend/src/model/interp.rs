@@ -4,7 +4,7 @@
 
 use super::ModelError;
 use machine::{AccessError, CpuHandle, SyscallError};
-use machine::{Advice as MmAdvice, MapKind as MmKind, MmapArgs, MremapArgs, Prot as MmProt};
+use machine::{MapKind as MmKind, MmapArgs, MremapArgs, Prot as MmProt};
 use timing::SyscallKind;
 use workload::plan::{self, Op, Workload};
 
@@ -58,7 +58,7 @@ pub(super) fn syscall(
             range,
             advice,
         } => (
-            cpu.madvise(at(*region, range), range.len, advice_of(*advice)),
+            cpu.madvise(at(*region, range), range.len, *advice),
             "madvise",
             SyscallKind::Madvise,
         ),
@@ -164,19 +164,5 @@ fn prot(p: plan::Prot) -> MmProt {
             write: true,
             exec: true,
         },
-    }
-}
-
-fn advice_of(a: plan::Advice) -> MmAdvice {
-    match a {
-        plan::Advice::DontNeed => MmAdvice::DontNeed,
-        plan::Advice::Free => MmAdvice::Free,
-        plan::Advice::HugePage => MmAdvice::HugePage,
-        plan::Advice::NoHugePage => MmAdvice::NoHugePage,
-        plan::Advice::PopulateRead => MmAdvice::PopulateRead,
-        plan::Advice::PopulateWrite => MmAdvice::PopulateWrite,
-        plan::Advice::WillNeed => MmAdvice::WillNeed,
-        plan::Advice::PageOut => MmAdvice::PageOut,
-        plan::Advice::Cold => MmAdvice::Cold,
     }
 }

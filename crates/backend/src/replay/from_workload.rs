@@ -100,7 +100,7 @@ fn emit(
                 id: *region as u32,
                 offset: range.offset,
                 len: range.len,
-                advice: crate::abi::advice_number(*advice),
+                advice: advice.number(),
             })?,
             Op::Mlock { region, range } => out(Record::Lock {
                 id: *region as u32,

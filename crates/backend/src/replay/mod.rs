@@ -948,7 +948,7 @@ impl<'m> Driver<'m> {
                 len,
                 advice,
             } => {
-                let Some(adv) = crate::abi::model_advice(*advice) else {
+                let Some(adv) = machine::Advice::from_number(*advice) else {
                     *self.skipped.entry(*advice).or_default() += 1;
                     return Ok(());
                 };

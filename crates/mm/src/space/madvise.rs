@@ -5,30 +5,21 @@ use super::AddressSpace;
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
-use crate::vma::Vma;
+use crate::vma::{Vma, VmaFlags, Vmas};
+use advice::Needs;
 
-/// madvise advice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Advice {
-    DontNeed,
-    Free,
-    HugePage,
-    NoHugePage,
-    PopulateRead,
-    PopulateWrite,
-    WillNeed,
-    PageOut,
-    /// MADV_COLD: deactivates the pages (no counter sees that); a large
-    /// folio the range covers only in part is split.
-    Cold,
-}
+/// The madvise kinds, one vocabulary with the workload format and the kernel
+/// backend (crates/advice): a kind's Linux number and name live there, what
+/// the model does with it lives here.
+pub use advice::Advice;
 
 impl AddressSpace {
     /// Linux `madvise`.
     ///
     /// # Errors
-    /// [`Errno::Inval`] for a misaligned address, DONTNEED, PAGEOUT or COLD on a
-    /// locked VMA, FREE on a VMA that is not private anonymous;
+    /// [`Errno::Inval`] for a misaligned address, an advice Linux refuses on
+    /// a locked VMA there ([`Advice::refuses_locked`]), or one for private
+    /// anonymous memory on another VMA ([`Advice::needs`]);
     /// [`Errno::NoMem`] if part of the range is not mapped (the rest is
     /// advised); [`Errno::Fault`] when POPULATE_* meets a range it cannot
     /// fault in (PROT_NONE, or writing a read-only mapping).
@@ -64,99 +55,130 @@ impl AddressSpace {
         let end = addr
             .checked_add(len)
             .ok_or(Errno::Inval("range wraps around"))?;
+        if advice.sets_vma_flags() {
+            self.madvise_vma_flags(ctx, addr, end, advice, d)
+        } else {
+            self.madvise_pages(ctx, addr, end, advice, d)
+        }
+    }
+
+    /// The advice that changes VMA flags, under the mmap write lock, with
+    /// VMA splits (Linux: madvise_update_vma).
+    fn madvise_vma_flags(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        end: u64,
+        advice: Advice,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let mut vmas = self.mmap_write(ctx);
+        // Linux: madvise_walk_vmas: advise every VMA in the range, then
+        // report a hole.
+        let pieces: Vec<(u64, u64)> = vmas
+            .overlapping(addr, end)
+            .map(|v| (v.start.max(addr), v.end.min(end)))
+            .collect();
+        let mut covered = 0;
+        for (s, e) in pieces {
+            covered += e - s;
+            let set = |v: &mut Vma| set_flags(&mut v.flags, advice);
+            self.vma_modify(ctx, &mut vmas, s, e, set, d)?;
+        }
+        if covered < end - addr {
+            return Err(Errno::NoMem("madvise range has a hole"));
+        }
+        Ok(())
+    }
+
+    /// The advice that acts on pages, under the mmap read lock, as Linux's
+    /// madvise; tables that PT_RECLAIM unlinked are shot down before it is
+    /// released.
+    fn madvise_pages(
+        &self,
+        ctx: &mut ThreadCtx,
+        addr: u64,
+        end: u64,
+        advice: Advice,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let vmas = self.mmap_read(ctx);
+        let mut advise = || -> Result<(), Errno> {
+            let list: Vec<Vma> = vmas.overlapping(addr, end).cloned().collect();
+            let mut covered = 0;
+            for v in &list {
+                let s = v.start.max(addr);
+                let e = v.end.min(end);
+                covered += e - s;
+                self.advise_vma(ctx, &vmas, v, s..e, advice, d)?;
+            }
+            if covered < end - addr {
+                return Err(Errno::NoMem("madvise range has a hole"));
+            }
+            Ok(())
+        };
+        let r = advise();
+        self.flush_unlinked_tables(ctx, d);
+        drop(vmas);
+        r
+    }
+
+    /// One VMA's part `span` of a page advice (Linux: madvise_vma_behavior).
+    fn advise_vma(
+        &self,
+        ctx: &mut ThreadCtx,
+        vmas: &Vmas,
+        v: &Vma,
+        span: std::ops::Range<u64>,
+        advice: Advice,
+        d: &mut Deferred,
+    ) -> Result<(), Errno> {
+        let (s, e) = (span.start, span.end);
+        // Linux: madvise_dontneed_free_valid_vma, can_madv_lru_vma
+        if advice.refuses_locked() && v.flags.locked {
+            return Err(Errno::Inval("madvise advice refused on a locked VMA"));
+        }
+        let fits = match advice.needs() {
+            Needs::Any => true,
+            Needs::PrivateAnon => v.is_anon(),
+        };
+        if !fits {
+            return Err(Errno::Inval(
+                "madvise advice needs private anonymous memory",
+            ));
+        }
         match advice {
-            Advice::HugePage | Advice::NoHugePage => {
-                // Linux: hugepage_madvise, with VMA splits (madvise_update_vma).
-                let mut vmas = self.mmap_write(ctx);
-                // Linux: madvise_walk_vmas: advise every VMA in the range,
-                // then report a hole.
-                let pieces: Vec<(u64, u64)> = vmas
-                    .overlapping(addr, end)
-                    .map(|v| (v.start.max(addr), v.end.min(end)))
-                    .collect();
-                let mut covered = 0;
-                for (s, e) in pieces {
-                    covered += e - s;
-                    let set = |v: &mut Vma| {
-                        v.flags.hugepage = advice == Advice::HugePage;
-                        v.flags.nohugepage = advice == Advice::NoHugePage;
-                    };
-                    self.vma_modify(ctx, &mut vmas, s, e, set, d)?;
-                }
-                if covered < end - addr {
-                    return Err(Errno::NoMem("madvise range has a hole"));
+            Advice::DontNeed => self.zap_range(ctx, v, s, e, true, d),
+            Advice::Free => self.madvise_free(ctx, v, s, e, d),
+            Advice::PageOut => self.pageout(ctx, v, s, e, d),
+            Advice::Cold => self.cold(ctx, v, s, e, d),
+            Advice::WillNeed => {
+                if let Some(obj) = v.object() {
+                    obj.readahead(v.pgoff_of(s, self.page_shift), (e - s) / self.page);
                 }
                 Ok(())
             }
-            _ => {
-                let vmas = self.mmap_read(ctx);
-                // Under the read lock, as Linux's madvise; tables that
-                // PT_RECLAIM unlinked are shot down before it is released.
-                let mut advise = || -> Result<(), Errno> {
-                    let list: Vec<Vma> = vmas.overlapping(addr, end).cloned().collect();
-                    let mut covered = 0;
-                    for v in &list {
-                        let s = v.start.max(addr);
-                        let e = v.end.min(end);
-                        covered += e - s;
-                        match advice {
-                            Advice::DontNeed => {
-                                // Linux: madvise_dontneed_free_valid_vma
-                                if v.flags.locked {
-                                    return Err(Errno::Inval("MADV_DONTNEED on a locked VMA"));
-                                }
-                                self.zap_range(ctx, v, s, e, true, d)?;
-                            }
-                            Advice::Free => {
-                                if !v.is_anon() || v.flags.locked {
-                                    return Err(Errno::Inval(
-                                        "MADV_FREE needs private anonymous memory",
-                                    ));
-                                }
-                                self.madvise_free(ctx, v, s, e, d)?;
-                            }
-                            Advice::PageOut => {
-                                // Linux: can_madv_lru_vma
-                                if v.flags.locked {
-                                    return Err(Errno::Inval("MADV_PAGEOUT on a locked VMA"));
-                                }
-                                self.pageout(ctx, v, s, e, d)?;
-                            }
-                            Advice::Cold => {
-                                if v.flags.locked {
-                                    return Err(Errno::Inval("MADV_COLD on a locked VMA"));
-                                }
-                                self.cold(ctx, v, s, e, d)?;
-                            }
-                            Advice::WillNeed => {
-                                if let Some(obj) = v.object() {
-                                    obj.readahead(
-                                        v.pgoff_of(s, self.page_shift),
-                                        (e - s) / self.page,
-                                    );
-                                }
-                            }
-                            Advice::PopulateRead | Advice::PopulateWrite => {
-                                let mode = if advice == Advice::PopulateRead {
-                                    PopulateMode::Read
-                                } else {
-                                    PopulateMode::Write
-                                };
-                                self.populate(ctx, &vmas, s, e, mode, true, d)?;
-                            }
-                            Advice::HugePage | Advice::NoHugePage => unreachable!("handled above"),
-                        }
-                    }
-                    if covered < end - addr {
-                        return Err(Errno::NoMem("madvise range has a hole"));
-                    }
-                    Ok(())
-                };
-                let r = advise();
-                self.flush_unlinked_tables(ctx, d);
-                drop(vmas);
-                r
+            Advice::PopulateRead => self.populate(ctx, vmas, s, e, PopulateMode::Read, true, d),
+            Advice::PopulateWrite => self.populate(ctx, vmas, s, e, PopulateMode::Write, true, d),
+            Advice::HugePage | Advice::NoHugePage => {
+                unreachable!("sets VMA flags: madvise_vma_flags")
             }
         }
+    }
+}
+
+/// The VMA flags an advice that [`Advice::sets_vma_flags`] leaves (Linux:
+/// madvise_vma_behavior's flag cases, hugepage_madvise).
+fn set_flags(f: &mut VmaFlags, advice: Advice) {
+    match advice {
+        Advice::HugePage => {
+            f.hugepage = true;
+            f.nohugepage = false;
+        }
+        Advice::NoHugePage => {
+            f.hugepage = false;
+            f.nohugepage = true;
+        }
+        _ => unreachable!("acts on pages: madvise_pages"),
     }
 }
