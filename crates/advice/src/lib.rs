@@ -82,6 +82,9 @@ kinds! {
     /// MADV_COLD (Linux 5.4): deactivates the pages (no counter sees that);
     /// a large folio the range covers only in part is split.
     Cold = MADV_COLD = 20, "cold";
+    /// MADV_COLLAPSE (Linux 6.1): collapses each whole 2 MiB range into a
+    /// THP now, ignoring the THP mode and khugepaged's limits.
+    Collapse = MADV_COLLAPSE = 25, "collapse";
 }
 
 /// Which mappings Linux accepts an advice on (else EINVAL, or EACCES where
@@ -92,6 +95,9 @@ pub enum Needs {
     Any,
     /// Private anonymous memory only.
     PrivateAnon,
+    /// Linux takes any mapping, the model only private anonymous memory
+    /// (the workload checker refuses the others as not modelled).
+    ModelledAnon,
 }
 
 /// The protection an advice needs over its range (else EFAULT).
@@ -112,7 +118,8 @@ impl Advice {
             | Advice::NoHugePage
             | Advice::PopulateRead
             | Advice::PopulateWrite
-            | Advice::WillNeed => false,
+            | Advice::WillNeed
+            | Advice::Collapse => false,
         }
     }
 
@@ -120,6 +127,9 @@ impl Advice {
     pub const fn needs(self) -> Needs {
         match self {
             Advice::Free => Needs::PrivateAnon,
+            // File and shmem collapse (hpage_collapse_scan_file) is not
+            // modelled.
+            Advice::Collapse => Needs::ModelledAnon,
             Advice::DontNeed
             | Advice::HugePage
             | Advice::NoHugePage

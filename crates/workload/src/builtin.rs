@@ -299,6 +299,18 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/khugepaged-max-ptes-shared.toml"),
     ),
     (
+        "collapse-base-pages",
+        include_str!("../validate/collapse-base-pages.toml"),
+    ),
+    (
+        "collapse-fork-shared",
+        include_str!("../validate/collapse-fork-shared.toml"),
+    ),
+    (
+        "collapse-then-split",
+        include_str!("../validate/collapse-then-split.toml"),
+    ),
+    (
         "reclaim-file-clean",
         include_str!("../validate/reclaim-file-clean.toml"),
     ),

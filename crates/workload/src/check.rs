@@ -948,11 +948,16 @@ impl<'a, 'd> Checker<'a, 'd> {
         }
         let fits = match advice.needs() {
             Needs::Any => true,
-            Needs::PrivateAnon => m.kind == MapKind::Anon && !m.shared,
+            Needs::PrivateAnon | Needs::ModelledAnon => m.kind == MapKind::Anon && !m.shared,
         };
         if !fits {
+            let why = if advice.needs() == Needs::ModelledAnon {
+                "is modelled only for private anonymous memory"
+            } else {
+                "applies only to private anonymous memory (EINVAL)"
+            };
             let problem = format!(
-                "is a {} mapping, and advice {name:?} applies only to private anonymous memory (EINVAL)",
+                "is a {} mapping, and advice {name:?} {why}",
                 kind_name(m.kind, m.shared)
             );
             return Err(self.region_err(t, op, op.at, region, problem, ""));

@@ -96,7 +96,7 @@ impl AddressSpace {
 
     /// The walk of [`Self::madvise_collapse`] and [`Self::khugepaged_scan`]:
     /// the number of ranges collapsed.
-    fn collapse_range(
+    pub(super) fn collapse_range(
         &self,
         ctx: &mut ThreadCtx,
         addr: u64,

@@ -55,6 +55,11 @@ impl AddressSpace {
         let end = addr
             .checked_add(len)
             .ok_or(Errno::Inval("range wraps around"))?;
+        if advice == Advice::Collapse {
+            // Linux: mm/khugepaged.c, madvise_collapse (its own walk over
+            // the VMAs, under the mmap write lock: see khugepaged.rs).
+            return self.collapse_range(ctx, addr, end - addr, false, d).map(|_| ());
+        }
         if advice.sets_vma_flags() {
             self.madvise_vma_flags(ctx, addr, end, advice, d)
         } else {
@@ -140,7 +145,7 @@ impl AddressSpace {
         }
         let fits = match advice.needs() {
             Needs::Any => true,
-            Needs::PrivateAnon => v.is_anon(),
+            Needs::PrivateAnon | Needs::ModelledAnon => v.is_anon(),
         };
         if !fits {
             return Err(Errno::Inval(
@@ -163,6 +168,7 @@ impl AddressSpace {
             Advice::HugePage | Advice::NoHugePage => {
                 unreachable!("sets VMA flags: madvise_vma_flags")
             }
+            Advice::Collapse => unreachable!("its own walk: collapse_range"),
         }
     }
 }
