@@ -146,7 +146,11 @@ fn khugepaged_keeps_to_max_ptes_none_and_advised_vmas() {
         let (d, n) = s.khugepaged_scan(&mut ctx, BASE, 2 * M).unwrap();
         d.complete(&s).unwrap();
         assert_eq!(n, collapsed, "max_ptes_none {max_none}, advised {advised}");
-        let want = if collapsed == 1 { (2048, 2048) } else { (0, 16) };
+        let want = if collapsed == 1 {
+            (2048, 2048)
+        } else {
+            (0, 16)
+        };
         assert_eq!(huge_and_rss(&s, &ctx), want);
         finish(s, &mut ctx);
     }

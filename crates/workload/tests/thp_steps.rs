@@ -48,7 +48,10 @@ fn khugepaged_needs_private_anonymous_memory() {
         "[[thread]]\nop = [ { mmap = \"f\", size = \"2MiB\", kind = \"shmem\" },\n  { khugepaged = \"f\" } ]\n",
     );
     assert!(e.starts_with("w.toml:3:17: "), "{e}");
-    assert!(e.contains("khugepaged is modelled only for private anonymous memory"), "{e}");
+    assert!(
+        e.contains("khugepaged is modelled only for private anonymous memory"),
+        "{e}"
+    );
 }
 
 #[test]

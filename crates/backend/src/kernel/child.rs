@@ -120,7 +120,14 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
     if let Some(r) = &prog.reclaim {
         super::thp_steps::prefault_own_files();
         if let Err(e) = super::thp_steps::join(&r.procs) {
-            report_failure(&[MAGIC, wire::STATUS_SETUP, wire::SETUP_CGROUP, e as u64, 0, 0]);
+            report_failure(&[
+                MAGIC,
+                wire::STATUS_SETUP,
+                wire::SETUP_CGROUP,
+                e as u64,
+                0,
+                0,
+            ]);
         }
     }
 

@@ -179,7 +179,10 @@ impl Program {
             file_regions,
             fork_records,
             fork_timeout: Duration::from_secs(120),
-            needs_reclaim: w.threads.iter().any(|t| has(&t.ops, &|o| matches!(o, Op::DeferredSplit))),
+            needs_reclaim: w
+                .threads
+                .iter()
+                .any(|t| has(&t.ops, &|o| matches!(o, Op::DeferredSplit))),
             reclaim: None,
             khugepaged_limit: None,
         }
@@ -224,8 +227,7 @@ impl Program {
 /// Whether an op of `ops` (repeat and fork bodies included) is `want`.
 fn has(ops: &[Op], want: &dyn Fn(&Op) -> bool) -> bool {
     ops.iter().any(|op| {
-        want(op)
-            || matches!(op, Op::Repeat { ops, .. } | Op::Fork { ops, .. } if has(ops, want))
+        want(op) || matches!(op, Op::Repeat { ops, .. } | Op::Fork { ops, .. } if has(ops, want))
     })
 }
 

@@ -141,7 +141,10 @@ pub(crate) fn khugepaged_limit() -> Option<Duration> {
         .trim()
         .parse()
         .ok()?;
-    Some(Duration::from_millis(sleep_ms.saturating_mul(3).saturating_add(10_000)).min(Duration::from_secs(60)))
+    Some(
+        Duration::from_millis(sleep_ms.saturating_mul(3).saturating_add(10_000))
+            .min(Duration::from_secs(60)),
+    )
 }
 
 /// khugepaged's count of full scans (no allocation: the child calls it

@@ -69,7 +69,9 @@ impl AddressSpace {
         len: u64,
     ) -> Result<Deferred, Errno> {
         let mut d = Deferred::none();
-        let r = self.collapse_range(ctx, addr, len, false, &mut d).map(|_| ());
+        let r = self
+            .collapse_range(ctx, addr, len, false, &mut d)
+            .map(|_| ());
         self.finish_op(r, d)
     }
 
@@ -117,7 +119,10 @@ impl AddressSpace {
         // holds it over the scan too (nothing else runs in between).
         let vmas = self.mmap_write(ctx);
         let list: Vec<Vma> = vmas.overlapping(addr, end).cloned().collect();
-        let covered: u64 = list.iter().map(|v| v.end.min(end) - v.start.max(addr)).sum();
+        let covered: u64 = list
+            .iter()
+            .map(|v| v.end.min(end) - v.start.max(addr))
+            .sum();
         let mut collapsed = 0;
         for vma in &list {
             let eligible = vma.is_anon() && !vma.flags.nohugepage && self.huge_zero_pa.is_some();
@@ -125,7 +130,9 @@ impl AddressSpace {
                 if khugepaged {
                     continue;
                 }
-                return Err(Errno::Inval("MADV_COLLAPSE of a VMA that cannot hold a THP"));
+                return Err(Errno::Inval(
+                    "MADV_COLLAPSE of a VMA that cannot hold a THP",
+                ));
             }
             let hstart = vma.start.max(addr).next_multiple_of(self.pmd_size);
             let hend = vma.end.min(end) & !(self.pmd_size - 1);

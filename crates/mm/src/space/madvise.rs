@@ -58,7 +58,9 @@ impl AddressSpace {
         if advice == Advice::Collapse {
             // Linux: mm/khugepaged.c, madvise_collapse (its own walk over
             // the VMAs, under the mmap write lock: see khugepaged.rs).
-            return self.collapse_range(ctx, addr, end - addr, false, d).map(|_| ());
+            return self
+                .collapse_range(ctx, addr, end - addr, false, d)
+                .map(|_| ());
         }
         if advice.sets_vma_flags() {
             self.madvise_vma_flags(ctx, addr, end, advice, d)
