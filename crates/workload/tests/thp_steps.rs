@@ -47,7 +47,7 @@ fn khugepaged_needs_private_anonymous_memory() {
     let e = err(
         "[[thread]]\nop = [ { mmap = \"f\", size = \"2MiB\", kind = \"shmem\" },\n  { khugepaged = \"f\" } ]\n",
     );
-    assert!(e.starts_with("w.toml:3:17: "), "{e}");
+    assert!(e.starts_with("w.toml:3:18: "), "{e}");
     assert!(
         e.contains("khugepaged is modelled only for private anonymous memory"),
         "{e}"

@@ -62,8 +62,14 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
             }
             KOpKind::Khugepaged => {
                 let limit = sh.prog.khugepaged_limit.unwrap_or_default();
-                if let Err(e) = super::thp_steps::wait_khugepaged(limit) {
-                    sh.fail(op.id, Call::KhugepagedScans, e);
+                match super::thp_steps::wait_khugepaged(limit) {
+                    Ok(()) => {}
+                    Err(super::thp_steps::WaitError::Read(e)) => {
+                        sh.fail(op.id, Call::KhugepagedScans, e);
+                    }
+                    Err(super::thp_steps::WaitError::TimedOut) => {
+                        sh.fail(op.id, Call::KhugepagedWait, libc::ETIMEDOUT);
+                    }
                 }
             }
             KOpKind::Sync { addr, len } => {

@@ -177,15 +177,27 @@ pub(crate) fn read_full_scans() -> Option<u64> {
     any.then_some(v)
 }
 
-/// The child's `khugepaged` step: waits for two more full scans, or
-/// `limit`. `Err(errno)` if the counter cannot be read.
-pub(crate) fn wait_khugepaged(limit: Duration) -> Result<(), i32> {
+/// Why a `khugepaged` step failed.
+pub(crate) enum WaitError {
+    /// The counter could not be read (errno).
+    Read(i32),
+    /// Two full scans did not end within the limit.
+    TimedOut,
+}
+
+/// The child's `khugepaged` step: waits for two more full scans, at most
+/// `limit` (past it the run fails rather than report counters khugepaged
+/// had no chance to change).
+pub(crate) fn wait_khugepaged(limit: Duration) -> Result<(), WaitError> {
     let start = Instant::now();
-    let first = read_full_scans().ok_or(libc::EIO)?;
+    let first = read_full_scans().ok_or(WaitError::Read(libc::EIO))?;
     loop {
-        let now = read_full_scans().ok_or(libc::EIO)?;
-        if now >= first + 2 || start.elapsed() >= limit {
+        let now = read_full_scans().ok_or(WaitError::Read(libc::EIO))?;
+        if now >= first + 2 {
             return Ok(());
+        }
+        if start.elapsed() >= limit {
+            return Err(WaitError::TimedOut);
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -59,6 +59,8 @@ pub(crate) enum Call {
     CgroupReclaim,
     /// Reading khugepaged's `full_scans`.
     KhugepagedScans,
+    /// Waiting for khugepaged's two full scans past the limit.
+    KhugepagedWait,
 }
 
 const CALL_NAMES: &[&str] = &[
@@ -80,6 +82,7 @@ const CALL_NAMES: &[&str] = &[
     "get_mempolicy",
     "memory cgroup reclaim (deferred_split)",
     "reading /sys/kernel/mm/transparent_hugepage/khugepaged/full_scans",
+    "waiting for two full scans of khugepaged (it runs at nice 19, so a busy host can starve it; the wait is limited to three scan_sleep_millisecs and 10 s)",
 ];
 
 /// Steps of the child's set-up that can fail, by wire code.
@@ -283,8 +286,10 @@ mod tests {
 
     #[test]
     fn call_names_cover_every_call() {
-        assert_eq!(CALL_NAMES.len(), Call::GetMempolicy as usize + 1);
+        assert_eq!(CALL_NAMES.len(), Call::KhugepagedWait as usize + 1);
         assert_eq!(CALL_NAMES[Call::GetMempolicy as usize], "get_mempolicy");
+        assert!(CALL_NAMES[Call::CgroupReclaim as usize].contains("deferred_split"));
+        assert!(CALL_NAMES[Call::KhugepagedWait as usize].contains("khugepaged"));
         assert_eq!(CALL_NAMES[Call::Fork as usize], "fork");
         assert_eq!(CALL_NAMES[Call::Mremap as usize], "mremap");
         assert_eq!(CALL_NAMES[Call::Madvise as usize], "madvise");
