@@ -33,10 +33,11 @@ use std::sync::atomic::Ordering;
 
 impl Folio {
     // Linux: mm/huge_memory.c, deferred_split_folio
-    /// Puts the folio on the deferred split queue (order 2 and up only),
-    /// marking it partially mapped if `partially_mapped`.
-    pub(crate) fn deferred_split(&mut self, partially_mapped: bool) {
-        if self.size < 4 * 4096 {
+    /// Puts the folio on the deferred split queue (order 2 and up only:
+    /// more than two base pages of `page` bytes), marking it partially
+    /// mapped if `partially_mapped`.
+    pub(crate) fn deferred_split(&mut self, partially_mapped: bool, page: u64) {
+        if self.size <= 2 * page {
             return;
         }
         if partially_mapped {

@@ -123,7 +123,7 @@ impl AddressSpace {
                         if folio.mapped != 0 {
                             // Linux: __folio_remove_rmap queues a folio
                             // left partially mapped (deferred_split_folio).
-                            folio.deferred_split(true);
+                            folio.deferred_split(true, self.page);
                         } else {
                             f.remove(&head);
                             self.nr_folios.fetch_sub(1, Ordering::Release);
@@ -150,7 +150,7 @@ impl AddressSpace {
         if size == self.pmd_size {
             // Linux: __do_huge_pmd_anonymous_page queues every new PMD
             // folio, for the shrinker's underused check (since 6.12).
-            folio.deferred_split(false);
+            folio.deferred_split(false, self.page);
         }
         lock_plain(&self.folios).insert(head, folio);
         self.nr_folios.fetch_add(1, Ordering::Release);
