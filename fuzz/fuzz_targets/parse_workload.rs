@@ -35,13 +35,14 @@ fn check_plan(w: &Workload, va_bits: u32) {
             | Op::Madvise { region, range, .. }
             | Op::Mlock { region, range }
             | Op::Munlock { region, range }
-            | Op::Sync { region, range } => in_region(*region, range.offset, range.len),
+            | Op::Sync { region, range }
+            | Op::Khugepaged { region, range } => in_region(*region, range.offset, range.len),
             Op::Repeat { times, ops } => assert!(*times > 0 && !ops.is_empty()),
             // Ops added to the format after this target was written: parsed
             // and walked (for_each_op enters a fork's ops), no invariant of
             // their own checked here yet.
             Op::NodeOf(_) | Op::Fork { .. } | Op::Mremap(_) => {}
-            Op::Sleep(_) | Op::Barrier | Op::Mark(_) => {}
+            Op::Sleep(_) | Op::Barrier | Op::Mark(_) | Op::DeferredSplit => {}
         }
     });
     let _ = w.max_touched_bytes();

@@ -95,6 +95,9 @@ kinds! {
     /// under the range (its pages go from every process and from the
     /// file).
     Remove = MADV_REMOVE = 9, "remove";
+    /// MADV_COLLAPSE (Linux 6.1): collapses each whole 2 MiB range into a
+    /// THP now, ignoring the THP mode and khugepaged's limits.
+    Collapse = MADV_COLLAPSE = 25, "collapse";
 }
 
 /// Which mappings Linux accepts an advice on (else EINVAL, or EACCES where
@@ -108,6 +111,9 @@ pub enum Needs {
     /// A shared mapping of a file or shmem object (Linux: EINVAL without a
     /// file, EACCES on a private mapping of one).
     SharedObject,
+    /// Linux takes any mapping, the model only private anonymous memory
+    /// (the workload checker refuses the others as not modelled).
+    ModelledAnon,
 }
 
 /// The protection an advice needs over its range (else EFAULT).
@@ -135,7 +141,8 @@ impl Advice {
             | Advice::DontFork
             | Advice::DoFork
             | Advice::WipeOnFork
-            | Advice::KeepOnFork => false,
+            | Advice::KeepOnFork
+            | Advice::Collapse => false,
         }
     }
 
@@ -146,6 +153,9 @@ impl Advice {
             // file or shared VMA.
             Advice::Free | Advice::WipeOnFork => Needs::PrivateAnon,
             Advice::Remove => Needs::SharedObject,
+            // File and shmem collapse (hpage_collapse_scan_file) is not
+            // modelled.
+            Advice::Collapse => Needs::ModelledAnon,
             Advice::DontNeed
             | Advice::HugePage
             | Advice::NoHugePage

@@ -505,6 +505,33 @@ impl<'m> CpuHandle<'m> {
         let r = self.space.mm.msync(&mut self.ctx, addr, len);
         self.syscall(r)
     }
+
+    /// Runs the THP deferred split shrinker over this process's memory, as
+    /// memory reclaim of its cgroup does (see
+    /// [`mm::AddressSpace::deferred_split_scan`]). Returns the folios split.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn deferred_split(&mut self) -> Result<u64, SyscallError> {
+        let (r, n) = match self.space.mm.deferred_split_scan(&mut self.ctx) {
+            Ok((d, n)) => (Ok(d), n),
+            Err(e) => (Err(e), 0),
+        };
+        self.syscall(r).map(|()| n)
+    }
+
+    /// khugepaged's pass over `[addr, addr + len)` (see
+    /// [`mm::AddressSpace::khugepaged_scan`]). Returns the ranges collapsed.
+    ///
+    /// # Errors
+    /// As [`CpuHandle::mmap`].
+    pub fn khugepaged(&mut self, addr: u64, len: u64) -> Result<u64, SyscallError> {
+        let (r, n) = match self.space.mm.khugepaged_scan(&mut self.ctx, addr, len) {
+            Ok((d, n)) => (Ok(d), n),
+            Err(e) => (Err(e), 0),
+        };
+        self.syscall(r).map(|()| n)
+    }
 }
 
 impl Drop for CpuHandle<'_> {

@@ -57,6 +57,34 @@ pub enum MthpPolicy {
     Inherit,
 }
 
+/// khugepaged's limits (`/sys/kernel/mm/transparent_hugepage/khugepaged/`):
+/// how many PTEs of a PMD range may be empty or map the zero page
+/// (`max_ptes_none`), be swapped out (`max_ptes_swap`) or map a page another
+/// process shares (`max_ptes_shared`) for khugepaged to collapse the range,
+/// and how many pages one scan pass covers (`pages_to_scan`). The deferred
+/// split shrinker reads `max_ptes_none` too (`thp_underused`). MADV_COLLAPSE
+/// ignores all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Khugepaged {
+    pub max_ptes_none: u32,
+    pub max_ptes_swap: u32,
+    pub max_ptes_shared: u32,
+    pub pages_to_scan: u32,
+}
+
+impl Default for Khugepaged {
+    /// Linux's defaults for 4 KiB pages: `HPAGE_PMD_NR - 1`,
+    /// `HPAGE_PMD_NR / 8`, `HPAGE_PMD_NR / 2`, `HPAGE_PMD_NR * 8`.
+    fn default() -> Khugepaged {
+        Khugepaged {
+            max_ptes_none: 511,
+            max_ptes_swap: 64,
+            max_ptes_shared: 256,
+            pages_to_scan: 4096,
+        }
+    }
+}
+
 /// Knobs that break the model on purpose, so tests can show that the
 /// checkers catch the bug. Never set them outside tests.
 #[doc(hidden)]
@@ -87,6 +115,8 @@ pub struct MmConfig {
     pub mthp: BTreeMap<u64, MthpPolicy>,
     /// `transparent_hugepage/use_zero_page`.
     pub thp_use_zero_page: bool,
+    /// `transparent_hugepage/khugepaged/*`.
+    pub khugepaged: Khugepaged,
     /// `/sys/kernel/mm/fault_around_bytes` (debugfs).
     pub fault_around_bytes: u64,
     /// Read-ahead window of the device backing files (its `read_ahead_kb`;
@@ -117,6 +147,7 @@ impl Default for MmConfig {
             thp: ThpMode::Madvise,
             mthp,
             thp_use_zero_page: true,
+            khugepaged: Khugepaged::default(),
             fault_around_bytes: 64 << 10,
             readaround_bytes: 128 << 10,
             large_folios: true,

@@ -283,6 +283,34 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/thp-fork-pageout.toml"),
     ),
     (
+        "thp-deferred-split-dontneed",
+        include_str!("../validate/thp-deferred-split-dontneed.toml"),
+    ),
+    (
+        "thp-deferred-split-munmap",
+        include_str!("../validate/thp-deferred-split-munmap.toml"),
+    ),
+    (
+        "khugepaged-collapse",
+        include_str!("../validate/khugepaged-collapse.toml"),
+    ),
+    (
+        "khugepaged-max-ptes-shared",
+        include_str!("../validate/khugepaged-max-ptes-shared.toml"),
+    ),
+    (
+        "collapse-base-pages",
+        include_str!("../validate/collapse-base-pages.toml"),
+    ),
+    (
+        "collapse-fork-shared",
+        include_str!("../validate/collapse-fork-shared.toml"),
+    ),
+    (
+        "collapse-then-split",
+        include_str!("../validate/collapse-then-split.toml"),
+    ),
+    (
         "reclaim-file-clean",
         include_str!("../validate/reclaim-file-clean.toml"),
     ),

@@ -163,6 +163,7 @@ pub(crate) fn check(src: Source<'_>, doc: &Doc, name: String, va_bits: u32) -> R
         seq: 0,
     };
     crate::fork::check_forks(src, doc)?;
+    crate::fork::check_deferred_split(src, doc)?;
     c.count_barriers()?;
     c.intern()?;
     c.walk()?;
@@ -548,7 +549,20 @@ impl<'a, 'd> Checker<'a, 'd> {
                 }
                 self.resolve(t, op, region, slice, count)
             }
-            VerbSyn::Sleep(_)
+            VerbSyn::Khugepaged(_, range) => {
+                let r = self.range(t, op, region, range, true)?;
+                let m = self.mapping(region);
+                if m.kind != MapKind::Anon || m.shared {
+                    let problem = format!(
+                        "is a {} mapping; khugepaged is modelled only for private anonymous memory",
+                        kind_name(m.kind, m.shared)
+                    );
+                    return Err(self.region_err(t, op, op.at, region, problem, ""));
+                }
+                self.resolve(t, op, region, r, 0)
+            }
+            VerbSyn::DeferredSplit
+            | VerbSyn::Sleep(_)
             | VerbSyn::Barrier
             | VerbSyn::Mark(_)
             | VerbSyn::Repeat(..)

@@ -11,6 +11,7 @@
 //! - Child names are unique in the workload.
 
 use crate::error::WorkloadError;
+use crate::plan::{FileState, MapKind};
 use crate::syntax::{Doc, OpSyn, Source, VerbSyn};
 
 type Result<T> = std::result::Result<T, WorkloadError>;
@@ -96,6 +97,46 @@ fn child_ops(src: Source<'_>, name: &str, ops: &[OpSyn]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `deferred_split` runs memory reclaim of the workload's own cgroup on
+/// the kernel, which also drops the page cache of files the workload read
+/// in: refused in a workload that maps a cold file (a cached one is read
+/// in before the workload runs, outside its cgroup).
+pub(crate) fn check_deferred_split(src: Source<'_>, doc: &Doc) -> Result<()> {
+    let mut split = None;
+    let mut cold = None;
+    for block in &doc.blocks {
+        each(&block.ops, &mut |op| match &op.verb {
+            VerbSyn::DeferredSplit => {
+                split.get_or_insert(op);
+            }
+            VerbSyn::Mmap(m) if m.kind == MapKind::File && m.file == FileState::Cold => {
+                cold.get_or_insert(op);
+            }
+            _ => {}
+        });
+    }
+    if let (Some(op), Some(file)) = (split, cold) {
+        return Err(structure(
+            src,
+            op,
+            format!(
+                "deferred_split in a workload that maps a cold file (at {}): the kernel's reclaim would drop its page cache too",
+                src.line_col(file.at)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn each<'d>(ops: &'d [OpSyn], f: &mut impl FnMut(&'d OpSyn)) {
+    for op in ops {
+        f(op);
+        if let VerbSyn::Repeat(_, body) | VerbSyn::Fork(_, body) = &op.verb {
+            each(body, f);
+        }
+    }
 }
 
 fn structure(src: Source<'_>, op: &OpSyn, problem: String) -> WorkloadError {

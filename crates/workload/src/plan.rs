@@ -247,6 +247,18 @@ pub enum Op {
         ops: Vec<Op>,
     },
     Mremap(Mremap),
+    /// The THP deferred split shrinker runs over the process's memory
+    /// (Linux: mm/huge_memory.c, deferred_split_scan, as reclaim of the
+    /// process's memory cgroup runs it): partially mapped THPs are split,
+    /// and underused ones (see docs/format.md).
+    DeferredSplit,
+    /// khugepaged passes over the range (Linux: mm/khugepaged.c,
+    /// khugepaged_scan_mm_slot): the model collapses what its limits allow;
+    /// the kernel backend waits for two full khugepaged scans.
+    Khugepaged {
+        region: RegionId,
+        range: Range,
+    },
 }
 
 /// Bytes of a huge page, the unit a THP fault may populate.

@@ -186,6 +186,10 @@ pub(crate) enum VerbSyn {
     /// in docs/format.md).
     Fork(String, Vec<OpSyn>),
     Mremap(MremapSyn),
+    /// `deferred_split = true`: the THP deferred split shrinker runs.
+    DeferredSplit,
+    /// `khugepaged`: khugepaged passes over the range.
+    Khugepaged(RegionName, RangeSyn),
 }
 
 impl VerbSyn {
@@ -207,6 +211,8 @@ impl VerbSyn {
             VerbSyn::Repeat(..) => "repeat",
             VerbSyn::Fork(..) => "fork",
             VerbSyn::Mremap(_) => "mremap",
+            VerbSyn::DeferredSplit => "deferred_split",
+            VerbSyn::Khugepaged(..) => "khugepaged",
         }
     }
 
@@ -221,8 +227,10 @@ impl VerbSyn {
             | VerbSyn::Madvise(r, _, _)
             | VerbSyn::Mlock(r, _, _)
             | VerbSyn::Munlock(r, _)
-            | VerbSyn::Sync(r, _) => Some(r),
-            VerbSyn::Sleep(_)
+            | VerbSyn::Sync(r, _)
+            | VerbSyn::Khugepaged(r, _) => Some(r),
+            VerbSyn::DeferredSplit
+            | VerbSyn::Sleep(_)
             | VerbSyn::Barrier
             | VerbSyn::Mark(_)
             | VerbSyn::Repeat(..)
@@ -269,6 +277,8 @@ pub(crate) const VERBS: &[(&str, &[&str])] = &[
     ("fork", &["op"]),
     ("mremap", &["size", "maymove", "to", "dontunmap"]),
     ("node_of", &["stride", "offset", "len"]),
+    ("deferred_split", &[]),
+    ("khugepaged", RANGE_KEYS),
 ];
 
 fn verb_names() -> Vec<&'static str> {
@@ -556,6 +566,11 @@ impl<'a> Parser<'a> {
             "node_of" => VerbSyn::NodeOf(node_of(&table, region()?)?),
             "mremap" => VerbSyn::Mremap(mremap(&table, region()?)?),
             "sync" => VerbSyn::Sync(region()?, table.range()?),
+            "khugepaged" => VerbSyn::Khugepaged(region()?, table.range()?),
+            "deferred_split" => match value.get_ref() {
+                DeValue::Boolean(true) => VerbSyn::DeferredSplit,
+                _ => return Err(table.bad(verb, value, "true (deferred_split = true)")),
+            },
             "sleep" => {
                 let d = match value.get_ref() {
                     DeValue::String(s) => units::parse_duration(s).ok(),

@@ -115,6 +115,21 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
     }
     REPORT_FD.store(report_fd, Ordering::SeqCst);
     install_fault_handlers();
+    // Into the run's memory cgroup before any memory of the workload is
+    // charged (see `thp_steps`).
+    if let Some(r) = &prog.reclaim {
+        super::thp_steps::prefault_own_files();
+        if let Err(e) = super::thp_steps::join(&r.procs) {
+            report_failure(&[
+                MAGIC,
+                wire::STATUS_SETUP,
+                wire::SETUP_CGROUP,
+                e as u64,
+                0,
+                0,
+            ]);
+        }
+    }
 
     let n = prog.threads.len();
     let mut records = vec![0u64; prog.mark_records as usize * RECORD_WORDS];

@@ -74,6 +74,25 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
                     libc::munlock(ptr(*addr), *len as usize)
                 });
             }
+            KOpKind::DeferredSplit => {
+                if let Some(r) = &sh.prog.reclaim {
+                    if let Err(e) = super::thp_steps::write_file(&r.trigger, r.trigger_value) {
+                        sh.fail(op.id, Call::CgroupReclaim, e);
+                    }
+                }
+            }
+            KOpKind::Khugepaged => {
+                let limit = sh.prog.khugepaged_limit.unwrap_or_default();
+                match super::thp_steps::wait_khugepaged(limit) {
+                    Ok(()) => {}
+                    Err(super::thp_steps::WaitError::Read(e)) => {
+                        sh.fail(op.id, Call::KhugepagedScans, e);
+                    }
+                    Err(super::thp_steps::WaitError::TimedOut) => {
+                        sh.fail(op.id, Call::KhugepagedWait, libc::ETIMEDOUT);
+                    }
+                }
+            }
             KOpKind::Sync { addr, len } => {
                 // SAFETY: a range of the workload's regions (above).
                 check(Call::Msync, unsafe {

@@ -47,6 +47,7 @@ mod program;
 mod quiesce;
 mod room;
 mod sync;
+mod thp_steps;
 mod wire;
 
 use std::path::PathBuf;
@@ -116,6 +117,22 @@ pub fn run(w: &Workload, opts: &KernelOptions) -> Result<Run, KernelError> {
         });
     }
     check_memory(w, &prog)?;
+    let _cgroup = if prog.needs_reclaim {
+        let (cg, files) = thp_steps::ReclaimCgroup::create()?;
+        prog.reclaim = Some(files);
+        Some(cg)
+    } else {
+        None
+    };
+    if prog.has_khugepaged() {
+        prog.khugepaged_limit = Some(thp_steps::khugepaged_limit().ok_or_else(|| {
+            KernelError::Setup {
+                what: "the khugepaged step reads /sys/kernel/mm/transparent_hugepage/khugepaged"
+                    .into(),
+                source: std::io::Error::from_raw_os_error(libc::ENOENT),
+            }
+        })?);
+    }
     // On SIGINT or SIGTERM (crate interrupt) the child is killed, the run
     // returns through its error path, the files are dropped (their
     // directory removed), and then this section exits the process.

@@ -85,6 +85,11 @@ pub(crate) enum KOpKind {
         new_addr: u64,
         expect: u64,
     },
+    /// Memory reclaim of the run's own cgroup, which runs the THP
+    /// deferred split shrinker (see `super::thp_steps`).
+    DeferredSplit,
+    /// Waits for khugepaged's next two full scans (see `super::thp_steps`).
+    Khugepaged,
     Sleep(Duration),
     Barrier,
     /// Index into [`Program::mark_names`].
@@ -125,6 +130,13 @@ pub(crate) struct Program {
     pub fork_records: u64,
     /// A fork's child is killed past this (the run's own time limit).
     pub fork_timeout: Duration,
+    /// The workload has a `deferred_split` step: the run needs a memory
+    /// cgroup of its own, whose files `reclaim` names once made.
+    pub needs_reclaim: bool,
+    pub reclaim: Option<super::thp_steps::ReclaimFiles>,
+    /// The longest a `khugepaged` step waits (set by the run when the
+    /// workload has one).
+    pub khugepaged_limit: Option<Duration>,
 }
 
 impl Program {
@@ -176,7 +188,25 @@ impl Program {
             file_bytes,
             fork_records,
             fork_timeout: Duration::from_secs(120),
+            needs_reclaim: w
+                .threads
+                .iter()
+                .any(|t| has(&t.ops, &|o| matches!(o, Op::DeferredSplit))),
+            reclaim: None,
+            khugepaged_limit: None,
         }
+    }
+
+    /// Whether the workload has a `khugepaged` step.
+    pub fn has_khugepaged(&self) -> bool {
+        fn find(ops: &[KOp]) -> bool {
+            ops.iter().any(|op| match &op.kind {
+                KOpKind::Khugepaged => true,
+                KOpKind::Repeat { body, .. } | KOpKind::Fork { body } => find(body),
+                _ => false,
+            })
+        }
+        self.threads.iter().any(|ops| find(ops))
     }
 
     /// Region name, address and length of the mmap op `id`.
@@ -201,6 +231,13 @@ impl Program {
     pub fn end_mark(&self) -> u32 {
         (self.mark_names.len() - 1) as u32
     }
+}
+
+/// Whether an op of `ops` (repeat and fork bodies included) is `want`.
+fn has(ops: &[Op], want: &dyn Fn(&Op) -> bool) -> bool {
+    ops.iter().any(|op| {
+        want(op) || matches!(op, Op::Repeat { ops, .. } | Op::Fork { ops, .. } if has(ops, want))
+    })
 }
 
 struct Builder<'a> {
@@ -347,6 +384,8 @@ impl Builder<'_> {
                     expect: if m.to.is_some() { new_addr } else { addr },
                 }
             }
+            Op::DeferredSplit => KOpKind::DeferredSplit,
+            Op::Khugepaged { .. } => KOpKind::Khugepaged,
             Op::Sleep(d) => KOpKind::Sleep(*d),
             Op::Barrier => KOpKind::Barrier,
             Op::Mark(name) => match &self.fork {
@@ -390,6 +429,8 @@ impl Builder<'_> {
                 Some(to) => format!("mremap {:?} to {:?}", name(m.region), name(to)),
                 None => format!("mremap {:?}", name(m.region)),
             },
+            Op::DeferredSplit => "deferred_split".to_string(),
+            Op::Khugepaged { region, .. } => format!("khugepaged {:?}", name(*region)),
             Op::Sleep(d) => format!("sleep {d:?}"),
             Op::Barrier => "barrier".to_string(),
             Op::Mark(label) => format!("mark {label:?}"),

@@ -55,6 +55,12 @@ pub(crate) enum Call {
     /// mremap succeeded at another address than the plan's (errno EADDRINUSE).
     MremapMoved,
     GetMempolicy,
+    /// The write that asks the run's memory cgroup to reclaim.
+    CgroupReclaim,
+    /// Reading khugepaged's `full_scans`.
+    KhugepagedScans,
+    /// Waiting for khugepaged's two full scans past the limit.
+    KhugepagedWait,
 }
 
 const CALL_NAMES: &[&str] = &[
@@ -74,16 +80,21 @@ const CALL_NAMES: &[&str] = &[
     "mremap",
     "mremap (the kernel moved the mapping away from its region's address: the room after it is in use)",
     "get_mempolicy",
+    "memory cgroup reclaim (deferred_split)",
+    "reading /sys/kernel/mm/transparent_hugepage/khugepaged/full_scans",
+    "waiting for two full scans of khugepaged (it runs at nice 19, so a busy host can starve it; the wait is limited to three scan_sleep_millisecs and 10 s)",
 ];
 
 /// Steps of the child's set-up that can fail, by wire code.
 pub(crate) const SETUP_SPAWN: u64 = 0;
 pub(crate) const SETUP_PANIC: u64 = 1;
 pub(crate) const SETUP_FORK: u64 = 2;
+pub(crate) const SETUP_CGROUP: u64 = 3;
 const SETUP_NAMES: &[&str] = &[
     "spawning the workload's threads",
     "running the workload (a panic in the child; see its message above)",
     "running a fork's child (it was killed, died of a signal or passed the time limit)",
+    "moving the workload process into its memory cgroup (for deferred_split)",
 ];
 
 /// Counter names in sample-word order: the registry's kernel-sampled
@@ -275,8 +286,10 @@ mod tests {
 
     #[test]
     fn call_names_cover_every_call() {
-        assert_eq!(CALL_NAMES.len(), Call::GetMempolicy as usize + 1);
+        assert_eq!(CALL_NAMES.len(), Call::KhugepagedWait as usize + 1);
         assert_eq!(CALL_NAMES[Call::GetMempolicy as usize], "get_mempolicy");
+        assert!(CALL_NAMES[Call::CgroupReclaim as usize].contains("deferred_split"));
+        assert!(CALL_NAMES[Call::KhugepagedWait as usize].contains("khugepaged"));
         assert_eq!(CALL_NAMES[Call::Fork as usize], "fork");
         assert_eq!(CALL_NAMES[Call::Mremap as usize], "mremap");
         assert_eq!(CALL_NAMES[Call::Madvise as usize], "madvise");

@@ -151,6 +151,25 @@ fn host_files(mm: &mut MmConfig) {
     let _ = mm;
 }
 
+/// This host's khugepaged limits
+/// (/sys/kernel/mm/transparent_hugepage/khugepaged/), Linux's defaults for
+/// those it cannot read.
+fn host_khugepaged(k: &mut mm::Khugepaged) {
+    let read = |name: &str, into: &mut u32| {
+        let path = format!("/sys/kernel/mm/transparent_hugepage/khugepaged/{name}");
+        if let Some(v) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            *into = v;
+        }
+    };
+    read("max_ptes_none", &mut k.max_ptes_none);
+    read("max_ptes_swap", &mut k.max_ptes_swap);
+    read("max_ptes_shared", &mut k.max_ptes_shared);
+    read("pages_to_scan", &mut k.pages_to_scan);
+}
+
 /// The OS model's policy for an mTHP option.
 fn mthp_policy(p: opt::MthpPolicy) -> MthpPolicy {
     match p {
@@ -250,6 +269,7 @@ impl ModelConfig {
         };
         host_mthp(&mut mm.mthp);
         host_files(&mut mm);
+        host_khugepaged(&mut mm.khugepaged);
         for &(size, policy) in opts.mthp.iter().flatten() {
             let bytes = size.bytes();
             if bytes < 2 * geometry.page_size() || bytes >= 2 << 20 {

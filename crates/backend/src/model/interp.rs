@@ -98,6 +98,18 @@ pub(super) fn syscall(
             };
             (cpu.mremap(args).map(|_| ()), "mremap", SyscallKind::Other)
         }
+        // Kernel work outside the thread's own system calls (reclaim's
+        // shrinker, the khugepaged thread), priced as one call.
+        Op::DeferredSplit => (
+            cpu.deferred_split().map(|_| ()),
+            "deferred_split",
+            SyscallKind::Other,
+        ),
+        Op::Khugepaged { region, range } => (
+            cpu.khugepaged(at(*region, range), range.len).map(|_| ()),
+            "khugepaged",
+            SyscallKind::Other,
+        ),
         Op::Touch(_)
         | Op::NodeOf(_)
         | Op::Sleep(_)

@@ -137,7 +137,13 @@ fn emit(
                     emit(w, ops, mapped, out)?;
                 }
             }
-            Op::Sync { .. } | Op::NodeOf(_) | Op::Sleep(_) | Op::Barrier | Op::Mremap(_) => {
+            Op::Sync { .. }
+            | Op::NodeOf(_)
+            | Op::Sleep(_)
+            | Op::Barrier
+            | Op::Mremap(_)
+            | Op::DeferredSplit
+            | Op::Khugepaged { .. } => {
                 return Err(format!("{op:?}: a trace has no record for it"));
             }
             Op::Fork { name, .. } => {

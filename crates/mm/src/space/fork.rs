@@ -257,14 +257,7 @@ impl AddressSpace {
                 match f.get_mut(&head) {
                     Some(folio) => folio.mapped += 1,
                     None => {
-                        f.insert(
-                            head,
-                            Folio {
-                                size,
-                                mapped: 1,
-                                lazyfree: false,
-                            },
-                        );
+                        f.insert(head, Folio::new(size, 1));
                         child.nr_folios.fetch_add(1, Ordering::Release);
                         self.shares.get(head);
                     }
@@ -313,14 +306,7 @@ impl AddressSpace {
         self.not_exclusive.insert(pa);
         child.not_exclusive.insert(pa);
         self.shares.get(pa);
-        lock_plain(&child.folios).insert(
-            pa,
-            Folio {
-                size: self.pmd_size,
-                mapped: n as u64,
-                lazyfree: false,
-            },
-        );
+        lock_plain(&child.folios).insert(pa, Folio::new(self.pmd_size, n as u64));
         child.nr_folios.fetch_add(1, Ordering::Release);
         child.rss_add(Rss::Anon, n);
         child.anon_huge.fetch_add(n, Ordering::Relaxed);

@@ -56,6 +56,13 @@ impl AddressSpace {
         let end = addr
             .checked_add(len)
             .ok_or(Errno::Inval("range wraps around"))?;
+        if advice == Advice::Collapse {
+            // Linux: mm/khugepaged.c, madvise_collapse (its own walk over
+            // the VMAs, under the mmap write lock: see khugepaged.rs).
+            return self
+                .collapse_range(ctx, addr, end - addr, false, d)
+                .map(|_| ());
+        }
         if advice.sets_vma_flags() {
             self.madvise_vma_flags(ctx, addr, end, advice, d)
         } else {
@@ -149,8 +156,8 @@ impl AddressSpace {
         }
         match advice.needs() {
             Needs::Any => {}
-            Needs::PrivateAnon if v.is_anon() => {}
-            Needs::PrivateAnon => {
+            Needs::PrivateAnon | Needs::ModelledAnon if v.is_anon() => {}
+            Needs::PrivateAnon | Needs::ModelledAnon => {
                 return Err(Errno::Inval(
                     "madvise advice needs private anonymous memory",
                 ))
@@ -183,6 +190,7 @@ impl AddressSpace {
             | Advice::DoFork
             | Advice::WipeOnFork
             | Advice::KeepOnFork => unreachable!("sets VMA flags: madvise_vma_flags"),
+            Advice::Collapse => unreachable!("its own walk: collapse_range"),
         }
     }
 }

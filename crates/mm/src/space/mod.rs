@@ -15,6 +15,10 @@
 //! - `share`: anonymous frames shared by fork (holders, `PageAnonExclusive`);
 //! - `rmap`: which other processes of a fork family map a page-cache page
 //!   (writeback's write-protection everywhere, pageout's map count);
+//! - `deferred_split`: the deferred split queue of large folios and its
+//!   shrinker (partially mapped and underused THPs);
+//! - `khugepaged`: MADV_COLLAPSE and khugepaged's scan, PTE-mapped ranges
+//!   collapsed into PMD-mapped THPs;
 //! - `reclaim`: MADV_COLD / MADV_PAGEOUT / lazy-free discard of anonymous
 //!   memory and the split of large folios (zero subpages to the zero page);
 //! - `upper`: the walk to the PMD table;
@@ -25,8 +29,10 @@
 //! [`crate::fault`], the lock protocol in [`crate::locking`].
 
 mod anon_vma;
+mod deferred_split;
 mod finish;
 mod fork;
+mod khugepaged;
 mod lookup_node;
 mod madvise;
 mod mlock;

@@ -37,6 +37,25 @@ pub(crate) struct Folio {
     /// MADV_FREE made it lazily free (Linux: `folio_test_swapbacked`
     /// cleared) and reclaim has not seen it dirty since.
     pub lazyfree: bool,
+    /// On the deferred split queue (Linux: `folio->_deferred_list` not
+    /// empty; see `deferred_split`).
+    pub queued: bool,
+    /// Some but not all of its pages are mapped (Linux
+    /// `folio_test_partially_mapped`).
+    pub partially_mapped: bool,
+}
+
+impl Folio {
+    /// A folio of `size` bytes with `mapped` base pages mapped, on no queue.
+    pub(crate) fn new(size: u64, mapped: u64) -> Folio {
+        Folio {
+            size,
+            mapped,
+            lazyfree: false,
+            queued: false,
+            partially_mapped: false,
+        }
+    }
 }
 
 impl AddressSpace {
@@ -101,7 +120,11 @@ impl AddressSpace {
                 if let Some(folio) = f.get_mut(&head) {
                     if folio.size == size {
                         folio.mapped -= 1;
-                        if folio.mapped == 0 {
+                        if folio.mapped != 0 {
+                            // Linux: __folio_remove_rmap queues a folio
+                            // left partially mapped (deferred_split_folio).
+                            folio.deferred_split(true, self.page);
+                        } else {
                             f.remove(&head);
                             self.nr_folios.fetch_sub(1, Ordering::Release);
                             if !self.shares.put(head) {
@@ -123,14 +146,13 @@ impl AddressSpace {
     pub(crate) fn add_folio(&self, head: u64, size: u64) {
         // A new folio is zero-filled: no write has reached it yet.
         self.shares.written.forget(head, size, self.page);
-        lock_plain(&self.folios).insert(
-            head,
-            Folio {
-                size,
-                mapped: size / self.page,
-                lazyfree: false,
-            },
-        );
+        let mut folio = Folio::new(size, size / self.page);
+        if size == self.pmd_size {
+            // Linux: __do_huge_pmd_anonymous_page queues every new PMD
+            // folio, for the shrinker's underused check (since 6.12).
+            folio.deferred_split(false, self.page);
+        }
+        lock_plain(&self.folios).insert(head, folio);
         self.nr_folios.fetch_add(1, Ordering::Release);
     }
 }

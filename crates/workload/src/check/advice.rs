@@ -60,6 +60,9 @@ impl<'a, 'd> Checker<'a, 'd> {
             Needs::Any => None,
             Needs::PrivateAnon if m.kind == MapKind::Anon && !m.shared => None,
             Needs::PrivateAnon => Some("private anonymous memory (EINVAL)"),
+            Needs::ModelledAnon if m.kind == MapKind::Anon && !m.shared => None,
+            // Linux takes it; the model does not have it.
+            Needs::ModelledAnon => Some("private anonymous memory in the model (not modelled)"),
             // MAP_SHARED | MAP_ANONYMOUS is shmem too.
             Needs::SharedObject if m.shared || m.kind == MapKind::Shmem => None,
             Needs::SharedObject => {

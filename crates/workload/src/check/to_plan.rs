@@ -72,6 +72,11 @@ impl<'a, 'd> Checker<'a, 'd> {
                 region: region(),
                 range: res().range,
             },
+            VerbSyn::Khugepaged(..) => Op::Khugepaged {
+                region: region(),
+                range: res().range,
+            },
+            VerbSyn::DeferredSplit => Op::DeferredSplit,
             VerbSyn::Sleep(d) => Op::Sleep(*d),
             VerbSyn::Barrier => Op::Barrier,
             VerbSyn::Mark(label) => Op::Mark(label.clone()),
