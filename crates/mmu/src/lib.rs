@@ -5,8 +5,10 @@
 //!
 //! - [`config`]: TLB and walk-cache configurations, presets (`zen4`,
 //!   `icelake`, `none`) and their checks.
-//! - [`mmu`]: [`Mmu`] (shared by all CPUs: mailboxes, active masks, IPIs,
-//!   deferred table freeing) and [`Cpu`] (one thread's TLBs and statistics).
+//! - [`shootdown`]: [`Mmu`] (shared by all CPUs: mailboxes, active masks,
+//!   IPIs, deferred table freeing) and the shootdowns.
+//! - [`cpu`]: [`Cpu`] (one thread's TLBs, walk caches, lookup, walk and
+//!   statistics).
 //! - [`walk`]: the hardware walk and the [`Fault`]s it raises.
 //! - [`nested`]: a guest walk over a host walk, cold (no caches), for
 //!   tables built by hand.
@@ -43,14 +45,15 @@
 
 mod cache;
 pub mod config;
+pub mod cpu;
 mod hits;
 mod host;
 pub mod host_config;
 mod lru;
-pub mod mmu;
 pub mod nested;
 mod presence;
 mod pwc;
+pub mod shootdown;
 pub mod stats;
 mod tlb;
 pub mod walk;
@@ -58,8 +61,9 @@ pub mod walk;
 pub use config::{
     ConfigError, MmuConfig, PageSize, PwcConfig, Replacement, TlbArrayConfig, TlbConfig,
 };
+pub use cpu::{Access, Cpu, HitLevel};
 pub use host_config::{HostConfig, HostError};
-pub use mmu::{Access, Asid, Cpu, FlushKind, HitLevel, Mmu, ShootdownStats, MAX_ASIDS};
 pub use nested::{NestedFault, NestedWalk, NestedWalker};
+pub use shootdown::{Asid, FlushKind, Mmu, ShootdownStats, MAX_ASIDS};
 pub use stats::MmuStats;
 pub use walk::Fault;
