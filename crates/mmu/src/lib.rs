@@ -7,6 +7,8 @@
 //!   `icelake`, `none`) and their checks.
 //! - [`shootdown`]: [`Mmu`] (shared by all CPUs: mailboxes, active masks,
 //!   IPIs, deferred table freeing) and the shootdowns.
+//! - [`broadcast`]: broadcast TLB invalidation (AMD INVLPGB, Intel RAR)
+//!   and Linux's rule for using it instead of IPIs.
 //! - [`cpu`]: [`Cpu`] (one thread's TLBs, walk caches, lookup, walk and
 //!   statistics).
 //! - [`walk`]: the hardware walk and the [`Fault`]s it raises.
@@ -43,6 +45,7 @@
 //! | walk prefetch with a memo (`Cpu::prefetch`, `pt::table::WalkMemo`) | nothing: a host-cache hint | changes no TLB, walk cache, word or statistic | `pt::table::memo` test against `PageTable::last_walk_word` |
 //! | staged walk prefetch (`Cpu::prefetch_stage`, `pt::table::PrefetchStage`): the leaf table's bias word, then the leaf word, fetched for two addresses at different distances ahead | nothing: host-cache hints | changes no TLB, walk cache, word or statistic | `pt::table::memo` test (the memo's words against the walk's; every stage run on every address changes nothing) |
 
+pub mod broadcast;
 mod cache;
 pub mod config;
 pub mod cpu;
@@ -58,6 +61,7 @@ pub mod stats;
 mod tlb;
 pub mod walk;
 
+pub use broadcast::{Broadcast, TlbFlush};
 pub use config::{
     ConfigError, MmuConfig, PageSize, PwcConfig, Replacement, TlbArrayConfig, TlbConfig,
 };

@@ -60,6 +60,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use pt::table::{Flush, FreedTables, WalkMemo};
 use pt::{Geometry, MemError, PageTable};
 
+use crate::broadcast::TlbFlush;
 use crate::config::{ConfigError, MmuConfig, MAX_CPUS};
 use crate::cpu::{finish, Cpu, CpuState};
 use crate::hits::HitCache;
@@ -108,6 +109,13 @@ pub struct ShootdownStats {
     pub local_flushed: u64,
     /// The flush generation of this shootdown.
     pub generation: u64,
+    /// Whether it reached the other CPUs by broadcast (INVLPGB or RAR,
+    /// the space holding a global ASID) instead of IPIs.
+    pub broadcast: bool,
+    /// INVLPGB instructions or RAR requests issued (0 under IPIs).
+    pub instructions: u32,
+    /// Other CPUs a broadcast reached (no IPI each).
+    pub broadcast_targets: u32,
 }
 
 /// An invalidation, shared by the messages of one shootdown.
@@ -138,6 +146,8 @@ pub(crate) struct CpuSlot {
     pub(crate) running: AtomicBool,
     pub(crate) parked: Mutex<Option<Box<CpuState>>>,
     ipis_received: AtomicU64,
+    /// RAR requests this CPU's microcode handled (no interrupt).
+    rar_received: AtomicU64,
 }
 
 struct Retired {
@@ -160,6 +170,12 @@ pub struct Mmu {
     pub(crate) tlb_gen: Box<[AtomicU64]>,
     stripes: Box<[Mutex<()>]>,
     flush_gen: AtomicU64,
+    /// Per ASID, whether it holds a global ASID (Linux:
+    /// `mm->context.global_asid`): its flushes are broadcast.
+    global: Box<[AtomicBool]>,
+    /// Broadcast flushes and their instructions, machine-wide.
+    broadcasts: AtomicU64,
+    broadcast_insns: AtomicU64,
     retired: Mutex<Vec<Retired>>,
     /// Statistics of shootdowns without an initiating [`Cpu`].
     shared: Mutex<MmuStats>,
@@ -203,6 +219,7 @@ impl Mmu {
                         running: AtomicBool::new(true),
                         parked: Mutex::new(None),
                         ipis_received: AtomicU64::new(0),
+                        rar_received: AtomicU64::new(0),
                     })
                 })
                 .collect(),
@@ -211,6 +228,9 @@ impl Mmu {
             tlb_gen: (0..MAX_ASIDS).map(|_| AtomicU64::new(0)).collect(),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             flush_gen: AtomicU64::new(0),
+            global: (0..MAX_ASIDS).map(|_| AtomicBool::new(false)).collect(),
+            broadcasts: AtomicU64::new(0),
+            broadcast_insns: AtomicU64::new(0),
             retired: Mutex::new(Vec::new()),
             shared: Mutex::new(MmuStats::default()),
         }))
@@ -311,6 +331,28 @@ impl Mmu {
             .collect()
     }
 
+    /// RAR requests each CPU handled, indexed by CPU.
+    pub fn rar_received(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .map(|s| s.rar_received.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Broadcast flushes so far and the INVLPGB instructions (or RAR
+    /// requests) they issued, machine-wide.
+    pub fn broadcast_counts(&self) -> (u64, u64) {
+        (
+            self.broadcasts.load(Ordering::SeqCst),
+            self.broadcast_insns.load(Ordering::SeqCst),
+        )
+    }
+
+    /// Whether `asid` holds a global ASID (its flushes are broadcast).
+    pub fn has_global_asid(&self, asid: Asid) -> bool {
+        self.global[usize::from(asid)].load(Ordering::Acquire)
+    }
+
     /// The current flush generation (bumped by every shootdown).
     pub fn flush_generation(&self) -> u64 {
         self.flush_gen.load(Ordering::SeqCst)
@@ -365,6 +407,8 @@ impl Mmu {
             st.shootdowns += 1;
             st.ipis += u64::from(out.ipis);
             st.deferred_flushes += u64::from(out.deferred);
+            st.broadcast_flushes += u64::from(out.broadcast);
+            st.broadcast_instructions += u64::from(out.instructions);
         }
         out
     }
@@ -386,6 +430,8 @@ impl Mmu {
             s.shootdowns += 1;
             s.ipis += u64::from(out.ipis);
             s.deferred_flushes += u64::from(out.deferred);
+            s.broadcast_flushes += u64::from(out.broadcast);
+            s.broadcast_instructions += u64::from(out.instructions);
         }
         out
     }
@@ -430,10 +476,15 @@ impl Mmu {
             pages,
             ..ShootdownStats::default()
         };
+        let bc = self.config.broadcast;
         {
             let _g = self.stripe(asid);
             out.generation = self.flush_gen.fetch_add(1, Ordering::SeqCst) + 1;
             self.tlb_gen[usize::from(asid)].fetch_add(1, Ordering::SeqCst);
+            // Linux: flush_tlb_mm_range, a space with a global ASID is
+            // flushed by broadcast_tlb_flush, any other by IPIs.
+            out.broadcast = self.has_global_asid(asid);
+            let mut remote_active = 0;
             for cpu in 0..self.slots.len() {
                 if !self.is_active(asid, cpu) {
                     continue;
@@ -443,10 +494,19 @@ impl Mmu {
                     continue;
                 }
                 let slot = &self.slots[cpu];
+                remote_active += usize::from(remote);
                 // kvm_flush_tlb_multi: a preempted vCPU is not interrupted.
-                let deferred =
-                    remote && self.config.pv_tlb_flush && !slot.running.load(Ordering::Acquire);
-                let ipi = remote && !deferred;
+                let deferred = remote
+                    && !out.broadcast
+                    && self.config.pv_tlb_flush
+                    && !slot.running.load(Ordering::Acquire);
+                let ipi = remote && !deferred && !out.broadcast;
+                if remote && out.broadcast {
+                    out.broadcast_targets += 1;
+                    if bc.kind == TlbFlush::Rar {
+                        slot.rar_received.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
                 {
                     let mut mb = lock(&slot.mailbox);
                     mb.push(Message {
@@ -466,6 +526,19 @@ impl Mmu {
                     out.targets.push(cpu);
                 }
             }
+            // Linux: consider_global_asid, after an IPI flush that had
+            // another CPU in the mask: more than three CPUs active at once.
+            let active =
+                remote_active + usize::from(initiator.is_some_and(|c| self.is_active(asid, c)));
+            if !out.broadcast && remote_active > 0 && bc.wants_global_asid(active) {
+                self.global[usize::from(asid)].store(true, Ordering::Release);
+            }
+        }
+        if out.broadcast {
+            out.instructions = bc.instructions(full, pages);
+            self.broadcasts.fetch_add(1, Ordering::SeqCst);
+            self.broadcast_insns
+                .fetch_add(u64::from(out.instructions), Ordering::SeqCst);
         }
         out.ipis = out.targets.len() as u32;
         out.local_flushed = local(&inval);
