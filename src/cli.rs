@@ -400,7 +400,7 @@ pub struct StudyArgs {
     #[arg(long, value_name = "FILE|NAME")]
     pub costs: Option<String>,
     /// Only these sections, by id (comma-separated: five-level, riscv-64k,
-    /// split-pmd, empty-tables, multi-fault, munmap-shootdown, hazards)
+    /// split-pmd, empty-tables, multi-fault, munmap-shootdown, hazards, broadcast-flush)
     #[arg(long, value_name = "ID,...", value_delimiter = ',')]
     pub only: Vec<String>,
 }

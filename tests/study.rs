@@ -34,7 +34,8 @@ fn quick_study_writes_a_complete_report() {
             "empty-tables",
             "multi-fault",
             "munmap-shootdown",
-            "hazards"
+            "hazards",
+            "broadcast-flush"
         ]
     );
     let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();

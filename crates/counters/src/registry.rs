@@ -191,6 +191,28 @@ pub const PREDICTED_CPU_NS: Counter = Counter {
     members: Members::PerCpu,
 };
 
+/// Virtual time spent on TLB shootdowns.
+pub const FLUSH_NS: Counter = Counter {
+    name: "flush_ns",
+    unit: Unit::Ns,
+    meaning: "Predicted time modeled CPUs spent on TLB shootdowns (the senders' IPI rounds or broadcast instructions and waits, the receivers' interrupts or RAR handling), summed over CPUs.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Virtual time spent waiting for the LRU lock.
+pub const LRU_WAIT_NS: Counter = Counter {
+    name: "lru_wait_ns",
+    unit: Unit::Ns,
+    meaning: "Predicted time modeled CPUs waited for the LRU lock (adding folios to and removing them from the LRU lists, and draining a CPU's batch), summed over CPUs.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
 /// Virtual time spent waiting for locks.
 pub const LOCK_WAIT_NS: Counter = Counter {
     name: "lock_wait_ns",
@@ -845,6 +867,8 @@ pub const ALL: &[Counter] = &[
     DEFERRED_FLUSHES,
     BROADCAST_FLUSHES,
     BROADCAST_INSTRUCTIONS,
+    FLUSH_NS,
+    LRU_WAIT_NS,
     FULL_FLUSHES,
     PAGE_INVALIDATIONS,
     PWC_FLUSHED,
