@@ -44,7 +44,7 @@ fn the_suite_is_small_single_threaded_and_marked() {
 #[test]
 fn builtins_name_their_seed() {
     let list = builtin::list();
-    assert_eq!(list.len(), 10);
+    assert_eq!(list.len(), 11);
     let names: Vec<&str> = list.iter().map(|b| b.0).collect();
     for expected in [
         "pagefault",
