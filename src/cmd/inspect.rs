@@ -58,9 +58,11 @@ pub fn run(args: InspectArgs) -> CmdResult {
         snap.pmd_mapped(va)
     }) {
         Ok(f) => ins.folios = Some(f),
-        Err(ReadError::NotPermitted { path, .. }) => ins.folios_unread = Some(format!(
+        Err(ReadError::NotPermitted { path, .. }) => {
+            ins.folios_unread = Some(format!(
             "folio sizes need the page frame numbers of {path} and /proc/kpageflags: run as root"
-        )),
+        ))
+        }
         Err(e @ ReadError::NoProcess { .. }) => return Err(Failure::BadInput(e.to_string())),
         Err(e) => return Err(Failure::Error(anyhow::Error::new(e))),
     }
