@@ -52,7 +52,20 @@ pub fn run(args: InspectArgs) -> CmdResult {
         ReadError::Io { .. } => Failure::Error(anyhow::Error::new(e)),
         _ => Failure::BadInput(e.to_string()),
     })?;
-    let ins = inspect::inspect(&snap, &host, &what_if);
+    let mut ins = inspect::inspect(&snap, &host, &what_if);
+    let deadline = std::time::Instant::now() + opts.time_limit;
+    match pagemap::folios::read(pid, &snap.vmas, snap.page_size, deadline, &|va| {
+        snap.pmd_mapped(va)
+    }) {
+        Ok(f) => ins.folios = Some(f),
+        Err(ReadError::NotPermitted { path, .. }) => {
+            ins.folios_unread = Some(format!(
+            "folio sizes need the page frame numbers of {path} and /proc/kpageflags: run as root"
+        ))
+        }
+        Err(e @ ReadError::NoProcess { .. }) => return Err(Failure::BadInput(e.to_string())),
+        Err(e) => return Err(Failure::Error(anyhow::Error::new(e))),
+    }
     if args.json {
         return print_json(&ins);
     }
@@ -185,6 +198,78 @@ fn print_human(ins: &Inspection) -> Result<(), Failure> {
     w.push_note("THP always: every block of the geometry's level-1 leaf size inside an anonymous VMA with a page present is one huge page");
     w.push_note("folded: addresses past the geometry's user range were taken modulo it");
     out!("{}", w.render())?;
+    print_folios(ins)
+}
+
+/// The folios table: per VMA with large folios, their sizes and mappings,
+/// and what contpte or Svnapot folding would save.
+fn print_folios(ins: &Inspection) -> Result<(), Failure> {
+    outln!()?;
+    let Some(f) = &ins.folios else {
+        outln!(
+            "folios: not read ({})",
+            ins.folios_unread.as_deref().unwrap_or("unknown reason")
+        )?;
+        return Ok(());
+    };
+    let mut t = Table::new([
+        "VMA",
+        "mapping",
+        "folios by size",
+        "64 KiB runs to fold",
+        "TLB entries saved",
+        "table pages saved",
+    ])
+    .with_title("Folios mapping each VMA (VMAs with large folios)");
+    let mut small_only = 0;
+    for v in &f.vmas {
+        if v.sizes.iter().all(|s| s.order == 0) {
+            small_only += 1;
+            continue;
+        }
+        let sizes: Vec<String> = v
+            .sizes
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} x {}{}",
+                    report::group_thousands(s.count as i64),
+                    human_size(s.bytes),
+                    if s.pmd_mapped {
+                        " (PMD)"
+                    } else if s.order > 0 {
+                        " (PTEs)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
+        t.push_row([
+            Cell::text(format!("{:#x}-{:#x}", v.start, v.end)),
+            Cell::text(if v.path.is_empty() { "[anon]" } else { &v.path }),
+            Cell::text(sizes.join(", ")),
+            count(v.cont_runs),
+            Cell::text(format!(
+                "{} contpte/Svnapot, {} PMD",
+                v.cont_tlb_saved, v.pmd_tlb_saved
+            )),
+            Cell::text(format!(
+                "{} (PMD: {} PTE tables unlinked)",
+                v.cont_tables_saved, v.pmd_pte_tables_unlinked
+            )),
+        ]);
+    }
+    t.push_note(&format!(
+        "{small_only} more VMAs are mapped by order-0 pages only{}",
+        if f.complete {
+            ""
+        } else {
+            "; the read stopped at its time limit: partial"
+        }
+    ));
+    t.push_note("runs to fold: 16 present pages, 64 KiB-aligned in both address spaces, of one folio: one arm64 contpte or RISC-V Svnapot entry each, saving 15 TLB entries and no table page (the 16 PTEs stay)");
+    out!("{}", t.render())?;
     Ok(())
 }
 

@@ -191,6 +191,28 @@ pub const PREDICTED_CPU_NS: Counter = Counter {
     members: Members::PerCpu,
 };
 
+/// Virtual time spent on TLB shootdowns.
+pub const FLUSH_NS: Counter = Counter {
+    name: "flush_ns",
+    unit: Unit::Ns,
+    meaning: "Predicted time modeled CPUs spent on TLB shootdowns (the senders' IPI rounds or broadcast instructions and waits, the receivers' interrupts or RAR handling), summed over CPUs.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Virtual time spent waiting for the LRU lock.
+pub const LRU_WAIT_NS: Counter = Counter {
+    name: "lru_wait_ns",
+    unit: Unit::Ns,
+    meaning: "Predicted time modeled CPUs waited for the LRU lock (adding folios to and removing them from the LRU lists, and draining a CPU's batch), summed over CPUs.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
 /// Virtual time spent waiting for locks.
 pub const LOCK_WAIT_NS: Counter = Counter {
     name: "lock_wait_ns",
@@ -601,6 +623,28 @@ pub const DEFERRED_FLUSHES: Counter = Counter {
     members: Members::One,
 };
 
+/// Shootdowns that reached the other CPUs by broadcast invalidation.
+pub const BROADCAST_FLUSHES: Counter = Counter {
+    name: "broadcast_flushes",
+    unit: Unit::Count,
+    meaning: "TLB shootdowns that reached the other CPUs by broadcast invalidation (AMD INVLPGB or Intel RAR) instead of IPIs; only with tlb_flush=invlpgb or rar.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// INVLPGB instructions or RAR requests the broadcast shootdowns issued.
+pub const BROADCAST_INSTRUCTIONS: Counter = Counter {
+    name: "broadcast_instructions",
+    unit: Unit::Count,
+    meaning: "INVLPGB instructions (each up to invlpgb_count_max pages, or one per address space past the flush ceiling) or RAR requests the broadcast shootdowns issued.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
 /// Invalidations that flushed a whole address space.
 pub const FULL_FLUSHES: Counter = Counter {
     name: "full_flushes",
@@ -821,6 +865,10 @@ pub const ALL: &[Counter] = &[
     FAULTS_NONCANONICAL,
     IPIS_RECEIVED,
     DEFERRED_FLUSHES,
+    BROADCAST_FLUSHES,
+    BROADCAST_INSTRUCTIONS,
+    FLUSH_NS,
+    LRU_WAIT_NS,
     FULL_FLUSHES,
     PAGE_INVALIDATIONS,
     PWC_FLUSHED,

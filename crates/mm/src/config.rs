@@ -128,6 +128,14 @@ pub struct MmConfig {
     pub large_folios: bool,
     /// How get_mempolicy's node lookup gets the page.
     pub gup: Gup,
+    /// Whether munmap and MADV_DONTNEED first drain the calling CPU's
+    /// batch of folios waiting to go onto the LRU (Linux: mm/swap.c,
+    /// `lru_add_drain`, called by `unmap_region` and
+    /// `zap_page_range_single`), taking the LRU lock for a partial batch.
+    /// Rik van Riel's "mm: remove unnecessary calls to lru_add_drain"
+    /// (December 2024) drops these calls. Only priced (the LRU lock's
+    /// waits in virtual time): the tables and counters are the same.
+    pub lru_drain: bool,
     #[doc(hidden)]
     pub debug: DebugKnobs,
 }
@@ -152,6 +160,7 @@ impl Default for MmConfig {
             readaround_bytes: 128 << 10,
             large_folios: true,
             gup: Gup::Fast,
+            lru_drain: true,
             debug: DebugKnobs::default(),
         }
     }

@@ -21,6 +21,7 @@ pub const SEEDS: &[&str] = &[
     "pte-page-table-reclaim-slides",
     "riscv-64k-base-page-rfc",
     "split-pmd-locks",
+    "invlpgb-series-v5",
 ];
 
 /// `(name, seed, TOML)`: the seed is one of [`SEEDS`].
@@ -74,6 +75,11 @@ const BUILTINS: &[(&str, &str, &str)] = &[
         "prefault",
         "latency-implications-of-virtual-memory",
         include_str!("../builtin/prefault.toml"),
+    ),
+    (
+        "tlb-flush2",
+        "invlpgb-series-v5",
+        include_str!("../builtin/tlb-flush2.toml"),
     ),
 ];
 

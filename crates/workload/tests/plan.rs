@@ -44,7 +44,7 @@ fn the_suite_is_small_single_threaded_and_marked() {
 #[test]
 fn builtins_name_their_seed() {
     let list = builtin::list();
-    assert_eq!(list.len(), 10);
+    assert_eq!(list.len(), 11);
     let names: Vec<&str> = list.iter().map(|b| b.0).collect();
     for expected in [
         "pagefault",
@@ -57,6 +57,7 @@ fn builtins_name_their_seed() {
         "writeback",
         "gups",
         "prefault",
+        "tlb-flush2",
     ] {
         assert!(names.contains(&expected), "{expected} missing");
     }
@@ -66,6 +67,7 @@ fn builtins_name_their_seed() {
         "pte-page-table-reclaim-slides",
         "riscv-64k-base-page-rfc",
         "split-pmd-locks",
+        "invlpgb-series-v5",
     ];
     for (name, description, seed) in list {
         assert!(seeds.contains(&seed), "{name}: unknown seed {seed}");

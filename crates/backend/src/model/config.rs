@@ -302,6 +302,13 @@ impl ModelConfig {
             Some(opt::PvFlush::Off) => false,
             None => host::PvTlbFlush::read().is_some_and(|p| p.in_use),
         };
+        // Broadcast invalidation, and the LRU drain of unmapping calls.
+        mmu.broadcast.kind = match opts.tlb_flush {
+            None | Some(opt::TlbFlushKind::Ipi) => mmu::TlbFlush::Ipi,
+            Some(opt::TlbFlushKind::Invlpgb) => mmu::TlbFlush::Invlpgb,
+            Some(opt::TlbFlushKind::Rar) => mmu::TlbFlush::Rar,
+        };
+        mm.lru_drain = opts.lru_drain != Some(opt::LruDrain::Off);
         // The second dimension: a host geometry makes every walk nested.
         if let Some(host) = opts.host() {
             let cfg = mmu::HostConfig::new(
@@ -355,6 +362,8 @@ mod tests {
             costs: None,
             executor: Some(Executor::Threads),
             pv_flush: Some(opt::PvFlush::On),
+            tlb_flush: Some(opt::TlbFlushKind::Invlpgb),
+            lru_drain: Some(opt::LruDrain::Off),
             host_geometry: Some("x86-64-4l".into()),
             host_page: opt::HostPage::parse("2M"),
             host_caches: Some("off".into()),
@@ -371,6 +380,8 @@ mod tests {
         assert_eq!(c.executor, Executor::Threads);
         assert_eq!(c.costs.origin, timing::SHIPPED);
         assert!(c.mmu.pv_tlb_flush);
+        assert_eq!(c.mmu.broadcast.kind, mmu::TlbFlush::Invlpgb);
+        assert!(!c.mm.lru_drain);
         let host = c.mmu.host.as_ref().unwrap();
         assert_eq!((host.geometry.as_str(), host.page), ("x86-64-4l", 2 << 20));
         assert_eq!((host.nested_tlb, host.pwc.len()), (0, 0));
@@ -382,6 +393,8 @@ mod tests {
             cpus: Some(1),
             executor: None,
             pv_flush: Some(opt::PvFlush::Off),
+            tlb_flush: Some(opt::TlbFlushKind::Rar),
+            lru_drain: Some(opt::LruDrain::On),
             host_geometry: Some("none".into()),
             host_page: None,
             host_caches: None,
@@ -393,6 +406,8 @@ mod tests {
         assert_eq!(c.mm.thp, ThpMode::Always);
         assert_eq!(c.cpus, 1);
         assert_eq!(c.executor, Executor::Virtual);
+        assert_eq!(c.mmu.broadcast.kind, mmu::TlbFlush::Rar);
+        assert!(c.mm.lru_drain);
         assert!(!c.mmu.pv_tlb_flush);
         assert_eq!(c.mmu.host, None, "host-geometry=none is a native machine");
     }

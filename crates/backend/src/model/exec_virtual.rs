@@ -57,6 +57,8 @@ pub(super) struct End {
     cpus: Vec<(usize, Ns3)>,
     wait: Ns3,
     contended: u64,
+    flush: Ns3,
+    lru_wait: Ns3,
 }
 
 impl End {
@@ -66,6 +68,8 @@ impl End {
             cpus: &self.cpus,
             lock_wait: self.wait,
             contended: self.contended,
+            flush: self.flush,
+            lru_wait: self.lru_wait,
         }
     }
 }
@@ -197,7 +201,8 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
         pricing::huge_size(&sh.cfg.geometry),
     )
     .with_handler_walk(&sh.cfg.geometry)
-    .with_space(&sh.machine, sh.space);
+    .with_space(&sh.machine, sh.space)
+    .with_lru_drain(sh.cfg.mm.lru_drain);
     let mut ex = Exec {
         sh,
         costs: &sh.cfg.costs,
@@ -229,6 +234,8 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
         cpus: vcpus.iter().map(|v| (v.tid, v.clock)).collect(),
         wait: ex.pricer.wait,
         contended: ex.pricer.contended,
+        flush: ex.pricer.flush,
+        lru_wait: ex.pricer.lru_wait(),
     })
 }
 
@@ -392,6 +399,8 @@ impl<'s, 'w> Exec<'s, 'w> {
                         cpus: &cpus,
                         lock_wait: self.pricer.wait,
                         contended: self.pricer.contended,
+                        flush: self.pricer.flush,
+                        lru_wait: self.pricer.lru_wait(),
                     };
                     self.sh.mark(name, lat.as_deref(), Some(&p))?;
                 }
@@ -560,7 +569,7 @@ impl<'s, 'w> Exec<'s, 'w> {
         if self.pricer.received.is_empty() {
             return;
         }
-        for (cpu, n) in self.pricer.received.drain(..) {
+        for (cpu, cost) in self.pricer.received.drain(..) {
             if let Some(v) = self
                 .by_cpu
                 .get(cpu)
@@ -569,7 +578,7 @@ impl<'s, 'w> Exec<'s, 'w> {
                 .map(|i| &mut vcpus[i])
             {
                 if v.state != State::Done {
-                    v.clock += self.costs.shootdown_receiver * n as f64;
+                    v.clock += cost;
                 }
             }
         }

@@ -56,6 +56,6 @@ pub use options::{planned_accesses, ProgressFn, RunOptions, CHECK_EVERY};
 pub(crate) use run::Prediction;
 pub use run::{run, run_with, ModelError};
 pub use settings::{
-    Executor, Gup, HostPage, Locking, ModelOptions, MthpPolicy, MthpSize, Named, PvFlush, Reclaim,
-    Thp, MTHP_SIZES,
+    Executor, Gup, HostPage, Locking, LruDrain, ModelOptions, MthpPolicy, MthpSize, Named, PvFlush,
+    Reclaim, Thp, TlbFlushKind, MTHP_SIZES,
 };

@@ -45,9 +45,19 @@ pub(crate) struct Pricer<'c> {
     /// last event.
     generation: u64,
     ipis: Vec<u64>,
-    /// IPIs received per CPU by the last event, for the caller to charge
-    /// (`shootdown.receiver` each).
-    pub received: Vec<(usize, u64)>,
+    /// The MMU's broadcast flushes and their instructions, and every CPU's
+    /// RAR requests handled, as of the last event.
+    broadcasts: (u64, u64),
+    rar: Vec<u64>,
+    /// Whether broadcasts are RAR requests (else INVLPGB).
+    rar_mode: bool,
+    /// What each CPU that received a flush in the last event pays, for the
+    /// caller to charge (`shootdown.receiver` per IPI, `rar.receiver` per
+    /// RAR request).
+    pub received: Vec<(usize, Ns3)>,
+    /// Shootdowns' time so far, senders' and receivers' parts, over every
+    /// CPU (a receiver whose thread has ended is counted too).
+    pub flush: Ns3,
     /// Lock waits and contended acquisitions so far, over every CPU.
     pub wait: Ns3,
     pub contended: u64,
@@ -211,7 +221,11 @@ impl<'c> Pricer<'c> {
             log: Vec::new(),
             generation: mmu.flush_generation(),
             ipis: mmu.ipis_received(),
+            broadcasts: mmu.broadcast_counts(),
+            rar: mmu.rar_received(),
+            rar_mode: mmu.config().broadcast.kind == mmu::TlbFlush::Rar,
             received: Vec::new(),
+            flush: Ns3::ZERO,
             wait: Ns3::ZERO,
             contended: 0,
             page: page_bytes,
@@ -246,6 +260,18 @@ impl<'c> Pricer<'c> {
 
     /// Prices the fault handler's own walk of `g`'s tables on every
     /// handled fault ([`handler_walk_extra`]).
+    /// Whether munmap and DONTNEED drain the CPU's LRU batch first
+    /// (`mm::MmConfig::lru_drain`).
+    pub(crate) fn with_lru_drain(mut self, on: bool) -> Pricer<'c> {
+        self.shared.lru_drain = on;
+        self
+    }
+
+    /// Waits for the LRU lock so far, over every CPU.
+    pub(crate) fn lru_wait(&self) -> Ns3 {
+        self.shared.lru_wait
+    }
+
     pub(crate) fn with_handler_walk(mut self, g: &pt::geometry::Geometry) -> Pricer<'c> {
         self.handler_extra = handler_walk_extra(self.costs, g);
         self
@@ -426,23 +452,51 @@ impl<'c> Pricer<'c> {
                 self.tables = Some((space, now));
             }
         }
-        let mmu = machine.mmu();
-        let generation = mmu.flush_generation();
+        let generation = machine.mmu().flush_generation();
         if generation != self.generation {
-            let now = mmu.ipis_received();
-            let mut sent = 0;
-            for (c, (n, then)) in now.iter().zip(&self.ipis).enumerate() {
-                if n > then {
-                    self.received.push((c, n - then));
-                    sent += n - then;
-                }
-            }
-            cost += self
-                .costs
-                .shootdowns_sent(generation - self.generation, sent > 0);
-            self.generation = generation;
-            self.ipis = now;
+            cost += self.shootdowns(machine, generation);
         }
+        cost
+    }
+
+    /// The sender's part of the shootdowns since the last event (up to
+    /// flush generation `generation`), and the receivers' parts left in
+    /// [`Self::received`]; both added to [`Self::flush`].
+    fn shootdowns(&mut self, machine: &Machine, generation: u64) -> Ns3 {
+        let mmu = machine.mmu();
+        let now = mmu.ipis_received();
+        let mut sent = 0;
+        let mut flush = Ns3::ZERO;
+        for (c, (n, then)) in now.iter().zip(&self.ipis).enumerate() {
+            if n > then {
+                let each = self.costs.shootdown_receiver * (n - then) as f64;
+                self.received.push((c, each));
+                flush += each;
+                sent += n - then;
+            }
+        }
+        let (b, bi) = mmu.broadcast_counts();
+        let (broadcasts, insns) = (b - self.broadcasts.0, bi - self.broadcasts.1);
+        let ipi_rounds = (generation - self.generation).saturating_sub(broadcasts);
+        let mut cost = self.costs.shootdowns_sent(ipi_rounds, sent > 0);
+        if broadcasts > 0 {
+            cost += self.costs.broadcasts_sent(self.rar_mode, broadcasts, insns);
+            if self.rar_mode {
+                let rar = mmu.rar_received();
+                for (c, (n, then)) in rar.iter().zip(&self.rar).enumerate() {
+                    if n > then {
+                        let each = self.costs.rar_receiver * (n - then) as f64;
+                        self.received.push((c, each));
+                        flush += each;
+                    }
+                }
+                self.rar = rar;
+            }
+        }
+        self.flush += flush + cost;
+        self.generation = generation;
+        self.ipis = now;
+        self.broadcasts = (b, bi);
         cost
     }
 
@@ -471,6 +525,7 @@ impl<'c> Pricer<'c> {
         // list and off the LRU in the event that follows.
         if matches!(kind, SyscallKind::Munmap | SyscallKind::Madvise) {
             self.shared.freed = pages;
+            self.shared.unmapping = true;
         }
         // The call's tables are priced here, not as its event's faults'.
         if let Some((space, _)) = self.tables {

@@ -66,6 +66,11 @@ pub(crate) struct Prediction<'a> {
     pub lock_wait: Ns3,
     /// Acquisitions that waited in virtual time so far.
     pub contended: u64,
+    /// TLB shootdowns' time so far, senders' and receivers' parts summed
+    /// over CPUs ([`super::pricing::Pricer::flush`]).
+    pub flush: Ns3,
+    /// Waits for the LRU lock so far, summed over CPUs.
+    pub lru_wait: Ns3,
 }
 
 impl Prediction<'_> {
@@ -81,6 +86,14 @@ impl Prediction<'_> {
         }
         c.set(counters::LOCK_WAIT_NS.name, ns(self.lock_wait.ns));
         c.set(counters::VIRTUAL_CONTENDED.name, self.contended as i64);
+        // Only where there is something: the counters of a run without
+        // shootdowns or LRU contention stay as they were.
+        if self.flush.ns > 0.0 {
+            c.set(counters::FLUSH_NS.name, ns(self.flush.ns));
+        }
+        if self.lru_wait.ns > 0.0 {
+            c.set(counters::LRU_WAIT_NS.name, ns(self.lru_wait.ns));
+        }
     }
 }
 

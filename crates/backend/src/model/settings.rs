@@ -86,6 +86,19 @@ named_option! {
 }
 
 named_option! {
+    /// How a shootdown reaches other CPUs (`mmu::TlbFlush`): IPIs, AMD's
+    /// INVLPGB or Intel's RAR (the last two for spaces with a global ASID,
+    /// Linux 6.15's rule).
+    TlbFlushKind { Ipi = "ipi", Invlpgb = "invlpgb", Rar = "rar" }
+}
+
+named_option! {
+    /// Whether munmap and MADV_DONTNEED drain the CPU's LRU batch first
+    /// (`mm::MmConfig::lru_drain`).
+    LruDrain { On = "on", Off = "off" }
+}
+
+named_option! {
     /// Transparent huge pages (PMD-sized).
     Thp { Always = "always", Madvise = "madvise", Never = "never" }
 }
@@ -207,6 +220,10 @@ pub struct ModelOptions {
     /// KVM's paravirtual remote TLB flush (default: whether this host's
     /// kernel uses it).
     pub pv_flush: Option<PvFlush>,
+    /// How shootdowns reach other CPUs (default: IPIs).
+    pub tlb_flush: Option<TlbFlushKind>,
+    /// Whether unmapping calls drain the LRU batch (default: on).
+    pub lru_drain: Option<LruDrain>,
     /// The host's geometry for nested (two-dimensional) walks: a geometry
     /// `pt::geometry::load` accepts, or `none` (default: none, a native
     /// machine).
@@ -256,6 +273,8 @@ impl ModelOptions {
         put("costs", self.costs.clone());
         put("executor", self.executor.map(|v| v.to_string()));
         put("pv-flush", self.pv_flush.map(|v| v.to_string()));
+        put("tlb_flush", self.tlb_flush.map(|v| v.to_string()));
+        put("lru_drain", self.lru_drain.map(|v| v.to_string()));
         put("host-geometry", self.host_geometry.clone());
         put("host-page", self.host_page.map(|v| v.to_string()));
         put("host-caches", self.host_caches.clone());

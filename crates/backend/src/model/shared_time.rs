@@ -67,6 +67,14 @@ pub(crate) struct SharedResources {
     lru: SharedLock,
     mmap_line: SharedLock,
     cpus: Vec<Batches>,
+    /// Whether a munmap or DONTNEED drains the CPU's LRU batch first
+    /// (`mm::MmConfig::lru_drain`).
+    pub(crate) lru_drain: bool,
+    /// The next event is a munmap or DONTNEED (set by
+    /// [`super::pricing::Pricer::syscall_cost`]).
+    pub(crate) unmapping: bool,
+    /// Waits for the LRU lock so far, over every CPU.
+    pub(crate) lru_wait: Ns3,
     /// Pages the next event freed (a system call's zapped pages, set by
     /// [`super::pricing::Pricer::syscall_cost`]).
     pub(crate) freed: u64,
@@ -106,6 +114,9 @@ impl Default for SharedResources {
             lru: SharedLock::new(),
             mmap_line: SharedLock::new(),
             cpus: Vec::new(),
+            lru_drain: true,
+            unmapping: false,
+            lru_wait: Ns3::ZERO,
             freed: 0,
         }
     }
@@ -164,6 +175,17 @@ impl SharedResources {
     ) -> Ns3 {
         let mut b = self.cpu(cpu);
         let freed = std::mem::take(&mut self.freed);
+        // Linux: lru_add_drain at the start of unmap_region and
+        // zap_page_range_single: a partial batch goes onto the LRU now,
+        // one take of the lock (the drain is a full batch's move, held as
+        // long as one).
+        let drain =
+            std::mem::take(&mut self.unmapping) && self.lru_drain && b.lru_added % LRU_BATCH != 0;
+        let drained = if drain {
+            LRU_BATCH - b.lru_added % LRU_BATCH
+        } else {
+            0
+        };
         let mut extra = Ns3::ZERO;
         if mmap {
             // down_read moves the count's line here; up_read later moves
@@ -181,11 +203,15 @@ impl SharedResources {
             };
             extra += self.mmap_line.take(cpu, at, h.base, h).extra;
         }
+        // Each run returns what it added, so the LRU lock's share is known.
         let mut run = |lock: &mut SharedLock, from: &mut u64, n: u64, batch: u64, hold: Ns3| {
-            if n > 0 {
-                extra += batches(lock, costs, cpu, at + extra, *from, *from + n, batch, hold);
-                *from += n;
+            if n == 0 {
+                return Ns3::ZERO;
             }
+            let e = batches(lock, costs, cpu, at + extra, *from, *from + n, batch, hold);
+            extra += e;
+            *from += n;
+            e
         };
         run(
             &mut self.zone,
@@ -194,14 +220,21 @@ impl SharedResources {
             PCP_BATCH,
             costs.zone_batch,
         );
-        run(
+        let mut lru = run(
+            &mut self.lru,
+            &mut b.lru_added,
+            drained,
+            LRU_BATCH,
+            costs.lru_batch,
+        );
+        lru += run(
             &mut self.lru,
             &mut b.lru_added,
             folios,
             LRU_BATCH,
             costs.lru_batch,
         );
-        run(
+        lru += run(
             &mut self.lru,
             &mut b.lru_removed,
             freed,
@@ -216,6 +249,7 @@ impl SharedResources {
             costs.zone_batch,
         );
         self.cpus[cpu] = b;
+        self.lru_wait += lru;
         extra
     }
 }

@@ -208,7 +208,8 @@ pub fn replay(
             pricing::huge_size(&cfg.geometry),
         )
         .with_handler_walk(&cfg.geometry)
-        .with_space(&machine, space),
+        .with_space(&machine, space)
+        .with_lru_drain(cfg.mm.lru_drain),
         clocks: Vec::new(),
         pending: Vec::new(),
         kinds: Vec::new(),
@@ -220,6 +221,7 @@ pub fn replay(
         prefault: opts.prefault,
         origin: Ns3::ZERO,
         waited: (Ns3::ZERO, 0),
+        waited_flush: (Ns3::ZERO, Ns3::ZERO),
     };
     d.baseline = snapshot::counters(&machine, space).map_err(internal)?;
     // Chunks are read and decompressed on a second thread, two ahead.
@@ -496,6 +498,8 @@ struct Driver<'m> {
     origin: Ns3,
     /// The lock waits and contended acquisitions when the window started.
     waited: (Ns3, u64),
+    /// The shootdowns' time and the LRU lock's waits at the window's start.
+    waited_flush: (Ns3, Ns3),
 }
 
 /// The page of a thread's last access and its kind. When that access was
@@ -644,13 +648,12 @@ impl<'m> Driver<'m> {
             Charge { cost, hold },
         );
         self.clocks[tid] = clock;
-        let receiver = self.pricer.costs.shootdown_receiver;
         let received = std::mem::take(&mut self.pricer.received);
-        for &(cpu, n) in &received {
+        for &(cpu, cost) in &received {
             // A CPU of no trace thread yet runs nothing: it pays nothing.
             if cpu < self.clocks.len() {
                 self.flush(cpu);
-                self.clocks[cpu] += receiver * n as f64;
+                self.clocks[cpu] += cost;
             }
         }
         self.pricer.received = received;
@@ -1055,6 +1058,7 @@ impl<'m> Driver<'m> {
         self.start = Instant::now();
         self.origin = at;
         self.waited = (self.pricer.wait, self.pricer.contended);
+        self.waited_flush = (self.pricer.flush, self.pricer.lru_wait());
         Ok(())
     }
 
@@ -1100,6 +1104,8 @@ impl<'m> Driver<'m> {
             cpus: &cpus,
             lock_wait: since(self.pricer.wait, self.waited.0),
             contended: self.pricer.contended - self.waited.1,
+            flush: since(self.pricer.flush, self.waited_flush.0),
+            lru_wait: since(self.pricer.lru_wait(), self.waited_flush.1),
         }
         .write(&mut c);
         self.marks.push(Mark {

@@ -38,6 +38,8 @@ pub const KEYS: &[&str] = &[
     "costs",
     "executor",
     "pv-flush",
+    "tlb_flush",
+    "lru_drain",
     "host-geometry",
     "host-page",
     "host-caches",
@@ -188,6 +190,8 @@ impl Builder {
             "reclaim" => self.model.reclaim = Some(self.named(key, value)?),
             "thp" => self.model.thp = Some(self.named(key, value)?),
             "pv-flush" => self.model.pv_flush = Some(self.named(key, value)?),
+            "tlb_flush" => self.model.tlb_flush = Some(self.named(key, value)?),
+            "lru_drain" => self.model.lru_drain = Some(self.named(key, value)?),
             "geometry" => {
                 pt::geometry::load(value).map_err(|e| self.bad(key, e.to_string()))?;
                 self.model.geometry = Some(value.into());

@@ -83,6 +83,10 @@ pub struct Inspection {
     pub pte_histogram: Vec<tables::Bucket>,
     pub vmpte: vmpte::VmPteCheck,
     pub what_if: Vec<whatif::WhatIf>,
+    /// The folios mapping each VMA (`host::pagemap::folios`), when they
+    /// could be read (root), else why not.
+    pub folios: Option<host::pagemap::folios::Folios>,
+    pub folios_unread: Option<String>,
 }
 
 fn mapped(snap: &Snapshot, huge: u64) -> Mapped {
@@ -165,6 +169,8 @@ pub fn inspect(snap: &Snapshot, host: &Geometry, what_if: &[Geometry]) -> Inspec
         deposited_tables: deposited,
         vmpte: check,
         what_if: what,
+        folios: None,
+        folios_unread: None,
     }
 }
 

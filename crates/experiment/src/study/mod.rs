@@ -15,10 +15,12 @@
 //! 64 KiB base page), [`split_pmd`] (split PMD locks), [`empty_tables`]
 //! (empty PTE tables), [`multi_fault`] (PT reclaim's cost to a fault-heavy
 //! threaded program), [`munmap_time`] (what a shootdown adds to munmap),
-//! [`hazards`] (this host's latency hazards). Shared helpers: [`read`] (a
+//! [`hazards`] (this host's latency hazards), [`broadcast`] (what broadcast
+//! TLB invalidation buys a tlb_flush2-like program). Shared helpers: [`read`] (a
 //! counter at a mark), [`time`] (predicted time at a mark) and [`text`]
 //! (numbers in sentences and tables).
 
+mod broadcast;
 mod empty_tables;
 mod experiments;
 pub mod figure;
@@ -169,7 +171,7 @@ struct Question {
 }
 
 /// The questions, in the order of the report.
-const QUESTIONS: [Question; 7] = [
+const QUESTIONS: [Question; 8] = [
     Question {
         id: "five-level",
         plan: five_level::plan,
@@ -204,6 +206,11 @@ const QUESTIONS: [Question; 7] = [
         id: "hazards",
         plan: hazards::plan,
         section: hazards::section,
+    },
+    Question {
+        id: "broadcast-flush",
+        plan: broadcast::plan,
+        section: broadcast::section,
     },
 ];
 

@@ -5,6 +5,8 @@
 //! - [`maps`]: the maps and smaps parsers.
 //! - [`scan`]: the PAGEMAP_SCAN ioctl (Linux 6.7+), the preferred source:
 //!   it reports huge and zero-page mappings, with or without privilege.
+//! - [`folios`]: the folios mapping each VMA (their sizes, PMD- or
+//!   PTE-mapped) and the runs contpte or Svnapot would fold; needs root.
 //! - [`entries`]: the fallback, 8-byte pagemap entries, where the ioctl is
 //!   missing or refused (no huge or zero-page flags; smaps fills in how many
 //!   huge pages each VMA has).
@@ -16,6 +18,7 @@
 //! only present or swapped pages.
 
 pub mod entries;
+pub mod folios;
 pub mod maps;
 pub mod scan;
 
@@ -134,6 +137,16 @@ pub struct Snapshot {
     pub vm_pte_kb_after: Option<u64>,
     /// Wall time of the read, milliseconds.
     pub read_ms: f64,
+}
+
+impl Snapshot {
+    /// Whether the page at `va` is mapped by a PMD leaf, as read.
+    pub fn pmd_mapped(&self, va: u64) -> bool {
+        let i = self.runs.partition_point(|r| r.end <= va);
+        self.runs
+            .get(i)
+            .is_some_and(|r| r.start <= va && r.flags.has(PageFlags::HUGE))
+    }
 }
 
 /// Why a process could not be read. Each names the PID and the file.
