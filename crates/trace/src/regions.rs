@@ -43,6 +43,10 @@ pub struct Scan {
     /// Accesses, including those a `Hits` record stands for.
     pub accesses: u64,
     pub faults: u64,
+    /// Instruction fetches (`Fetch` records): the trace's instructions,
+    /// 0 when it has none (absent from an index written before them).
+    #[serde(default)]
+    pub instructions: u64,
     /// Threads seen (the highest tid plus one).
     pub threads: u32,
 }
@@ -184,6 +188,10 @@ impl Builder {
             Record::Fault { id, offset, .. } => {
                 within(live, *id, *offset, 1)?;
                 s.faults += 1;
+            }
+            Record::Fetch { id, offset } => {
+                within(live, *id, *offset, 1)?;
+                s.instructions += 1;
             }
             Record::Hits { count } => s.accesses += count,
             Record::Thread { tid: t } => {
