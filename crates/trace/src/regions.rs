@@ -88,6 +88,14 @@ impl Builder {
         self.scan.accesses += accesses;
     }
 
+    /// `n` instruction fetches passed over without [`Builder::record`]
+    /// (their offsets are checked by the replay, as accesses are).
+    #[inline]
+    pub fn fetched(&mut self, n: u64) {
+        self.scan.records += n;
+        self.scan.instructions += n;
+    }
+
     /// The finished [`Scan`].
     pub fn finish(self) -> Scan {
         self.scan

@@ -139,6 +139,26 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
+    /// Appends one instruction fetch: [`TraceWriter::push`] of a
+    /// `Record::Fetch`, for an importer's hot path (the replay checks its
+    /// offset, as an access's).
+    ///
+    /// # Errors
+    /// Any I/O error writing a full chunk.
+    #[inline]
+    pub fn push_fetch(&mut self, id: u32, offset: u64) -> std::io::Result<()> {
+        if let Some(b) = &mut self.index {
+            b.fetched(1);
+        }
+        codec::encode_fetch(id, offset, &mut self.state, &mut self.buf);
+        self.in_chunk += 1;
+        self.records += 1;
+        if self.buf.len() >= CHUNK_TARGET {
+            self.flush_chunk()?;
+        }
+        Ok(())
+    }
+
     /// Appends records already encoded in this format by someone else (a
     /// tracer that writes them as it goes): relative accesses (0x12, 0x13)
     /// and hits (0x18) only, `records` of them, continuing from the chunk's
