@@ -21,6 +21,11 @@ use std::sync::Arc;
 pub enum AccessKind {
     Read,
     Write,
+    /// An instruction fetch: translated through the instruction TLB (the
+    /// second level shared with data, as the hardware's STLB is), and
+    /// refused where the mapping is not executable (Linux: a fault with
+    /// FAULT_FLAG_INSTRUCTION, VM_EXEC checked in access_error).
+    Fetch,
 }
 
 /// What an access did.
@@ -248,7 +253,7 @@ impl<'m> CpuHandle<'m> {
                     faults: 0,
                 })
             }
-            Err(_) => self.fault_and_retry(va, write),
+            Err(_) => self.fault_and_retry(va, kind),
         }
     }
 
@@ -284,11 +289,15 @@ impl<'m> CpuHandle<'m> {
     /// The fault path of [`CpuHandle::access`], out of line so that the
     /// hit path stays small.
     #[inline(never)]
-    fn fault_and_retry(&mut self, va: u64, write: bool) -> Result<AccessOutcome, AccessError> {
-        let access = if write {
-            FaultAccess::WRITE
-        } else {
-            FaultAccess::READ
+    fn fault_and_retry(&mut self, va: u64, kind: AccessKind) -> Result<AccessOutcome, AccessError> {
+        let write = kind == AccessKind::Write;
+        let access = match kind {
+            AccessKind::Read => FaultAccess::READ,
+            AccessKind::Write => FaultAccess::WRITE,
+            AccessKind::Fetch => FaultAccess {
+                exec: true,
+                ..FaultAccess::READ
+            },
         };
         let mut faults = 0;
         loop {
