@@ -87,6 +87,11 @@ pub const CATALOG: &[CostName] = &[
     c("shootdown.sender", Per::Event, "Sender's cost of a TLB flush request to other CPUs running the space (IPIs and their acknowledgements, or paravirtual deferral), per request."),
     c("shootdown.receiver", Per::Event, "Each other CPU's cost of a flush request sent to it (interrupt, flush, acknowledgement), per request."),
     c("tlb.flush_local", Per::Event, "A local TLB flush of a range (no IPI)."),
+    // Broadcast TLB invalidation (tlb_flush = invlpgb | rar).
+    c("invlpgb.instruction", Per::Event, "One INVLPGB a shootdown's initiator issues (up to invlpgb_count_max pages, or a whole ASID): the instruction's issue, the local invalidation included."),
+    c("invlpgb.tlbsync", Per::Event, "The TLBSYNC that ends a broadcast shootdown: the initiator waits until every CPU has done its INVLPGBs."),
+    c("rar.sender", Per::Event, "Sender's cost of one remote action request (Intel RAR) to the CPUs running the space: the request written, the targets signalled, their acknowledgements awaited."),
+    c("rar.receiver", Per::Event, "Each target CPU's cost of a RAR request, handled by its microcode without an interrupt."),
     // Memory and locks.
     c("clear.kib", Per::KiB, "Clearing memory (clear_page), per KiB."),
     c("copy.kib", Per::KiB, "Copying memory (copy_page), per KiB."),

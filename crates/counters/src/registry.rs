@@ -601,6 +601,28 @@ pub const DEFERRED_FLUSHES: Counter = Counter {
     members: Members::One,
 };
 
+/// Shootdowns that reached the other CPUs by broadcast invalidation.
+pub const BROADCAST_FLUSHES: Counter = Counter {
+    name: "broadcast_flushes",
+    unit: Unit::Count,
+    meaning: "TLB shootdowns that reached the other CPUs by broadcast invalidation (AMD INVLPGB or Intel RAR) instead of IPIs; only with tlb_flush=invlpgb or rar.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// INVLPGB instructions or RAR requests the broadcast shootdowns issued.
+pub const BROADCAST_INSTRUCTIONS: Counter = Counter {
+    name: "broadcast_instructions",
+    unit: Unit::Count,
+    meaning: "INVLPGB instructions (each up to invlpgb_count_max pages, or one per address space past the flush ceiling) or RAR requests the broadcast shootdowns issued.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
 /// Invalidations that flushed a whole address space.
 pub const FULL_FLUSHES: Counter = Counter {
     name: "full_flushes",
@@ -821,6 +843,8 @@ pub const ALL: &[Counter] = &[
     FAULTS_NONCANONICAL,
     IPIS_RECEIVED,
     DEFERRED_FLUSHES,
+    BROADCAST_FLUSHES,
+    BROADCAST_INSTRUCTIONS,
     FULL_FLUSHES,
     PAGE_INVALIDATIONS,
     PWC_FLUSHED,

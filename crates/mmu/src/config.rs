@@ -247,6 +247,10 @@ pub struct MmuConfig {
     /// (native). Like `pv_tlb_flush`, not part of a TLB file.
     #[serde(skip)]
     pub host: Option<crate::host_config::HostConfig>,
+    /// Broadcast TLB invalidation (INVLPGB, RAR) or IPIs; like
+    /// `pv_tlb_flush`, the machine's, not part of a TLB file.
+    #[serde(skip)]
+    pub broadcast: crate::broadcast::Broadcast,
 }
 
 /// Why a configuration cannot be used.
@@ -443,6 +447,7 @@ impl MmuConfig {
             flush_ceiling: LINUX_FLUSH_CEILING,
             pv_tlb_flush: false,
             host: None,
+            broadcast: Default::default(),
         })
     }
 

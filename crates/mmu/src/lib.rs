@@ -5,8 +5,12 @@
 //!
 //! - [`config`]: TLB and walk-cache configurations, presets (`zen4`,
 //!   `icelake`, `none`) and their checks.
-//! - [`mmu`]: [`Mmu`] (shared by all CPUs: mailboxes, active masks, IPIs,
-//!   deferred table freeing) and [`Cpu`] (one thread's TLBs and statistics).
+//! - [`shootdown`]: [`Mmu`] (shared by all CPUs: mailboxes, active masks,
+//!   IPIs, deferred table freeing) and the shootdowns.
+//! - [`broadcast`]: broadcast TLB invalidation (AMD INVLPGB, Intel RAR)
+//!   and Linux's rule for using it instead of IPIs.
+//! - [`cpu`]: [`Cpu`] (one thread's TLBs, walk caches, lookup, walk and
+//!   statistics).
 //! - [`walk`]: the hardware walk and the [`Fault`]s it raises.
 //! - [`nested`]: a guest walk over a host walk, cold (no caches), for
 //!   tables built by hand.
@@ -41,25 +45,29 @@
 //! | walk prefetch with a memo (`Cpu::prefetch`, `pt::table::WalkMemo`) | nothing: a host-cache hint | changes no TLB, walk cache, word or statistic | `pt::table::memo` test against `PageTable::last_walk_word` |
 //! | staged walk prefetch (`Cpu::prefetch_stage`, `pt::table::PrefetchStage`): the leaf table's bias word, then the leaf word, fetched for two addresses at different distances ahead | nothing: host-cache hints | changes no TLB, walk cache, word or statistic | `pt::table::memo` test (the memo's words against the walk's; every stage run on every address changes nothing) |
 
+pub mod broadcast;
 mod cache;
 pub mod config;
+pub mod cpu;
 mod hits;
 mod host;
 pub mod host_config;
 mod lru;
-pub mod mmu;
 pub mod nested;
 mod presence;
 mod pwc;
+pub mod shootdown;
 pub mod stats;
 mod tlb;
 pub mod walk;
 
+pub use broadcast::{Broadcast, TlbFlush};
 pub use config::{
     ConfigError, MmuConfig, PageSize, PwcConfig, Replacement, TlbArrayConfig, TlbConfig,
 };
+pub use cpu::{Access, Cpu, HitLevel};
 pub use host_config::{HostConfig, HostError};
-pub use mmu::{Access, Asid, Cpu, FlushKind, HitLevel, Mmu, ShootdownStats, MAX_ASIDS};
 pub use nested::{NestedFault, NestedWalk, NestedWalker};
+pub use shootdown::{Asid, FlushKind, Mmu, ShootdownStats, MAX_ASIDS};
 pub use stats::MmuStats;
 pub use walk::Fault;

@@ -80,6 +80,11 @@ pub struct MmuStats {
     /// Remote flushes this CPU initiated that were deferred to a target
     /// that was not running (paravirtual flush: no IPI sent).
     pub deferred_flushes: u64,
+    /// Shootdowns this CPU initiated that reached the other CPUs by
+    /// broadcast (INVLPGB or RAR) instead of IPIs.
+    pub broadcast_flushes: u64,
+    /// INVLPGB instructions (or RAR requests) those broadcasts issued.
+    pub broadcast_instructions: u64,
     /// Invalidations that flushed a whole address space.
     pub full_flushes: u64,
     /// Single-page invalidations (INVLPG / TLBI VA / SFENCE.VMA va).
@@ -135,6 +140,8 @@ impl Default for MmuStats {
             ipis: 0,
             ipis_received: 0,
             deferred_flushes: 0,
+            broadcast_flushes: 0,
+            broadcast_instructions: 0,
             full_flushes: 0,
             page_invalidations: 0,
             flushed_entries: 0,
@@ -187,6 +194,8 @@ impl AddAssign<&MmuStats> for MmuStats {
         self.flushed_entries += o.flushed_entries;
         self.pwc_flushed += o.pwc_flushed;
         self.deferred_flushes += o.deferred_flushes;
+        self.broadcast_flushes += o.broadcast_flushes;
+        self.broadcast_instructions += o.broadcast_instructions;
         self.nested |= o.nested;
         self.guest_walk_refs += o.guest_walk_refs;
         self.host_walk_refs += o.host_walk_refs;
@@ -286,6 +295,17 @@ impl MmuStats {
             ),
             (counters::PWC_FLUSHED.name, c(self.pwc_flushed)),
         ];
+        // Only a machine with broadcast invalidation counts them: the
+        // counters of an IPI machine stay as they were.
+        if self.broadcast_flushes > 0 {
+            v.extend([
+                (counters::BROADCAST_FLUSHES.name, c(self.broadcast_flushes)),
+                (
+                    counters::BROADCAST_INSTRUCTIONS.name,
+                    c(self.broadcast_instructions),
+                ),
+            ]);
+        }
         if self.nested {
             v.extend([
                 (counters::GUEST_WALK_REFS.name, c(self.guest_walk_refs)),

@@ -12,6 +12,11 @@ use costs::{Cost, CostFile, HostInfo};
 pub const SOURCE: &str =
     "ptlab built-in default: an assumed order of magnitude, not measured; replace with `ptlab calibrate`";
 
+/// Where the broadcast-invalidation figures come from: no instruction
+/// count or latency is published for them, and user space cannot execute
+/// INVLPGB (privileged), so `calibrate` measures none of them.
+pub const BROADCAST_SOURCE: &str = "assumed, not measured: INVLPGB near INVLPG's latency (AMD's optimization guide, 80-100 cycles) per instruction; TLBSYNC a round trip of the fabric, sized so that a broadcast flush costs about a tenth of an IPI round (the INVLPGB series' v5 cover letter, January 2025: flush share of CPU time 40% -> 4% on a 36-core Milan); RAR as an IPI round without the remote interrupt entry and exit (Intel's RAR specification, 2021; no published latency)";
+
 /// `(name, ns, lo, hi)` of every catalog name.
 const FIGURES: &[(&str, f64, f64, f64)] = &[
     ("fault.anon_write", 1500.0, 1000.0, 2500.0),
@@ -73,6 +78,11 @@ const FIGURES: &[(&str, f64, f64, f64)] = &[
     ("shootdown.sender", 3000.0, 1500.0, 8000.0),
     ("shootdown.receiver", 1500.0, 700.0, 4000.0),
     ("tlb.flush_local", 150.0, 80.0, 300.0),
+    // Broadcast invalidation: no host here has it (see BROADCAST_SOURCE).
+    ("invlpgb.instruction", 60.0, 30.0, 200.0),
+    ("invlpgb.tlbsync", 600.0, 200.0, 2000.0),
+    ("rar.sender", 1000.0, 400.0, 3000.0),
+    ("rar.receiver", 150.0, 50.0, 500.0),
     ("clear.kib", 25.0, 15.0, 50.0),
     ("copy.kib", 40.0, 25.0, 80.0),
     ("lock.uncontended", 20.0, 10.0, 40.0),
@@ -111,8 +121,13 @@ pub fn assumed() -> CostFile {
         ..HostInfo::default()
     });
     for &(name, ns, lo, hi) in FIGURES {
+        let source = if name.starts_with("invlpgb.") || name.starts_with("rar.") {
+            BROADCAST_SOURCE
+        } else {
+            SOURCE
+        };
         f.costs
-            .insert(name.to_string(), Cost::assumed(ns, lo, hi, SOURCE));
+            .insert(name.to_string(), Cost::assumed(ns, lo, hi, source));
     }
     f
 }

@@ -54,6 +54,11 @@
 //!   under KVM's paravirtual flush only some requests become IPIs),
 //!   `tlb.flush_local` when it stayed local; `shootdown.receiver` to every
 //!   CPU that received one.
+//! - A broadcast shootdown (`tlb_flush = invlpgb | rar`, a space with a
+//!   global ASID): `invlpgb.instruction` per INVLPGB and `invlpgb.tlbsync`
+//!   per flush to its sender, nothing to the other CPUs (the hardware
+//!   invalidates without interrupting them); or `rar.sender` per request
+//!   and `rar.receiver` to each target CPU.
 //! - A lock: held `lock.hold_fault` by a fault and `lock.uncontended` by a
 //!   system call, per acquisition; a CPU that had to wait pays
 //!   `lock.handoff` on top (the line moving to it), plus
@@ -196,6 +201,13 @@ pub struct CostModel {
     pub shootdown_sender: Ns3,
     pub shootdown_receiver: Ns3,
     pub flush_local: Ns3,
+    /// Broadcast invalidation (`invlpgb.*`, `rar.*`): read without listing
+    /// them in `missing`, so that a file taken before they existed (every
+    /// file so far: no host measures them) reports no gap for an IPI run.
+    pub invlpgb: Ns3,
+    pub tlbsync: Ns3,
+    pub rar_sender: Ns3,
+    pub rar_receiver: Ns3,
     pub hold_fault: Ns3,
     pub hold_syscall: Ns3,
     /// What get_user_pages' follow_page holds a page-table lock for over
@@ -226,6 +238,13 @@ impl CostModel {
                     Ns3::from(builtin.get(name).expect("the built-in file has every name"))
                 }
             }
+        };
+        let quiet = |name: &'static str| -> Ns3 {
+            Ns3::from(
+                file.get(name)
+                    .or_else(|| builtin.get(name))
+                    .expect("the built-in file has every name"),
+            )
         };
         let mut faults = [Ns3::ZERO; FAULT_KINDS];
         for k in FaultKind::ALL {
@@ -315,6 +334,10 @@ impl CostModel {
             shootdown_sender: get("shootdown.sender"),
             shootdown_receiver: get("shootdown.receiver"),
             flush_local: get("tlb.flush_local"),
+            invlpgb: quiet("invlpgb.instruction"),
+            tlbsync: quiet("invlpgb.tlbsync"),
+            rar_sender: quiet("rar.sender"),
+            rar_receiver: quiet("rar.receiver"),
             hold_fault: get("lock.hold_fault"),
             hold_syscall: get("lock.uncontended"),
             hold_lookup: get("lock.hold_lookup"),
@@ -441,6 +464,18 @@ impl CostModel {
             self.flush_local
         };
         each * shootdowns as f64
+    }
+
+    /// The initiator's part of `flushes` broadcast shootdowns that issued
+    /// `instructions` INVLPGBs (each flush ending in one TLBSYNC), or, for
+    /// RAR, `instructions` requests (Linux 6.15: arch/x86/mm/tlb.c,
+    /// `broadcast_tlb_flush`).
+    pub fn broadcasts_sent(&self, rar: bool, flushes: u64, instructions: u64) -> Ns3 {
+        if rar {
+            self.rar_sender * instructions as f64
+        } else {
+            self.invlpgb * instructions as f64 + self.tlbsync * flushes as f64
+        }
     }
 }
 

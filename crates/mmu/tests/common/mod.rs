@@ -54,6 +54,7 @@ pub fn config(l1: Vec<TlbArrayConfig>, l2: Vec<TlbArrayConfig>, pwc: Vec<PwcConf
         flush_ceiling: 33,
         pv_tlb_flush: false,
         host: None,
+        broadcast: Default::default(),
     }
 }
 
