@@ -242,6 +242,9 @@ impl<'m> CpuHandle<'m> {
     /// among them an access still faulting after 64 handled faults.
     #[inline]
     pub fn access(&mut self, va: u64, kind: AccessKind) -> Result<AccessOutcome, AccessError> {
+        if kind == AccessKind::Fetch {
+            return self.fetch(va);
+        }
         let write = kind == AccessKind::Write;
         match self.cpu.access(self.space.mm.page_table(), va, write, true) {
             Ok(translation) => {
@@ -254,6 +257,19 @@ impl<'m> CpuHandle<'m> {
                 })
             }
             Err(_) => self.fault_and_retry(va, kind),
+        }
+    }
+
+    /// [`CpuHandle::access`] of an instruction fetch, through the
+    /// instruction TLB ([`mmu::Cpu::fetch`]).
+    #[inline(never)]
+    fn fetch(&mut self, va: u64) -> Result<AccessOutcome, AccessError> {
+        match self.cpu.fetch(self.space.mm.page_table(), va, true) {
+            Ok(translation) => Ok(AccessOutcome {
+                translation,
+                faults: 0,
+            }),
+            Err(_) => self.fault_and_retry(va, AccessKind::Fetch),
         }
     }
 
@@ -280,7 +296,7 @@ impl<'m> CpuHandle<'m> {
     #[inline]
     pub fn hit(&mut self, va: u64, kind: AccessKind) -> Option<u8> {
         let write = kind == AccessKind::Write;
-        if write && self.space.mm.tracks_writes() {
+        if kind == AccessKind::Fetch || write && self.space.mm.tracks_writes() {
             return None;
         }
         self.cpu.hit(va, write, true)
@@ -317,7 +333,9 @@ impl<'m> CpuHandle<'m> {
                 )));
             }
             let pt = self.space.mm.page_table();
-            let retried = if self.retry_by_lookup {
+            let retried = if kind == AccessKind::Fetch {
+                self.cpu.fetch(pt, va, true)
+            } else if self.retry_by_lookup {
                 self.cpu.access(pt, va, write, true)
             } else {
                 // The fault left no TLB entry of `va` here: the retry
