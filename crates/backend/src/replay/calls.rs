@@ -65,6 +65,13 @@ impl Driver<'_> {
                 Ok(())
             }
             Record::Mark { name } => self.mark(name),
+            _ => self.call(r),
+        }
+    }
+
+    /// An address-space record: the machine's system call.
+    fn call(&mut self, r: &Record) -> Result<(), ReplayError> {
+        match r {
             Record::Map(m) => {
                 self.size[m.id as usize] = m.size;
                 let a = self.addr[m.id as usize];
@@ -123,63 +130,72 @@ impl Driver<'_> {
                 };
                 self.priced_call(SyscallKind::Other, len, "munlock", |c| c.munlock(a, len))
             }
-            Record::Resize { id, size } => {
-                let i = *id as usize;
-                let page = self.page;
-                let (base, old) = (self.addr[i], self.size[i].next_multiple_of(page));
-                self.size[i] = *size;
-                let size = &size.next_multiple_of(page);
-                if *size > old {
-                    // The heap grows: the new tail is a fresh anonymous
-                    // mapping right after the old end (Linux: brk extends
-                    // the VMA).
-                    let m = MapEvent {
-                        id: *id,
-                        size: *size - old,
-                        native: 0,
-                        kind: RegionKind::Anon,
-                        prot: trace::Prot(trace::Prot::READ | trace::Prot::WRITE),
-                        flags: trace::MapFlags::default(),
-                        name: String::new(),
-                    };
-                    self.map(&m, base + old, *size - old)
-                } else if *size < old {
-                    let (a, len) = (base + size, old - size);
-                    self.priced_call(SyscallKind::Munmap, len, "munmap (shrink)", |c| {
-                        c.munmap(a, len)
-                    })
-                } else {
-                    Ok(())
-                }
-            }
+            Record::Resize { id, size } => self.resize(*id, *size),
             Record::Move {
                 id,
                 new_id,
                 size,
                 native,
-            } => {
-                let m = MapEvent {
-                    id: *new_id,
-                    size: *size,
-                    native: *native,
-                    kind: RegionKind::Anon,
-                    prot: trace::Prot(trace::Prot::READ | trace::Prot::WRITE),
-                    flags: trace::MapFlags::default(),
-                    name: String::new(),
-                };
-                self.size[*new_id as usize] = *size;
-                let a = self.addr[*new_id as usize];
-                self.map(&m, a, size.next_multiple_of(self.page))?;
-                let (old, old_size) = (
-                    self.addr[*id as usize],
-                    self.size[*id as usize].next_multiple_of(self.page),
-                );
-                self.size[*id as usize] = 0;
-                self.priced_call(SyscallKind::Munmap, old_size, "munmap (move)", |c| {
-                    c.munmap(old, old_size)
-                })
-            }
+            } => self.moved(*id, *new_id, *size, *native),
+            // The rest are not system calls (`step`).
+            _ => Ok(()),
         }
+    }
+
+    /// A region grows or shrinks in place (brk, mremap without a move).
+    fn resize(&mut self, id: u32, size: u64) -> Result<(), ReplayError> {
+        let i = id as usize;
+        let page = self.page;
+        let (base, old) = (self.addr[i], self.size[i].next_multiple_of(page));
+        self.size[i] = size;
+        let size = &size.next_multiple_of(page);
+        if *size > old {
+            // The heap grows: the new tail is a fresh anonymous
+            // mapping right after the old end (Linux: brk extends
+            // the VMA).
+            let m = MapEvent {
+                id,
+                size: *size - old,
+                native: 0,
+                kind: RegionKind::Anon,
+                prot: trace::Prot(trace::Prot::READ | trace::Prot::WRITE),
+                flags: trace::MapFlags::default(),
+                name: String::new(),
+            };
+            self.map(&m, base + old, *size - old)
+        } else if *size < old {
+            let (a, len) = (base + size, old - size);
+            self.priced_call(SyscallKind::Munmap, len, "munmap (shrink)", |c| {
+                c.munmap(a, len)
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// mremap that moved region `id`: a new mapping of `size` bytes for
+    /// `new_id`, then the old one unmapped.
+    fn moved(&mut self, id: u32, new_id: u32, size: u64, native: u64) -> Result<(), ReplayError> {
+        let m = MapEvent {
+            id: new_id,
+            size,
+            native,
+            kind: RegionKind::Anon,
+            prot: trace::Prot(trace::Prot::READ | trace::Prot::WRITE),
+            flags: trace::MapFlags::default(),
+            name: String::new(),
+        };
+        self.size[new_id as usize] = size;
+        let a = self.addr[new_id as usize];
+        self.map(&m, a, size.next_multiple_of(self.page))?;
+        let (old, old_size) = (
+            self.addr[id as usize],
+            self.size[id as usize].next_multiple_of(self.page),
+        );
+        self.size[id as usize] = 0;
+        self.priced_call(SyscallKind::Munmap, old_size, "munmap (move)", |c| {
+            c.munmap(old, old_size)
+        })
     }
 }
 
