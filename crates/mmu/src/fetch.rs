@@ -19,7 +19,8 @@ use std::sync::atomic::Ordering;
 
 use pt::PageTable;
 
-use crate::cpu::{hit, Access, Cpu, HitLevel};
+use crate::cpu::{hit, Access, Cpu, CpuState, HitLevel};
+use crate::shootdown::Asid;
 use crate::tlb;
 use crate::walk::{needed_flags, Fault};
 
@@ -106,5 +107,35 @@ impl Cpu {
             write: false,
             user,
         }
+    }
+}
+
+/// Every TLB level, data and instruction, as the invalidations see them.
+impl CpuState {
+    /// Removes every TLB entry of `asid`, data and instruction; returns
+    /// how many.
+    pub(crate) fn flush_asid(&mut self, asid: Asid) -> u64 {
+        self.l1.flush_asid(asid)
+            + self.l2.flush_asid(asid)
+            + self.l1i.flush_asid(asid)
+            + self.l2i.flush_asid(asid)
+    }
+
+    /// Removes every TLB entry, data and instruction; returns how many.
+    pub(crate) fn flush_all(&mut self) -> u64 {
+        self.l1.flush_all() + self.l2.flush_all() + self.l1i.flush_all() + self.l2i.flush_all()
+    }
+
+    /// Removes the TLB entries of `va` in `asid`, data and instruction
+    /// (INVLPG invalidates both: SDM §4.10.4.1); returns how many.
+    pub(crate) fn invalidate_va(&mut self, va: u64, asid: Asid) -> u64 {
+        self.l1.invalidate_va(va, asid)
+            + self.l2.invalidate_va(va, asid)
+            + self.invalidate_code_va(va, asid)
+    }
+
+    /// Removes the instruction TLB's own entries of `va` in `asid`.
+    pub(crate) fn invalidate_code_va(&mut self, va: u64, asid: Asid) -> u64 {
+        self.l1i.invalidate_va(va, asid) + self.l2i.invalidate_va(va, asid)
     }
 }

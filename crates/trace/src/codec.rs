@@ -423,25 +423,7 @@ impl<'a> Decoder<'a> {
                     write: tag == WRITE_AT,
                 }
             }
-            FETCH_NEAR => {
-                let Some(id) = st.fetch_id else {
-                    return Err(DecodeError {
-                        at: tag_at,
-                        what: "a relative fetch with no fetch before it in the chunk".into(),
-                    });
-                };
-                let d = varint::unzigzag(c.num("offset delta")?);
-                let offset = st.fetch_offset.wrapping_add(d as u64);
-                st.fetch_offset = offset;
-                Record::Fetch { id, offset }
-            }
-            FETCH_AT => {
-                let id = c.id()?;
-                let offset = c.num("offset")?;
-                st.fetch_id = Some(id);
-                st.fetch_offset = offset;
-                Record::Fetch { id, offset }
-            }
+            FETCH_NEAR | FETCH_AT => decode_fetch(c, st, tag, tag_at)?,
             HITS => Record::Hits {
                 count: c.num("count")?,
             },
@@ -524,6 +506,31 @@ impl<'a> Decoder<'a> {
         };
         Ok(r)
     }
+}
+
+/// A `Fetch` record after its tag (at `tag_at`), relative to the chunk's
+/// previous fetch (`FETCH_NEAR`) or naming its region (`FETCH_AT`).
+fn decode_fetch(
+    c: &mut Cursor<'_>,
+    st: &mut State,
+    tag: u8,
+    tag_at: usize,
+) -> Result<Record, DecodeError> {
+    let (id, offset) = if tag == FETCH_NEAR {
+        let Some(id) = st.fetch_id else {
+            return Err(DecodeError {
+                at: tag_at,
+                what: "a relative fetch with no fetch before it in the chunk".into(),
+            });
+        };
+        let d = varint::unzigzag(c.num("offset delta")?);
+        (id, st.fetch_offset.wrapping_add(d as u64))
+    } else {
+        (c.id()?, c.num("offset")?)
+    };
+    st.fetch_id = Some(id);
+    st.fetch_offset = offset;
+    Ok(Record::Fetch { id, offset })
 }
 
 /// Encodes `records` as one chunk's contents (for tests and tools).

@@ -145,17 +145,21 @@ pub fn read_index_from<R: Read + Seek>(
     }
     let scan: Scan = serde_json::from_slice(&json)
         .map_err(|e| bad(at + 16, format!("the index does not parse: {e}")))?;
+    agrees(&scan, records).map_err(|what| bad(at, what))?;
+    Ok(Some(Index { scan, at }))
+}
+
+/// Whether an index that parsed agrees with itself and with the end
+/// marker's `records`.
+fn agrees(scan: &Scan, records: u64) -> Result<(), String> {
     if scan.records != records {
-        return Err(bad(
-            at,
-            format!(
-                "the index counts {} records, the end marker {records}",
-                scan.records
-            ),
+        return Err(format!(
+            "the index counts {} records, the end marker {records}",
+            scan.records
         ));
     }
     if scan.regions.iter().any(|(&id, r)| r.id != id) {
-        return Err(bad(at, "the index names a region under another id".into()));
+        return Err("the index names a region under another id".into());
     }
-    Ok(Some(Index { scan, at }))
+    Ok(())
 }
