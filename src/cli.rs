@@ -131,6 +131,14 @@ pub struct RepeatOpts {
     /// Stop a run (kernel or model) past this many seconds
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
+    #[command(flatten)]
+    pub output: OutputOpts,
+}
+
+/// How the results of `run`, `compare` and `replay` are printed and
+/// exported (one set of flags, the same for each).
+#[derive(Args, Clone, Default)]
+pub struct OutputOpts {
     /// Print one JSON document on stdout (every run's values included)
     #[arg(long)]
     pub json: bool,
@@ -246,37 +254,23 @@ pub struct ReplayArgs {
     /// Stop the replay past this many seconds and print the counters so far, marked partial (default: no limit)
     #[arg(long)]
     pub timeout: Option<u64>,
-    /// Print one JSON document on stdout (every run's values included)
-    #[arg(long)]
-    pub json: bool,
-    /// Print every run's values as CSV on stdout (one row per configuration, mark, counter and run)
-    #[arg(long, conflicts_with = "json")]
-    pub csv: bool,
-    /// Also write the JSON document to FILE (beside the table)
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Option<std::path::PathBuf>,
-    /// Also write every run's values as CSV to FILE (beside the table)
-    #[arg(long, value_name = "FILE")]
-    pub export_csv: Option<std::path::PathBuf>,
-    /// Also write the tables as Markdown to FILE (beside the table)
-    #[arg(long, value_name = "FILE")]
-    pub export_markdown: Option<std::path::PathBuf>,
-    /// Show every counter in the table (default: the format's counters and the model's main ones)
-    #[arg(long)]
-    pub all: bool,
+    #[command(flatten)]
+    pub output: OutputOpts,
 }
 
-/// The part of a trace `replay` measures, in accesses (docs/trace.md,
-/// "Windows"), as ChampSim's warm-up and simulation instructions.
+/// The part of a trace `replay` measures (docs/trace.md, "Windows"), as
+/// ChampSim's warm-up and simulation instructions: in instructions where
+/// the trace has them (an imported ChampSim or lackey trace), else in
+/// accesses.
 #[derive(Args, Clone, Copy, Default)]
 pub struct WindowOpts {
-    /// Pass over the first N accesses (not replayed; the regions' maps and unmaps are)
+    /// Pass over the first N instructions, or accesses where the trace has no instructions (not replayed; the regions' maps and unmaps are)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub skip: u64,
-    /// Replay N accesses after the skip without counting them (TLBs, tables and pages stay warm)
+    /// Replay N instructions (or accesses) after the skip without counting them (TLBs, tables and pages stay warm)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub warmup: u64,
-    /// Count N accesses after the warm-up, then stop (default: to the end of the trace)
+    /// Count N instructions (or accesses) after the warm-up, then stop (default: to the end of the trace)
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
     /// Populate every mapping as MAP_POPULATE would and start counting at the first access (no first-touch faults)

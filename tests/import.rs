@@ -336,7 +336,8 @@ fn a_cloudsuite_trace_imports_with_its_four_destinations() {
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(r.status.success(), "{err}");
     assert!(
-        err.contains("3000 instructions, 15000 accesses (3000 loads, 12000 stores), 1 regions"),
+        // Two regions: the data's and the code's (the ips, fetched).
+        err.contains("3000 instructions, 15000 accesses (3000 loads, 12000 stores), 2 regions"),
         "{err}"
     );
     // Read as 64-byte records it is 4,500 of them: not what was written.

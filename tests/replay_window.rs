@@ -1,5 +1,7 @@
 //! `ptlab replay`'s window as a ChampSim user meets it: an imported trace
-//! replayed with `--skip`, `--warmup`, `--limit` and `--prefault`; a replay
+//! replayed with `--skip`, `--warmup`, `--limit` (in instructions: the
+//! trace has them) and `--prefault`, its fetches through the instruction
+//! TLB; a replay
 //! stopped by its time limit printing its counters so far, marked partial;
 //! `--help` naming every TLB preset.
 
@@ -119,7 +121,17 @@ const EVENTS: &[&str] = &[
     "walks",
     "walk_refs",
     "pwc_hits",
+    "itlb_hits",
+    "itlb_misses",
+    "itlb_l2_hits",
+    "itlb_l2_misses",
 ];
+
+/// Instruction fetches translated (a fetch that faults is translated
+/// again after the fault).
+fn fetches(v: &Value, mark_name: &str) -> i64 {
+    counter(v, mark_name, "itlb_hits") + counter(v, mark_name, "itlb_misses")
+}
 
 #[test]
 fn the_window_counts_only_the_window() {
@@ -129,10 +141,14 @@ fn the_window_counts_only_the_window() {
     let first = replay(&t, &["--limit", &w.to_string()]);
     let both = replay(&t, &["--limit", &(w + n).to_string()]);
     let window = replay(&t, &["--warmup", &w.to_string(), "--limit", &n.to_string()]);
-    // `accesses` counts translations: an access that faults is translated
-    // again after the fault, so with faults it exceeds the trace's.
+    // The window is in instructions (the trace has them): one fetch each.
+    // `accesses` counts data translations: an access that faults is
+    // translated again after the fault, so with faults it exceeds the
+    // trace's; instructions 6,001 to 15,000 make 9,000 accesses (1, 2, 1
+    // and 0 by instruction).
+    assert!(fetches(&window, "end") >= n as i64);
+    assert!(fetches(&window, "warmup") >= w as i64);
     assert!(counter(&window, "end", "accesses") >= n as i64);
-    assert!(counter(&window, "warmup", "accesses") >= w as i64);
     for c in EVENTS {
         assert_eq!(
             counter(&window, "end", c),
@@ -143,7 +159,7 @@ fn the_window_counts_only_the_window() {
     // The warm-up is warm: the window misses less than the same accesses
     // replayed cold (skipped: not replayed at all).
     let cold = replay(&t, &["--skip", &w.to_string(), "--limit", &n.to_string()]);
-    assert!(counter(&cold, "end", "accesses") >= n as i64);
+    assert!(fetches(&cold, "end") >= n as i64);
     assert!(
         counter(&cold, "end", "minor_faults") > counter(&window, "end", "minor_faults"),
         "{cold}\n{window}"
@@ -167,8 +183,14 @@ fn prefault_shows_no_fault() {
     assert!(counter(&plain, "end", "minor_faults") > 600);
     let pre = replay(&t, &["--prefault"]);
     assert_eq!(counter(&pre, "end", "minor_faults"), 0, "{pre}");
-    // No fault: each access translated once, the trace's own count.
+    // No fault: each access and each fetch translated once, the trace's
+    // own counts.
     assert_eq!(counter(&pre, "end", "accesses"), total);
+    assert_eq!(fetches(&pre, "end"), 8_000);
+    // Two pages of code (8,000 one-byte steps from 0x401000), each missed
+    // once by the instruction TLB and the STLB (the populate filled no TLB).
+    assert_eq!(counter(&pre, "end", "itlb_l2_misses"), 2, "{pre}");
+    assert_eq!(counter(&pre, "end", "itlb_misses"), 2, "{pre}");
     // The populate is before the window.
     assert!(counter(&pre, "warmup", "minor_faults") > 600);
     // Faults take two misses and two walks each: without them the
@@ -176,25 +198,60 @@ fn prefault_shows_no_fault() {
     assert!(counter(&pre, "end", "tlb_misses") < counter(&plain, "end", "tlb_misses"));
     let pre_window = replay(&t, &["--prefault", "--warmup", "100", "--limit", "5000"]);
     assert_eq!(counter(&pre_window, "end", "minor_faults"), 0);
+    // 5,000 instructions (100 to 5,099): 5,000 fetches and, at 1, 2, 1
+    // and 0 accesses by instruction, 5,000 accesses.
+    assert_eq!(fetches(&pre_window, "end"), 5000);
     assert_eq!(counter(&pre_window, "end", "accesses"), 5000);
+}
+
+/// A lackey trace's window counts its `I` lines: the loads and stores of
+/// an instruction are on its side of a boundary.
+#[test]
+fn a_lackey_window_counts_instructions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("==1== Lackey\n");
+    // Instruction k: a fetch at 0x400000 + 4k, then k % 3 loads and one
+    // store to its own page of data.
+    let mut per = Vec::new();
+    for k in 0..40u64 {
+        text += &format!("I  {:08x},4\n", 0x40_0000 + 4 * k);
+        for _ in 0..k % 3 {
+            text += &format!(" L {:08x},8\n", 0x60_0000 + 4096 * k);
+        }
+        text += &format!(" S {:08x},8\n", 0x60_0000 + 4096 * k + 8);
+        per.push(k % 3 + 1);
+    }
+    let input = dir.path().join("lackey.txt");
+    std::fs::write(&input, text).unwrap();
+    let t = dir.path().join("l.ptl");
+    let r = ptlab(&[
+        "import",
+        "lackey",
+        input.to_str().unwrap(),
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v = replay(&t, &["--prefault", "--warmup", "10", "--limit", "20"]);
+    assert_eq!(fetches(&v, "end"), 20, "{v}");
+    let want: u64 = per[10..30].iter().sum();
+    assert_eq!(counter(&v, "end", "accesses"), want as i64, "{v}");
+    assert_eq!(counter(&v, "end", "minor_faults"), 0);
+    // Each instruction's data page is new: one data TLB miss each.
+    assert_eq!(counter(&v, "end", "tlb_misses"), 20, "{v}");
+    // The code page was met in the warm-up.
+    assert_eq!(counter(&v, "end", "itlb_misses"), 0, "{v}");
+    assert_eq!(counter(&v, "warmup", "itlb_misses"), 1, "{v}");
 }
 
 #[test]
 fn a_window_past_the_end_is_refused_and_a_time_limit_gives_partial_counters() {
     let dir = tempfile::tempdir().unwrap();
-    let (t, total) = imported(dir.path(), 2_000);
-    let r = ptlab(&[
-        "replay",
-        t.to_str().unwrap(),
-        "--warmup",
-        &total.to_string(),
-    ]);
+    let (t, _) = imported(dir.path(), 2_000);
+    let r = ptlab(&["replay", t.to_str().unwrap(), "--warmup", "2000"]);
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains(&format!("the trace has {total} accesses")),
-        "{err}"
-    );
+    assert!(err.contains("the trace has 2000 instructions"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 
     // A limit of 0 s passes before the first chunk: the counters so far

@@ -260,7 +260,7 @@ fn print_folios(ins: &Inspection) -> Result<(), Failure> {
             )),
         ]);
     }
-    t.push_note(&format!(
+    t.push_note(format!(
         "{small_only} more VMAs are mapped by order-0 pages only{}",
         if f.complete {
             ""

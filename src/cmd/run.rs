@@ -258,14 +258,14 @@ fn write_exports(
     results: &[ConfigResult],
     markdown: &str,
 ) -> Result<(), Failure> {
-    if let Some(p) = &r.export_json {
+    if let Some(p) = &r.output.export_json {
         let text = serde_json::to_string_pretty(json).map_err(anyhow::Error::from)?;
         write_export(p, &format!("{text}\n"))?;
     }
-    if let Some(p) = &r.export_csv {
+    if let Some(p) = &r.output.export_csv {
         write_export(p, &runs_csv(results)?)?;
     }
-    if let Some(p) = &r.export_markdown {
+    if let Some(p) = &r.output.export_markdown {
         write_export(p, markdown)?;
     }
     Ok(())
@@ -338,7 +338,7 @@ fn print_run(
     if r.config.backend == config::BackendKind::Kernel {
         v["load"] = load_json(before, after);
     }
-    let table = report::views::run_table(&main_counters(&r.runs, repeat.all));
+    let table = report::views::run_table(&main_counters(&r.runs, repeat.output.all));
     let partial = r.partial.as_deref().map_or(String::new(), |why| {
         format!(", PARTIAL ({why}): the counters so far")
     });
@@ -366,11 +366,11 @@ fn print_run(
             }
         }
     };
-    if repeat.json {
+    if repeat.output.json {
         print_json(&v)?;
         return Ok(status);
     }
-    if repeat.csv {
+    if repeat.output.csv {
         out!("{}", runs_csv(results)?)?;
         return Ok(status);
     }
@@ -416,12 +416,7 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
         // No limit unless asked: `Duration::from_secs(u64::MAX)` is past
         // any representable instant, which the replay takes as none.
         timeout: args.timeout.unwrap_or(u64::MAX),
-        json: args.json,
-        csv: args.csv,
-        export_json: args.export_json,
-        export_csv: args.export_csv,
-        export_markdown: args.export_markdown,
-        all: args.all,
+        output: args.output,
     };
     let opts = exec_options(&repeat)?;
     let interrupt = crate::interrupt::on_sigint().map_err(|e| {
@@ -481,7 +476,7 @@ pub fn compare(args: CompareArgs) -> CmdResult {
     }
     let shown: Vec<Vec<Run>> = results
         .iter()
-        .map(|r| main_counters(&r.runs, args.repeat.all))
+        .map(|r| main_counters(&r.runs, args.repeat.output.all))
         .collect();
     let pairs: Vec<(&str, &[Run])> = results
         .iter()
@@ -503,10 +498,10 @@ pub fn compare(args: CompareArgs) -> CmdResult {
             .join("\n")
     );
     write_exports(&args.repeat, &v, &results, &markdown)?;
-    if args.repeat.json {
+    if args.repeat.output.json {
         return print_json(&v);
     }
-    if args.repeat.csv {
+    if args.repeat.output.csv {
         out!("{}", runs_csv(&results)?)?;
         return Ok(ExitCode::SUCCESS);
     }

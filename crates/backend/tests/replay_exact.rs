@@ -67,7 +67,8 @@ fn maps() -> Vec<Record> {
                 size,
                 native: 0x2000_0000_0000 + ((i as u64) << 24),
                 kind: RegionKind::Anon,
-                prot: Prot(Prot::READ | Prot::WRITE),
+                // Executable too: the random traces fetch instructions.
+                prot: Prot(Prot::READ | Prot::WRITE | Prot::EXEC),
                 flags: MapFlags::default(),
                 name: format!("r{i}"),
             })
@@ -92,6 +93,12 @@ enum Step {
         write: bool,
     },
     Thread(u8),
+    /// An instruction fetch anywhere (through the instruction TLB, which
+    /// shares the second level with data under Ice Lake and Neoverse N1).
+    Fetch {
+        id: u8,
+        offset: u32,
+    },
     /// MADV_DONTNEED (4) or MADV_HUGEPAGE (14) of a part of a region.
     Advise {
         id: u8,
@@ -108,6 +115,7 @@ fn any_step() -> impl Strategy<Value = Step> {
             .prop_map(|(n, stride, write)| Step::Run { n, stride, write }),
         4 => (0u8..3, any::<u32>(), any::<bool>()).prop_map(|(id, offset, write)| Step::Jump { id, offset, write }),
         2 => (0u8..3).prop_map(Step::Thread),
+        2 => (0u8..3, any::<u32>()).prop_map(|(id, offset)| Step::Fetch { id, offset }),
         1 => (0u8..3, 0u16..1024, 1u16..600, prop::sample::select(vec![4u8, 14])).prop_map(
             |(id, page, pages, advice)| Step::Advise { id, page, pages, advice }
         ),
@@ -145,6 +153,11 @@ fn records(steps: &[Step]) -> Vec<Record> {
                     write,
                 });
                 at[tid] = (id, off);
+            }
+            Step::Fetch { id, offset } => {
+                let id = u32::from(id);
+                let offset = u64::from(offset) % REGIONS[id as usize];
+                out.push(Record::Fetch { id, offset });
             }
             Step::Thread(t) => {
                 tid = usize::from(t);

@@ -501,6 +501,51 @@ pub const TLB_L1_MISSES: Counter = Counter {
     members: Members::One,
 };
 
+/// Instruction fetches that hit the first-level instruction TLB (a trace with instructions; not in accesses or tlb_hits).
+pub const ITLB_HITS: Counter = Counter {
+    name: "itlb_hits",
+    unit: Unit::Count,
+    meaning: "Instruction fetches that hit the first-level instruction TLB (a trace with instructions; not in accesses or tlb_hits).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Instruction fetches that missed the first-level instruction TLB.
+pub const ITLB_MISSES: Counter = Counter {
+    name: "itlb_misses",
+    unit: Unit::Count,
+    meaning: "Instruction fetches that missed the first-level instruction TLB.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Instruction TLB misses found in the second level (the shared STLB, or an L2 ITLB).
+pub const ITLB_L2_HITS: Counter = Counter {
+    name: "itlb_l2_hits",
+    unit: Unit::Count,
+    meaning: "Instruction TLB misses found in the second level (the shared STLB, or an L2 ITLB).",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
+/// Instruction TLB misses that missed the second level too and walked: STLB misses from code.
+pub const ITLB_L2_MISSES: Counter = Counter {
+    name: "itlb_l2_misses",
+    unit: Unit::Count,
+    meaning:
+        "Instruction TLB misses that missed the second level too and walked: STLB misses from code.",
+    compared: false,
+    source: Source::ModelOnly,
+    view: View::All,
+    members: Members::One,
+};
+
 /// L2 TLB hits.
 pub const TLB_L2_HITS: Counter = Counter {
     name: "tlb_l2_hits",
@@ -856,6 +901,10 @@ pub const ALL: &[Counter] = &[
     TLB_L1_MISSES,
     TLB_L2_HITS,
     TLB_L2_MISSES,
+    ITLB_HITS,
+    ITLB_MISSES,
+    ITLB_L2_HITS,
+    ITLB_L2_MISSES,
     PWC_MISSES,
     DIRTY_ASSISTS,
     AD_WRITES,

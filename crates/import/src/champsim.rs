@@ -21,8 +21,9 @@
 //! source_registers 4, 6 bytes of padding, destination_memory 4 x 8 at
 //! 24, source_memory 4 x 8 at 56, asid 2 at 88, 6 bytes of padding.
 //!
-//! Each record's source addresses are loads, its destination addresses
-//! stores, in that order (the instruction reads before it writes).
+//! Each record is an instruction fetched at its ip, then its source
+//! addresses as loads, then its destination addresses as stores (the
+//! instruction reads before it writes).
 
 use crate::{Access, ImportError};
 use std::io::Read;
@@ -54,34 +55,30 @@ pub const CLOUDSUITE: Layout = Layout {
 };
 
 impl Layout {
-    /// The accesses of one record (`rec` is `self.size` bytes), loads then
-    /// stores.
+    /// The accesses of one record (`rec` is `self.size` bytes): its
+    /// fetch, then its loads, then its stores.
     #[inline]
     pub fn accesses(&self, rec: &[u8], f: &mut dyn FnMut(Access)) {
-        let word = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().expect("8 bytes"));
+        let word = |o: usize| trace::le::u64(rec, o);
+        f(Access::fetch(word(0)));
         for i in 0..self.loads.1 {
             let a = word(self.loads.0 + 8 * i);
             if a != 0 {
-                f(Access {
-                    addr: a,
-                    write: false,
-                });
+                f(Access::load(a));
             }
         }
         for i in 0..self.stores.1 {
             let a = word(self.stores.0 + 8 * i);
             if a != 0 {
-                f(Access {
-                    addr: a,
-                    write: true,
-                });
+                f(Access::store(a));
             }
         }
     }
 }
 
 /// Reads the records of `input` (decompressed bytes; `path` names it in
-/// errors), calling `f` per access; returns the records (instructions).
+/// errors), calling `f` per access (each record's fetch first); returns
+/// the records (instructions).
 ///
 /// # Errors
 /// A read fails ([`ImportError::Io`]); the bytes end inside a record (the
@@ -162,10 +159,13 @@ mod tests {
     }
 
     #[test]
-    fn loads_come_before_stores_and_zero_is_no_access() {
+    fn the_fetch_comes_first_then_loads_then_stores_and_zero_is_no_access() {
         for layout in [STANDARD, CLOUDSUITE] {
             let mut bytes = record(layout, &[0x1000, 0, 0x2000], &[0x3000]);
-            bytes.extend(record(layout, &[], &[0, 0x4000]));
+            bytes[..8].copy_from_slice(&0x40_1000u64.to_le_bytes());
+            let mut second = record(layout, &[], &[0, 0x4000]);
+            second[..8].copy_from_slice(&0x40_1004u64.to_le_bytes());
+            bytes.extend(second);
             let mut got = Vec::new();
             let n = read(&mut &bytes[..], layout, Path::new("t"), &mut |a| {
                 got.push(a)
@@ -173,12 +173,13 @@ mod tests {
             .unwrap();
             assert_eq!(n, 2);
             let want = [
-                (0x1000, false),
-                (0x2000, false),
-                (0x3000, true),
-                (0x4000, true),
+                Access::fetch(0x40_1000),
+                Access::load(0x1000),
+                Access::load(0x2000),
+                Access::store(0x3000),
+                Access::fetch(0x40_1004),
+                Access::store(0x4000),
             ];
-            let got: Vec<(u64, bool)> = got.iter().map(|a| (a.addr, a.write)).collect();
             assert_eq!(got, want);
         }
     }

@@ -12,7 +12,7 @@
 //! spill is far smaller than the decompressed input and is read back
 //! sequentially, from the page cache as a rule.
 
-use crate::{Access, ImportError, Summary};
+use crate::{Access, ImportError, Kind, Summary};
 use std::collections::HashMap;
 use std::io::{Read, Seek, Write};
 use std::path::Path;
@@ -112,12 +112,19 @@ const SPILL_BUF: usize = 1 << 20;
 /// and each in the spill file.
 pub struct Collector {
     pub pages: PageSet,
+    /// The pages instructions were fetched from (their regions may be
+    /// executed).
+    pub code: PageSet,
     last_page: u64,
-    prev: u64,
+    last_code: u64,
+    /// The previous data address and the previous fetch's: each stream
+    /// is spilled as differences within itself.
+    prev: [u64; 2],
     buf: Vec<u8>,
     spill: std::fs::File,
     pub loads: u64,
     pub stores: u64,
+    pub fetches: u64,
     /// The first error writing the spill (the rest are passed over).
     failed: Option<std::io::Error>,
 }
@@ -127,19 +134,23 @@ impl Collector {
     pub fn new(spill: std::fs::File) -> Collector {
         Collector {
             pages: PageSet::default(),
+            code: PageSet::default(),
             last_page: u64::MAX,
-            prev: 0,
+            last_code: u64::MAX,
+            prev: [0; 2],
             buf: Vec::with_capacity(SPILL_BUF + 16),
             spill,
             loads: 0,
             stores: 0,
+            fetches: 0,
             failed: None,
         }
     }
 
     /// One access. Spilled as LEB128 of the zigzag difference from the
-    /// previous address, with the kind in the first byte's low bit (the
-    /// first byte carries 6 bits of the difference: at most 10 bytes).
+    /// previous address of its stream (data or fetches), with the kind in
+    /// the first byte's two low bits (the first byte carries 5 bits of the
+    /// difference: at most 10 bytes).
     #[inline]
     pub fn push(&mut self, a: Access) {
         let page = a.addr / PAGE;
@@ -147,18 +158,32 @@ impl Collector {
             self.pages.insert(page);
             self.last_page = page;
         }
-        if a.write {
-            self.stores += 1;
-        } else {
-            self.loads += 1;
-        }
-        let d = a.addr.wrapping_sub(self.prev) as i64;
-        self.prev = a.addr;
+        let code = match a.kind {
+            Kind::Load => {
+                self.loads += 1;
+                0
+            }
+            Kind::Store => {
+                self.stores += 1;
+                1
+            }
+            Kind::Fetch => {
+                self.fetches += 1;
+                if page != self.last_code {
+                    self.code.insert(page);
+                    self.last_code = page;
+                }
+                2
+            }
+        };
+        let prev = &mut self.prev[usize::from(code == 2)];
+        let d = a.addr.wrapping_sub(*prev) as i64;
+        *prev = a.addr;
         let z = ((d << 1) ^ (d >> 63)) as u64;
-        let more = z >> 6 != 0;
+        let more = z >> 5 != 0;
         self.buf
-            .push(u8::from(a.write) | ((z & 0x3F) as u8) << 1 | u8::from(more) << 7);
-        let mut rest = z >> 6;
+            .push(code | ((z & 0x1F) as u8) << 2 | u8::from(more) << 7);
+        let mut rest = z >> 5;
         while rest != 0 {
             let b = (rest & 0x7F) as u8;
             rest >>= 7;
@@ -218,7 +243,7 @@ impl Collector {
             va_bits: 0,
             notes: vec![
                 format!("imported from {source}: no address-space events; regions inferred from the touched pages (a gap of 2 MiB or more starts a new one), mapped at the start"),
-                "one thread; instruction fetches not included".into(),
+                "one thread; every instruction a Fetch record at its ip, before its loads and stores; regions holding fetched pages are mapped read-write-execute".into(),
             ],
             observed: [("instructions".to_string(), i64::try_from(instructions).unwrap_or(i64::MAX))].into(),
         };
@@ -231,33 +256,46 @@ impl Collector {
         let mut w = TraceWriter::create(path, &header)
             .map_err(io)?
             .with_level(1);
+        let code: Vec<u64> = self.code.pages().collect();
         for (id, &(s, e)) in regions.iter().enumerate() {
+            // Whether an instruction was fetched from the region.
+            let i = code.partition_point(|&p| p * PAGE < s);
+            let exec = code.get(i).is_some_and(|&p| p * PAGE < e);
+            let rw = Prot::READ | Prot::WRITE;
             w.push(&Record::Map(MapEvent {
                 id: id as u32,
                 size: e - s,
                 native: s,
                 kind: RegionKind::Anon,
-                prot: Prot(Prot::READ | Prot::WRITE),
+                prot: Prot(if exec { rw | Prot::EXEC } else { rw }),
                 flags: MapFlags::default(),
                 name: String::new(),
             }))
             .map_err(io)?;
         }
-        let total = self.loads + self.stores;
+        let total = self.loads + self.stores + self.fetches;
         self.spill.rewind().map_err(io)?;
         let mut spill = SpillReader::new(&mut self.spill);
-        // The region of the last access, as (start, end, id).
-        let mut cur = (0u64, 0u64, 0u32);
-        let mut addr = 0u64;
+        // Per stream (data, fetches): its last address and that address's
+        // region, as (start, end, id).
+        let mut cur = [(0u64, 0u64, 0u32); 2];
+        let mut addr = [0u64; 2];
         for _ in 0..total {
-            let (d, write) = spill.next().map_err(io)?;
-            addr = addr.wrapping_add(d);
-            if !(addr >= cur.0 && addr < cur.1) {
-                let i = regions.partition_point(|&(_, e)| e <= addr);
+            let (d, kind) = spill.next().map_err(io)?;
+            let s = usize::from(kind == 2);
+            let a = addr[s].wrapping_add(d);
+            addr[s] = a;
+            let c = &mut cur[s];
+            if !(a >= c.0 && a < c.1) {
+                let i = regions.partition_point(|&(_, e)| e <= a);
                 let (st, e) = regions[i];
-                cur = (st, e, i as u32);
+                *c = (st, e, i as u32);
             }
-            w.push_access(cur.2, addr - cur.0, write).map_err(io)?;
+            match kind {
+                2 => w.push_fetch(c.2, a - c.0),
+                k => w.push_access(c.2, a - c.0, k == 1),
+            }
+            .map_err(io)?;
         }
         w.finish().map_err(io)?;
         Ok(Summary {
@@ -287,10 +325,10 @@ impl<'f> SpillReader<'f> {
         }
     }
 
-    /// The next access: the difference from the previous address (to add,
-    /// wrapping) and whether it is a store.
+    /// The next access: the difference from the previous address of its
+    /// stream (to add, wrapping) and its kind (0 load, 1 store, 2 fetch).
     #[inline]
-    fn next(&mut self) -> std::io::Result<(u64, bool)> {
+    fn next(&mut self) -> std::io::Result<(u64, u8)> {
         // An access is at most 10 bytes: refill when fewer remain.
         if self.have - self.at < 10 {
             self.refill()?;
@@ -299,10 +337,10 @@ impl<'f> SpillReader<'f> {
         let b0 = *b
             .first()
             .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
-        let mut z = u64::from(b0 >> 1 & 0x3F);
+        let mut z = u64::from(b0 >> 2 & 0x1F);
         let mut i = 1;
         let mut more = b0 & 0x80 != 0;
-        let mut shift = 6;
+        let mut shift = 5;
         while more {
             let x = *b
                 .get(i)
@@ -314,7 +352,7 @@ impl<'f> SpillReader<'f> {
         }
         self.at += i;
         let d = (z >> 1) as i64 ^ -((z & 1) as i64);
-        Ok((d as u64, b0 & 1 == 1))
+        Ok((d as u64, b0 & 3))
     }
 
     #[cold]
@@ -364,38 +402,58 @@ mod tests {
         /// addresses (the trace holds them as region offsets).
         #[test]
         fn the_spill_gives_back_every_access(
-            accesses in proptest::collection::vec((any::<u64>(), any::<bool>()), 1..300)
+            accesses in proptest::collection::vec((any::<u64>(), 0u8..3), 1..300)
         ) {
             let dir = tempfile::tempdir().unwrap();
             let mut c = Collector::new(tempfile::tempfile_in(dir.path()).unwrap());
             // Addresses of the user half, page-clustered or anywhere.
+            let kinds = [Kind::Load, Kind::Store, Kind::Fetch];
             let accesses: Vec<Access> = accesses
                 .iter()
-                .map(|&(a, write)| Access { addr: a >> 17, write })
+                .map(|&(a, k)| Access { addr: a >> 17, kind: kinds[usize::from(k)] })
                 .collect();
             for &a in &accesses {
                 c.push(a);
             }
             let out = dir.path().join("t.ptl");
             let s = c.write(&out, "test", Path::new("in"), 7).unwrap();
-            prop_assert_eq!(s.loads + s.stores, accesses.len() as u64);
+            prop_assert_eq!(s.loads + s.stores + c_fetches(&accesses), accesses.len() as u64);
             let idx = trace::read_index(&out).unwrap().unwrap();
             let base: Vec<u64> = (0..idx.scan.regions.len() as u32)
                 .map(|id| idx.scan.regions[&id].native)
                 .collect();
+            prop_assert_eq!(idx.scan.instructions, c_fetches(&accesses));
+            let mut exec = vec![false; base.len()];
             let mut got = Vec::new();
             let mut r = trace::TraceReader::open(&out).unwrap();
             let mut recs = Vec::new();
             while r.next_chunk(&mut recs).unwrap() {
                 for rec in recs.drain(..) {
-                    if let Record::Access { id, offset, write } = rec {
-                        got.push(Access { addr: base[id as usize] + offset, write });
+                    if let Record::Map(m) = &rec {
+                        exec[m.id as usize] = m.prot.executable();
+                    }
+                    match rec {
+                        Record::Access { id, offset, write } => got.push(Access {
+                            addr: base[id as usize] + offset,
+                            kind: if write { Kind::Store } else { Kind::Load },
+                        }),
+                        Record::Fetch { id, offset } => {
+                            // Code is fetched only from executable regions.
+                            prop_assert!(exec[id as usize]);
+                            got.push(Access::fetch(base[id as usize] + offset))
+                        }
+                        _ => {}
                     }
                 }
             }
             prop_assert_eq!(got, accesses);
         }
     }
+}
+
+#[cfg(test)]
+fn c_fetches(a: &[Access]) -> u64 {
+    a.iter().filter(|a| a.kind == Kind::Fetch).count() as u64
 }
 
 #[cfg(test)]
@@ -409,10 +467,7 @@ mod edge {
         assert_eq!(p.regions(), vec![(u64::MAX / PAGE * PAGE, u64::MAX)]);
         let dir = tempfile::tempdir().unwrap();
         let mut c = Collector::new(tempfile::tempfile_in(dir.path()).unwrap());
-        c.push(Access {
-            addr: u64::MAX - 3,
-            write: false,
-        });
+        c.push(Access::load(u64::MAX - 3));
         let e = c
             .write(&dir.path().join("t.ptl"), "test", Path::new("in"), 1)
             .unwrap_err();

@@ -1,5 +1,5 @@
 //! valgrind's lackey with `--trace-mem=yes`: one access per line,
-//! `I  addr,size` (an instruction fetch, not imported), ` L addr,size`
+//! `I  addr,size` (an instruction fetched at addr), ` L addr,size`
 //! (load), ` S addr,size` (store), ` M addr,size` (modify: a load then a
 //! store); addresses in hexadecimal. Lines of valgrind's own (`==PID==`)
 //! and empty lines are passed over.
@@ -9,7 +9,8 @@ use std::io::{BufRead, Read};
 use std::path::Path;
 
 /// Reads the text of `input` (decompressed; `path` names it in errors),
-/// calling `f` per access; returns the `I` lines (instructions).
+/// calling `f` per access (an `I` line a fetch); returns the `I` lines
+/// (instructions).
 ///
 /// # Errors
 /// A read fails; a line that is none of the above (file:line).
@@ -63,12 +64,15 @@ pub fn read(
         size.parse::<u32>()
             .map_err(|e| bad(format!("size {size:?}: {e}")))?;
         match kind {
-            b'I' => instructions += 1,
-            b'L' => f(Access { addr, write: false }),
-            b'S' => f(Access { addr, write: true }),
+            b'I' => {
+                instructions += 1;
+                f(Access::fetch(addr));
+            }
+            b'L' => f(Access::load(addr)),
+            b'S' => f(Access::store(addr)),
             _ => {
-                f(Access { addr, write: false });
-                f(Access { addr, write: true });
+                f(Access::load(addr));
+                f(Access::store(addr));
             }
         }
     }

@@ -20,9 +20,10 @@
 //! 1. A failed import leaves no output: it is written to a partial file
 //!    and renamed into place only when complete (the spill is an unnamed
 //!    temporary file, gone with the process).
-//! 2. Every access of the input is in the output, in order (loads of an
-//!    instruction before its stores), at the offset of its address in
-//!    its inferred region.
+//! 2. Every access of the input is in the output, in order (an
+//!    instruction's fetch, then its loads, then its stores), at the offset
+//!    of its address in its inferred region; every instruction is one
+//!    `Fetch` record.
 
 pub mod champsim;
 pub mod infer;
@@ -47,7 +48,8 @@ pub struct Summary {
     pub loads: u64,
     pub stores: u64,
     pub regions: u64,
-    /// Instructions (ChampSim records, lackey `I` lines).
+    /// Instructions (ChampSim records, lackey `I` lines), each a `Fetch`
+    /// record of the trace.
     pub instructions: u64,
 }
 
@@ -102,11 +104,42 @@ impl ImportError {
     }
 }
 
+/// What an access of the input does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Load,
+    Store,
+    /// An instruction fetched at its ip (a ChampSim record's, a lackey
+    /// `I` line's).
+    Fetch,
+}
+
 /// One access as an importer reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Access {
     pub addr: u64,
-    pub write: bool,
+    pub kind: Kind,
+}
+
+impl Access {
+    pub fn load(addr: u64) -> Access {
+        Access {
+            addr,
+            kind: Kind::Load,
+        }
+    }
+    pub fn store(addr: u64) -> Access {
+        Access {
+            addr,
+            kind: Kind::Store,
+        }
+    }
+    pub fn fetch(addr: u64) -> Access {
+        Access {
+            addr,
+            kind: Kind::Fetch,
+        }
+    }
 }
 
 /// Imports `input` of `format` into the trace `out`.

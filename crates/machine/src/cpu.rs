@@ -21,6 +21,11 @@ use std::sync::Arc;
 pub enum AccessKind {
     Read,
     Write,
+    /// An instruction fetch: translated through the instruction TLB (the
+    /// second level shared with data, as the hardware's STLB is), and
+    /// refused where the mapping is not executable (Linux: a fault with
+    /// FAULT_FLAG_INSTRUCTION, VM_EXEC checked in access_error).
+    Fetch,
 }
 
 /// What an access did.
@@ -237,6 +242,9 @@ impl<'m> CpuHandle<'m> {
     /// among them an access still faulting after 64 handled faults.
     #[inline]
     pub fn access(&mut self, va: u64, kind: AccessKind) -> Result<AccessOutcome, AccessError> {
+        if kind == AccessKind::Fetch {
+            return self.fetch(va);
+        }
         let write = kind == AccessKind::Write;
         match self.cpu.access(self.space.mm.page_table(), va, write, true) {
             Ok(translation) => {
@@ -248,7 +256,20 @@ impl<'m> CpuHandle<'m> {
                     faults: 0,
                 })
             }
-            Err(_) => self.fault_and_retry(va, write),
+            Err(_) => self.fault_and_retry(va, kind),
+        }
+    }
+
+    /// [`CpuHandle::access`] of an instruction fetch, through the
+    /// instruction TLB ([`mmu::Cpu::fetch`]).
+    #[inline(never)]
+    fn fetch(&mut self, va: u64) -> Result<AccessOutcome, AccessError> {
+        match self.cpu.fetch(self.space.mm.page_table(), va, true) {
+            Ok(translation) => Ok(AccessOutcome {
+                translation,
+                faults: 0,
+            }),
+            Err(_) => self.fault_and_retry(va, AccessKind::Fetch),
         }
     }
 
@@ -275,7 +296,7 @@ impl<'m> CpuHandle<'m> {
     #[inline]
     pub fn hit(&mut self, va: u64, kind: AccessKind) -> Option<u8> {
         let write = kind == AccessKind::Write;
-        if write && self.space.mm.tracks_writes() {
+        if kind == AccessKind::Fetch || write && self.space.mm.tracks_writes() {
             return None;
         }
         self.cpu.hit(va, write, true)
@@ -284,11 +305,15 @@ impl<'m> CpuHandle<'m> {
     /// The fault path of [`CpuHandle::access`], out of line so that the
     /// hit path stays small.
     #[inline(never)]
-    fn fault_and_retry(&mut self, va: u64, write: bool) -> Result<AccessOutcome, AccessError> {
-        let access = if write {
-            FaultAccess::WRITE
-        } else {
-            FaultAccess::READ
+    fn fault_and_retry(&mut self, va: u64, kind: AccessKind) -> Result<AccessOutcome, AccessError> {
+        let write = kind == AccessKind::Write;
+        let access = match kind {
+            AccessKind::Read => FaultAccess::READ,
+            AccessKind::Write => FaultAccess::WRITE,
+            AccessKind::Fetch => FaultAccess {
+                exec: true,
+                ..FaultAccess::READ
+            },
         };
         let mut faults = 0;
         loop {
@@ -308,7 +333,9 @@ impl<'m> CpuHandle<'m> {
                 )));
             }
             let pt = self.space.mm.page_table();
-            let retried = if self.retry_by_lookup {
+            let retried = if kind == AccessKind::Fetch {
+                self.cpu.fetch(pt, va, true)
+            } else if self.retry_by_lookup {
                 self.cpu.access(pt, va, write, true)
             } else {
                 // The fault left no TLB entry of `va` here: the retry

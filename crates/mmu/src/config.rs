@@ -21,6 +21,14 @@
 //! ways = 16
 //! sizes = ["4KiB", "2MiB"]
 //!
+//! [[tlb.l1i]]                 # instruction TLB, for traces with fetches
+//! name = "itlb-4k"
+//! entries = 128
+//! ways = 8
+//! sizes = ["4KiB"]
+//! # [[tlb.l2i]]: the instruction side's own second level (AMD's L2
+//! # ITLB); without it instruction misses go to [[tlb.l2]], shared.
+//!
 //! [[pwc]]                     # one walk cache per table level
 //! level = 1                   # 1 = entries of the level above the leaf (PMD / PDE)
 //! entries = 32
@@ -192,6 +200,27 @@ pub struct TlbConfig {
     pub l1: Vec<TlbArrayConfig>,
     #[serde(default)]
     pub l2: Vec<TlbArrayConfig>,
+    /// The instruction TLB's first level: instruction fetches look here,
+    /// then in `l2i` if it has arrays, else in `l2` (shared with data).
+    /// Empty: no instruction TLB (fetches go straight to the second level).
+    #[serde(default)]
+    pub l1i: Vec<TlbArrayConfig>,
+    /// The instruction TLB's own second level (AMD's L2 ITLB); empty: the
+    /// second level `l2` is shared by instructions and data (Intel's STLB,
+    /// Arm's L2 TLB).
+    #[serde(default)]
+    pub l2i: Vec<TlbArrayConfig>,
+}
+
+impl TlbConfig {
+    /// Every array, data and instruction.
+    pub fn arrays(&self) -> impl Iterator<Item = &TlbArrayConfig> {
+        self.l1
+            .iter()
+            .chain(&self.l2)
+            .chain(&self.l1i)
+            .chain(&self.l2i)
+    }
 }
 
 /// One paging-structure cache: it caches the table pointers read from
@@ -375,10 +404,16 @@ impl MmuConfig {
             // The L2 is skewed-associative with ways partitioned by page size
             // (CPUID reports 8 ways for 4K, 6 for 2M); modeled as one 24-way
             // array of 128 sets, which keeps its capacity.
+            // Instruction side, the same guide (§2.10: "L1 ITLB: 64 entries,
+            // fully associative, 4K/2M/1G"; "L2 ITLB: 512 entries, 8-way,
+            // 4K/2M"; CPUID Fn8000_0005 EBX and Fn8000_0006 EBX report the
+            // same): AMD's instruction TLB has its own second level.
             "zen4" => (
                 TlbConfig {
                     l1: vec![TlbArrayConfig::new("dtlb", 72, 72, &[K4, M2, G1])],
                     l2: vec![TlbArrayConfig::new("l2-dtlb", 3072, 24, &[K4, M2])],
+                    l1i: vec![TlbArrayConfig::new("itlb", 64, 64, &[K4, M2, G1])],
+                    l2i: vec![TlbArrayConfig::new("l2-itlb", 512, 8, &[K4, M2])],
                 },
                 champsim_pwc(),
             ),
@@ -393,6 +428,9 @@ impl MmuConfig {
             // 8-way 1024-entry STLB for 1G: the 4K capacity is exact, the 2M
             // capacity is doubled. The 16-entry store-only DTLB is not
             // modeled (accesses are not split into loads and stores).
+            // Instruction side, the same sources: ITLB 4K 128 entries
+            // 8-way, 2M/4M 16 entries (modeled fully associative); the STLB
+            // is shared by instructions and data.
             "icelake" => (
                 TlbConfig {
                     l1: vec![
@@ -404,6 +442,11 @@ impl MmuConfig {
                         TlbArrayConfig::new("stlb", 2048, 16, &[K4, M2]),
                         TlbArrayConfig::new("stlb-1g", 1024, 8, &[G1]),
                     ],
+                    l1i: vec![
+                        TlbArrayConfig::new("itlb-4k", 128, 8, &[K4]),
+                        TlbArrayConfig::new("itlb-2m", 16, 16, &[M2]),
+                    ],
+                    l2i: Vec::new(),
                 },
                 champsim_pwc(),
             ),
@@ -414,6 +457,9 @@ impl MmuConfig {
             // 4K/16K/64K/2M/32M/512M/1G. Contiguous (and, for the RISC-V
             // geometries, Svnapot) 64 KiB runs fill one 64 KiB entry. Sizes
             // below a geometry's hardware page are dropped by `fit_to`.
+            // Instruction L1 TLB, the same section: 48 entries, fully
+            // associative, 4K/16K/64K/2M/32M; the L2 TLB is shared by
+            // instructions and data.
             "neoverse-n1" => (
                 TlbConfig {
                     l1: vec![TlbArrayConfig::new(
@@ -428,6 +474,13 @@ impl MmuConfig {
                         5,
                         &[PageSize::Bytes(4 << 10), K16, K64, M2, M32, M512, G1],
                     )],
+                    l1i: vec![TlbArrayConfig::new(
+                        "l1-itlb",
+                        48,
+                        48,
+                        &[PageSize::Bytes(4 << 10), K16, K64, M2, M32],
+                    )],
+                    l2i: Vec::new(),
                 },
                 champsim_pwc(),
             ),
@@ -504,7 +557,7 @@ impl MmuConfig {
     /// [`ConfigError::BadPageSize`], [`ConfigError::BadPwcLevel`],
     /// [`ConfigError::DuplicatePwcLevel`].
     pub fn validate_shape(&self) -> Result<(), ConfigError> {
-        for level in [&self.tlb.l1, &self.tlb.l2] {
+        for level in [&self.tlb.l1, &self.tlb.l2, &self.tlb.l1i, &self.tlb.l2i] {
             if level.len() > MAX_LEVEL_ARRAYS {
                 return Err(ConfigError::TooManyArrays {
                     arrays: level.len(),
@@ -512,7 +565,7 @@ impl MmuConfig {
                 });
             }
         }
-        for a in self.tlb.l1.iter().chain(&self.tlb.l2) {
+        for a in self.tlb.arrays() {
             check_array("TLB array", &a.name, a.entries, a.ways)?;
             if a.sizes.is_empty() {
                 return Err(ConfigError::NoPageSizes {
@@ -565,7 +618,14 @@ impl MmuConfig {
     /// fitted: there an impossible size is the user's error ([`Self::validate`]).
     pub fn fit_to(mut self, geom: &Geometry) -> MmuConfig {
         let hw = geom.hw_page_shift();
-        for a in self.tlb.l1.iter_mut().chain(self.tlb.l2.iter_mut()) {
+        for a in self
+            .tlb
+            .l1
+            .iter_mut()
+            .chain(self.tlb.l2.iter_mut())
+            .chain(self.tlb.l1i.iter_mut())
+            .chain(self.tlb.l2i.iter_mut())
+        {
             a.sizes.retain(|s| {
                 let b = s.bytes(hw);
                 b >= 1 << hw && b.trailing_zeros() < geom.va_bits()
@@ -580,7 +640,7 @@ impl MmuConfig {
     pub fn validate(&self, geom: &Geometry) -> Result<(), ConfigError> {
         self.validate_shape()?;
         let hw = geom.hw_page_shift();
-        for a in self.tlb.l1.iter().chain(&self.tlb.l2) {
+        for a in self.tlb.arrays() {
             for s in &a.sizes {
                 let b = s.bytes(hw);
                 let why = if b < 1 << hw {

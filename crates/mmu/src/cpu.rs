@@ -51,6 +51,12 @@ pub struct Access {
 pub(crate) struct CpuState {
     pub(crate) l1: TlbLevel,
     pub(crate) l2: TlbLevel,
+    /// The instruction TLB's first level (the `fetch` module).
+    pub(crate) l1i: TlbLevel,
+    /// The instruction TLB's own second level, where the processor has one
+    /// (AMD's L2 ITLB); empty: instruction misses go to `l2`, shared with
+    /// data (Intel's STLB, Arm's L2 TLB).
+    pub(crate) l2i: TlbLevel,
     pub(crate) pwc: Pwc,
     pub(crate) stats: MmuStats,
     /// Per ASID, the TLB generation this CPU's entries are fresh for.
@@ -132,7 +138,7 @@ impl Cpu {
         let st = &mut *self.st;
         if st.seen_gen[usize::from(asid)] != now {
             // Linux: switch_mm_irqs_off, a stale tlb_gen means a full flush.
-            let n = st.l1.flush_asid(asid) + st.l2.flush_asid(asid);
+            let n = st.flush_asid(asid);
             st.stats.flushed_entries += n;
             st.stats.pwc_flushed += st.pwc.flush_asid(asid);
         }
@@ -164,7 +170,7 @@ impl Cpu {
     pub fn flush_all(&mut self) -> u64 {
         self.clear_hits();
         let st = &mut *self.st;
-        let n = st.l1.flush_all() + st.l2.flush_all();
+        let n = st.flush_all();
         st.stats.flushed_entries += n;
         st.stats.pwc_flushed += st.pwc.flush_all();
         n
@@ -194,7 +200,7 @@ impl Cpu {
 
     #[cold]
     #[inline(never)]
-    fn drain(&mut self) {
+    pub(crate) fn drain(&mut self) {
         self.clear_hits();
         let mut mb = lock(&self.slot.mailbox);
         let st = &mut *self.st;
@@ -211,7 +217,7 @@ impl Cpu {
             }
         }
         if flush_all {
-            let n = st.l1.flush_all() + st.l2.flush_all();
+            let n = st.flush_all();
             st.stats.flushed_entries += n;
             st.stats.full_flushes += 1;
             st.stats.pwc_flushed += st.pwc.flush_all();
@@ -497,8 +503,7 @@ impl Cpu {
                 _ => st.stats.l2_hits_by_size[usize::from(e.shift())] += 1,
             }
             if !permits(e.flags(), write, user) {
-                st.l1.invalidate_va(va, asid);
-                st.l2.invalidate_va(va, asid);
+                st.invalidate_va(va, asid);
                 st.stats.faults_permission += 1;
                 return Err(Fault::Permission { va, write, user });
             }
@@ -533,7 +538,7 @@ impl Cpu {
     /// missed both levels they hold none (a walk fills nothing before it
     /// returns), and the invalidation, which would find nothing, is skipped.
     #[inline(always)]
-    fn walk(
+    pub(crate) fn walk(
         &mut self,
         pt: &PageTable,
         va: u64,
@@ -584,9 +589,11 @@ impl Cpu {
                     Fault::NonCanonical { .. } => st.stats.faults_noncanonical += 1,
                 }
                 if cached {
-                    st.l1.invalidate_va(va, asid);
-                    st.l2.invalidate_va(va, asid);
+                    st.invalidate_va(va, asid);
                 } else {
+                    // The data levels missed; the instruction TLB may
+                    // hold the page (code read as data).
+                    st.invalidate_code_va(va, asid);
                     debug_assert_eq!(
                         st.l1.invalidate_va(va, asid) + st.l2.invalidate_va(va, asid),
                         0,
@@ -608,7 +615,7 @@ impl Cpu {
     /// smaller of the guest and host pages.
     #[cold]
     #[inline(never)]
-    fn walk_nested(
+    pub(crate) fn walk_nested(
         &mut self,
         pt: &PageTable,
         va: u64,
@@ -705,9 +712,9 @@ fn guest_fault(st: &mut CpuState, f: Fault, va: u64, asid: Asid, cached: bool) -
         Fault::NonCanonical { .. } => st.stats.faults_noncanonical += 1,
     }
     if cached {
-        st.l1.invalidate_va(va, asid);
-        st.l2.invalidate_va(va, asid);
+        st.invalidate_va(va, asid);
     } else {
+        st.invalidate_code_va(va, asid);
         debug_assert_eq!(
             st.l1.invalidate_va(va, asid) + st.l2.invalidate_va(va, asid),
             0,
@@ -732,7 +739,7 @@ pub(crate) fn finish(raw: &MmuStats, has_l2: bool) -> MmuStats {
 }
 
 #[inline]
-fn hit(e: TlbEntry, va: u64, level: HitLevel, walk_refs: u32) -> Access {
+pub(crate) fn hit(e: TlbEntry, va: u64, level: HitLevel, walk_refs: u32) -> Access {
     let size = 1u64 << e.shift();
     Access {
         pa: e.pa_base() | (va & (size - 1)),
@@ -758,6 +765,8 @@ impl CpuState {
         Box::new(CpuState {
             l1: TlbLevel::new(&[], 12, 0),
             l2: TlbLevel::new(&[], 12, 0),
+            l1i: TlbLevel::new(&[], 12, 0),
+            l2i: TlbLevel::new(&[], 12, 0),
             pwc: Pwc::new(&[], &[], 0),
             stats: MmuStats::default(),
             seen_gen: Box::new([]),

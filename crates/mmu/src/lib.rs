@@ -49,6 +49,7 @@ pub mod broadcast;
 mod cache;
 pub mod config;
 pub mod cpu;
+mod fetch;
 mod hits;
 mod host;
 pub mod host_config;

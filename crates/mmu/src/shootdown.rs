@@ -252,6 +252,17 @@ impl Mmu {
         Box::new(CpuState {
             l1: TlbLevel::new(&self.config.tlb.l1, hw, seed * 2),
             l2: TlbLevel::new(&self.config.tlb.l2, hw, seed * 2 + 1),
+            // Seeds of their own (the data levels' are 2n and 2n + 1).
+            l1i: TlbLevel::new(
+                &self.config.tlb.l1i,
+                hw,
+                seed.wrapping_mul(0x51ed) | 1 << 40,
+            ),
+            l2i: TlbLevel::new(
+                &self.config.tlb.l2i,
+                hw,
+                seed.wrapping_mul(0x51ed) | 1 << 41,
+            ),
             pwc: Pwc::new(&self.config.pwc, self.gi.hw_shifts(), seed),
             stats: MmuStats {
                 nested: self.host.is_some(),
@@ -624,7 +635,7 @@ impl Mmu {
 pub(crate) fn apply(st: &mut CpuState, gi: &GeomInfo, asid: Asid, inval: &Invalidation) -> u64 {
     let mut n = 0;
     if inval.full {
-        n += st.l1.flush_asid(asid) + st.l2.flush_asid(asid);
+        n += st.flush_asid(asid);
         st.stats.pwc_flushed += st.pwc.flush_asid(asid);
         st.stats.full_flushes += 1;
     } else {
@@ -632,7 +643,7 @@ pub(crate) fn apply(st: &mut CpuState, gi: &GeomInfo, asid: Asid, inval: &Invali
         for &(va, len) in &inval.ranges {
             let mut a = va;
             while a < va.saturating_add(len) {
-                n += st.l1.invalidate_va(a, asid) + st.l2.invalidate_va(a, asid);
+                n += st.invalidate_va(a, asid);
                 st.stats.page_invalidations += 1;
                 a += page;
             }

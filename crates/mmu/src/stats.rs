@@ -110,6 +110,19 @@ pub struct MmuStats {
     /// Host walks that found no host mapping: EPT violations (nested page
     /// faults) the modeled hypervisor handled; the access restarted.
     pub ept_violations: u64,
+    /// Instruction fetches found in the instruction TLB's first level. The
+    /// fetches are counted here only, not in `accesses` and the TLB
+    /// counters above (those are the data side's); their walks are in
+    /// `walks` and `walk_refs`.
+    pub itlb_hits: u64,
+    /// Instruction fetches that missed the instruction TLB's first level.
+    pub itlb_misses: u64,
+    /// Of those, found in the second level (the shared STLB, or the L2
+    /// ITLB where the processor has one).
+    pub itlb_l2_hits: u64,
+    /// Of those, missed the second level too and walked: the STLB misses
+    /// from code.
+    pub itlb_l2_misses: u64,
 }
 
 impl Default for MmuStats {
@@ -153,6 +166,10 @@ impl Default for MmuStats {
             nested_tlb_misses: 0,
             host_pwc_hits: 0,
             ept_violations: 0,
+            itlb_hits: 0,
+            itlb_misses: 0,
+            itlb_l2_hits: 0,
+            itlb_l2_misses: 0,
         }
     }
 }
@@ -198,6 +215,10 @@ impl AddAssign<&MmuStats> for MmuStats {
         self.broadcast_instructions += o.broadcast_instructions;
         self.nested |= o.nested;
         self.guest_walk_refs += o.guest_walk_refs;
+        self.itlb_hits += o.itlb_hits;
+        self.itlb_misses += o.itlb_misses;
+        self.itlb_l2_hits += o.itlb_l2_hits;
+        self.itlb_l2_misses += o.itlb_l2_misses;
         self.host_walk_refs += o.host_walk_refs;
         self.nested_tlb_hits += o.nested_tlb_hits;
         self.nested_tlb_misses += o.nested_tlb_misses;
@@ -304,6 +325,16 @@ impl MmuStats {
                     counters::BROADCAST_INSTRUCTIONS.name,
                     c(self.broadcast_instructions),
                 ),
+            ]);
+        }
+        // Only a run that fetched instructions (a trace with them) counts
+        // them: every other run's counters stay as they were.
+        if self.itlb_hits + self.itlb_misses > 0 {
+            v.extend([
+                (counters::ITLB_HITS.name, c(self.itlb_hits)),
+                (counters::ITLB_MISSES.name, c(self.itlb_misses)),
+                (counters::ITLB_L2_HITS.name, c(self.itlb_l2_hits)),
+                (counters::ITLB_L2_MISSES.name, c(self.itlb_l2_misses)),
             ]);
         }
         if self.nested {

@@ -15,6 +15,8 @@
 //! | 0x08 | Move | id, new id, size, native |
 //! | 0x10 / 0x11 | Access read / write, another region than the last access | id, offset |
 //! | 0x12 / 0x13 | Access read / write, the last access's region | zigzag(offset - last offset) |
+//! | 0x14 | Fetch, another region than the last fetch | id, offset |
+//! | 0x15 | Fetch, the last fetch's region | zigzag(offset - last fetch's offset) |
 //! | 0x18 | Hits | count |
 //! | 0x20 | Fault | id, offset, write (byte) |
 //! | 0x30 | Thread | tid |
@@ -38,6 +40,8 @@ const READ_AT: u8 = 0x10;
 const WRITE_AT: u8 = 0x11;
 const READ_NEAR: u8 = 0x12;
 const WRITE_NEAR: u8 = 0x13;
+const FETCH_AT: u8 = 0x14;
+const FETCH_NEAR: u8 = 0x15;
 const HITS: u8 = 0x18;
 const FAULT: u8 = 0x20;
 const THREAD: u8 = 0x30;
@@ -48,6 +52,10 @@ const MARK: u8 = 0x31;
 pub struct State {
     last_id: Option<u32>,
     last_offset: u64,
+    /// The last fetch's region and offset: instruction fetches are
+    /// relative to each other, not to the data accesses between them.
+    fetch_id: Option<u32>,
+    fetch_offset: u64,
 }
 
 impl State {
@@ -78,6 +86,22 @@ pub fn encode_access(id: u32, offset: u64, write: bool, st: &mut State, buf: &mu
     st.last_offset = offset;
 }
 
+/// Appends an instruction fetch (`Record::Fetch`).
+#[inline]
+pub fn encode_fetch(id: u32, offset: u64, st: &mut State, buf: &mut Vec<u8>) {
+    if st.fetch_id == Some(id) {
+        buf.push(FETCH_NEAR);
+        let d = offset.wrapping_sub(st.fetch_offset) as i64;
+        varint::put(buf, varint::zigzag(d));
+    } else {
+        buf.push(FETCH_AT);
+        varint::put(buf, id.into());
+        varint::put(buf, offset);
+    }
+    st.fetch_id = Some(id);
+    st.fetch_offset = offset;
+}
+
 /// Appends `r` to `buf`.
 pub fn encode(r: &Record, st: &mut State, buf: &mut Vec<u8>) {
     let range = |buf: &mut Vec<u8>, tag: u8, id: u32, offset: u64, len: u64| {
@@ -88,6 +112,7 @@ pub fn encode(r: &Record, st: &mut State, buf: &mut Vec<u8>) {
     };
     match r {
         Record::Access { id, offset, write } => encode_access(*id, *offset, *write, st, buf),
+        Record::Fetch { id, offset } => encode_fetch(*id, *offset, st, buf),
         Record::Hits { count } => {
             buf.push(HITS);
             varint::put(buf, *count);
@@ -307,7 +332,7 @@ impl<'a> Decoder<'a> {
             // word (tags 0x12 or 0x13 at the even bytes, delta bytes below
             // 0x80 at the odd ones).
             while let Some(w) = buf.get(self.c.pos..self.c.pos + 8) {
-                let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                let w = crate::le::u64(w, 0);
                 const TAGS: u64 = 0x00fe_00fe_00fe_00fe;
                 const NEAR: u64 = 0x0012_0012_0012_0012;
                 const CONT: u64 = 0x8000_8000_8000_8000;
@@ -339,7 +364,7 @@ impl<'a> Decoder<'a> {
             // byte below 0x80. With 8 bytes after the tag, the ends are the
             // clear top bits of one word, found without a branch per byte.
             if let Some(w) = buf.get(self.c.pos + 1..self.c.pos + 9) {
-                let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                let w = crate::le::u64(w, 0);
                 let ends = !w & 0x8080_8080_8080_8080;
                 // The second field's end: drop the first end's bit.
                 let ends = if fields == 2 {
@@ -398,6 +423,7 @@ impl<'a> Decoder<'a> {
                     write: tag == WRITE_AT,
                 }
             }
+            FETCH_NEAR | FETCH_AT => decode_fetch(c, st, tag, tag_at)?,
             HITS => Record::Hits {
                 count: c.num("count")?,
             },
@@ -480,6 +506,31 @@ impl<'a> Decoder<'a> {
         };
         Ok(r)
     }
+}
+
+/// A `Fetch` record after its tag (at `tag_at`), relative to the chunk's
+/// previous fetch (`FETCH_NEAR`) or naming its region (`FETCH_AT`).
+fn decode_fetch(
+    c: &mut Cursor<'_>,
+    st: &mut State,
+    tag: u8,
+    tag_at: usize,
+) -> Result<Record, DecodeError> {
+    let (id, offset) = if tag == FETCH_NEAR {
+        let Some(id) = st.fetch_id else {
+            return Err(DecodeError {
+                at: tag_at,
+                what: "a relative fetch with no fetch before it in the chunk".into(),
+            });
+        };
+        let d = varint::unzigzag(c.num("offset delta")?);
+        (id, st.fetch_offset.wrapping_add(d as u64))
+    } else {
+        (c.id()?, c.num("offset")?)
+    };
+    st.fetch_id = Some(id);
+    st.fetch_offset = offset;
+    Ok(Record::Fetch { id, offset })
 }
 
 /// Encodes `records` as one chunk's contents (for tests and tools).

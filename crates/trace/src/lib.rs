@@ -10,6 +10,7 @@
 //! - [`codec`]: records to bytes and back, inside one chunk.
 //! - [`file`]: the file: header, zstd-compressed chunks, end marker;
 //!   [`TraceWriter`] and the streaming [`TraceReader`].
+//! - [`le`]: the little-endian fields of the file's fixed-size heads.
 //! - [`regions`]: a first pass that collects every region's lifetime and
 //!   largest size, for placement.
 //!
@@ -27,6 +28,7 @@
 
 pub mod codec;
 pub mod file;
+pub mod le;
 pub mod record;
 pub mod regions;
 pub mod varint;

@@ -153,6 +153,13 @@ pub enum Record {
         offset: u64,
         write: bool,
     },
+    /// An instruction fetched at `offset` in the region (its ip): one
+    /// instruction of the program, translated through the instruction
+    /// TLB. A trace that has them counts its instructions by them.
+    Fetch {
+        id: RegionId,
+        offset: u64,
+    },
     /// `count` accesses the tracer left out because each fell in the same
     /// page as the previous access of the same kind by the same thread:
     /// such an access can only hit the TLB, so a replay counts them as

@@ -43,6 +43,10 @@ pub struct Scan {
     /// Accesses, including those a `Hits` record stands for.
     pub accesses: u64,
     pub faults: u64,
+    /// Instruction fetches (`Fetch` records): the trace's instructions,
+    /// 0 when it has none (absent from an index written before them).
+    #[serde(default)]
+    pub instructions: u64,
     /// Threads seen (the highest tid plus one).
     pub threads: u32,
 }
@@ -82,6 +86,14 @@ impl Builder {
     pub fn passed(&mut self, records: u64, accesses: u64) {
         self.scan.records += records;
         self.scan.accesses += accesses;
+    }
+
+    /// `n` instruction fetches passed over without [`Builder::record`]
+    /// (their offsets are checked by the replay, as accesses are).
+    #[inline]
+    pub fn fetched(&mut self, n: u64) {
+        self.scan.records += n;
+        self.scan.instructions += n;
     }
 
     /// The finished [`Scan`].
@@ -184,6 +196,10 @@ impl Builder {
             Record::Fault { id, offset, .. } => {
                 within(live, *id, *offset, 1)?;
                 s.faults += 1;
+            }
+            Record::Fetch { id, offset } => {
+                within(live, *id, *offset, 1)?;
+                s.instructions += 1;
             }
             Record::Hits { count } => s.accesses += count,
             Record::Thread { tid: t } => {

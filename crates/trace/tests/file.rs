@@ -67,6 +67,7 @@ fn any_record() -> impl Strategy<Value = Record> {
             offset,
             write
         }),
+        (0u32..4, 0u64..1 << 20).prop_map(|(id, offset)| Record::Fetch { id, offset }),
         (0u64..1000).prop_map(|count| Record::Hits { count }),
         (0u32..3).prop_map(|tid| Record::Thread { tid }),
         "[a-z ]{0,12}".prop_map(|name| Record::Mark { name }),
@@ -87,7 +88,8 @@ fn any_record() -> impl Strategy<Value = Record> {
 
 proptest! {
     /// Any sequence of records reads back as written (the codec's relative
-    /// offsets included: a region switch and a negative step).
+    /// offsets included: a region switch and a negative step; fetches
+    /// relative to fetches between data accesses relative to accesses).
     #[test]
     fn records_round_trip(recs in prop::collection::vec(any_record(), 0..300)) {
         let bytes = write(&recs);

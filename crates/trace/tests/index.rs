@@ -77,6 +77,13 @@ fn valid(ops: &[(u8, u32, u64)]) -> Vec<Record> {
                     write: a % 2 == 0,
                 });
             }
+            2 if !live.is_empty() && a % 3 == 0 => {
+                let (id, size) = pick(&live);
+                recs.push(Record::Fetch {
+                    id,
+                    offset: b % size,
+                });
+            }
             2 if !live.is_empty() => {
                 let (id, size) = pick(&live);
                 recs.push(Record::Fault {

@@ -179,8 +179,9 @@ impl SharedResources {
         // zap_page_range_single: a partial batch goes onto the LRU now,
         // one take of the lock (the drain is a full batch's move, held as
         // long as one).
-        let drain =
-            std::mem::take(&mut self.unmapping) && self.lru_drain && b.lru_added % LRU_BATCH != 0;
+        let drain = std::mem::take(&mut self.unmapping)
+            && self.lru_drain
+            && !b.lru_added.is_multiple_of(LRU_BATCH);
         let drained = if drain {
             LRU_BATCH - b.lru_added % LRU_BATCH
         } else {

@@ -1,34 +1,74 @@
 //! The part of a trace a replay measures, ChampSim's warm-up and
-//! simulation window in accesses: the first `skip` accesses are passed
-//! over (not replayed: their regions' address-space records still are),
-//! the next `warmup` are replayed but not counted (the TLBs, the page
-//! tables and the faulted pages stay as they left them), and then `limit`
-//! accesses (or the rest of the trace) are measured.
+//! simulation window, in instructions where the trace has them (`Fetch`
+//! records: an imported ChampSim or lackey trace) and otherwise in
+//! accesses ([`Unit`]): the first `skip` are passed over (not replayed:
+//! their regions' address-space records still are), the next `warmup` are
+//! replayed but not counted (the TLBs, the page tables and the faulted
+//! pages stay as they left them), and then `limit` (or the rest of the
+//! trace) are measured.
 //!
-//! The window starts just before its first access: everything replayed
-//! before it (the warm-up, and with [`super::ReplayOptions::prefault`] the
-//! maps and their populate) is the run's mark `warmup`, and every later
-//! mark counts from the window's start. The window ends right after its
-//! last access (the replay stops there).
+//! The window starts just before its first access (in instructions:
+//! before its first instruction's fetch): everything replayed before it
+//! (the warm-up, and with [`super::ReplayOptions::prefault`] the maps and
+//! their populate) is the run's mark `warmup`, and every later mark counts
+//! from the window's start. The window ends right after its last access
+//! (in instructions: before the fetch of the instruction after its last,
+//! so the last instruction's loads and stores are in it); the replay stops
+//! there.
 //!
 //! A `Hits` record (accesses a tracer counted without their addresses)
-//! that straddles a boundary is split at it; a run of sure first-level
-//! hits is consumed as a count only where it cannot pass a boundary
-//! ([`Cursor::left`] against the chunk's records left).
+//! that straddles a boundary of a window in accesses is split at it; a run
+//! of sure first-level hits is consumed as a count only where it cannot
+//! pass a boundary ([`Cursor::left`] against the chunk's records left).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The window, in accesses (each access of the trace one; a `Hits`
-/// record its count).
+/// What a window counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Each access one, a `Hits` record its count.
+    Accesses,
+    /// Each `Fetch` record one (a trace that has them).
+    Instructions,
+}
+
+impl Unit {
+    /// Instructions where the trace has them, else accesses.
+    pub fn of(scan: &trace::regions::Scan) -> Unit {
+        if scan.instructions > 0 {
+            Unit::Instructions
+        } else {
+            Unit::Accesses
+        }
+    }
+
+    /// How many of them the trace holds.
+    pub fn total(self, scan: &trace::regions::Scan) -> u64 {
+        match self {
+            Unit::Accesses => scan.accesses,
+            Unit::Instructions => scan.instructions,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Accesses => "accesses",
+            Unit::Instructions => "instructions",
+        }
+    }
+}
+
+/// The window, in the trace's [`Unit`] (accesses: each access of the
+/// trace one, a `Hits` record its count; instructions: each fetch one).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Window {
-    /// Accesses passed over before anything is replayed.
+    /// Units passed over before anything is replayed.
     pub skip: u64,
-    /// Accesses replayed, not counted, before the window.
+    /// Units replayed, not counted, before the window.
     pub warmup: u64,
-    /// Accesses measured (`None`: to the end of the trace).
+    /// Units measured (`None`: to the end of the trace).
     pub limit: Option<u64>,
 }
 

@@ -305,7 +305,7 @@ fn cont_runs(pages: &[Page], page_size: u64, pmd_mapped: &dyn Fn(u64) -> bool) -
     let mut i = 0;
     while i + CONT_PAGES as usize <= pages.len() {
         let p = pages[i];
-        if p.va % span != 0 || p.pfn % CONT_PAGES != 0 || pmd_mapped(p.va) {
+        if !p.va.is_multiple_of(span) || !p.pfn.is_multiple_of(CONT_PAGES) || pmd_mapped(p.va) {
             i += 1;
             continue;
         }

@@ -49,7 +49,11 @@ pub fn array(name: &str, entries: u32, ways: u32, sizes: &[&str]) -> TlbArrayCon
 pub fn config(l1: Vec<TlbArrayConfig>, l2: Vec<TlbArrayConfig>, pwc: Vec<PwcConfig>) -> MmuConfig {
     MmuConfig {
         name: "test".into(),
-        tlb: TlbConfig { l1, l2 },
+        tlb: TlbConfig {
+            l1,
+            l2,
+            ..TlbConfig::default()
+        },
         pwc,
         flush_ceiling: 33,
         pv_tlb_flush: false,
