@@ -35,8 +35,15 @@ impl Drop for PolicyGuard {
     }
 }
 
-fn allocated() -> u64 {
-    std::fs::read_to_string(format!("{SIZE_DIR}/stats/anon_fault_alloc"))
+/// The kernel's count of 64 KiB anonymous folios allocated at a fault,
+/// read into a buffer on the stack: a heap allocation here could itself
+/// fault a fresh 64 KiB folio under the policy `always` and be counted.
+fn allocated(file: &mut std::fs::File) -> u64 {
+    use std::io::{Read, Seek};
+    let mut buf = [0u8; 32];
+    file.rewind().unwrap();
+    let n = file.read(&mut buf).unwrap();
+    std::str::from_utf8(&buf[..n])
         .unwrap()
         .trim()
         .parse()
@@ -109,12 +116,13 @@ fn the_64k_folios_found_are_the_ones_the_kernel_allocated() {
     };
     // Another process may allocate 64 KiB folios meanwhile: the kernel's
     // count is then larger; try again, a few times.
+    let mut stat = std::fs::File::open(format!("{SIZE_DIR}/stats/anon_fault_alloc")).unwrap();
     let mut last = (0, 0);
-    for _ in 0..3 {
+    for _ in 0..5 {
         let (p, len, start) = region();
-        let before = allocated();
+        let before = allocated(&mut stat);
         write_all(start);
-        let after = allocated();
+        let after = allocated(&mut stat);
         let found = folios_64k(start);
         // SAFETY: unmaps exactly the mapping `region` made, no longer used.
         unsafe { libc::munmap(p.cast(), len) };
