@@ -171,9 +171,12 @@ impl Builder {
 
     /// Parses `value` into the field of `key`.
     fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
-        if !KEYS.contains(&key) {
+        // The keys grew in two spellings (`pv-flush`, `tlb_flush`): either
+        // separator names the same key, which is then written as listed.
+        let wanted = key.replace('_', "-");
+        let Some(&key) = KEYS.iter().find(|k| k.replace('_', "-") == wanted) else {
             return Err(parse::unknown_key(&self.origin, key));
-        }
+        };
         if let Some((_, first)) = self.given.iter().find(|(k, _)| k == key) {
             return Err(ConfigError::Duplicate {
                 origin: self.origin.clone(),
@@ -389,6 +392,16 @@ mod tests {
         assert!(e.contains("model options do not apply"), "{e}");
         let e = parse_inline("cpus=0").unwrap_err().to_string();
         assert!(e.contains("from 1 to 256"), "{e}");
+    }
+
+    #[test]
+    fn either_separator_names_the_same_key() {
+        let a = parse_inline("pv_flush=off,tlb-flush=invlpgb,lru-drain=off,host_geometry=x86-64-4l").unwrap();
+        let b = parse_inline("pv-flush=off,tlb_flush=invlpgb,lru_drain=off,host-geometry=x86-64-4l").unwrap();
+        assert_eq!(a.model, b.model);
+        assert_eq!(a.label, b.label);
+        let e = parse_inline("pv-flush=on,pv_flush=off").unwrap_err().to_string();
+        assert!(e.contains("pv-flush"), "{e}");
     }
 
     #[test]
