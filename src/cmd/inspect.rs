@@ -252,11 +252,13 @@ fn print_folios(ins: &Inspection) -> Result<(), Failure> {
             count(v.cont_runs),
             Cell::text(format!(
                 "{} contpte/Svnapot, {} PMD",
-                v.cont_tlb_saved, v.pmd_tlb_saved
+                report::group_thousands(v.cont_tlb_saved as i64),
+                report::group_thousands(v.pmd_tlb_saved as i64)
             )),
             Cell::text(format!(
                 "{} (PMD: {} PTE tables unlinked)",
-                v.cont_tables_saved, v.pmd_pte_tables_unlinked
+                report::group_thousands(v.cont_tables_saved as i64),
+                report::group_thousands(v.pmd_pte_tables_unlinked as i64)
             )),
         ]);
     }

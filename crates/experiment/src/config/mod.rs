@@ -396,11 +396,17 @@ mod tests {
 
     #[test]
     fn either_separator_names_the_same_key() {
-        let a = parse_inline("pv_flush=off,tlb-flush=invlpgb,lru-drain=off,host_geometry=x86-64-4l").unwrap();
-        let b = parse_inline("pv-flush=off,tlb_flush=invlpgb,lru_drain=off,host-geometry=x86-64-4l").unwrap();
+        let a =
+            parse_inline("pv_flush=off,tlb-flush=invlpgb,lru-drain=off,host_geometry=x86-64-4l")
+                .unwrap();
+        let b =
+            parse_inline("pv-flush=off,tlb_flush=invlpgb,lru_drain=off,host-geometry=x86-64-4l")
+                .unwrap();
         assert_eq!(a.model, b.model);
         assert_eq!(a.label, b.label);
-        let e = parse_inline("pv-flush=on,pv_flush=off").unwrap_err().to_string();
+        let e = parse_inline("pv-flush=on,pv_flush=off")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("pv-flush"), "{e}");
     }
 
