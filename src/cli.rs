@@ -397,6 +397,11 @@ pub struct StudyArgs {
     /// questions, experiment::study::section_ids)
     #[arg(long, value_name = "ID,...", value_delimiter = ',', help = only_help())]
     pub only: Vec<String>,
+    /// Your program's recorded trace (ptlab record, trace or import): the
+    /// five-level, RISC-V 64 KiB and broadcast sections also replay it and
+    /// say what they predict for it
+    #[arg(long, value_name = "TRACE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]

@@ -420,3 +420,97 @@ fn the_chart_check_catches_a_chart_that_differs_from_its_figure() {
     );
     assert!(same(Some(16383.6), Some(16384.0)) && !same(Some(433.0), Some(383.0)));
 }
+
+/// `study --trace`: the questions that compare two machines also replay
+/// the user's trace on both and say what they predict for it, from the
+/// replay's own figures; a file that is not a trace is refused before any
+/// run, with one line and exit status 2.
+#[test]
+fn a_trace_is_answered_for_in_its_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    // A lackey trace: 300 instructions, each storing to a page of its own.
+    let mut text = String::from("==1== Lackey\n");
+    for k in 0..300u64 {
+        text += &format!(
+            "I  {:08x},4\n S {:08x},8\n",
+            0x40_0000 + 4 * k,
+            0x60_0000 + 4096 * k
+        );
+    }
+    let input = dir.path().join("lackey.txt");
+    std::fs::write(&input, text).unwrap();
+    let trace = dir.path().join("mine.ptl");
+    let ptlab = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ptlab"));
+        c.env("PTLAB_COSTS", "xeon-kvm-2026");
+        c
+    };
+    let import = ptlab()
+        .args(["import", "lackey"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let with = ["five-level", "riscv-64k", "broadcast-flush"];
+    let out = ptlab()
+        .args(["study", "--quick", "--json", "--only"])
+        .arg(format!("{},split-pmd", with.join(",")))
+        .arg("--trace")
+        .arg(&trace)
+        .arg("--out")
+        .arg(dir.path().join("report"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let study: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for s in study["sections"].as_array().unwrap() {
+        let id = s["id"].as_str().unwrap();
+        let yours: Vec<&str> = s["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f.as_str())
+            .filter(|f| f.starts_with("Your program (mine.ptl, "))
+            .collect();
+        if with.contains(&id) {
+            assert_eq!(yours.len(), 1, "{id}: {yours:?}");
+            // 300 stores, each to a page of its own, each faulting and
+            // retried: 600 data accesses, every one a TLB miss under the
+            // first machine of every pair (4 KiB pages).
+            assert!(yours[0].contains("600 accesses replayed"), "{}", yours[0]);
+            assert!(
+                yours[0].contains("misses the TLB 1000.0 times per 1,000 accesses"),
+                "{}",
+                yours[0]
+            );
+        } else {
+            assert!(yours.is_empty(), "{id}: {yours:?}");
+        }
+    }
+    // Not a trace: refused before any run.
+    let bad = ptlab()
+        .args(["study", "--quick", "--trace"])
+        .arg(&input)
+        .arg("--out")
+        .arg(dir.path().join("bad"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("not a ptlab trace"), "{err}");
+    assert!(
+        !dir.path().join("bad").exists(),
+        "a refused study wrote its folder"
+    );
+}

@@ -9,9 +9,32 @@ use experiment::study::{self, StudyOptions};
 use std::process::ExitCode;
 
 pub fn run(args: StudyArgs) -> CmdResult {
+    // A file that is not a trace stops here, before any run (a trace
+    // that breaks later stops its replay with the byte offset: exit 2).
+    let trace: Option<&'static std::path::Path> = match args.trace {
+        Some(t) => {
+            if !t.is_file() {
+                return Err(Failure::BadInput(format!(
+                    "--trace {}: no such file",
+                    t.display()
+                )));
+            }
+            if !experiment::replay::is_trace(&t.to_string_lossy()) {
+                return Err(Failure::BadInput(format!(
+                    "--trace {}: not a ptlab trace (it does not start with PTLTRACE; \
+                     `ptlab record`, `trace` and `import` write one)",
+                    t.display()
+                )));
+            }
+            // The options are Copy and live for the whole command.
+            Some(Box::leak(t.into_boxed_path()))
+        }
+        None => None,
+    };
     let opts = StudyOptions {
         quick: args.quick,
         production: args.production,
+        trace,
     };
     let ids = study::section_ids();
     if let Some(bad) = args.only.iter().find(|o| !ids.contains(&o.as_str())) {

@@ -132,8 +132,22 @@ fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     Runs { by_cpus, reference }
 }
 
+/// IPIs and INVLPGB on 36 modeled CPUs, for the user's trace (its
+/// threads are the CPUs it is active on).
+const YOURS: super::yours::Pair = super::yours::Pair {
+    what: "broadcast invalidation",
+    base: "tlb_flush=ipi,cpus=36",
+    other: "tlb_flush=invlpgb,cpus=36",
+    change: "INVLPGB instead of IPIs",
+};
+
+/// [`declare`], then the user's trace under [`YOURS`] (`study --trace`).
+fn with_yours(o: StudyOptions, p: &mut Plan) -> (Runs, Option<ModelRun>) {
+    (declare(o, p), super::yours::declare(o, p, &YOURS))
+}
+
 pub(super) fn plan(o: StudyOptions) -> Plan {
-    declared(o, declare).0
+    declared(o, with_yours).0
 }
 
 /// Loops per second of predicted time, and the shootdowns' and the LRU
@@ -168,10 +182,13 @@ fn rate(r: &ConfigResult, threads: usize, rounds: usize) -> Rate {
 
 /// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
-    let Runs {
-        by_cpus: runs,
-        reference,
-    } = declared(o, declare).1;
+    let (
+        Runs {
+            by_cpus: runs,
+            reference,
+        },
+        mine,
+    ) = declared(o, with_yours).1;
     let mut sec = Section::new(
         "What broadcast invalidation buys",
         "What does broadcast TLB invalidation (AMD INVLPGB, Linux 6.15) buy a program that \
@@ -358,6 +375,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .from_zero(),
         series,
     );
+    sec.findings
+        .extend(super::yours::finding(o, r, mine, &YOURS));
     sec
 }
 

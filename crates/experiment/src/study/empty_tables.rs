@@ -445,6 +445,7 @@ mod tests {
         let o = StudyOptions {
             quick: false,
             production: true,
+            trace: None,
         };
         let (plan, runs) = declared(o, declare);
         let slides = runs.slides_model.expect("declared with --production");
@@ -464,6 +465,7 @@ mod tests {
         let quick = StudyOptions {
             quick: true,
             production: false,
+            trace: None,
         };
         assert!(declared(quick, declare).1.slides_model.is_none());
     }

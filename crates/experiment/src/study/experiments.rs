@@ -25,6 +25,8 @@ pub(crate) struct Experiment {
     pub repeat: usize,
     /// A run stops past this (120 s unless [`Experiment::timeout`] says).
     pub timeout: Duration,
+    /// A recorded trace replayed instead of `toml` (`study --trace`).
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl Experiment {
@@ -36,6 +38,16 @@ impl Experiment {
             configs: configs.to_vec(),
             repeat,
             timeout: DEFAULT_TIMEOUT,
+            trace: None,
+        }
+    }
+
+    /// The recorded trace at `path` replayed on the model under each
+    /// configuration, once (replay is deterministic).
+    pub(crate) fn trace(what: &str, path: &std::path::Path, configs: &[RunConfig]) -> Self {
+        Experiment {
+            trace: Some(path.to_path_buf()),
+            ..Experiment::model(what, String::new(), configs, 1)
         }
     }
 
@@ -48,6 +60,7 @@ impl Experiment {
             configs: vec![RunConfig::kernel()],
             repeat,
             timeout: DEFAULT_TIMEOUT,
+            trace: None,
         }
     }
 

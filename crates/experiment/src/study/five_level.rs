@@ -188,8 +188,21 @@ fn declare(o: StudyOptions, p: &mut Plan) -> Runs {
     }
 }
 
+/// The four-level and five-level x86 geometries, for the user's trace.
+const YOURS: super::yours::Pair = super::yours::Pair {
+    what: "4-level vs 5-level",
+    base: "geometry=x86-64-4l",
+    other: "geometry=x86-64-5l",
+    change: "a fifth level",
+};
+
+/// [`declare`], then the user's trace under [`YOURS`] (`study --trace`).
+fn with_yours(o: StudyOptions, p: &mut Plan) -> (Runs, Option<ModelRun>) {
+    (declare(o, p), super::yours::declare(o, p, &YOURS))
+}
+
 pub(super) fn plan(o: StudyOptions) -> Plan {
-    declared(o, declare).0
+    declared(o, with_yours).0
 }
 
 /// What a fifth level costs a guest: the nested GUPS runs' references per
@@ -381,7 +394,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          with THP always; linux-kernel, July 2024).",
     );
     sec.method = format!("{} {INTERVALS}", sec.method);
-    let runs = declared(o, declare).1;
+    let (runs, mine) = declared(o, with_yours).1;
     let pf = r.model(runs.pagefault);
     let gups = r.model(runs.gups);
     let refs = |r: &ConfigResult, mark: &str| {
@@ -550,5 +563,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             sec.figure("kernel_ns_per_fault", &s);
         }
     }
+    sec.findings
+        .extend(super::yours::finding(o, r, mine, &YOURS));
     sec
 }

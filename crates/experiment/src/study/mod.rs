@@ -38,6 +38,7 @@ mod riscv_64k;
 mod split_pmd;
 mod text;
 mod time;
+mod yours;
 
 use crate::config::{self, RunConfig};
 use crate::exec::{self, ExecError};
@@ -55,6 +56,10 @@ pub struct StudyOptions {
     /// Adds the production-scale cases (the reclaim slides' 55 TB process
     /// in the empty-tables section: minutes and gigabytes).
     pub production: bool,
+    /// A program's recorded trace (`ptlab record`, `trace` or `import`):
+    /// the questions that can answer for it replay it under their
+    /// configurations and say what they predict for it ([`yours`]).
+    pub trace: Option<&'static std::path::Path>,
 }
 
 impl StudyOptions {
@@ -373,6 +378,23 @@ fn measure(
     costs: Option<&str>,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Vec<exec::ConfigResult>, ExecError> {
+    let with_costs = |c: &RunConfig| {
+        let mut c = c.clone();
+        if c.backend == config::BackendKind::Model && c.model.costs.is_none() {
+            c.model.costs = costs.map(str::to_string);
+        }
+        c
+    };
+    if let Some(t) = &e.trace {
+        let configs: Vec<RunConfig> = e.configs.iter().map(with_costs).collect();
+        return exec::run_all_watched(
+            &t.to_string_lossy(),
+            &configs,
+            &e.options(),
+            &mut |p| progress(p.done),
+            None,
+        );
+    }
     let plans = e
         .configs
         .iter()
@@ -424,6 +446,7 @@ mod tests {
             let opts = StudyOptions {
                 quick,
                 production: false,
+                trace: None,
             };
             for q in &QUESTIONS {
                 for e in q.experiments(opts) {
@@ -449,6 +472,7 @@ mod tests {
         let opts = StudyOptions {
             quick: true,
             production: false,
+            trace: None,
         };
         let one_model = Experiment::model("m", String::new(), &[model(""), model("")], 3);
         assert_eq!(one_model.runs(), 8, "one warm-up run of each configuration");
@@ -459,7 +483,8 @@ mod tests {
         assert!(
             expected_runs(StudyOptions {
                 quick: false,
-                production: false
+                production: false,
+                trace: None,
             }) > expected_runs(opts)
         );
     }

@@ -149,6 +149,7 @@ mod tests {
         let opts = StudyOptions {
             quick: true,
             production: false,
+            trace: None,
         };
         let only = ["riscv-64k".to_string(), "multi-fault".to_string()];
         let study = run_selected(opts, None, &only, &mut |_, _| {}).expect("the model runs");

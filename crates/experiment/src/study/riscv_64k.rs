@@ -92,8 +92,21 @@ struct Runs {
     sparse: ModelRun,
 }
 
+/// Sv39 with 4 KiB and with a 64 KiB base page, for the user's trace.
+const YOURS: super::yours::Pair = super::yours::Pair {
+    what: "RISC-V 64 KiB base page",
+    base: "geometry=riscv-sv39",
+    other: "geometry=riscv-sv39-64k",
+    change: "a 64 KiB base page (Sv39)",
+};
+
+/// [`declare`], then the user's trace under [`YOURS`] (`study --trace`).
+fn with_yours(o: StudyOptions, p: &mut Plan) -> (Runs, Option<ModelRun>) {
+    (declare(o, p), super::yours::declare(o, p, &YOURS))
+}
+
 pub(super) fn plan(o: StudyOptions) -> Plan {
-    declared(o, declare).0
+    declared(o, with_yours).0
 }
 
 /// The section from the results of [`declare`]'s experiments.
@@ -118,7 +131,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     );
     let labels = ["4K pages", "4K + 64K mTHP", "4K + 2M THP", "64K base page"];
     let (size, sparse_size) = (dense_size(o), sparse_size(o));
-    let runs = declared(o, declare).1;
+    let (runs, mine) = declared(o, with_yours).1;
     let dense = r.model(runs.dense);
     let sparse = r.model(runs.sparse);
     let miss = |r: &ConfigResult| {
@@ -294,5 +307,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
                 .collect(),
         )],
     );
+    sec.findings
+        .extend(super::yours::finding(o, r, mine, &YOURS));
     sec
 }
