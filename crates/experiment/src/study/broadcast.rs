@@ -141,25 +141,7 @@ fn rate(r: &ConfigResult, threads: usize, rounds: usize) -> Rate {
 /// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let runs = declared(o, declare).1;
-    let mut sec = Section::new(
-        "What broadcast invalidation buys",
-        "What does broadcast TLB invalidation (AMD INVLPGB, Linux 6.15) buy a program that \
-         unmaps memory from many threads, and what bounds it once the IPIs are gone?",
-        "A will-it-scale tlb_flush2-like workload on the model (the built-in tlb-flush2): each \
-         thread, on its own modeled CPU, maps 64 KiB, writes a page and gives it back with \
-         MADV_DONTNEED (one loop), page by page, then unmaps it, THP off. Four machines: IPIs; \
-         INVLPGB (Linux's consider_global_asid: the space gets a global ASID once an IPI flush \
-         finds it on more than three CPUs, then broadcast_tlb_flush issues one INVLPGB per 8 \
-         pages and a TLBSYNC); and each without the LRU drain of munmap and DONTNEED. Loops per \
-         second are loops over the predicted time between the threads' barriers; the flush \
-         share is the predicted shootdown time (senders and receivers) over the CPUs' time. \
-         The INVLPGB and TLBSYNC figures are assumed (no host here has the instruction; \
-         docs/costs.md).",
-        "The INVLPGB series' v5 cover letter (Rik van Riel, January 2025), will-it-scale \
-         tlb_flush2_threads on a 36-core AMD Milan: 527 k loops/s at baseline, 527 k with \
-         INVLPGB alone, 731 k with lru_add_drain removed, 1,157 k with both; TLB flushing \
-         from 40% to about 4% of CPU time with INVLPGB, the contention moving to the LRU lock.",
-    );
+    let mut sec = header();
     sec.method = format!("{} {TIME_METHOD}", sec.method);
     let ns = cpus(o);
     let k = rounds(o);
@@ -254,6 +236,35 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             .collect::<Vec<_>>(),
     );
     sec.figure("cpus", ns.clone());
+    chart(&mut sec, &ns, &rates);
+    sec
+}
+
+/// The section's title, question, method and the seed's figure.
+fn header() -> Section {
+    Section::new(
+        "What broadcast invalidation buys",
+        "What does broadcast TLB invalidation (AMD INVLPGB, Linux 6.15) buy a program that \
+         unmaps memory from many threads, and what bounds it once the IPIs are gone?",
+        "A will-it-scale tlb_flush2-like workload on the model (the built-in tlb-flush2): each \
+         thread, on its own modeled CPU, maps 64 KiB, writes a page and gives it back with \
+         MADV_DONTNEED (one loop), page by page, then unmaps it, THP off. Four machines: IPIs; \
+         INVLPGB (Linux's consider_global_asid: the space gets a global ASID once an IPI flush \
+         finds it on more than three CPUs, then broadcast_tlb_flush issues one INVLPGB per 8 \
+         pages and a TLBSYNC); and each without the LRU drain of munmap and DONTNEED. Loops per \
+         second are loops over the predicted time between the threads' barriers; the flush \
+         share is the predicted shootdown time (senders and receivers) over the CPUs' time. \
+         The INVLPGB and TLBSYNC figures are assumed (no host here has the instruction; \
+         docs/costs.md).",
+        "The INVLPGB series' v5 cover letter (Rik van Riel, January 2025), will-it-scale \
+         tlb_flush2_threads on a 36-core AMD Milan: 527 k loops/s at baseline, 527 k with \
+         INVLPGB alone, 731 k with lru_add_drain removed, 1,157 k with both; TLB flushing \
+         from 40% to about 4% of CPU time with INVLPGB, the contention moving to the LRU lock.",
+    )
+}
+
+/// The chart of loops per second against CPUs, one line per machine.
+fn chart(sec: &mut Section, ns: &[usize], rates: &[Vec<Rate>]) {
     // The chart's points are the section figure loops_per_s[cpus][machine].
     let series: Vec<(String, Vec<(f64, Named)>)> = CONFIGS
         .iter()
@@ -261,7 +272,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .map(|(c, (name, _))| {
             let points = ns
                 .iter()
-                .zip(&rates)
+                .zip(rates)
                 .enumerate()
                 .map(|(i, (&n, g))| {
                     let v = Figure::count(g[c].loops_per_s.round());
@@ -283,7 +294,6 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .from_zero(),
         series,
     );
-    sec
 }
 
 #[cfg(test)]
