@@ -18,19 +18,7 @@ const METHOD_WIDTH: usize = 72;
 pub fn run(args: CalibrateArgs) -> CmdResult {
     check_out(&args.out)?;
     let only = only_families(&args)?;
-    let load =
-        match &args.load_reading {
-            Some(json) => Some(serde_json::from_str::<HostLoad>(json).map_err(|e| {
-                Failure::BadInput(format!("--load-reading: not a load reading: {e}"))
-            })?),
-            None => HostLoad::sample(busy::WINDOW),
-        };
-    if let Some(why) = load.as_ref().and_then(HostLoad::refusal) {
-        if !args.allow_busy {
-            return Err(Failure::BadInput(why));
-        }
-        eprintln!("warning: measuring anyway (--allow-busy): {why}");
-    }
+    let load = host_load(&args)?;
     let scale = if args.test_scale {
         Scale::Test
     } else if args.long {
@@ -87,27 +75,8 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
         d.push_str("; ");
         d.push_str(&l.describe());
     }
-    if let Some((families, mut whole)) = only {
-        // The families' figures replace theirs in the whole file; its host
-        // table says which were re-taken, when, and at what load.
-        let names: Vec<String> = result.file.costs.keys().cloned().collect();
-        whole.costs.append(&mut result.file.costs);
-        let when = result.file.host.taken.clone().unwrap_or_default();
-        let d = whole.host.description.get_or_insert_with(String::new);
-        d.push_str(&format!(
-            "; re-taken alone ({} mode, `ptlab calibrate --only {}`) at {when}: {}",
-            scale.name(),
-            families
-                .iter()
-                .map(|n| n.replace(' ', "-"))
-                .collect::<Vec<_>>()
-                .join(" --only "),
-            names.join(", ")
-        ));
-        if let Some(l) = &load {
-            d.push_str(&format!(" ({})", l.describe()));
-        }
-        result.file = whole;
+    if let Some((families, whole)) = only {
+        merge_into_whole(&mut result, &families, whole, scale, load.as_ref());
     }
     result
         .file
@@ -138,6 +107,54 @@ pub fn run(args: CalibrateArgs) -> CmdResult {
             args.out.display()
         )))
     }
+}
+
+/// The host's load (given by --load-reading or sampled); a busy host is
+/// refused unless --allow-busy.
+fn host_load(args: &CalibrateArgs) -> Result<Option<HostLoad>, Failure> {
+    let load =
+        match &args.load_reading {
+            Some(json) => Some(serde_json::from_str::<HostLoad>(json).map_err(|e| {
+                Failure::BadInput(format!("--load-reading: not a load reading: {e}"))
+            })?),
+            None => HostLoad::sample(busy::WINDOW),
+        };
+    if let Some(why) = load.as_ref().and_then(HostLoad::refusal) {
+        if !args.allow_busy {
+            return Err(Failure::BadInput(why));
+        }
+        eprintln!("warning: measuring anyway (--allow-busy): {why}");
+    }
+    Ok(load)
+}
+
+/// With --only: the families' figures replace theirs in the whole file; its
+/// host table says which were re-taken, when, and at what load.
+fn merge_into_whole(
+    result: &mut calibrate::Calibration,
+    families: &[&str],
+    mut whole: calibrate::costs::CostFile,
+    scale: Scale,
+    load: Option<&HostLoad>,
+) {
+    let names: Vec<String> = result.file.costs.keys().cloned().collect();
+    whole.costs.append(&mut result.file.costs);
+    let when = result.file.host.taken.clone().unwrap_or_default();
+    let d = whole.host.description.get_or_insert_with(String::new);
+    d.push_str(&format!(
+        "; re-taken alone ({} mode, `ptlab calibrate --only {}`) at {when}: {}",
+        scale.name(),
+        families
+            .iter()
+            .map(|n| n.replace(' ', "-"))
+            .collect::<Vec<_>>()
+            .join(" --only "),
+        names.join(", ")
+    ));
+    if let Some(l) = load {
+        d.push_str(&format!(" ({})", l.describe()));
+    }
+    result.file = whole;
 }
 
 /// The families `--only` names and the cost file their figures go into

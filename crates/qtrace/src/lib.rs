@@ -158,61 +158,17 @@ fn run(
         let path = path.to_path_buf();
         move |source| QtraceError::Io { path, source }
     };
-    let mut fds = [0i32; 2];
-    // SAFETY: a valid out array of two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(QtraceError::Setup(format!(
-            "pipe: {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    // SAFETY: pipe2 just returned these two descriptors, owned by nobody else.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (rd, wr) = pipe()?;
     // A larger pipe: fewer wake-ups of either side (best effort).
     // SAFETY: fcntl on a descriptor this function owns.
     unsafe { libc::fcntl(rd.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
     let wfd = wr.as_raw_fd();
-    let mut header = trace::Header {
-        source: "trace".into(),
-        command: cmd.to_vec(),
-        page_size: 4096,
-        va_bits: 47,
-        ..Default::default()
-    };
-    header.notes = vec![
-        "traced under QEMU user mode: the layout is QEMU's (the program at 0x4000000000), not a native run's; glibc may choose other routines on the emulated CPU".into(),
-        "accesses the kernel makes for the program (read(2) into a buffer) and instruction fetches are not in the trace".into(),
-    ];
-    if opts.filter {
-        header.notes.push("filtered in the plugin: an access in the same 4 KiB page as the same thread's previous one is a Hits count unless it is the first store after loads (TLB counts exact, docs/trace.md)".into());
-    }
+    let header = header(cmd, opts);
     let writer = trace::TraceWriter::create(partial, &header)
         .map_err(io(partial))?
         .with_level(1);
     let mut conv = convert::Converter::new(writer);
-    let mut c = Command::new(qemu);
-    c.arg("-plugin")
-        .arg(format!(
-            "{},fd={wfd}{}",
-            so.display(),
-            if opts.filter { "" } else { ",filter=off" }
-        ))
-        .arg("-0")
-        .arg(&cmd[0])
-        .arg(program)
-        .args(&cmd[1..]);
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        c.pre_exec(move || {
-            // The write end crosses exec; the read end does not (CLOEXEC).
-            if libc::fcntl(wfd, libc::F_SETFD, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
-            Ok(())
-        });
-    }
+    let mut c = qemu_command(qemu, so, program, cmd, opts, wfd);
     let start = Instant::now();
     let mut child = c
         .spawn()
@@ -271,7 +227,93 @@ fn run(
         stream_bytes,
         exec: exec.clone(),
     };
-    // The counts go into the header (a copy with the header rewritten).
+    count_in_header(partial, &counts, exec.as_deref())?;
+    s.records = counts.accesses + counts.syscalls;
+    Ok(s)
+}
+
+/// A pipe for the plugin's stream, both ends close-on-exec.
+fn pipe() -> Result<(OwnedFd, OwnedFd), QtraceError> {
+    let mut fds = [0i32; 2];
+    // SAFETY: a valid out array of two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(QtraceError::Setup(format!(
+            "pipe: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: pipe2 just returned these two descriptors, owned by nobody else.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((rd, wr))
+}
+
+/// The trace's header before the run: QEMU user mode's layout, and what the
+/// trace leaves out.
+fn header(cmd: &[String], opts: &Options) -> trace::Header {
+    let mut header = trace::Header {
+        source: "trace".into(),
+        command: cmd.to_vec(),
+        page_size: 4096,
+        va_bits: 47,
+        ..Default::default()
+    };
+    header.notes = vec![
+        "traced under QEMU user mode: the layout is QEMU's (the program at 0x4000000000), not a native run's; glibc may choose other routines on the emulated CPU".into(),
+        "accesses the kernel makes for the program (read(2) into a buffer) and instruction fetches are not in the trace".into(),
+    ];
+    if opts.filter {
+        header.notes.push("filtered in the plugin: an access in the same 4 KiB page as the same thread's previous one is a Hits count unless it is the first store after loads (TLB counts exact, docs/trace.md)".into());
+    }
+    header
+}
+
+/// QEMU with the plugin writing to `wfd`, the program's layout not
+/// randomised, and killed when this process dies.
+fn qemu_command(
+    qemu: &Path,
+    so: &Path,
+    program: &Path,
+    cmd: &[String],
+    opts: &Options,
+    wfd: i32,
+) -> Command {
+    let mut c = Command::new(qemu);
+    c.arg("-plugin")
+        .arg(format!(
+            "{},fd={wfd}{}",
+            so.display(),
+            if opts.filter { "" } else { ",filter=off" }
+        ))
+        .arg("-0")
+        .arg(&cmd[0])
+        .arg(program)
+        .args(&cmd[1..]);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            // The write end crosses exec; the read end does not (CLOEXEC).
+            if libc::fcntl(wfd, libc::F_SETFD, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            libc::personality(libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+            Ok(())
+        });
+    }
+    c
+}
+
+/// The counts go into the header (a copy with the header rewritten), with
+/// notes for child processes and an exec.
+fn count_in_header(
+    partial: &Path,
+    counts: &convert::Counts,
+    exec: Option<&str>,
+) -> Result<(), QtraceError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| QtraceError::Io { path, source }
+    };
     let mut r =
         trace::TraceReader::open(partial).map_err(|e| QtraceError::Stream(e.to_string()))?;
     let mut h = r.header().clone();
@@ -282,7 +324,7 @@ fn run(
             counts.forks
         ));
     }
-    if let Some(p) = &exec {
+    if let Some(p) = exec {
         h.notes.push(format!(
             "the program executed {p}: the trace ends there; what ran from then on ran natively, outside QEMU, and is not traced"
         ));
@@ -309,7 +351,5 @@ fn run(
     if rewrote.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    rewrote?;
-    s.records = counts.accesses + counts.syscalls;
-    Ok(s)
+    rewrote
 }

@@ -15,8 +15,58 @@ use workload::result::LatencyHistogram;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args().nth(1).ok_or("usage: demo_report DIR")?;
     std::fs::create_dir_all(&dir)?;
-    let ci = |v: f64, lo: f64, hi: f64| Estimate::with_ci(v, Interval { low: lo, high: hi });
+    let [bars, line, stacked] = level_charts()?;
+    let (h4, h5) = seed_histograms();
+    let [hist, tail] = latency_charts(&h4, &h5)?;
+    let [thp, locks] = count_charts()?;
+    for (name, svg) in [
+        ("bars", &bars),
+        ("line", &line),
+        ("stacked", &stacked),
+        ("hist", &hist),
+        ("tail", &tail),
+        ("thp", &thp),
+        ("locks", &locks),
+    ] {
+        std::fs::write(format!("{dir}/{name}.svg"), svg)?;
+    }
 
+    let t = latency_table();
+
+    let mut page = Page::new("ptlab report demo");
+    page.paragraph("Charts drawn from the seed's published figures & some illustrative data.");
+    page.section("Fault latency")
+        .table(&t)
+        .figure(&bars, Some("Means with 95% confidence intervals."));
+    page.section("Scaling").figure(&line, None);
+    page.section("Page-table memory").figure(&stacked, None);
+    page.section("Latency distribution")
+        .figure(&hist, None)
+        .figure(
+            &tail,
+            Some("The tail: p99.9 and the maximum as visible as the median."),
+        )
+        .preformatted(render_log2(&h4, "nsecs"));
+    page.section("Counts beside zero")
+        .figure(&thp, Some("A log axis; every bar labelled, the zero too."))
+        .figure(
+            &locks,
+            Some("Means of 5 runs with bootstrap intervals, never below 0."),
+        );
+    page.section("Audit").table(&audit());
+    std::fs::write(format!("{dir}/index.html"), page.render())?;
+    println!("{}", t.render());
+    Ok(())
+}
+
+/// An estimate with its 95% interval.
+fn ci(v: f64, lo: f64, hi: f64) -> Estimate {
+    Estimate::with_ci(v, Interval { low: lo, high: hi })
+}
+
+/// The charts of 4- against 5-level tables: latency bars, throughput lines
+/// and page-table memory stacked by level.
+fn level_charts() -> Result<[String; 3], report::ReportError> {
     let bars = bar_chart(
         &ChartSpec::new(
             "lat_pagefault, 30 runs, 95% CI",
@@ -71,6 +121,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Series::new("PUD", vec![4.0, 64.0]),
         ],
     )?;
+    Ok([bars, line, stacked])
+}
+
+/// handle_mm_fault's latency histograms of the seed, 4- and 5-level.
+fn seed_histograms() -> (LatencyHistogram, LatencyHistogram) {
     let h4 = LatencyHistogram {
         buckets: vec![
             0, 0, 0, 0, 0, 0, 0, 82, 95337189, 84564013, 17892326, 785823, 29906, 25789, 1784, 0,
@@ -89,13 +144,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sum_ns: 125164828170,
         ..Default::default()
     };
+    (h4, h5)
+}
+
+/// The seed's latency distribution and its percentiles.
+fn latency_charts(
+    h4: &LatencyHistogram,
+    h5: &LatencyHistogram,
+) -> Result<[String; 2], report::ReportError> {
     let hist = log2_histogram_chart(
         &ChartSpec::new(
             "handle_mm_fault latency (seed)",
             "latency bucket (ns, lower bound)",
             "share of faults (%)",
         ),
-        &[("4-level", &h4), ("5-level", &h5)],
+        &[("4-level", h4), ("5-level", h5)],
         HistScale::Percent,
     )?;
     let tail = percentile_chart(
@@ -104,8 +167,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "percentile",
             "latency (ns, log scale)",
         ),
-        &[("4-level", &h4), ("5-level", &h5)],
+        &[("4-level", h4), ("5-level", h5)],
     )?;
+    Ok([hist, tail])
+}
+
+/// Counts beside zero: a log axis and intervals that never go below 0.
+fn count_charts() -> Result<[String; 2], Box<dyn std::error::Error>> {
     let thp = bar_chart(
         &ChartSpec::new(
             "Faults and TLB misses touching 2 MiB (illustrative)",
@@ -142,18 +210,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ],
         )],
     )?;
-    for (name, svg) in [
-        ("bars", &bars),
-        ("line", &line),
-        ("stacked", &stacked),
-        ("hist", &hist),
-        ("tail", &tail),
-        ("thp", &thp),
-        ("locks", &locks),
-    ] {
-        std::fs::write(format!("{dir}/{name}.svg"), svg)?;
-    }
+    Ok([thp, locks])
+}
 
+/// The fault-latency table of the seed's means.
+fn latency_table() -> Table {
     let mut t = Table::with_columns(vec![
         Column::new("levels"),
         Column::new("mean").unit("ns"),
@@ -169,30 +230,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Cell::estimate(105.88, Some(0.07)),
         Cell::int(30),
     ]);
-    let mut page = Page::new("ptlab report demo");
-    page.paragraph("Charts drawn from the seed's published figures & some illustrative data.");
-    page.section("Fault latency")
-        .table(&t)
-        .figure(&bars, Some("Means with 95% confidence intervals."));
-    page.section("Scaling").figure(&line, None);
-    page.section("Page-table memory").figure(&stacked, None);
-    page.section("Latency distribution")
-        .figure(&hist, None)
-        .figure(
-            &tail,
-            Some("The tail: p99.9 and the maximum as visible as the median."),
-        )
-        .preformatted(render_log2(&h4, "nsecs"));
-    page.section("Counts beside zero")
-        .figure(&thp, Some("A log axis; every bar labelled, the zero too."))
-        .figure(
-            &locks,
-            Some("Means of 5 runs with bootstrap intervals, never below 0."),
-        );
-    page.section("Audit").table(&audit());
-    std::fs::write(format!("{dir}/index.html"), page.render())?;
-    println!("{}", t.render());
-    Ok(())
+    t
 }
 
 /// An audit table as the study shows it: JSON values, long explanations.

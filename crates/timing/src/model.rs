@@ -224,6 +224,23 @@ pub struct CostModel {
     pub lru_batch: Ns3,
 }
 
+/// The cost file's name for a kind of fault.
+fn fault_cost_name(k: FaultKind) -> &'static str {
+    match k {
+        FaultKind::AnonWrite => "fault.anon_write",
+        FaultKind::ZeroRead => "fault.zero_read",
+        FaultKind::Cow => "fault.cow",
+        FaultKind::FileRead => "fault.file_read",
+        FaultKind::Shmem => "fault.shmem",
+        FaultKind::Thp => "fault.thp",
+        FaultKind::Mthp => "fault.mthp_64k",
+        FaultKind::Major => "fault.major",
+        FaultKind::Spurious => "fault.spurious",
+        FaultKind::ZeroCow => "fault.zero_cow",
+        FaultKind::FileMkwrite => "fault.file_mkwrite",
+    }
+}
+
 impl CostModel {
     /// The model of `file` (named `origin` in reports); names it lacks take
     /// the built-in figures.
@@ -248,19 +265,7 @@ impl CostModel {
         };
         let mut faults = [Ns3::ZERO; FAULT_KINDS];
         for k in FaultKind::ALL {
-            faults[k as usize] = get(match k {
-                FaultKind::AnonWrite => "fault.anon_write",
-                FaultKind::ZeroRead => "fault.zero_read",
-                FaultKind::Cow => "fault.cow",
-                FaultKind::FileRead => "fault.file_read",
-                FaultKind::Shmem => "fault.shmem",
-                FaultKind::Thp => "fault.thp",
-                FaultKind::Mthp => "fault.mthp_64k",
-                FaultKind::Major => "fault.major",
-                FaultKind::Spurious => "fault.spurious",
-                FaultKind::ZeroCow => "fault.zero_cow",
-                FaultKind::FileMkwrite => "fault.file_mkwrite",
-            });
+            faults[k as usize] = get(fault_cost_name(k));
         }
         let calls = [
             get("mmap.call"),

@@ -411,56 +411,7 @@ impl<'a, 'd> Checker<'a, 'd> {
         };
         self.one_changer(t, op, region, users)?;
         match &op.verb {
-            VerbSyn::Mmap(m) => {
-                if let Some(old) = &self.regions[region].mapping {
-                    let hint = if m.region.has_placeholder() || t.block_count == 1 {
-                        "; munmap it first, or use another name"
-                    } else {
-                        "; munmap it first, or write the name with {tid} to give each thread its own region"
-                    };
-                    let problem = format!(
-                        "is already mapped (by the mmap at {}, thread {})",
-                        self.src.line_col(old.at),
-                        old.tid
-                    );
-                    return Err(self.region_err(t, op, op.at, region, problem, hint));
-                }
-                if let Some(addr) = &m.addr {
-                    match self.regions[region].fixed {
-                        Some((a, at)) if a != addr.v => {
-                            let problem = format!(
-                                "gets addr {:#x} here but {a:#x} at {}; a region keeps one address",
-                                addr.v,
-                                self.src.line_col(at)
-                            );
-                            return Err(self.region_err(t, op, addr.at, region, problem, ""));
-                        }
-                        _ => self.regions[region].fixed = Some((addr.v, addr.at)),
-                    }
-                }
-                let r = &mut self.regions[region];
-                r.max_size = r.max_size.max(m.size.v);
-                r.first_map.get_or_insert(now);
-                r.last_unmap = None;
-                r.mapping = Some(Mapping {
-                    size: m.size.v,
-                    kind: m.kind,
-                    shared: m.shared,
-                    at: op.at,
-                    tid: t.tid,
-                    pages: Pages::mapped(
-                        m.size.v,
-                        Attrs {
-                            prot: m.prot,
-                            locked: m.locked,
-                            thp: None,
-                            dontfork: false,
-                            wipeonfork: false,
-                        },
-                    ),
-                });
-                Ok(())
-            }
+            VerbSyn::Mmap(m) => self.mmap(t, op, m, region, now),
             VerbSyn::Munmap(_, range) => {
                 let r = self.range(t, op, region, range, false)?;
                 let state = &mut self.regions[region];
@@ -511,44 +462,7 @@ impl<'a, 'd> Checker<'a, 'd> {
                 }
                 self.resolve(t, op, region, r, 0)
             }
-            VerbSyn::Touch(touch) | VerbSyn::NodeOf(touch) => {
-                let whole = self.range(t, op, region, &touch.range, true)?;
-                let (slice, count) = self.split(t, op, whole)?;
-                let need = match touch.access {
-                    Access::Read => Prot::readable as fn(Prot) -> bool,
-                    Access::Write => Prot::writable,
-                };
-                if let Some((at, attrs)) =
-                    self.pages(region)
-                        .first_where(slice.offset, slice.offset + slice.len, |a| !need(a.prot))
-                {
-                    let lookup = matches!(op.verb, VerbSyn::NodeOf(_));
-                    let (what, fix) = match touch.access {
-                        // get_user_pages refuses a VMA without VM_READ.
-                        Access::Read if lookup => (
-                            "get_mempolicy's page lookup",
-                            "; mprotect it to a readable prot first",
-                        ),
-                        Access::Read => ("a read", "; mprotect it first"),
-                        Access::Write => (
-                            "a write",
-                            "; mprotect it to \"rw\" first, or touch with access = \"read\"",
-                        ),
-                    };
-                    let problem = format!(
-                        "is mapped with prot {:?} at offset {}, so {what} there would {}",
-                        syntax::prot_name(attrs.prot),
-                        format_size(at),
-                        if lookup {
-                            "fail (EFAULT)"
-                        } else {
-                            "die of SIGSEGV"
-                        }
-                    );
-                    return Err(self.region_err(t, op, op.at, region, problem, fix));
-                }
-                self.resolve(t, op, region, slice, count)
-            }
+            VerbSyn::Touch(touch) | VerbSyn::NodeOf(touch) => self.touch(t, op, touch, region),
             VerbSyn::Khugepaged(_, range) => {
                 let r = self.range(t, op, region, range, true)?;
                 let m = self.mapping(region);
@@ -568,6 +482,113 @@ impl<'a, 'd> Checker<'a, 'd> {
             | VerbSyn::Repeat(..)
             | VerbSyn::Fork(..) => Ok(()),
         }
+    }
+
+    /// An mmap: its region must be unmapped, and keep one address if it
+    /// gives one; the region's state records the mapping.
+    fn mmap(
+        &mut self,
+        t: &Thread,
+        op: &OpSyn,
+        m: &syntax::MmapSyn,
+        region: RegionId,
+        now: Moment,
+    ) -> Result<()> {
+        if let Some(old) = &self.regions[region].mapping {
+            let hint = if m.region.has_placeholder() || t.block_count == 1 {
+                "; munmap it first, or use another name"
+            } else {
+                "; munmap it first, or write the name with {tid} to give each thread its own region"
+            };
+            let problem = format!(
+                "is already mapped (by the mmap at {}, thread {})",
+                self.src.line_col(old.at),
+                old.tid
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, hint));
+        }
+        if let Some(addr) = &m.addr {
+            match self.regions[region].fixed {
+                Some((a, at)) if a != addr.v => {
+                    let problem = format!(
+                        "gets addr {:#x} here but {a:#x} at {}; a region keeps one address",
+                        addr.v,
+                        self.src.line_col(at)
+                    );
+                    return Err(self.region_err(t, op, addr.at, region, problem, ""));
+                }
+                _ => self.regions[region].fixed = Some((addr.v, addr.at)),
+            }
+        }
+        let r = &mut self.regions[region];
+        r.max_size = r.max_size.max(m.size.v);
+        r.first_map.get_or_insert(now);
+        r.last_unmap = None;
+        r.mapping = Some(Mapping {
+            size: m.size.v,
+            kind: m.kind,
+            shared: m.shared,
+            at: op.at,
+            tid: t.tid,
+            pages: Pages::mapped(
+                m.size.v,
+                Attrs {
+                    prot: m.prot,
+                    locked: m.locked,
+                    thp: None,
+                    dontfork: false,
+                    wipeonfork: false,
+                },
+            ),
+        });
+        Ok(())
+    }
+
+    /// A touch or a node lookup: every page of its slice must allow the
+    /// access (a read needs a readable prot, a write a writable one).
+    fn touch(
+        &mut self,
+        t: &Thread,
+        op: &OpSyn,
+        touch: &syntax::TouchSyn,
+        region: RegionId,
+    ) -> Result<()> {
+        let whole = self.range(t, op, region, &touch.range, true)?;
+        let (slice, count) = self.split(t, op, whole)?;
+        let need = match touch.access {
+            Access::Read => Prot::readable as fn(Prot) -> bool,
+            Access::Write => Prot::writable,
+        };
+        if let Some((at, attrs)) =
+            self.pages(region)
+                .first_where(slice.offset, slice.offset + slice.len, |a| !need(a.prot))
+        {
+            let lookup = matches!(op.verb, VerbSyn::NodeOf(_));
+            let (what, fix) = match touch.access {
+                // get_user_pages refuses a VMA without VM_READ.
+                Access::Read if lookup => (
+                    "get_mempolicy's page lookup",
+                    "; mprotect it to a readable prot first",
+                ),
+                Access::Read => ("a read", "; mprotect it first"),
+                Access::Write => (
+                    "a write",
+                    "; mprotect it to \"rw\" first, or touch with access = \"read\"",
+                ),
+            };
+            let problem = format!(
+                "is mapped with prot {:?} at offset {}, so {what} there would {}",
+                syntax::prot_name(attrs.prot),
+                format_size(at),
+                if lookup {
+                    "fail (EFAULT)"
+                } else {
+                    "die of SIGSEGV"
+                }
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, fix));
+        }
+        self.resolve(t, op, region, slice, count)
     }
 
     /// Walks a fork's child: its ops see the parent's regions as they are

@@ -370,6 +370,35 @@ impl Source<'_> {
     }
 }
 
+/// Refuses a key the op's verb does not take, naming the verb it belongs
+/// to.
+fn only_verb_keys(table: &Table<'_, '_>, verb: &str) -> Result<()> {
+    let keys = VERBS
+        .iter()
+        .find(|(v, _)| *v == verb)
+        .map(|(_, k)| *k)
+        .expect("verb comes from VERBS");
+    let mut allowed = vec![verb];
+    allowed.extend_from_slice(keys);
+    table.only_keys(&allowed, |key| {
+            let owner = VERBS.iter().find(|(_, k)| k.contains(&key));
+            let takes = if keys.is_empty() {
+                format!("{verb} takes no other key")
+            } else {
+                format!("{verb} takes {}", keys.join(", "))
+            };
+            if verb == "mremap" && RANGE_KEYS.contains(&key) {
+                return format!(
+                    "; mremap resizes or moves a whole region (part of one is not supported), and {takes}"
+                );
+            }
+            match owner {
+                Some((other, _)) => format!("; it belongs to {other}, and {takes}"),
+                None => format!("; {takes}"),
+            }
+        })
+}
+
 type Entry<'a, 'i> = (&'a str, usize, &'a Spanned<DeValue<'i>>);
 
 /// Turns TOML text into a [`Doc`], checking everything that does not need
@@ -501,48 +530,8 @@ impl<'a> Parser<'a> {
 
     fn op(&mut self, path: OpPath, t: &DeTable<'_>, at: usize) -> Result<OpSyn> {
         let table = Table::new(self.src, t, at, format!("in {path}"));
-        let verbs = verb_names();
-        let present: Vec<&Entry<'_, '_>> = table
-            .entries
-            .iter()
-            .filter(|e| verbs.contains(&e.0))
-            .collect();
-        let (verb, _, value) = match present.as_slice() {
-            [one] => **one,
-            [] => return Err(self.no_verb(&table, &verbs)),
-            [first, second, ..] => {
-                return Err(WorkloadError::Verb {
-                    at: self.src.loc(second.1),
-                    problem: format!("two verbs ({:?} and {:?})", first.0, second.0),
-                    context: table.context.clone(),
-                    hint: "; an op takes exactly one verb, give each its own op".to_string(),
-                })
-            }
-        };
-        let keys = VERBS
-            .iter()
-            .find(|(v, _)| *v == verb)
-            .map(|(_, k)| *k)
-            .expect("verb comes from VERBS");
-        let mut allowed = vec![verb];
-        allowed.extend_from_slice(keys);
-        table.only_keys(&allowed, |key| {
-            let owner = VERBS.iter().find(|(_, k)| k.contains(&key));
-            let takes = if keys.is_empty() {
-                format!("{verb} takes no other key")
-            } else {
-                format!("{verb} takes {}", keys.join(", "))
-            };
-            if verb == "mremap" && RANGE_KEYS.contains(&key) {
-                return format!(
-                    "; mremap resizes or moves a whole region (part of one is not supported), and {takes}"
-                );
-            }
-            match owner {
-                Some((other, _)) => format!("; it belongs to {other}, and {takes}"),
-                None => format!("; {takes}"),
-            }
-        })?;
+        let (verb, _, value) = self.one_verb(&table)?;
+        only_verb_keys(&table, verb)?;
         let value_at = value.span().start;
         let region = || region_name(&table, verb, value);
         let verb_syn = match verb {
@@ -631,6 +620,26 @@ impl<'a> Parser<'a> {
             at: value_at,
             verb: verb_syn,
         })
+    }
+
+    /// The op's one verb entry: none or two are errors.
+    fn one_verb<'t, 'i>(&self, table: &Table<'t, 'i>) -> Result<Entry<'t, 'i>> {
+        let verbs = verb_names();
+        let present: Vec<&Entry<'_, '_>> = table
+            .entries
+            .iter()
+            .filter(|e| verbs.contains(&e.0))
+            .collect();
+        match present.as_slice() {
+            [one] => Ok(**one),
+            [] => Err(self.no_verb(table, &verbs)),
+            [first, second, ..] => Err(WorkloadError::Verb {
+                at: self.src.loc(second.1),
+                problem: format!("two verbs ({:?} and {:?})", first.0, second.0),
+                context: table.context.clone(),
+                hint: "; an op takes exactly one verb, give each its own op".to_string(),
+            }),
+        }
     }
 
     /// The error for an op without a verb: an unknown key close to a verb

@@ -74,25 +74,8 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
                     libc::munlock(ptr(*addr), *len as usize)
                 });
             }
-            KOpKind::DeferredSplit => {
-                if let Some(r) = &sh.prog.reclaim {
-                    if let Err(e) = super::thp_steps::write_file(&r.trigger, r.trigger_value) {
-                        sh.fail(op.id, Call::CgroupReclaim, e);
-                    }
-                }
-            }
-            KOpKind::Khugepaged => {
-                let limit = sh.prog.khugepaged_limit.unwrap_or_default();
-                match super::thp_steps::wait_khugepaged(limit) {
-                    Ok(()) => {}
-                    Err(super::thp_steps::WaitError::Read(e)) => {
-                        sh.fail(op.id, Call::KhugepagedScans, e);
-                    }
-                    Err(super::thp_steps::WaitError::TimedOut) => {
-                        sh.fail(op.id, Call::KhugepagedWait, libc::ETIMEDOUT);
-                    }
-                }
-            }
+            KOpKind::DeferredSplit => deferred_split(sh, op.id),
+            KOpKind::Khugepaged => khugepaged(sh, op.id),
             KOpKind::Sync { addr, len } => {
                 // SAFETY: a range of the workload's regions (above).
                 check(Call::Msync, unsafe {
@@ -129,28 +112,7 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
                 }
             }
             KOpKind::Touch { base, touch } => self::touch(*base, touch, &mut local.hist),
-            KOpKind::NodeOf { base, touch } => {
-                for off in crate::touch::touch_offsets(touch) {
-                    let mut node: libc::c_int = -1;
-                    // SAFETY: get_mempolicy writes one int to `node`, a
-                    // live local; with MPOL_F_ADDR it only looks up the page
-                    // at the address (in a workload region), never writes
-                    // there; the node mask pointer is null with maxnode 0.
-                    let rc = unsafe {
-                        libc::syscall(
-                            libc::SYS_get_mempolicy,
-                            &mut node as *mut libc::c_int,
-                            std::ptr::null_mut::<libc::c_ulong>(),
-                            0 as libc::c_ulong,
-                            base + off,
-                            (MPOL_F_NODE | MPOL_F_ADDR) as libc::c_ulong,
-                        )
-                    };
-                    if rc != 0 {
-                        sh.fail(op.id, Call::GetMempolicy, errno());
-                    }
-                }
-            }
+            KOpKind::NodeOf { base, touch } => node_of(sh, op.id, *base, touch),
             KOpKind::Sleep(d) => std::thread::sleep(*d),
             KOpKind::Barrier => sh.barrier.wait(),
             KOpKind::Mark(name) => sh.mark(*name, tid, &mut local.hist),
@@ -160,6 +122,55 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
                 }
             }
             KOpKind::Fork { body } => super::fork::fork(sh, tid, op.id, body, local),
+        }
+    }
+}
+
+/// A deferred-split step: the cgroup's reclaim trigger, which runs the
+/// deferred-split shrinker.
+fn deferred_split(sh: &Shared, id: u32) {
+    if let Some(r) = &sh.prog.reclaim {
+        if let Err(e) = super::thp_steps::write_file(&r.trigger, r.trigger_value) {
+            sh.fail(id, Call::CgroupReclaim, e);
+        }
+    }
+}
+
+/// A khugepaged step: waits for khugepaged's scans (within the limit).
+fn khugepaged(sh: &Shared, id: u32) {
+    let limit = sh.prog.khugepaged_limit.unwrap_or_default();
+    match super::thp_steps::wait_khugepaged(limit) {
+        Ok(()) => {}
+        Err(super::thp_steps::WaitError::Read(e)) => {
+            sh.fail(id, Call::KhugepagedScans, e);
+        }
+        Err(super::thp_steps::WaitError::TimedOut) => {
+            sh.fail(id, Call::KhugepagedWait, libc::ETIMEDOUT);
+        }
+    }
+}
+
+/// get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) of every page the touch
+/// would touch.
+fn node_of(sh: &Shared, id: u32, base: u64, touch: &Touch) {
+    for off in crate::touch::touch_offsets(touch) {
+        let mut node: libc::c_int = -1;
+        // SAFETY: get_mempolicy writes one int to `node`, a
+        // live local; with MPOL_F_ADDR it only looks up the page
+        // at the address (in a workload region), never writes
+        // there; the node mask pointer is null with maxnode 0.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_get_mempolicy,
+                &mut node as *mut libc::c_int,
+                std::ptr::null_mut::<libc::c_ulong>(),
+                0 as libc::c_ulong,
+                base + off,
+                (MPOL_F_NODE | MPOL_F_ADDR) as libc::c_ulong,
+            )
+        };
+        if rc != 0 {
+            sh.fail(id, Call::GetMempolicy, errno());
         }
     }
 }

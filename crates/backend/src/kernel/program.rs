@@ -283,29 +283,7 @@ impl Builder<'_> {
 
     fn kind(&mut self, op: &Op, tid: usize, number: &str) -> KOpKind {
         match op {
-            Op::Mmap(m) => {
-                let mut extra = libc::MAP_FIXED_NOREPLACE;
-                if m.populate {
-                    extra |= libc::MAP_POPULATE;
-                }
-                if m.locked {
-                    extra |= libc::MAP_LOCKED;
-                }
-                if m.noreserve {
-                    extra |= libc::MAP_NORESERVE;
-                }
-                KOpKind::Mmap(KMmap {
-                    region: m.region,
-                    addr: self.region(m.region).addr,
-                    len: m.size,
-                    prot: prot_bits(m.prot),
-                    extra_flags: extra,
-                    kind: m.kind,
-                    shared: m.shared || m.kind == MapKind::Shmem,
-                    file: m.file,
-                    file_offset: m.file_offset,
-                })
-            }
+            Op::Mmap(m) => self.mmap(m),
             Op::Munmap { region, range } => {
                 let (addr, len) = self.span(*region, range);
                 KOpKind::Munmap { addr, len }
@@ -362,28 +340,7 @@ impl Builder<'_> {
                 base: self.region(t.region).addr,
                 touch: t.clone(),
             },
-            Op::Mremap(m) => {
-                let addr = self.region(m.region).addr;
-                let new_addr = m.to.map_or(0, |to| self.region(to).addr);
-                let mut flags = 0;
-                if m.maymove {
-                    flags |= libc::MREMAP_MAYMOVE;
-                }
-                if m.to.is_some() {
-                    flags |= libc::MREMAP_FIXED;
-                }
-                if m.dontunmap {
-                    flags |= libc::MREMAP_DONTUNMAP;
-                }
-                KOpKind::Mremap {
-                    addr,
-                    old_len: m.old_size,
-                    new_len: m.new_size,
-                    flags,
-                    new_addr,
-                    expect: if m.to.is_some() { new_addr } else { addr },
-                }
-            }
+            Op::Mremap(m) => self.mremap(m),
             Op::DeferredSplit => KOpKind::DeferredSplit,
             Op::Khugepaged { .. } => KOpKind::Khugepaged,
             Op::Sleep(d) => KOpKind::Sleep(*d),
@@ -402,6 +359,57 @@ impl Builder<'_> {
                 self.fork = None;
                 KOpKind::Fork { body }
             }
+        }
+    }
+
+    /// An mmap at its region's fixed address (MAP_FIXED_NOREPLACE), with
+    /// the flags the plan asks for.
+    fn mmap(&self, m: &plan::Mmap) -> KOpKind {
+        let mut extra = libc::MAP_FIXED_NOREPLACE;
+        if m.populate {
+            extra |= libc::MAP_POPULATE;
+        }
+        if m.locked {
+            extra |= libc::MAP_LOCKED;
+        }
+        if m.noreserve {
+            extra |= libc::MAP_NORESERVE;
+        }
+        KOpKind::Mmap(KMmap {
+            region: m.region,
+            addr: self.region(m.region).addr,
+            len: m.size,
+            prot: prot_bits(m.prot),
+            extra_flags: extra,
+            kind: m.kind,
+            shared: m.shared || m.kind == MapKind::Shmem,
+            file: m.file,
+            file_offset: m.file_offset,
+        })
+    }
+
+    /// An mremap from its region's address, to another region's when it
+    /// moves there (MREMAP_FIXED), and the address it must return.
+    fn mremap(&self, m: &plan::Mremap) -> KOpKind {
+        let addr = self.region(m.region).addr;
+        let new_addr = m.to.map_or(0, |to| self.region(to).addr);
+        let mut flags = 0;
+        if m.maymove {
+            flags |= libc::MREMAP_MAYMOVE;
+        }
+        if m.to.is_some() {
+            flags |= libc::MREMAP_FIXED;
+        }
+        if m.dontunmap {
+            flags |= libc::MREMAP_DONTUNMAP;
+        }
+        KOpKind::Mremap {
+            addr,
+            old_len: m.old_size,
+            new_len: m.new_size,
+            flags,
+            new_addr,
+            expect: if m.to.is_some() { new_addr } else { addr },
         }
     }
 

@@ -120,120 +120,16 @@ fn passes(
 /// The workload: a warm-up, then `reps` repetitions of every kind's
 /// sliced passes.
 fn workload(reps: usize, s: &Sizes, n: u64) -> String {
-    let (r, h, big) = (s.region, s.huge, s.large);
+    let (r, h) = (s.region, s.huge);
     let slice = r / n;
     let huge_slice = h / n;
     let mut ops = String::new();
-    let line = |ops: &mut String, l: &str| {
-        ops.push_str("    ");
-        ops.push_str(l);
-        ops.push_str(",\n");
-    };
     line(&mut ops, "{ mark = \"empty0\" }");
     line(&mut ops, "{ mark = \"empty\" }");
-    line(&mut ops, &format!("{{ mmap = \"A\", size = {big} }}"));
-    line(&mut ops, "{ mark = \"A0\" }");
-    passes(&mut ops, "A", "A", "write", "4KiB", n, big / n);
-    line(&mut ops, "{ munmap = \"A\" }");
-    line(&mut ops, &format!("{{ mmap = \"a\", size = {r} }}"));
-    line(&mut ops, "{ mark = \"a0\" }");
-    passes(&mut ops, "a", "a", "write", "4KiB", n, slice);
-    // The same pages given back (MADV_DONTNEED frees them to this CPU's
-    // free list) and written again: faults on recycled pages. The first
-    // round (`R`) costs more than the rounds after it, which settle
-    // within two; the figure is a settled round's (`r`), the state of a
-    // loop that recycles its pages (the first round's is said beside).
-    line(&mut ops, "{ madvise = \"a\", advice = \"dontneed\" }");
-    line(&mut ops, "{ mark = \"R0\" }");
-    passes(&mut ops, "R", "a", "write", "4KiB", n, slice);
-    for _ in 1..RECYCLE_ROUND {
-        line(&mut ops, "{ madvise = \"a\", advice = \"dontneed\" }");
-        line(&mut ops, "{ touch = \"a\", access = \"write\" }");
-    }
-    line(&mut ops, "{ madvise = \"a\", advice = \"dontneed\" }");
-    line(&mut ops, "{ mark = \"r0\" }");
-    passes(&mut ops, "r", "a", "write", "4KiB", n, slice);
-    line(&mut ops, "{ munmap = \"a\" }");
-    // MADV_POPULATE_WRITE of a fresh region of the same size: its pages
-    // faulted in by the kernel, no exception per page.
-    line(&mut ops, &format!("{{ mmap = \"p\", size = {r} }}"));
-    line(&mut ops, "{ mark = \"p0\" }");
-    line(&mut ops, "{ madvise = \"p\", advice = \"populate_write\" }");
-    line(&mut ops, "{ mark = \"p1\" }");
-    line(&mut ops, "{ munmap = \"p\" }");
-    line(&mut ops, "{ mark = \"p2\" }");
-    // The same, but populated by mlock and unmapped locked: each new folio
-    // is mlocked as it is mapped (mlock_new_folio) and munlocked as munmap
-    // zaps it (munlock_folio); less the unlocked populate and munmap.
-    line(&mut ops, &format!("{{ mmap = \"l\", size = {r} }}"));
-    line(&mut ops, "{ mark = \"l0\" }");
-    line(&mut ops, "{ mlock = \"l\" }");
-    line(&mut ops, "{ mark = \"l1\" }");
-    line(&mut ops, "{ munmap = \"l\" }");
-    line(&mut ops, "{ mark = \"l2\" }");
-    // MADV_POPULATE_READ of a fresh region: the zero page mapped at every
-    // page by the kernel's own faults, no exception.
-    line(&mut ops, &format!("{{ mmap = \"q\", size = {r} }}"));
-    line(&mut ops, "{ mark = \"q0\" }");
-    line(&mut ops, "{ madvise = \"q\", advice = \"populate_read\" }");
-    line(&mut ops, "{ mark = \"q1\" }");
-    line(&mut ops, "{ munmap = \"q\" }");
-    // MADV_POPULATE_WRITE over zero pages (mapped by MADV_POPULATE_READ
-    // first): each replaced by a zeroed page from the kernel's own fault
-    // call (do_wp_page -> wp_page_copy of the zero pfn, ptep_clear_flush
-    // of the old entry), as mprotect of a locked read-only range to
-    // read-write populates.
-    line(&mut ops, &format!("{{ mmap = \"u\", size = {r} }}"));
-    line(&mut ops, "{ madvise = \"u\", advice = \"populate_read\" }");
-    line(&mut ops, "{ mark = \"u0\" }");
-    line(&mut ops, "{ madvise = \"u\", advice = \"populate_write\" }");
-    line(&mut ops, "{ mark = \"u1\" }");
-    line(&mut ops, "{ munmap = \"u\" }");
-    line(&mut ops, &format!("{{ mmap = \"z\", size = {r} }}"));
-    line(&mut ops, "{ mark = \"z0\" }");
-    passes(&mut ops, "z", "z", "read", "4KiB", n, slice);
-    // Writes to the same pages, each mapping the zero page: a zeroed page
-    // replaces it (wp_page_copy).
-    line(&mut ops, "{ mark = \"y0\" }");
-    passes(&mut ops, "y", "z", "write", "4KiB", n, slice);
-    line(&mut ops, "{ munmap = \"z\" }");
-    let map_file = format!(
-        "{{ mmap = \"f\", size = {}, kind = \"file\", file = \"cached\" }}",
-        s.file
-    );
-    // One pass mapping and reading the file, unmeasured, then unmapped:
-    // the faults timed next find the file's folios (their struct pages,
-    // the page cache's tree) in the CPU caches, as a workload that maps
-    // a file again and again does; after the other kinds' passes (tens of
-    // MiB streamed through the caches) they are not, and the first pass
-    // costs several times more per fault (its figure is said beside).
-    line(&mut ops, &map_file);
-    line(&mut ops, "{ mark = \"g0\" }");
-    line(
-        &mut ops,
-        "{ touch = \"f\", access = \"read\", stride = \"4KiB\" }",
-    );
-    line(&mut ops, "{ mark = \"g1\" }");
-    line(
-        &mut ops,
-        "{ touch = \"f\", access = \"read\", stride = \"4KiB\" }",
-    );
-    line(&mut ops, "{ mark = \"g2\" }");
-    line(&mut ops, "{ munmap = \"f\" }");
-    line(&mut ops, &map_file);
-    line(&mut ops, "{ mark = \"f0\" }");
-    passes(
-        &mut ops,
-        "f",
-        "f",
-        "read",
-        "4KiB",
-        FILE_SLICES,
-        s.file / FILE_SLICES,
-    );
-    line(&mut ops, "{ mark = \"w0\" }");
-    passes(&mut ops, "w", "f", "write", "4KiB", n, s.file / n);
-    line(&mut ops, "{ munmap = \"f\" }");
+    anon_passes(&mut ops, s, n);
+    populate_calls(&mut ops, r);
+    zero_passes(&mut ops, r, n);
+    file_passes(&mut ops, s, n);
     line(
         &mut ops,
         &format!("{{ mmap = \"s\", size = {r}, kind = \"shmem\" }}"),
@@ -250,6 +146,138 @@ fn workload(reps: usize, s: &Sizes, n: u64) -> String {
     format!(
         "name = \"calibrate-faults\"\ndescription = \"ptlab calibrate: fault costs by kind\"\n\n[[thread]]\nop = [\n  {{ mmap = \"warm\", size = {w} }},\n  {{ touch = \"warm\", access = \"write\" }},\n  {{ munmap = \"warm\" }},\n  {{ repeat = {reps}, op = [\n{ops}  ] }},\n]\n"
     )
+}
+
+/// One op of the workload's list.
+fn line(ops: &mut String, l: &str) {
+    ops.push_str("    ");
+    ops.push_str(l);
+    ops.push_str(",\n");
+}
+
+/// Anonymous write faults: over the large region, a fresh one, and the same
+/// pages recycled by MADV_DONTNEED.
+fn anon_passes(ops: &mut String, s: &Sizes, n: u64) {
+    let (r, big) = (s.region, s.large);
+    let slice = r / n;
+    line(ops, &format!("{{ mmap = \"A\", size = {big} }}"));
+    line(ops, "{ mark = \"A0\" }");
+    passes(ops, "A", "A", "write", "4KiB", n, big / n);
+    line(ops, "{ munmap = \"A\" }");
+    line(ops, &format!("{{ mmap = \"a\", size = {r} }}"));
+    line(ops, "{ mark = \"a0\" }");
+    passes(ops, "a", "a", "write", "4KiB", n, slice);
+    // The same pages given back (MADV_DONTNEED frees them to this CPU's
+    // free list) and written again: faults on recycled pages. The first
+    // round (`R`) costs more than the rounds after it, which settle
+    // within two; the figure is a settled round's (`r`), the state of a
+    // loop that recycles its pages (the first round's is said beside).
+    line(ops, "{ madvise = \"a\", advice = \"dontneed\" }");
+    line(ops, "{ mark = \"R0\" }");
+    passes(ops, "R", "a", "write", "4KiB", n, slice);
+    for _ in 1..RECYCLE_ROUND {
+        line(ops, "{ madvise = \"a\", advice = \"dontneed\" }");
+        line(ops, "{ touch = \"a\", access = \"write\" }");
+    }
+    line(ops, "{ madvise = \"a\", advice = \"dontneed\" }");
+    line(ops, "{ mark = \"r0\" }");
+    passes(ops, "r", "a", "write", "4KiB", n, slice);
+    line(ops, "{ munmap = \"a\" }");
+}
+
+/// The populating calls: MADV_POPULATE_WRITE, mlock, MADV_POPULATE_READ
+/// and MADV_POPULATE_WRITE over zero pages, each of a fresh region.
+fn populate_calls(ops: &mut String, r: u64) {
+    // MADV_POPULATE_WRITE of a fresh region of the same size: its pages
+    // faulted in by the kernel, no exception per page.
+    line(ops, &format!("{{ mmap = \"p\", size = {r} }}"));
+    line(ops, "{ mark = \"p0\" }");
+    line(ops, "{ madvise = \"p\", advice = \"populate_write\" }");
+    line(ops, "{ mark = \"p1\" }");
+    line(ops, "{ munmap = \"p\" }");
+    line(ops, "{ mark = \"p2\" }");
+    // The same, but populated by mlock and unmapped locked: each new folio
+    // is mlocked as it is mapped (mlock_new_folio) and munlocked as munmap
+    // zaps it (munlock_folio); less the unlocked populate and munmap.
+    line(ops, &format!("{{ mmap = \"l\", size = {r} }}"));
+    line(ops, "{ mark = \"l0\" }");
+    line(ops, "{ mlock = \"l\" }");
+    line(ops, "{ mark = \"l1\" }");
+    line(ops, "{ munmap = \"l\" }");
+    line(ops, "{ mark = \"l2\" }");
+    // MADV_POPULATE_READ of a fresh region: the zero page mapped at every
+    // page by the kernel's own faults, no exception.
+    line(ops, &format!("{{ mmap = \"q\", size = {r} }}"));
+    line(ops, "{ mark = \"q0\" }");
+    line(ops, "{ madvise = \"q\", advice = \"populate_read\" }");
+    line(ops, "{ mark = \"q1\" }");
+    line(ops, "{ munmap = \"q\" }");
+    // MADV_POPULATE_WRITE over zero pages (mapped by MADV_POPULATE_READ
+    // first): each replaced by a zeroed page from the kernel's own fault
+    // call (do_wp_page -> wp_page_copy of the zero pfn, ptep_clear_flush
+    // of the old entry), as mprotect of a locked read-only range to
+    // read-write populates.
+    line(ops, &format!("{{ mmap = \"u\", size = {r} }}"));
+    line(ops, "{ madvise = \"u\", advice = \"populate_read\" }");
+    line(ops, "{ mark = \"u0\" }");
+    line(ops, "{ madvise = \"u\", advice = \"populate_write\" }");
+    line(ops, "{ mark = \"u1\" }");
+    line(ops, "{ munmap = \"u\" }");
+}
+
+/// Reads mapping the zero page, then writes replacing it.
+fn zero_passes(ops: &mut String, r: u64, n: u64) {
+    let slice = r / n;
+    line(ops, &format!("{{ mmap = \"z\", size = {r} }}"));
+    line(ops, "{ mark = \"z0\" }");
+    passes(ops, "z", "z", "read", "4KiB", n, slice);
+    // Writes to the same pages, each mapping the zero page: a zeroed page
+    // replaces it (wp_page_copy).
+    line(ops, "{ mark = \"y0\" }");
+    passes(ops, "y", "z", "write", "4KiB", n, slice);
+    line(ops, "{ munmap = \"z\" }");
+}
+
+/// A cached file mapped privately: read faults (after an unmeasured pass)
+/// and copy-on-write faults.
+fn file_passes(ops: &mut String, s: &Sizes, n: u64) {
+    let map_file = format!(
+        "{{ mmap = \"f\", size = {}, kind = \"file\", file = \"cached\" }}",
+        s.file
+    );
+    // One pass mapping and reading the file, unmeasured, then unmapped:
+    // the faults timed next find the file's folios (their struct pages,
+    // the page cache's tree) in the CPU caches, as a workload that maps
+    // a file again and again does; after the other kinds' passes (tens of
+    // MiB streamed through the caches) they are not, and the first pass
+    // costs several times more per fault (its figure is said beside).
+    line(ops, &map_file);
+    line(ops, "{ mark = \"g0\" }");
+    line(
+        ops,
+        "{ touch = \"f\", access = \"read\", stride = \"4KiB\" }",
+    );
+    line(ops, "{ mark = \"g1\" }");
+    line(
+        ops,
+        "{ touch = \"f\", access = \"read\", stride = \"4KiB\" }",
+    );
+    line(ops, "{ mark = \"g2\" }");
+    line(ops, "{ munmap = \"f\" }");
+    line(ops, &map_file);
+    line(ops, "{ mark = \"f0\" }");
+    passes(
+        ops,
+        "f",
+        "f",
+        "read",
+        "4KiB",
+        FILE_SLICES,
+        s.file / FILE_SLICES,
+    );
+    line(ops, "{ mark = \"w0\" }");
+    passes(ops, "w", "f", "write", "4KiB", n, s.file / n);
+    line(ops, "{ munmap = \"f\" }");
 }
 
 /// Per repetition, the median over the slices of `prefix`'s passes of
@@ -299,44 +327,8 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
             "kernel backend: {what}, {pages} pages per run in {n} slices, {warm}; per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices"
         )
     };
-    let large = measured(&per_fault(&p, "A", n), "large region");
-    let large = large.map_or("no usable sample".to_string(), |c| {
-        format!("{:.0} ns [{:.0}, {:.0}]", c.ns, c.lo, c.hi)
-    });
-    figs.put(
-        "fault.anon_write",
-        measured(
-            &per_fault(&p, "a", n),
-            &pass(&format!(
-                "write to every page of a fresh anonymous mapping (the model's figure; over a {} MiB mapping instead, pages new to the cache: {large})",
-                s.large >> 20
-            )),
-        ),
-    );
-    let first = measured(&per_fault(&p, "R", n), "first round");
-    let first = first.map_or("no usable sample".to_string(), |c| {
-        format!("{:.0} ns [{:.0}, {:.0}]", c.ns, c.lo, c.hi)
-    });
-    figs.put(
-        "fault.anon_recycled",
-        measured(
-            &per_fault(&p, "r", n),
-            &pass(&format!("write to every page of that mapping again after MADV_DONTNEED of it all (each page taken back from the pages this CPU just freed), in round {RECYCLE_ROUND} of DONTNEED and rewriting the whole mapping, as in a loop that recycles its pages (the first round after the fresh faults instead: {first})")),
-        ),
-    );
-    // The populated pages: the call's time over the anonymous pages it
-    // mapped (its fixed part, about syscall.call, is under 0.1% of it).
-    let populated = runner::mean(&p.count("p0", "p1", "rss_anon_kb")) / 4.0;
-    figs.put(
-        "populate.page",
-        measured(
-            &per(&p.cpu_time("p0", "p1"), &per_kb_pages(&p.count("p0", "p1", "rss_anon_kb"))),
-            &format!(
-                "kernel backend: madvise(MADV_POPULATE_WRITE) of a fresh {} KiB anonymous mapping ({populated:.0} pages mapped per run), {warm}; the call's process CPU time / the pages it mapped (from RssAnon)",
-                s.region >> 10
-            ),
-        ),
-    );
+    anon_figures(&p, &s, n, &pass, figs);
+    populate_figures(&p, &s, &warm, figs);
     figs.put(
         "fault.zero_read",
         measured(
@@ -364,6 +356,81 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
             ),
         ),
     );
+    populate_locked_figures(&p, &s, &warm, figs);
+    file_figures(&p, &s, n, &warm, figs);
+    figs.put(
+        "fault.shmem",
+        measured(
+            &per_fault(&p, "s", n),
+            &pass("write to every page of a fresh memfd mapping"),
+        ),
+    );
+    let last = format!("hs{}", n - 1);
+    let huge_kb = runner::mean(&p.count("h0", &last, "anon_huge_kb"));
+    figs.put(
+        "fault.thp",
+        measured(
+            &per_fault(&p, "h", n),
+            &format!(
+                "kernel backend: write to each 2 MiB of a {} MiB region advised hugepage ({:.0} MiB of AnonHugePages per run) in {n} slices; per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices",
+                s.huge >> 20,
+                huge_kb / 1024.0
+            ),
+        ),
+    );
+    mthp_64k(figs);
+    Ok(())
+}
+
+/// `fault.anon_write` (the large region's figure said beside) and
+/// `fault.anon_recycled` (the first round's said beside).
+fn anon_figures(p: &Phases, s: &Sizes, n: u64, pass: &dyn Fn(&str) -> String, figs: &mut Figures) {
+    let large = measured(&per_fault(&p, "A", n), "large region");
+    let large = large.map_or("no usable sample".to_string(), |c| {
+        format!("{:.0} ns [{:.0}, {:.0}]", c.ns, c.lo, c.hi)
+    });
+    figs.put(
+        "fault.anon_write",
+        measured(
+            &per_fault(&p, "a", n),
+            &pass(&format!(
+                "write to every page of a fresh anonymous mapping (the model's figure; over a {} MiB mapping instead, pages new to the cache: {large})",
+                s.large >> 20
+            )),
+        ),
+    );
+    let first = measured(&per_fault(&p, "R", n), "first round");
+    let first = first.map_or("no usable sample".to_string(), |c| {
+        format!("{:.0} ns [{:.0}, {:.0}]", c.ns, c.lo, c.hi)
+    });
+    figs.put(
+        "fault.anon_recycled",
+        measured(
+            &per_fault(&p, "r", n),
+            &pass(&format!("write to every page of that mapping again after MADV_DONTNEED of it all (each page taken back from the pages this CPU just freed), in round {RECYCLE_ROUND} of DONTNEED and rewriting the whole mapping, as in a loop that recycles its pages (the first round after the fresh faults instead: {first})")),
+        ),
+    );
+}
+
+/// `populate.page`: MADV_POPULATE_WRITE's time over the pages it mapped.
+fn populate_figures(p: &Phases, s: &Sizes, warm: &str, figs: &mut Figures) {
+    // The populated pages: the call's time over the anonymous pages it
+    // mapped (its fixed part, about syscall.call, is under 0.1% of it).
+    let populated = runner::mean(&p.count("p0", "p1", "rss_anon_kb")) / 4.0;
+    figs.put(
+        "populate.page",
+        measured(
+            &per(&p.cpu_time("p0", "p1"), &per_kb_pages(&p.count("p0", "p1", "rss_anon_kb"))),
+            &format!(
+                "kernel backend: madvise(MADV_POPULATE_WRITE) of a fresh {} KiB anonymous mapping ({populated:.0} pages mapped per run), {warm}; the call's process CPU time / the pages it mapped (from RssAnon)",
+                s.region >> 10
+            ),
+        ),
+    );
+}
+
+/// `mlock.folio` and `populate.zero_cow`.
+fn populate_locked_figures(p: &Phases, s: &Sizes, warm: &str, figs: &mut Figures) {
     // The locked folios: (mlock and munmap of a locked region - the
     // unlocked populate and munmap of one) over the pages mapped.
     let locked_pages = per_kb_pages(&p.count("l0", "l1", "rss_anon_kb"));
@@ -394,6 +461,11 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
             ),
         ),
     );
+}
+
+/// `fault.file_read` (the unmeasured first pass said beside) and
+/// `fault.cow`.
+fn file_figures(p: &Phases, s: &Sizes, n: u64, warm: &str, figs: &mut Figures) {
     // The unmeasured first pass, in the state the other passes leave.
     let first: Vec<f64> = minus(&p.cpu_time("g0", "g1"), &p.cpu_time("g1", "g2"))
         .iter()
@@ -418,28 +490,6 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
             &format!("kernel backend: write to every page of that file mapping, already read (each page copied), in {n} slices; per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices"),
         ),
     );
-    figs.put(
-        "fault.shmem",
-        measured(
-            &per_fault(&p, "s", n),
-            &pass("write to every page of a fresh memfd mapping"),
-        ),
-    );
-    let last = format!("hs{}", n - 1);
-    let huge_kb = runner::mean(&p.count("h0", &last, "anon_huge_kb"));
-    figs.put(
-        "fault.thp",
-        measured(
-            &per_fault(&p, "h", n),
-            &format!(
-                "kernel backend: write to each 2 MiB of a {} MiB region advised hugepage ({:.0} MiB of AnonHugePages per run) in {n} slices; per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices",
-                s.huge >> 20,
-                huge_kb / 1024.0
-            ),
-        ),
-    );
-    mthp_64k(figs);
-    Ok(())
 }
 
 /// Pages of 4 KiB in each of `kb`.

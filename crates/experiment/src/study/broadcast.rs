@@ -189,26 +189,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         },
         mine,
     ) = declared(o, with_yours).1;
-    let mut sec = Section::new(
-        "What broadcast invalidation buys",
-        "What does broadcast TLB invalidation (AMD INVLPGB, Linux 6.15) buy a program that \
-         unmaps memory from many threads, and what bounds it once the IPIs are gone?",
-        "will-it-scale's tlb_flush2 on the model (as the built-in tlb-flush2): each thread, on \
-         its own modeled CPU, maps 1 MiB and, page by page, writes a page, gives it back with \
-         MADV_DONTNEED and reads it again (the zero page), one loop a page, then unmaps the \
-         1 MiB, THP off. Four machines: IPIs; \
-         INVLPGB (Linux's consider_global_asid: the space gets a global ASID once an IPI flush \
-         finds it on more than three CPUs, then broadcast_tlb_flush issues one INVLPGB per 8 \
-         pages and a TLBSYNC); and each without the LRU drain of munmap and DONTNEED. Loops per \
-         second are loops over the predicted time between the threads' barriers; the flush \
-         share is the predicted shootdown time (senders and receivers) over the CPUs' time. \
-         The INVLPGB and TLBSYNC figures are assumed (no host here has the instruction; \
-         docs/costs.md).",
-        "The INVLPGB series' v5 cover letter (Rik van Riel, January 2025), will-it-scale \
-         tlb_flush2_threads on a 36-core AMD Milan: 527 k loops/s at baseline, 527 k with \
-         INVLPGB alone, 731 k with lru_add_drain removed, 1,157 k with both; TLB flushing \
-         from 40% to about 4% of CPU time with INVLPGB, the contention moving to the LRU lock.",
-    );
+    let mut sec = header();
     sec.method = format!("{} {TIME_METHOD}", sec.method);
     let ns = cpus(o);
     let k = rounds(o);
@@ -217,6 +198,31 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .zip(&ns)
         .map(|(&h, &n)| r.model(h).iter().map(|c| rate(c, n, k)).collect())
         .collect();
+    rates_table(&mut sec, &ns, k, &rates);
+    let top = rates.last().expect("at least one CPU count");
+    let refr: Vec<Rate> = r
+        .model(reference)
+        .iter()
+        .map(|c| rate(c, ns[ns.len() - 1], k))
+        .collect();
+    answer(&mut sec, ns[ns.len() - 1], top, &refr);
+    sec.figure(
+        "loops_per_s",
+        rates
+            .iter()
+            .map(|g| g.iter().map(|x| x.loops_per_s.round()).collect::<Vec<_>>())
+            .collect::<Vec<_>>(),
+    );
+    sec.figure("cpus", ns.clone());
+    chart(&mut sec, &ns, &rates);
+    sec.findings
+        .extend(super::yours::finding(o, r, mine, &YOURS));
+    sec
+}
+
+/// The table of loops per second and shares by CPU count, the cover
+/// letter's row last.
+fn rates_table(sec: &mut Section, ns: &[usize], k: usize, rates: &[Vec<Rate>]) {
     let mut rows = Vec::new();
     for (i, &n) in ns.iter().enumerate() {
         let g = &rates[i];
@@ -231,7 +237,6 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             Figure::share(100.0 * g[1].lru_share),
         ]);
     }
-    let last = ns.len() - 1;
     rows.push(row![
         Figure::count(36.0),
         Figure::count(PUBLISHED[0]),
@@ -261,13 +266,18 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         ],
         rows,
     ));
-    let top = &rates[last];
+}
+
+/// The findings and the verdict at the largest CPU count `cpus`, from the
+/// study's costs (`top`) and the reference machine's (`refr`), each in
+/// [`CONFIGS`]' order.
+fn answer(sec: &mut Section, cpus: usize, top: &[Rate], refr: &[Rate]) {
     let gain = |c: usize| top[c].loops_per_s / top[0].loops_per_s;
     sec.findings.push(format!(
         "At {} CPUs the model predicts {} loops/s with IPIs, {} with INVLPGB ({:.2}x), {} without \
          the LRU drain ({:.2}x) and {} with both ({:.2}x); the cover letter: 527 k, 527 k (1.00x), \
          731 k (1.39x), 1,157 k (2.20x).",
-        ns[last],
+        cpus,
         count(top[0].loops_per_s),
         count(top[1].loops_per_s),
         gain(1),
@@ -282,7 +292,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          the LRU lock, which the drain takes once per unmapping call.",
         100.0 * top[0].flush_share,
         100.0 * top[1].flush_share,
-        ns[last],
+        cpus,
         100.0 * top[1].lru_share,
     ));
     // What bounds the IPI machine's loop decides what INVLPGB alone buys:
@@ -303,13 +313,8 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
              (published +0%): with IPIs the CPUs wait {{lru}} of their time for the LRU lock and \
              spend {{flush}} in shootdowns, so {bound}. With the LRU drain removed too: {{both}} \
              (published +120%).",
-            ns[last]
+            cpus
         ));
-    let refr: Vec<Rate> = r
-        .model(reference)
-        .iter()
-        .map(|c| rate(c, ns[last], k))
-        .collect();
     let ref_gain = |c: usize| refr[c].loops_per_s / refr[0].loops_per_s;
     // Equal rates: the study itself priced with the reference machine.
     let same = refr
@@ -330,7 +335,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          changes the loop rate by {:+.0}%, the LRU drain's removal by {:+.0}%, both by {:+.0}% \
          (published: +0%, +39%, +120%).",
             timing::model::SHIPPED_NAME,
-            ns[last],
+            cpus,
             100.0 * refr[0].lru_share,
             100.0 * refr[0].flush_share,
             100.0 * (ref_gain(1) - 1.0),
@@ -338,14 +343,34 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             100.0 * (ref_gain(3) - 1.0),
         )
     });
-    sec.figure(
-        "loops_per_s",
-        rates
-            .iter()
-            .map(|g| g.iter().map(|x| x.loops_per_s.round()).collect::<Vec<_>>())
-            .collect::<Vec<_>>(),
-    );
-    sec.figure("cpus", ns.clone());
+}
+
+/// The section's title, question, method and the seed's figure.
+fn header() -> Section {
+    Section::new(
+        "What broadcast invalidation buys",
+        "What does broadcast TLB invalidation (AMD INVLPGB, Linux 6.15) buy a program that \
+         unmaps memory from many threads, and what bounds it once the IPIs are gone?",
+        "will-it-scale's tlb_flush2 on the model (as the built-in tlb-flush2): each thread, on \
+         its own modeled CPU, maps 1 MiB and, page by page, writes a page, gives it back with \
+         MADV_DONTNEED and reads it again (the zero page), one loop a page, then unmaps the \
+         1 MiB, THP off. Four machines: IPIs; \
+         INVLPGB (Linux's consider_global_asid: the space gets a global ASID once an IPI flush \
+         finds it on more than three CPUs, then broadcast_tlb_flush issues one INVLPGB per 8 \
+         pages and a TLBSYNC); and each without the LRU drain of munmap and DONTNEED. Loops per \
+         second are loops over the predicted time between the threads' barriers; the flush \
+         share is the predicted shootdown time (senders and receivers) over the CPUs' time. \
+         The INVLPGB and TLBSYNC figures are assumed (no host here has the instruction; \
+         docs/costs.md).",
+        "The INVLPGB series' v5 cover letter (Rik van Riel, January 2025), will-it-scale \
+         tlb_flush2_threads on a 36-core AMD Milan: 527 k loops/s at baseline, 527 k with \
+         INVLPGB alone, 731 k with lru_add_drain removed, 1,157 k with both; TLB flushing \
+         from 40% to about 4% of CPU time with INVLPGB, the contention moving to the LRU lock.",
+    )
+}
+
+/// The chart of loops per second against CPUs, one line per machine.
+fn chart(sec: &mut Section, ns: &[usize], rates: &[Vec<Rate>]) {
     // The chart's points are the section figure loops_per_s[cpus][machine].
     let series: Vec<(String, Vec<(f64, Named)>)> = CONFIGS
         .iter()
@@ -353,7 +378,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .map(|(c, (name, _))| {
             let points = ns
                 .iter()
-                .zip(&rates)
+                .zip(rates)
                 .enumerate()
                 .map(|(i, (&n, g))| {
                     let v = Figure::count(g[c].loops_per_s.round());
@@ -375,9 +400,6 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .from_zero(),
         series,
     );
-    sec.findings
-        .extend(super::yours::finding(o, r, mine, &YOURS));
-    sec
 }
 
 #[cfg(test)]

@@ -265,17 +265,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
 }
 
 fn section_base(o: StudyOptions, r: &Results, runs: &Runs) -> Section {
-    let mut sec = Section::new(
-        "Empty PTE tables",
-        "How much memory do empty PTE tables hold after MADV_DONTNEED, and what do Linux's PT_RECLAIM \
-         and the full refcounting design of the slides give back?",
-        "One write per 2 MiB over a large sparse mapping, then MADV_DONTNEED over all of it (the \
-         slides' functional test), on this machine's kernel and on the model with reclaim off, on \
-         (Linux since 6.14) and eager (a PTE table freed the moment its last entry goes). A second \
-         workload drops each 2 MiB in two halves, so that no single call covers a whole table.",
-        "VIRT 50 GB, RES 3.1 MB: VmPTE 102,640 kB before, 248 kB after; about 1% fewer page faults \
-         per minute.",
-    );
+    let mut sec = header();
     let (size, tables) = (size(o), tables(o));
     let labels = [
         "kernel",
@@ -291,9 +281,7 @@ fn section_base(o: StudyOptions, r: &Results, runs: &Runs) -> Section {
     let all_halves: Vec<Option<&ConfigResult>> = std::iter::once(halves_k)
         .chain(halves_m.iter().map(Some))
         .collect();
-    let at = |r: Option<&ConfigResult>, m: &str| {
-        r.map_or(f64::NAN, |r| mean(r, m, counters::VMPTE_KB.name))
-    };
+    let at = vmpte_at;
     let mut rows = Vec::new();
     for (i, l) in labels.iter().enumerate() {
         rows.push(row![
@@ -373,10 +361,38 @@ fn section_base(o: StudyOptions, r: &Results, runs: &Runs) -> Section {
         [k.0, k.1, on.0, on.1, off].map(count_figure),
     );
     sec.figure("halves_vmpte_kb", [hk, hon, hea].map(count_figure));
+    left_chart(&mut sec, size, &labels, [&all_whole, &all_halves]);
+    sec
+}
+
+/// The section's title, question, method and the seed's figure.
+fn header() -> Section {
+    Section::new(
+        "Empty PTE tables",
+        "How much memory do empty PTE tables hold after MADV_DONTNEED, and what do Linux's PT_RECLAIM \
+         and the full refcounting design of the slides give back?",
+        "One write per 2 MiB over a large sparse mapping, then MADV_DONTNEED over all of it (the \
+         slides' functional test), on this machine's kernel and on the model with reclaim off, on \
+         (Linux since 6.14) and eager (a PTE table freed the moment its last entry goes). A second \
+         workload drops each 2 MiB in two halves, so that no single call covers a whole table.",
+        "VIRT 50 GB, RES 3.1 MB: VmPTE 102,640 kB before, 248 kB after; about 1% fewer page faults \
+         per minute.",
+    )
+}
+
+/// VmPTE at `mark` of a run (NaN where it did not run).
+fn vmpte_at(r: Option<&ConfigResult>, mark: &str) -> f64 {
+    r.map_or(f64::NAN, |r| mean(r, mark, counters::VMPTE_KB.name))
+}
+
+/// The VmPTE left after MADV_DONTNEED, per workload (whole, halves) and per
+/// label: the figure and its chart.
+fn left_chart(sec: &mut Section, size: &str, labels: &[&str], runs: [&[Option<&ConfigResult>]; 2]) {
+    let at = vmpte_at;
     let cats: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
     // Per workload (whole, halves), per label: VmPTE after the drop, as
     // the table and the chart show it.
-    let left: Vec<Vec<Figure>> = [&all_whole, &all_halves]
+    let left: Vec<Vec<Figure>> = runs
         .iter()
         .map(|all| {
             all.iter()
@@ -410,7 +426,6 @@ fn section_base(o: StudyOptions, r: &Results, runs: &Runs) -> Section {
         &cats,
         series,
     );
-    sec
 }
 
 #[cfg(test)]

@@ -372,132 +372,12 @@ fn ebizzy_part(sec: &mut Section, r: &Results, runs: &Runs) {
 
 /// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
-    let mut sec = Section::new(
-        "4-level vs 5-level page tables",
-        "Does a fifth page-table level cost anything: per TLB miss, per fault, and on this machine?",
-        "The model runs the same workloads with the x86-64 4-level and 5-level geometries: a page-fault \
-         loop (lat_pagefault), ebizzy-like threads that map, fill, search and unmap chunks, and random \
-         updates (GUPS). It counts the memory references of every hardware walk, with this host's \
-         walk caches and with none, and predicts the time of the page-fault loop and of ebizzy \
-         in virtual time (one modeled CPU per thread, the cost file's figures). GUPS also runs as a \
-         guest over a host (host-geometry): every TLB miss walks the guest's tables and, for each \
-         guest entry and for the data, the host's, with all caches off and then with this host's \
-         TLB and walk caches, a 32-entry nested TLB and host walk caches keyed by guest-physical \
-         address (counts of the model). The kernel of this machine runs the page-fault loop \
-         repeatedly to give its measured fault latency. Which parts of a fault grow with the \
-         fifth level (hardware walks with and without a walk cache for the top level, the extra \
-         table, the kernel's own p4d descent) are priced with the study's cost file from the \
-         page-fault loop's counts.",
-        "lat_pagefault minor fault 105.64 ns (4-level) vs 105.88 ns (5-level), 30 runs, p = 1.5e-6 \
-         (Intel Ice Lake, +0.23%); ebizzy throughput diverges from 4 threads; handle_mm_fault mean \
-         630 ns vs 640 ns. On AMD, lat_pagefault went from 0.4068 to 0.4294 us (+5.56%; +5.59% \
-         with THP always; linux-kernel, July 2024).",
-    );
+    let mut sec = header();
     sec.method = format!("{} {INTERVALS}", sec.method);
     let (runs, mine) = declared(o, with_yours).1;
     let pf = r.model(runs.pagefault);
     let gups = r.model(runs.gups);
-    let refs = |r: &ConfigResult, mark: &str| {
-        per(
-            mean(r, mark, counters::WALK_REFS.name),
-            mean(r, mark, counters::WALKS.name),
-        )
-    };
-    let gups_refs = |r: &ConfigResult| {
-        per(
-            mean(r, "updated", counters::WALK_REFS.name)
-                - mean(r, "filled", counters::WALK_REFS.name),
-            mean(r, "updated", counters::WALKS.name) - mean(r, "filled", counters::WALKS.name),
-        )
-    };
-    let gups_miss = |r: &ConfigResult| {
-        1000.0
-            * per(
-                mean(r, "updated", counters::TLB_MISSES.name)
-                    - mean(r, "filled", counters::TLB_MISSES.name),
-                mean(r, "updated", counters::ACCESSES.name)
-                    - mean(r, "filled", counters::ACCESSES.name),
-            )
-    };
-    let mut rows = Vec::new();
-    for (i, label) in [
-        "4-level",
-        "5-level",
-        "4-level, no walk caches",
-        "5-level, no walk caches",
-    ]
-    .iter()
-    .enumerate()
-    {
-        rows.push(row![
-            label.to_string(),
-            Figure::plain(refs(&pf[i], "touched")),
-            Figure::plain(gups_refs(&gups[i])),
-            Figure::plain(gups_miss(&gups[i])),
-            Figure::count(mean(&pf[i], "touched", counters::MINOR_FAULTS.name)),
-            Figure::kib(mean(&pf[i], "touched", counters::VMPTE_KB.name)),
-        ]);
-    }
-    sec.tables.push(table(
-        "Model: memory references per hardware walk",
-        &[
-            "geometry",
-            "refs/walk, page faults",
-            "refs/walk, GUPS",
-            "TLB misses per 1000 GUPS accesses",
-            "minor faults (page-fault loop)",
-            "VmPTE (page-fault loop)",
-        ],
-        rows,
-    ));
-    let (c4, c5) = (refs(&pf[2], "touched"), refs(&pf[3], "touched"));
-    let (w4, w5) = (refs(&pf[0], "touched"), refs(&pf[1], "touched"));
-    let (g4, g5) = (gups_refs(&gups[0]), gups_refs(&gups[1]));
-    sec.findings.push(format!(
-        "References per walk, 5 vs 4 levels: {} vs {} without walk caches ({:+.0}%); with them \
-         {} vs {} in the page-fault loop and {} vs {} in random updates ({:+.1}%).",
-        num(c5),
-        num(c4),
-        100.0 * (c5 / c4 - 1.0),
-        num(w5),
-        num(w4),
-        num(g5),
-        num(g4),
-        100.0 * (g5 / g4 - 1.0)
-    ));
-    sec.figure("refs_per_walk_no_cache", [c4, c5]);
-    sec.figure("refs_per_walk_pagefault", [w4, w5]);
-    sec.figure("refs_per_walk_gups", [g4, g5]);
-    sec.figure(
-        "pagefault_minor_faults",
-        (0..4)
-            .map(|i| count_figure(mean(&pf[i], "touched", counters::MINOR_FAULTS.name)))
-            .collect::<Vec<_>>(),
-    );
-    let refs = |i: usize, (w, g, c): (f64, f64, f64)| {
-        vec![
-            named(format!("refs_per_walk_pagefault[{i}]"), Figure::plain(w)),
-            named(format!("refs_per_walk_gups[{i}]"), Figure::plain(g)),
-            named(format!("refs_per_walk_no_cache[{i}]"), Figure::plain(c)),
-        ]
-    };
-    sec.bars(
-        "Memory references per hardware walk (model, exact counts of one run each)",
-        &ChartSpec::new(
-            "Memory references per hardware walk, 4-level vs 5-level (model)",
-            "workload",
-            "memory references per walk",
-        ),
-        &[
-            "page faults".into(),
-            "GUPS".into(),
-            "page faults, no walk cache".into(),
-        ],
-        vec![
-            ("4-level".into(), refs(0, (w4, g4, c4))),
-            ("5-level".into(), refs(1, (w5, g5, c5))),
-        ],
-    );
+    let WalkRefs { c4, c5, g4, g5 } = walk_refs(&mut sec, pf, gups);
 
     nested_part(&mut sec, r.model(runs.nested), &gups_refs);
 
@@ -539,7 +419,162 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
              {memory_every} faults.",
         );
 
-    // This machine.
+    host_part(&mut sec, r, &runs);
+    sec.findings
+        .extend(super::yours::finding(o, r, mine, &YOURS));
+    sec
+}
+
+/// The section's title, question, method and the seed's figure.
+fn header() -> Section {
+    Section::new(
+        "4-level vs 5-level page tables",
+        "Does a fifth page-table level cost anything: per TLB miss, per fault, and on this machine?",
+        "The model runs the same workloads with the x86-64 4-level and 5-level geometries: a page-fault \
+         loop (lat_pagefault), ebizzy-like threads that map, fill, search and unmap chunks, and random \
+         updates (GUPS). It counts the memory references of every hardware walk, with this host's \
+         walk caches and with none, and predicts the time of the page-fault loop and of ebizzy \
+         in virtual time (one modeled CPU per thread, the cost file's figures). GUPS also runs as a \
+         guest over a host (host-geometry): every TLB miss walks the guest's tables and, for each \
+         guest entry and for the data, the host's, with all caches off and then with this host's \
+         TLB and walk caches, a 32-entry nested TLB and host walk caches keyed by guest-physical \
+         address (counts of the model). The kernel of this machine runs the page-fault loop \
+         repeatedly to give its measured fault latency. Which parts of a fault grow with the \
+         fifth level (hardware walks with and without a walk cache for the top level, the extra \
+         table, the kernel's own p4d descent) are priced with the study's cost file from the \
+         page-fault loop's counts.",
+        "lat_pagefault minor fault 105.64 ns (4-level) vs 105.88 ns (5-level), 30 runs, p = 1.5e-6 \
+         (Intel Ice Lake, +0.23%); ebizzy throughput diverges from 4 threads; handle_mm_fault mean \
+         630 ns vs 640 ns. On AMD, lat_pagefault went from 0.4068 to 0.4294 us (+5.56%; +5.59% \
+         with THP always; linux-kernel, July 2024).",
+    )
+}
+
+/// References per walk of a page-fault-loop run up to `mark`.
+fn pf_refs(r: &ConfigResult, mark: &str) -> f64 {
+    per(
+        mean(r, mark, counters::WALK_REFS.name),
+        mean(r, mark, counters::WALKS.name),
+    )
+}
+
+/// References per walk of a GUPS run's updates.
+fn gups_refs(r: &ConfigResult) -> f64 {
+    per(
+        mean(r, "updated", counters::WALK_REFS.name) - mean(r, "filled", counters::WALK_REFS.name),
+        mean(r, "updated", counters::WALKS.name) - mean(r, "filled", counters::WALKS.name),
+    )
+}
+
+/// TLB misses per 1000 accesses of a GUPS run's updates.
+fn gups_miss(r: &ConfigResult) -> f64 {
+    1000.0
+        * per(
+            mean(r, "updated", counters::TLB_MISSES.name)
+                - mean(r, "filled", counters::TLB_MISSES.name),
+            mean(r, "updated", counters::ACCESSES.name)
+                - mean(r, "filled", counters::ACCESSES.name),
+        )
+}
+
+/// References per walk, 4 vs 5 levels, that the verdict reads: in random
+/// updates with walk caches (`g`) and in the page-fault loop without them
+/// (`c`).
+struct WalkRefs {
+    c4: f64,
+    c5: f64,
+    g4: f64,
+    g5: f64,
+}
+
+/// The model's references per walk: the table, the finding, the figures and
+/// the chart.
+fn walk_refs(sec: &mut Section, pf: &[ConfigResult], gups: &[ConfigResult]) -> WalkRefs {
+    let mut rows = Vec::new();
+    for (i, label) in [
+        "4-level",
+        "5-level",
+        "4-level, no walk caches",
+        "5-level, no walk caches",
+    ]
+    .iter()
+    .enumerate()
+    {
+        rows.push(row![
+            label.to_string(),
+            Figure::plain(pf_refs(&pf[i], "touched")),
+            Figure::plain(gups_refs(&gups[i])),
+            Figure::plain(gups_miss(&gups[i])),
+            Figure::count(mean(&pf[i], "touched", counters::MINOR_FAULTS.name)),
+            Figure::kib(mean(&pf[i], "touched", counters::VMPTE_KB.name)),
+        ]);
+    }
+    sec.tables.push(table(
+        "Model: memory references per hardware walk",
+        &[
+            "geometry",
+            "refs/walk, page faults",
+            "refs/walk, GUPS",
+            "TLB misses per 1000 GUPS accesses",
+            "minor faults (page-fault loop)",
+            "VmPTE (page-fault loop)",
+        ],
+        rows,
+    ));
+    let (c4, c5) = (pf_refs(&pf[2], "touched"), pf_refs(&pf[3], "touched"));
+    let (w4, w5) = (pf_refs(&pf[0], "touched"), pf_refs(&pf[1], "touched"));
+    let (g4, g5) = (gups_refs(&gups[0]), gups_refs(&gups[1]));
+    sec.findings.push(format!(
+        "References per walk, 5 vs 4 levels: {} vs {} without walk caches ({:+.0}%); with them \
+         {} vs {} in the page-fault loop and {} vs {} in random updates ({:+.1}%).",
+        num(c5),
+        num(c4),
+        100.0 * (c5 / c4 - 1.0),
+        num(w5),
+        num(w4),
+        num(g5),
+        num(g4),
+        100.0 * (g5 / g4 - 1.0)
+    ));
+    sec.figure("refs_per_walk_no_cache", [c4, c5]);
+    sec.figure("refs_per_walk_pagefault", [w4, w5]);
+    sec.figure("refs_per_walk_gups", [g4, g5]);
+    sec.figure(
+        "pagefault_minor_faults",
+        (0..4)
+            .map(|i| count_figure(mean(&pf[i], "touched", counters::MINOR_FAULTS.name)))
+            .collect::<Vec<_>>(),
+    );
+    let named_refs = |i: usize, (w, g, c): (f64, f64, f64)| {
+        vec![
+            named(format!("refs_per_walk_pagefault[{i}]"), Figure::plain(w)),
+            named(format!("refs_per_walk_gups[{i}]"), Figure::plain(g)),
+            named(format!("refs_per_walk_no_cache[{i}]"), Figure::plain(c)),
+        ]
+    };
+    sec.bars(
+        "Memory references per hardware walk (model, exact counts of one run each)",
+        &ChartSpec::new(
+            "Memory references per hardware walk, 4-level vs 5-level (model)",
+            "workload",
+            "memory references per walk",
+        ),
+        &[
+            "page faults".into(),
+            "GUPS".into(),
+            "page faults, no walk cache".into(),
+        ],
+        vec![
+            ("4-level".into(), named_refs(0, (w4, g4, c4))),
+            ("5-level".into(), named_refs(1, (w5, g5, c5))),
+        ],
+    );
+
+    WalkRefs { c4, c5, g4, g5 }
+}
+
+/// This machine: its levels and its kernel's measured minor fault.
+fn host_part(sec: &mut Section, r: &Results, runs: &Runs) {
     let fp = r.fingerprint(runs.host);
     let levels = if fp.la57 == Some(true) { 5 } else { 4 };
     sec.figure("host_la57", fp.la57);
@@ -563,7 +598,4 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             sec.figure("kernel_ns_per_fault", &s);
         }
     }
-    sec.findings
-        .extend(super::yours::finding(o, r, mine, &YOURS));
-    sec
 }

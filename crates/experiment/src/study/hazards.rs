@@ -158,19 +158,7 @@ pub(super) fn plan(o: StudyOptions) -> Plan {
 /// The section from the results of [`declare`]'s experiments (and of the audit, which
 /// reads this host here).
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
-    let mut sec = Section::new(
-        "This host's latency hazards",
-        "What on this machine can make page tables change under a latency-sensitive program, and what \
-         do TLB shootdowns and writeback cost here?",
-        "The audit reads this host's settings (5-level paging, THP, KSM, NUMA balancing, swap, \
-         PT_RECLAIM, split locks, hypervisor, shootdown rate, writable file mappings). Then, on the \
-         kernel: one thread maps, touches and unmaps a page in a loop while another reads its own \
-         memory (shootdowns per munmap), and a thread writes to a shared file mapping every \
-         millisecond while another msyncs it (write latency with and without writeback).",
-        "100,000 munmaps gave 100,016 tlb:tlb_flush events; writeback write-protects PTEs and causes \
-         jitter of hundreds of microseconds; fixes: prefault, mlock, MAP_POPULATE, huge pages, no swap, \
-         no writable file mappings.",
-    );
+    let mut sec = header();
     sec.method = format!(
         "{} The writeback workloads run once each; their latencies are percentiles of every \
          write of that run. {INTERVALS}",
@@ -229,6 +217,56 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     let mut audit_part = "The audit flags {warned} of {items} settings here.".to_string();
     let mut writes = false;
 
+    if let Some(per_munmap) = shootdowns(&mut sec, o, r, &runs) {
+        verdict = verdict.fig("shootdowns_per_munmap", Figure::plain(per_munmap));
+        audit_part = "The audit flags {warned} of {items} settings; munmaps beside a \
+                      running thread raise {shootdowns_per_munmap} shootdown interrupts per \
+                      munmap. \
+                      Both matter to threads that write file mappings or share a process \
+                      with munmapping threads."
+            .to_string();
+    }
+    if let Some([p999_msync, p999_no_msync, max_msync]) = writeback(&mut sec, r, &runs) {
+        verdict = verdict
+            .fig("p999_msync", Figure::ns(p999_msync))
+            .fig("p999_no_msync", Figure::ns(p999_no_msync))
+            .fig("max_msync", Figure::ns(max_msync));
+        writes = true;
+    }
+    sec.verdict = if writes {
+        verdict.say(&format!(
+            "Writes to a shared file mapping reach p99.9 {{p999_msync}} (max {{max_msync}}) \
+             while another thread msyncs it, against {{p999_no_msync}} without writeback, \
+             measured. {audit_part}"
+        ))
+    } else {
+        verdict.say(&format!(
+            "The writeback experiment did not run here (see the notes). {audit_part}"
+        ))
+    };
+    sec
+}
+
+/// The section's title, question, method and the seed's figure.
+fn header() -> Section {
+    Section::new(
+        "This host's latency hazards",
+        "What on this machine can make page tables change under a latency-sensitive program, and what \
+         do TLB shootdowns and writeback cost here?",
+        "The audit reads this host's settings (5-level paging, THP, KSM, NUMA balancing, swap, \
+         PT_RECLAIM, split locks, hypervisor, shootdown rate, writable file mappings). Then, on the \
+         kernel: one thread maps, touches and unmaps a page in a loop while another reads its own \
+         memory (shootdowns per munmap), and a thread writes to a shared file mapping every \
+         millisecond while another msyncs it (write latency with and without writeback).",
+        "100,000 munmaps gave 100,016 tlb:tlb_flush events; writeback write-protects PTEs and causes \
+         jitter of hundreds of microseconds; fixes: prefault, mlock, MAP_POPULATE, huge pages, no swap, \
+         no writable file mappings.",
+    )
+}
+
+/// The shootdowns of munmaps beside a running thread, on the kernel and
+/// the model; the kernel's shootdowns per munmap when it ran.
+fn shootdowns(sec: &mut Section, o: StudyOptions, r: &Results, runs: &Runs) -> Option<f64> {
     let churn = churn(o);
     let model_sd = r.model(runs.shootdown_model);
     let ipis_model = mean(&model_sd[0], "churned", counters::IPIS.name);
@@ -245,19 +283,17 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
                 ipis_model / churn as f64
             ));
             sec.figure("kernel_shootdowns", &s);
-            verdict = verdict.fig(
-                "shootdowns_per_munmap",
-                Figure::plain(s.mean / churn as f64),
-            );
-            audit_part = "The audit flags {warned} of {items} settings; munmaps beside a \
-                          running thread raise {shootdowns_per_munmap} shootdown interrupts per \
-                          munmap. \
-                          Both matter to threads that write file mappings or share a process \
-                          with munmapping threads."
-                .to_string();
             sec.figure("model_ipis", count_figure(ipis_model));
+            return Some(s.mean / churn as f64);
         }
     }
+    None
+}
+
+/// Write latency to a shared file mapping with and without msync (kernel):
+/// the finding, the percentile chart and its figures; the p99.9 with and
+/// without msync and the maximum with it, when both ran.
+fn writeback(sec: &mut Section, r: &Results, runs: &Runs) -> Option<[f64; 3]> {
     let (with_sync, without) = (r.kernel(runs.writeback), r.kernel(runs.no_writeback));
     let lat = |r: Option<&ConfigResult>| {
         r.and_then(|r| r.runs.first())
@@ -333,22 +369,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             data,
         );
         sec.figure("writeback_latency", [&a, &b]);
-        verdict = verdict
-            .fig("p999_msync", Figure::ns(ta[p999]))
-            .fig("p999_no_msync", Figure::ns(tb[p999]))
-            .fig("max_msync", Figure::ns(ta[max]));
-        writes = true;
+        return Some([ta[p999], tb[p999], ta[max]]);
     }
-    sec.verdict = if writes {
-        verdict.say(&format!(
-            "Writes to a shared file mapping reach p99.9 {{p999_msync}} (max {{max_msync}}) \
-             while another thread msyncs it, against {{p999_no_msync}} without writeback, \
-             measured. {audit_part}"
-        ))
-    } else {
-        verdict.say(&format!(
-            "The writeback experiment did not run here (see the notes). {audit_part}"
-        ))
-    };
-    sec
+    None
 }

@@ -143,20 +143,7 @@ fn rate_change(a: &(f64, Predicted), b: &(f64, Predicted)) -> Figure {
 
 /// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
-    let mut sec = Section::new(
-        "PT reclaim and a fault-heavy threaded program",
-        "What does reclaiming empty PTE tables cost a program that faults and drops memory \
-         from many threads, and how does it scale from 1 to 16 threads?",
-        "A multi-fault-like workload on the model: each thread writes every page of its own \
-         4 MiB region and drops it with MADV_DONTNEED, over and over, THP off; with reclaim off \
-         (tables stay), on (Linux's PT_RECLAIM frees the PTE tables a DONTNEED empties) and \
-         eager (the slides' refcount design), at 1, 8 and 16 threads, each on its own modeled \
-         CPU. Faults per minute are faults over the predicted time between the threads' start \
-         and end barriers.",
-        "perf stat -e page-faults --repeat 5 ./multi-fault: 32,085,255 / 101,674,967 / \
-         113,207,000 faults per minute at 1 / 8 / 16 threads before, 31,880,833 / 100,588,311 / \
-         112,801,832 after (-0.64% / -1.17% / -0.36%).",
-    );
+    let mut sec = header();
     sec.method = format!("{} {TIME_METHOD}", sec.method);
     let mut rows = Vec::new();
     let mut series: Vec<Vec<(f64, Named)>> = RECLAIM.iter().map(|_| Vec::new()).collect();
@@ -255,6 +242,31 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             .collect::<Vec<_>>(),
     );
     sec.figure("threads", THREADS);
+    chart(&mut sec, series);
+    sec
+}
+
+/// The section's title, question, method and the seed's figure.
+fn header() -> Section {
+    Section::new(
+        "PT reclaim and a fault-heavy threaded program",
+        "What does reclaiming empty PTE tables cost a program that faults and drops memory \
+         from many threads, and how does it scale from 1 to 16 threads?",
+        "A multi-fault-like workload on the model: each thread writes every page of its own \
+         4 MiB region and drops it with MADV_DONTNEED, over and over, THP off; with reclaim off \
+         (tables stay), on (Linux's PT_RECLAIM frees the PTE tables a DONTNEED empties) and \
+         eager (the slides' refcount design), at 1, 8 and 16 threads, each on its own modeled \
+         CPU. Faults per minute are faults over the predicted time between the threads' start \
+         and end barriers.",
+        "perf stat -e page-faults --repeat 5 ./multi-fault: 32,085,255 / 101,674,967 / \
+         113,207,000 faults per minute at 1 / 8 / 16 threads before, 31,880,833 / 100,588,311 / \
+         112,801,832 after (-0.64% / -1.17% / -0.36%).",
+    )
+}
+
+/// The chart of faults per minute against threads: the model's series (one
+/// per reclaim setting) and the slides' rate before reclaim.
+fn chart(sec: &mut Section, series: Vec<Vec<(f64, Named)>>) {
     let mut s: Vec<(String, Vec<(f64, Named)>)> = RECLAIM
         .iter()
         .zip(series)
@@ -286,7 +298,6 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .from_zero(),
         s,
     );
-    sec
 }
 
 #[cfg(test)]

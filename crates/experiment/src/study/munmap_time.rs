@@ -154,16 +154,7 @@ fn measured(r: &ConfigResult, rounds: usize) -> Option<stats::Summary> {
 }
 
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
-    let mut sec = Section::new(
-        "What a shootdown adds to munmap",
-        "How long does a munmap take with and without another running thread of the process \
-         (whose TLB must be shot down)?",
-        "One thread maps, writes and unmaps one page in a loop, alone and beside a second thread \
-         of the process that keeps running. The model predicts the time per round (mmap, one \
-         write fault, munmap) in virtual time; the kernel of this machine runs the same loop \
-         (the second thread reading its own memory) and its time per round is measured.",
-        "100,000 munmaps gave 100,016 tlb:tlb_flush events (no time given).",
-    );
+    let mut sec = header();
     sec.method = format!("{} {TIME_METHOD} {INTERVALS}", sec.method);
     let (mr, kr) = (model_rounds(o), kernel_rounds(o));
     let runs = declared(o, declare).1;
@@ -227,19 +218,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
     ));
     // How the shootdown is priced is method, not a finding (findings carry
     // the section's numbers).
-    sec.method.push_str(
-        " How the model prices it: in Linux the sender waits for every receiver's \
-         acknowledgement (flush_tlb_mm_range -> flush_tlb_multi -> on_each_cpu_cond_mask with \
-         wait set -> smp_call_function_many_cond spins on each receiver's call-function lock \
-         until its interrupt handler has flushed), so the sender's time holds the IPI's \
-         delivery, the receiver's interrupt entry and flush, and the acknowledgement. The model \
-         charges the sender shootdown.sender per flush request that reached another running \
-         CPU, a figure calibrate measures as the sender's extra time per munmap (the wait \
-         included), in place of tlb.flush_local, and the receiver shootdown.receiver on its own \
-         clock; the difference per munmap is shootdown.sender - tlb.flush_local. Both runs \
-         keep the churn's tables alive with an anchor page (as the kernel process's other \
-         mappings do), so no table is freed and re-made in either.",
-    );
+    sec.method.push_str(PRICING);
     if let (Some(a), Some(b)) = (&k_alone, &k_pair) {
         sec.findings.push(format!(
             "This machine's kernel took {} per round alone and {} beside the reading thread \
@@ -274,15 +253,55 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
              alone), predicted. {tail}"
         )),
     };
+    charts(&mut sec, &t_alone, &t_pair, &k_alone, &k_pair);
+    sec
+}
+
+/// The section's title, question, method and the seed's figure.
+fn header() -> Section {
+    Section::new(
+        "What a shootdown adds to munmap",
+        "How long does a munmap take with and without another running thread of the process \
+         (whose TLB must be shot down)?",
+        "One thread maps, writes and unmaps one page in a loop, alone and beside a second thread \
+         of the process that keeps running. The model predicts the time per round (mmap, one \
+         write fault, munmap) in virtual time; the kernel of this machine runs the same loop \
+         (the second thread reading its own memory) and its time per round is measured.",
+        "100,000 munmaps gave 100,016 tlb:tlb_flush events (no time given).",
+    )
+}
+
+/// How the model prices a shootdown, appended to the method.
+const PRICING: &str = " How the model prices it: in Linux the sender waits for every receiver's \
+         acknowledgement (flush_tlb_mm_range -> flush_tlb_multi -> on_each_cpu_cond_mask with \
+         wait set -> smp_call_function_many_cond spins on each receiver's call-function lock \
+         until its interrupt handler has flushed), so the sender's time holds the IPI's \
+         delivery, the receiver's interrupt entry and flush, and the acknowledgement. The model \
+         charges the sender shootdown.sender per flush request that reached another running \
+         CPU, a figure calibrate measures as the sender's extra time per munmap (the wait \
+         included), in place of tlb.flush_local, and the receiver shootdown.receiver on its own \
+         clock; the difference per munmap is shootdown.sender - tlb.flush_local. Both runs \
+         keep the churn's tables alive with an anchor page (as the kernel process's other \
+         mappings do), so no table is freed and re-made in either.";
+
+/// The chart of the time per round: the model's prediction and, when it
+/// ran, the kernel's measurement.
+fn charts(
+    sec: &mut Section,
+    t_alone: &Predicted,
+    t_pair: &Predicted,
+    k_alone: &Option<stats::Summary>,
+    k_pair: &Option<stats::Summary>,
+) {
     let cats = vec!["alone".to_string(), "beside a second thread".to_string()];
     let mut series = vec![(
         "model (predicted)".to_string(),
         vec![
-            named("model_ns_per_round[0]", Figure::predicted(&t_alone)),
-            named("model_ns_per_round[1]", Figure::predicted(&t_pair)),
+            named("model_ns_per_round[0]", Figure::predicted(t_alone)),
+            named("model_ns_per_round[1]", Figure::predicted(t_pair)),
         ],
     )];
-    if let (Some(a), Some(b)) = (&k_alone, &k_pair) {
+    if let (Some(a), Some(b)) = (k_alone, k_pair) {
         series.push((
             "kernel (measured)".into(),
             vec![
@@ -304,7 +323,6 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         &cats,
         series,
     );
-    sec
 }
 
 #[cfg(test)]

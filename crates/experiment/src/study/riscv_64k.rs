@@ -111,7 +111,24 @@ pub(super) fn plan(o: StudyOptions) -> Plan {
 
 /// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
-    let mut sec = Section::new(
+    let mut sec = header();
+    let (runs, mine) = declared(o, with_yours).1;
+    let m = Measured::read(r, &runs);
+    let (size, sparse_size) = (dense_size(o), sparse_size(o));
+    model_table(&mut sec, &m, size, sparse_size);
+    findings(&mut sec, &m, size, sparse_size);
+    verdict(&mut sec, &m, size);
+    charts(&mut sec, &m, size, sparse_size);
+    sec.findings
+        .extend(super::yours::finding(o, r, mine, &YOURS));
+    sec
+}
+
+const LABELS: [&str; 4] = ["4K pages", "4K + 64K mTHP", "4K + 2M THP", "64K base page"];
+
+/// The section's title, question, method and the seed's figure.
+fn header() -> Section {
+    Section::new(
         "RISC-V: a 64 KiB base page vs 4 KiB with mTHP or THP",
         "What does a 64 KiB software base page (Svnapot) buy over 4 KiB pages with 64 KiB mTHP folios \
          or 2 MiB THP, and what does it cost in page-table memory?",
@@ -128,33 +145,67 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          much.",
         "ARM 64K kernel vs 4K: Redis +250%, MySQL +16.9%, lmbench 16 MB mmap latency -76%, SPEC +4.17% \
          even against 4K with THP and contiguous PTEs; cost: a page table that needs 4 KiB takes 64 KiB.",
-    );
-    let labels = ["4K pages", "4K + 64K mTHP", "4K + 2M THP", "64K base page"];
-    let (size, sparse_size) = (dense_size(o), sparse_size(o));
-    let (runs, mine) = declared(o, with_yours).1;
-    let dense = r.model(runs.dense);
-    let sparse = r.model(runs.sparse);
-    let miss = |r: &ConfigResult| {
-        1000.0
-            * per(
-                mean(r, "random", counters::TLB_MISSES.name)
-                    - mean(r, "touched", counters::TLB_MISSES.name),
-                mean(r, "random", counters::ACCESSES.name)
-                    - mean(r, "touched", counters::ACCESSES.name),
-            )
-    };
-    let fault_in: Vec<Predicted> = dense.iter().map(|r| time::at(r, "touched")).collect();
-    let reads: Vec<Predicted> = dense
-        .iter()
-        .map(|r| time::between(r, "touched", "random"))
-        .collect();
+    )
+}
+
+/// TLB misses per 1000 random reads: the random phase's misses over its
+/// accesses, the fault-in phase's subtracted.
+fn miss(r: &ConfigResult) -> f64 {
+    1000.0
+        * per(
+            mean(r, "random", counters::TLB_MISSES.name)
+                - mean(r, "touched", counters::TLB_MISSES.name),
+            mean(r, "random", counters::ACCESSES.name)
+                - mean(r, "touched", counters::ACCESSES.name),
+        )
+}
+
+/// What the section reads from the runs, by configuration (in [`LABELS`]'
+/// order).
+struct Measured<'a> {
+    dense: &'a [ConfigResult],
+    sparse: &'a [ConfigResult],
+    fault_in: Vec<Predicted>,
+    reads: Vec<Predicted>,
+}
+
+impl<'a> Measured<'a> {
+    fn read(r: &'a Results, runs: &Runs) -> Measured<'a> {
+        let dense = r.model(runs.dense);
+        let sparse = r.model(runs.sparse);
+        let fault_in = dense.iter().map(|r| time::at(r, "touched")).collect();
+        let reads = dense
+            .iter()
+            .map(|r| time::between(r, "touched", "random"))
+            .collect();
+        Measured {
+            dense,
+            sparse,
+            fault_in,
+            reads,
+        }
+    }
+
+    /// The dense run's faults under configuration `i`.
+    fn faults(&self, i: usize) -> f64 {
+        mean(&self.dense[i], "touched", counters::MINOR_FAULTS.name)
+    }
+
+    /// The sparse run's VmPTE under configuration `i`.
+    fn sparse_vmpte(&self, i: usize) -> f64 {
+        mean(&self.sparse[i], "touched", counters::VMPTE_KB.name)
+    }
+}
+
+fn model_table(sec: &mut Section, m: &Measured, size: &str, sparse_size: &str) {
+    let (dense, sparse) = (m.dense, m.sparse);
     let mut rows = Vec::new();
-    for (i, l) in labels.iter().enumerate() {
+    for (i, l) in LABELS.iter().enumerate() {
         rows.push(row![
             l.to_string(),
             Figure::count(mean(&dense[i], "touched", counters::MINOR_FAULTS.name)),
-            Figure::predicted(&fault_in[i]),
-            Figure::predicted(&reads[i]),
+            Figure::predicted(&m.fault_in[i]),
+            Figure::predicted(&m.reads[i]),
             Figure::kib(mean(&dense[i], "touched", counters::VMPTE_KB.name)),
             Figure::plain(miss(&dense[i])),
             Figure::kib(mean(&sparse[i], "touched", counters::VMPTE_KB.name)),
@@ -175,7 +226,11 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         ],
         rows,
     ));
-    let f = |i: usize| mean(&dense[i], "touched", counters::MINOR_FAULTS.name);
+}
+
+fn findings(sec: &mut Section, m: &Measured, size: &str, sparse_size: &str) {
+    let (dense, sparse) = (m.dense, m.sparse);
+    let f = |i: usize| m.faults(i);
     sec.findings.push(format!(
         "Faulting {size} densely takes {} faults with 4 KiB pages, {} with 64 KiB mTHP, {} with \
          2 MiB THP and {} with a 64 KiB base page (mTHP's count, without needing free 64 KiB \
@@ -197,10 +252,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             .map(|c| c.tlb)
             .unwrap_or_default()
     ));
-    let (s4, s64) = (
-        mean(&sparse[0], "touched", counters::VMPTE_KB.name),
-        mean(&sparse[3], "touched", counters::VMPTE_KB.name),
-    );
+    let (s4, s64) = (m.sparse_vmpte(0), m.sparse_vmpte(3));
     sec.findings.push(format!(
         "On a sparse {sparse_size} arena the 64 KiB tables take {} against {} with 4 KiB tables \
          ({:.1} times), and each touched page makes 64 KiB resident ({} vs {}).",
@@ -210,8 +262,14 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         kb(mean(&sparse[3], "touched", counters::RSS_ANON_KB.name)),
         kb(mean(&sparse[0], "touched", counters::RSS_ANON_KB.name))
     ));
-    // The break-evens, from the model's own figures (see the method).
-    let per_fault = |i: usize| fault_in[i].ns / f(i);
+}
+
+/// The verdict, with the break-evens computed from the model's own figures
+/// (see the method).
+fn verdict(sec: &mut Section, m: &Measured, size: &str) {
+    let (fault_in, reads) = (&m.fault_in, &m.reads);
+    let (s4, s64) = (m.sparse_vmpte(0), m.sparse_vmpte(3));
+    let per_fault = |i: usize| fault_in[i].ns / m.faults(i);
     let pages_break_even = per_fault(3) / per_fault(0);
     let table_break_even_bytes = 32.0 * 1048576.0 * s4 / s64;
     sec.verdict = Verdict::default()
@@ -234,6 +292,13 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
              pages per 64 KiB, and more table memory when touches lie over \
              {{table_break_even}} apart."
         ));
+}
+
+/// The section's named figures and its three bar charts.
+fn charts(sec: &mut Section, m: &Measured, size: &str, sparse_size: &str) {
+    let (dense, sparse) = (m.dense, m.sparse);
+    let f = |i: usize| m.faults(i);
+    let (s4, s64) = (m.sparse_vmpte(0), m.sparse_vmpte(3));
     sec.figure(
         "dense_faults",
         (0..4).map(|i| count_figure(f(i))).collect::<Vec<_>>(),
@@ -243,7 +308,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         "tlb_misses_per_1000_reads",
         (0..4).map(|i| miss(&dense[i])).collect::<Vec<_>>(),
     );
-    let cats: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
+    let cats: Vec<String> = LABELS.iter().map(|s| s.to_string()).collect();
     sec.bars(
         &format!("Page faults to fault the dense {size} region in (model, exact counts of one run; log scale)"),
         &ChartSpec::new(
@@ -307,7 +372,4 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
                 .collect(),
         )],
     );
-    sec.findings
-        .extend(super::yours::finding(o, r, mine, &YOURS));
-    sec
 }

@@ -218,7 +218,52 @@ fn bandwidth_finding() -> String {
 
 /// The section from the results of [`declare`]'s experiments.
 pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
-    let mut sec = Section::new(
+    let mut sec = header();
+    sec.method = format!("{} {TIME_METHOD} {INTERVALS}", sec.method);
+    let runs = declared(o, declare).1;
+    let r80 = r.model(runs.at_80);
+    let chunk = chunk(o);
+    let ModelTable {
+        ratios,
+        times,
+        preds,
+    } = model_table(&mut sec, &r80, chunk);
+    ratio_findings(&mut sec, &ratios, &times);
+    sec.figure("ratios", &ratios);
+    sec.figure("seed_s", SEED_S);
+    sec.findings.push(missing_finding(&r80[3..6], chunk));
+    sec.findings.push(bandwidth_finding());
+    let fault_count = |c: &ConfigResult| {
+        mean(c, "faulted", counters::MINOR_FAULTS.name)
+            - mean(c, "start", counters::MINOR_FAULTS.name)
+    };
+    sec.figure(
+        counters::MINOR_FAULTS.name,
+        (0..3)
+            .map(|i| count_figure(fault_count(&r80[i])))
+            .collect::<Vec<_>>(),
+    );
+
+    kernel_finding(&mut sec, r, &runs);
+
+    // Time against threads (bare metal 2013), the 80-thread run last.
+    // Per thread count: (threads, each setting's predicted time).
+    let mut scaling: Vec<(usize, [Figure; 3])> = Vec::new();
+    for (&t, &run) in scaling_threads(o).iter().zip(&runs.scaling) {
+        let res = r.model(run);
+        scaling.push((t, [0, 1, 2].map(|i| Figure::predicted(&faulting(&res[i])))));
+    }
+    sec.verdict = verdict(o, r, &runs, r80, &preds[0], chunk);
+    scaling.push((
+        CPUS,
+        [3, 4, 5].map(|i| Figure::predicted(&faulting(&r80[i]))),
+    ));
+    charts(sec, chunk, &scaling, &ratios)
+}
+
+/// The section's title, question, method and the seed's figure.
+fn header() -> Section {
+    Section::new(
         "Split PMD locks",
         "Why did THP make a threaded fault benchmark slower until PMD tables got their own locks?",
         "A thp_memscale-like workload: 80 threads on 80 modeled CPUs, each writing every page \
@@ -242,11 +287,21 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
          are get_user_pages_fast's).",
         "36.5 s with THP off (24 M faults), 49.9 s with THP on and one page_table_lock (50 k \
          faults), 33.9 s with THP on and split PMD locks (80 CPUs): 1 : 1.37 : 0.93.",
-    );
-    sec.method = format!("{} {TIME_METHOD} {INTERVALS}", sec.method);
-    let runs = declared(o, declare).1;
-    let r80 = r.model(runs.at_80);
-    let chunk = chunk(o);
+    )
+}
+
+/// The 80-thread runs' figures, by cost file (in [`COSTS`]' order).
+struct ModelTable {
+    /// Each setting's predicted time over THP off's.
+    ratios: Vec<[f64; 3]>,
+    /// Each setting's predicted time, as the findings print it.
+    times: Vec<Vec<String>>,
+    preds: Vec<Vec<Predicted>>,
+}
+
+/// The table of the 80-thread runs under every cost file, and their
+/// figures.
+fn model_table(sec: &mut Section, r80: &[ConfigResult], chunk: &str) -> ModelTable {
     let mut rows = Vec::new();
     let mut ratios = Vec::new();
     let mut times = Vec::new();
@@ -294,6 +349,16 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         ],
         rows,
     ));
+    ModelTable {
+        ratios,
+        times,
+        preds,
+    }
+}
+
+/// One finding per cost file: its three times and ratios against the
+/// seed's and the v4 letter's.
+fn ratio_findings(sec: &mut Section, ratios: &[[f64; 3]], times: &[Vec<String>]) {
     let within = |ratio: &[f64; 3]| {
         (1..3).all(|i| {
             let seed = SEED_S[i] / SEED_S[0];
@@ -328,22 +393,10 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
             if within(q) { "" } else { "not " }
         ));
     }
-    sec.figure("ratios", &ratios);
-    sec.figure("seed_s", SEED_S);
-    sec.findings.push(missing_finding(&r80[3..6], chunk));
-    sec.findings.push(bandwidth_finding());
-    let fault_count = |c: &ConfigResult| {
-        mean(c, "faulted", counters::MINOR_FAULTS.name)
-            - mean(c, "start", counters::MINOR_FAULTS.name)
-    };
-    sec.figure(
-        counters::MINOR_FAULTS.name,
-        (0..3)
-            .map(|i| count_figure(fault_count(&r80[i])))
-            .collect::<Vec<_>>(),
-    );
+}
 
-    // The kernel at 2 threads.
+/// The kernel at 2 threads, THP off and on, when it ran.
+fn kernel_finding(sec: &mut Section, r: &Results, runs: &Runs) {
     let (koff, kon) = (
         r.kernel(runs.kernel_off).and_then(measured),
         r.kernel(runs.kernel_on).and_then(measured),
@@ -362,16 +415,19 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         ));
         sec.figure("kernel_2_threads_ns", [a, b]);
     }
+}
 
-    // Time against threads (bare metal 2013), the 80-thread run last.
-    // Per thread count: (threads, each setting's predicted time).
-    let mut scaling: Vec<(usize, [Figure; 3])> = Vec::new();
-    for (&t, &run) in scaling_threads(o).iter().zip(&runs.scaling) {
-        let res = r.model(run);
-        scaling.push((t, [0, 1, 2].map(|i| Figure::predicted(&faulting(&res[i])))));
-    }
-    // From how many threads the one lock costs more than 10% over split
-    // PMD locks (2013 figures, the scaling runs and the 80-thread one).
+/// The verdict: this host's three times and from how many threads the one
+/// lock costs more than 10% over split PMD locks (2013 figures, the scaling
+/// runs and the 80-thread one).
+fn verdict(
+    o: StudyOptions,
+    r: &Results,
+    runs: &Runs,
+    r80: &[ConfigResult],
+    here: &[Predicted],
+    chunk: &str,
+) -> Verdict {
     let mut counts: Vec<(usize, Predicted, Predicted)> = scaling_threads(o)
         .iter()
         .zip(&runs.scaling)
@@ -385,7 +441,6 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         .iter()
         .find(|(_, one, split)| one.ns > 1.1 * split.ns)
         .map(|(t, _, _)| *t);
-    let here = &preds[0];
     let v = Verdict::default()
         .fig("one_lock", Figure::ns(here[1].ns))
         .fig("split", Figure::ns(here[2].ns))
@@ -406,12 +461,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
              costs over 10% (2013 figures)."
         )),
     };
-    sec.verdict = v;
-    scaling.push((
-        CPUS,
-        [3, 4, 5].map(|i| Figure::predicted(&faulting(&r80[i]))),
-    ));
-    charts(sec, chunk, &scaling, &ratios)
+    v
 }
 
 /// The section's two charts, from the figures they show: the scaling runs'

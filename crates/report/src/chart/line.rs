@@ -24,46 +24,10 @@ pub fn line_chart(
     spec: &ChartSpec,
     series: &[Series<(f64, Estimate)>],
 ) -> Result<String, ReportError> {
-    spec.check("a line chart")?;
-    check_names("a line chart", series)?;
-    for s in series {
-        if s.values.is_empty() {
-            return Err(ReportError::input(
-                "a line chart",
-                format!("series \"{}\" has no point", s.name),
-            ));
-        }
-        for (x, e) in &s.values {
-            if !x.is_finite() {
-                return Err(ReportError::input(
-                    "a line chart",
-                    format!("x = {x} is not finite"),
-                ));
-            }
-            e.check("a line chart")?;
-        }
-    }
+    check(spec, series)?;
     let points = || series.iter().flat_map(|s| s.values.iter());
-    let (xlo, xhi) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (x, _)| {
-        (a.min(*x), b.max(*x))
-    });
-    let axis = ValueAxis::choose(
-        spec.y_scale,
-        points().flat_map(|(_, e)| {
-            let (l, h) = e.extent();
-            [e.value, l, h]
-        }),
-    );
-    let (mut ylo, yhi) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (_, e)| {
-        let (l, h) = e.extent();
-        (a.min(axis.coord(l)), b.max(axis.coord(h)))
-    });
-    if spec.y_from_zero {
-        ylo = ylo.min(axis.base());
-    }
-    let (xlo, xhi) = pad_range(xlo, xhi, 0.03, true);
-    let (ylo, yhi) = pad_range(ylo, yhi, 0.05, !(spec.y_from_zero && ylo >= 0.0));
-    let yhi = clear_of_legend(ylo, yhi, series.len(), spec.height);
+    let Frame { axis, x, y } = Frame::fit(spec, series);
+    let ((xlo, xhi), (ylo, yhi)) = (x, y);
     let (xspan, yspan) = (xhi - xlo, yhi - ylo);
 
     let mut svg = String::new();
@@ -152,6 +116,70 @@ pub fn line_chart(
         root.present().map_err(chart_err)?;
     }
     Ok(svg)
+}
+
+/// Checks a line chart's input: the spec, the names, every series with a
+/// point and every value finite.
+fn check(spec: &ChartSpec, series: &[Series<(f64, Estimate)>]) -> Result<(), ReportError> {
+    spec.check("a line chart")?;
+    check_names("a line chart", series)?;
+    for s in series {
+        if s.values.is_empty() {
+            return Err(ReportError::input(
+                "a line chart",
+                format!("series \"{}\" has no point", s.name),
+            ));
+        }
+        for (x, e) in &s.values {
+            if !x.is_finite() {
+                return Err(ReportError::input(
+                    "a line chart",
+                    format!("x = {x} is not finite"),
+                ));
+            }
+            e.check("a line chart")?;
+        }
+    }
+    Ok(())
+}
+
+/// The value axis and the plotted ranges of x and of the axis' coordinate,
+/// padded, from zero when the spec asks, and clear of the legend.
+struct Frame {
+    axis: ValueAxis,
+    x: (f64, f64),
+    y: (f64, f64),
+}
+
+impl Frame {
+    fn fit(spec: &ChartSpec, series: &[Series<(f64, Estimate)>]) -> Frame {
+        let points = || series.iter().flat_map(|s| s.values.iter());
+        let (xlo, xhi) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (x, _)| {
+            (a.min(*x), b.max(*x))
+        });
+        let axis = ValueAxis::choose(
+            spec.y_scale,
+            points().flat_map(|(_, e)| {
+                let (l, h) = e.extent();
+                [e.value, l, h]
+            }),
+        );
+        let (mut ylo, yhi) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (_, e)| {
+            let (l, h) = e.extent();
+            (a.min(axis.coord(l)), b.max(axis.coord(h)))
+        });
+        if spec.y_from_zero {
+            ylo = ylo.min(axis.base());
+        }
+        let (xlo, xhi) = pad_range(xlo, xhi, 0.03, true);
+        let (ylo, yhi) = pad_range(ylo, yhi, 0.05, !(spec.y_from_zero && ylo >= 0.0));
+        let yhi = clear_of_legend(ylo, yhi, series.len(), spec.height);
+        Frame {
+            axis,
+            x: (xlo, xhi),
+            y: (ylo, yhi),
+        }
+    }
 }
 
 /// A series' legend entry: its name, with the runs behind each point when the
