@@ -416,6 +416,10 @@ const VALIDATE: &[(&str, &str)] = &[
         "mremap-fixed-replace-thp",
         include_str!("../validate/mremap-fixed-replace-thp.toml"),
     ),
+    (
+        "shmem-dirty-pte-zap",
+        include_str!("../validate/shmem-dirty-pte-zap.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.

@@ -4,6 +4,7 @@
 //! (mm/pt_reclaim.c), the PTE tables the zap empties freed.
 
 use super::PmdExtent;
+use crate::cache::MemObject;
 use crate::config::Reclaim;
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
@@ -114,8 +115,10 @@ impl AddressSpace {
                     n += skip;
                     continue;
                 }
-                if let Entry::Leaf { pa, .. } = self.pt.read_entry(table, Level::PTE, addr)? {
-                    full = self.zap_pte(vma, table, addr, pa, d);
+                if let Entry::Leaf { pa, attrs, .. } =
+                    self.pt.read_entry(table, Level::PTE, addr)?
+                {
+                    full = self.zap_pte(vma, table, addr, pa, attrs.dirty, d);
                 }
                 addr += self.page;
                 n += 1;
@@ -168,15 +171,17 @@ impl AddressSpace {
         Ok(true)
     }
 
-    /// Clears one present PTE and accounts it (Linux `zap_present_ptes`).
-    /// Returns whether the gather's page batch is now full (Linux:
-    /// `__tlb_remove_folio_pages` returning true, `force_break`).
+    /// Clears one present PTE (`dirty`: its dirty bit) and accounts it
+    /// (Linux `zap_present_ptes`). Returns whether the gather's page batch
+    /// is now full (Linux: `__tlb_remove_folio_pages` returning true,
+    /// `force_break`).
     fn zap_pte(
         &self,
         vma: &Vma,
         table: TableAddr,
         va: VirtAddr,
         pa: u64,
+        dirty: bool,
         d: &mut Deferred,
     ) -> bool {
         self.pt.pte_clear(table, Level::PTE, va);
@@ -191,6 +196,17 @@ impl AddressSpace {
             }
             PageKind::Cache(rss) => {
                 self.rss_add(rss, -1);
+                // Linux: zap_present_folio_ptes: a page-cache folio written
+                // through its PTE (a shmem page a read fault mapped
+                // writable, written without a fault since) is dirtied from
+                // the PTE's dirty bit, which the zap is about to lose;
+                // reclaim then keeps it.
+                if dirty {
+                    if let Some(obj) = vma.object() {
+                        let idx = vma.pgoff_of(va.get(), self.page_shift);
+                        MemObject::set_dirty(&mut obj.lock(), idx, true);
+                    }
+                }
                 // The gather holds the folio's reference until the flush.
                 self.gather_page(d)
             }
