@@ -396,7 +396,8 @@ const VALIDATE: &[(&str, &str)] = &[
     (
         "mremap-dontunmap-thp-fork",
         include_str!("../validate/mremap-dontunmap-thp-fork.toml"),
-    ),    (
+    ),
+    (
         "fork-thp-child-munmap-part",
         include_str!("../validate/fork-thp-child-munmap-part.toml"),
     ),

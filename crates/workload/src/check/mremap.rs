@@ -73,7 +73,14 @@ impl<'a, 'd> Checker<'a, 'd> {
                     self.src.line_col(old.at),
                     format_size(new)
                 );
-                return Err(self.region_err(t, op, to.at, dest, problem, "; munmap it first, or remap to its size"));
+                return Err(self.region_err(
+                    t,
+                    op,
+                    to.at,
+                    dest,
+                    problem,
+                    "; munmap it first, or remap to its size",
+                ));
             }
         }
         let src = &mut self.regions[region];
