@@ -32,7 +32,8 @@ impl LockClass {
 }
 
 /// The kind of a handled fault, as the cost model charges it: decided where
-/// `fault.rs` picks the handler (one store into [`ThreadCtx::fault_kind`])
+/// the fault handler (`fault`) picks a path (one store into
+/// [`ThreadCtx::fault_kind`])
 /// and counted once per handled fault (a major fault counts as
 /// [`FaultKind::Major`], whatever its handler).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -32,6 +32,19 @@ use pt::VirtAddr;
 use pt::{Entry, Level, TableAddr};
 use std::collections::HashMap;
 
+/// A run of consecutive page-cache pages to map by PTEs: the pages
+/// `first..first + count` of the object, the first at `first_va`.
+///
+/// Invariant: the run lies inside the VMA and inside the PTE table of
+/// `first_va` (`folio_span` and the fault-around window only make such
+/// runs), so page `first + k` maps at `first_va + k * page`.
+#[derive(Clone, Copy)]
+struct CachedRun {
+    first: u64,
+    first_va: u64,
+    count: u64,
+}
+
 impl AddressSpace {
     /// The RSS counter of a PMD leaf in `vma` if the leaf maps a page-cache
     /// folio (any PMD leaf in a VMA with an object does).
@@ -158,17 +171,10 @@ impl AddressSpace {
         drop(g);
     }
 
-    /// The pages `[first, first + n)` of the folio holding page `idx` at
-    /// `va` if it may be mapped whole there (in the VMA, in the PTE table
-    /// of `va`, before the end of the file); else just `(idx, va)`.
-    fn folio_span(
-        &self,
-        vma: &Vma,
-        obj: &MemObject,
-        va: u64,
-        idx: u64,
-        order: u8,
-    ) -> (u64, u64, u64) {
+    /// The folio holding page `idx` at `va` as a run, if it may be mapped
+    /// whole there (in the VMA, in the PTE table of `va`, before the end of
+    /// the file); else the run of just that page.
+    fn folio_span(&self, vma: &Vma, obj: &MemObject, va: u64, idx: u64, order: u8) -> CachedRun {
         let n = 1u64 << order;
         let head = idx & !(n - 1);
         let first_va = va - (idx - head) * self.page;
@@ -180,9 +186,17 @@ impl AddressSpace {
             && first_va & !(self.pmd_size - 1) == last_va & !(self.pmd_size - 1)
             && head + n <= eof
         {
-            (head, first_va, n)
+            CachedRun {
+                first: head,
+                first_va,
+                count: n,
+            }
         } else {
-            (idx, va, 1)
+            CachedRun {
+                first: idx,
+                first_va: va,
+                count: 1,
+            }
         }
     }
 
@@ -233,15 +247,18 @@ impl AddressSpace {
                 i = next;
                 continue;
             }
-            let (first, first_va, count) = self.folio_span(vma, obj, v, idx, folio.order);
-            let (first, first_va, count) = if count > 1 {
-                (first, first_va, count)
+            let span = self.folio_span(vma, obj, v, idx, folio.order);
+            let run = if span.count > 1 {
+                span
             } else {
                 // Only the part inside the window.
-                (idx, v, (next.min(to) - i))
+                CachedRun {
+                    first: idx,
+                    first_va: v,
+                    count: next.min(to) - i,
+                }
             };
-            let (n, h) =
-                self.map_cached_run(vma, table, &pages, first, first_va, count, rss, va)?;
+            let (n, h) = self.map_cached_run(vma, table, &pages, run, rss, va)?;
             mapped += n;
             hit |= h;
             i = next;
@@ -271,34 +288,39 @@ impl AddressSpace {
         let idx = vma.pgoff_of(va, self.page_shift);
         let pages = obj.lock();
         let order = MemObject::folio_of(&pages, idx).map_or(0, |f| f.order);
-        let (first, first_va, count) = if obj.kind == ObjectKind::File {
+        let run = if obj.kind == ObjectKind::File {
             self.folio_span(vma, obj, va, idx, order)
         } else {
-            (idx, va, 1)
+            CachedRun {
+                first: idx,
+                first_va: va,
+                count: 1,
+            }
         };
-        let (mapped, _) =
-            self.map_cached_run(vma, table, &pages, first, first_va, count, rss, va)?;
+        let (mapped, _) = self.map_cached_run(vma, table, &pages, run, rss, va)?;
         drop(pages);
         self.rss_add(rss, mapped as i64);
         Ok(())
     }
 
-    /// Maps the cached pages `first..first + count` of `vma`'s object at
-    /// `first_va` onwards into the PTE table `table`, where its entries are
-    /// empty (the caller holds the table's lock and the object's pages);
-    /// returns how many it mapped and whether `va` was one of them.
-    #[allow(clippy::too_many_arguments)]
+    /// Maps the cached pages of `run` (of `vma`'s object) into the PTE
+    /// table `table`, where its entries are empty (the caller holds the
+    /// table's lock and the object's pages); returns how many it mapped and
+    /// whether `va` was one of them.
     fn map_cached_run(
         &self,
         vma: &Vma,
         table: TableAddr,
         pages: &HashMap<u64, Slot>,
-        first: u64,
-        first_va: u64,
-        count: u64,
+        run: CachedRun,
         rss: Rss,
         va: u64,
     ) -> Result<(u64, bool), Errno> {
+        let CachedRun {
+            first,
+            first_va,
+            count,
+        } = run;
         let (mut mapped, mut hit) = (0, false);
         for k in 0..count {
             let pv = first_va + k * self.page;

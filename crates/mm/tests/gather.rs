@@ -38,7 +38,6 @@ enum Op {
 
 /// Maps `tables` x 2 MiB, writes pages `pages[i] + k * stride` of each 2 MiB,
 /// applies `op` to `[from, to)` (in 2 MiB units) with the given bounds.
-#[allow(clippy::too_many_arguments)]
 fn run(
     reclaim: Reclaim,
     tables: u64,

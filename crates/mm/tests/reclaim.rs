@@ -256,3 +256,59 @@ fn file_shared(addr: u64, len: u64) -> MmapArgs {
         ..MmapArgs::anon(addr, len)
     }
 }
+
+/// Sets the dirty bit of the PTE mapping `va`, as the MMU does on a write
+/// through a writable entry (no fault).
+fn hardware_write(s: &AddressSpace, va: u64) {
+    let t = s.page_table().translate(VirtAddr::new(va)).unwrap();
+    assert!(
+        t.attrs.perms.write && !t.attrs.dirty,
+        "a writable, clean entry"
+    );
+    let word = t.entry_pas[t.reads - 1].get();
+    let table = pt::TableAddr::new(word & !(4 * K - 1));
+    let attrs = pt::Attrs {
+        dirty: true,
+        ..t.attrs
+    };
+    let e = pt::Entry::Leaf {
+        pa: t.pa.get(),
+        attrs,
+        contiguous: false,
+    };
+    s.page_table()
+        .set_entry(table, pt::Level::PTE, VirtAddr::new(va), &e);
+}
+
+#[test]
+fn a_zapped_dirty_shmem_pte_dirties_the_page_so_pageout_keeps_it() {
+    let s = space(MmConfig::default());
+    let mut ctx = ThreadCtx::new();
+    let shmem = MmapArgs {
+        kind: MapKind::Shmem,
+        shared: true,
+        ..MmapArgs::anon(BASE, 64 * K)
+    };
+    done(&s, s.mmap(&mut ctx, shmem));
+    // Read faults map shmem pages writable and clean; four are then written
+    // without a fault.
+    for i in 0..16 {
+        access(&s, &mut ctx, BASE + i * 4 * K, false);
+    }
+    for i in 0..4 {
+        hardware_write(&s, BASE + i * 4 * K);
+    }
+    // The zap moves the entries' dirty bits to the pages (Linux
+    // zap_present_folio_ptes), so after the pages are mapped again, clean,
+    // pageout keeps the four and frees the twelve never written.
+    done(&s, s.madvise(&mut ctx, BASE, 64 * K, Advice::DontNeed));
+    for i in 0..16 {
+        access(&s, &mut ctx, BASE + i * 4 * K, false);
+    }
+    assert_eq!(counters(&s, &ctx).rss_shmem_kb, 64);
+    let frames = s.mem().live_data().0;
+    done(&s, s.madvise(&mut ctx, BASE, 64 * K, Advice::PageOut));
+    assert_eq!(counters(&s, &ctx).rss_shmem_kb, 0);
+    assert_eq!(s.mem().live_data().0, frames - 12);
+    finish(s, &mut ctx);
+}

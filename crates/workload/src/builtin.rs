@@ -397,6 +397,30 @@ const VALIDATE: &[(&str, &str)] = &[
         "mremap-dontunmap-thp-fork",
         include_str!("../validate/mremap-dontunmap-thp-fork.toml"),
     ),
+    (
+        "fork-thp-child-munmap-part",
+        include_str!("../validate/fork-thp-child-munmap-part.toml"),
+    ),
+    (
+        "fork-thp-child-mprotect-part",
+        include_str!("../validate/fork-thp-child-mprotect-part.toml"),
+    ),
+    (
+        "fork-thp-child-dontneed-part",
+        include_str!("../validate/fork-thp-child-dontneed-part.toml"),
+    ),
+    (
+        "mremap-fixed-replace",
+        include_str!("../validate/mremap-fixed-replace.toml"),
+    ),
+    (
+        "mremap-fixed-replace-thp",
+        include_str!("../validate/mremap-fixed-replace-thp.toml"),
+    ),
+    (
+        "shmem-dirty-pte-zap",
+        include_str!("../validate/shmem-dirty-pte-zap.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.

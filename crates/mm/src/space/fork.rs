@@ -40,9 +40,21 @@ use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{AnonVma, Vma, Vmas};
+use crate::walk::PmdExtent;
 use pt::{Attrs, Entry, Level, Perms, TableAddr, VirtAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// The child's side of one PMD entry's copy (Linux `copy_pte_range`'s and
+/// `copy_huge_pmd`'s `dst_*` arguments): the child space, its copy of the
+/// source VMA, and its PMD table holding the entry for the same address
+/// as the source extent (allocated by `walk_alloc_pmd_table`, so it
+/// exists; the entry itself may still be none).
+struct ForkDest<'a> {
+    child: &'a AddressSpace,
+    vma: &'a Vma,
+    pmd_table: TableAddr,
+}
 
 impl AddressSpace {
     /// A new address space sharing this one's physical memory and anon
@@ -137,16 +149,29 @@ impl AddressSpace {
                 }
             };
             let next = a.addr_end(self.pmd_size, end);
+            let src = PmdExtent {
+                vma: src_vma,
+                pmd_table: src_pmd,
+                start: a,
+                end: next,
+            };
             match self.pt.read_entry(src_pmd, Level::PMD, a)? {
                 Entry::Invalid => {}
                 Entry::Leaf { .. } => {
-                    let dst_pmd = child.walk_alloc_pmd_table(ctx, a)?;
-                    self.copy_huge_pmd(ctx, child, src_vma, dst_vma, src_pmd, dst_pmd, a, d)?;
+                    let dst = ForkDest {
+                        child,
+                        vma: dst_vma,
+                        pmd_table: child.walk_alloc_pmd_table(ctx, a)?,
+                    };
+                    self.copy_huge_pmd(ctx, src, &dst, d)?;
                 }
                 Entry::Table { pa } => {
-                    let dst_pmd = child.walk_alloc_pmd_table(ctx, a)?;
-                    let src = TableAddr::new(pa);
-                    self.copy_pte_range(ctx, child, src_vma, src_pmd, src, dst_pmd, a, next, d)?;
+                    let dst = ForkDest {
+                        child,
+                        vma: dst_vma,
+                        pmd_table: child.walk_alloc_pmd_table(ctx, a)?,
+                    };
+                    self.copy_pte_range(ctx, src, TableAddr::new(pa), &dst, d)?;
                 }
             }
             a = next;
@@ -155,19 +180,23 @@ impl AddressSpace {
     }
 
     // Linux: mm/memory.c, copy_pte_range (copy_present_ptes / copy_present_pte)
-    #[allow(clippy::too_many_arguments)]
+    /// Copies the PTEs of the source extent `from` (in its PTE table `src`)
+    /// into the child's PTE table under `to`'s PMD entry.
     fn copy_pte_range(
         &self,
         ctx: &mut ThreadCtx,
-        child: &AddressSpace,
-        src_vma: &Vma,
-        src_pmd: TableAddr,
+        from: PmdExtent,
         src: TableAddr,
-        dst_pmd: TableAddr,
-        start: VirtAddr,
-        end: VirtAddr,
+        to: &ForkDest,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
+        let PmdExtent {
+            vma: src_vma,
+            pmd_table: src_pmd,
+            start,
+            end,
+        } = from;
+        let (child, dst_pmd) = (to.child, to.pmd_table);
         // pte_alloc_map_lock on the destination first, even if nothing in
         // the source range is present.
         let dst_lock = || child.pmd_lock_uncounted(dst_pmd);
@@ -267,18 +296,22 @@ impl AddressSpace {
     }
 
     // Linux: mm/huge_memory.c, copy_huge_pmd
-    #[allow(clippy::too_many_arguments)]
+    /// Copies the huge PMD leaf of the source extent `from` (which covers
+    /// it whole) into the child's empty PMD entry under `to`.
     fn copy_huge_pmd(
         &self,
         ctx: &mut ThreadCtx,
-        child: &AddressSpace,
-        src_vma: &Vma,
-        dst_vma: &Vma,
-        src_pmd: TableAddr,
-        dst_pmd: TableAddr,
-        addr: VirtAddr,
+        from: PmdExtent,
+        to: &ForkDest,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
+        let PmdExtent {
+            vma: src_vma,
+            pmd_table: src_pmd,
+            start: addr,
+            ..
+        } = from;
+        let (child, dst_vma, dst_pmd) = (to.child, to.vma, to.pmd_table);
         // A page-cache folio is not copied: the child's faults map it again.
         if !dst_vma.is_anon() && self.file_pmd_rss(src_vma).is_some() {
             return Ok(());

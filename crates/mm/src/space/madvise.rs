@@ -7,6 +7,7 @@ use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{Vma, VmaFlags, Vmas};
+use crate::walk::PteOp;
 use advice::Needs;
 
 /// The madvise kinds, one vocabulary with the workload format and the kernel
@@ -172,9 +173,9 @@ impl AddressSpace {
         }
         match advice {
             Advice::DontNeed => self.zap_range(ctx, v, s, e, true, d),
-            Advice::Free => self.madvise_free(ctx, v, s, e, d),
+            Advice::Free => self.walk_ptes(ctx, v, s, e, PteOp::Free, d),
             Advice::PageOut => self.pageout(ctx, v, s, e, d),
-            Advice::Cold => self.cold(ctx, v, s, e, d),
+            Advice::Cold => self.walk_ptes(ctx, v, s, e, PteOp::Cold, d),
             Advice::Remove => self.remove(ctx, v, s, e, d),
             Advice::WillNeed => {
                 if let Some(obj) = v.object() {
@@ -182,8 +183,8 @@ impl AddressSpace {
                 }
                 Ok(())
             }
-            Advice::PopulateRead => self.populate(ctx, vmas, s, e, PopulateMode::Read, true, d),
-            Advice::PopulateWrite => self.populate(ctx, vmas, s, e, PopulateMode::Write, true, d),
+            Advice::PopulateRead => self.populate(ctx, vmas, s, e, PopulateMode::Read, d),
+            Advice::PopulateWrite => self.populate(ctx, vmas, s, e, PopulateMode::Write, d),
             Advice::HugePage
             | Advice::NoHugePage
             | Advice::DontFork

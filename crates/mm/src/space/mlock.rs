@@ -104,7 +104,7 @@ impl AddressSpace {
         // (populate_vma_page_range).
         if how == Lock::Populate {
             let vmas = self.mmap_read(ctx);
-            let _ = self.populate(ctx, &vmas, start, end, PopulateMode::PerVma, false, d);
+            let _ = self.populate(ctx, &vmas, start, end, PopulateMode::PerVma, d);
         }
         Ok(())
     }

@@ -152,7 +152,7 @@ impl AddressSpace {
         if args.populate || args.locked {
             // Linux: mm_populate after the write lock is dropped; errors ignored.
             let vmas = self.mmap_read(ctx);
-            let _ = self.populate(ctx, &vmas, start, end, PopulateMode::PerVma, false, d);
+            let _ = self.populate(ctx, &vmas, start, end, PopulateMode::PerVma, d);
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::{Prot, Vma};
+use crate::walk::PteOp;
 
 impl AddressSpace {
     /// Linux `mprotect`: changes the protection of `[addr, addr + len)`,
@@ -62,12 +63,12 @@ impl AddressSpace {
                 let e = old.end.min(end);
                 let set = |v: &mut Vma| mprotect_flags(v, prot);
                 if let Some(v) = self.vma_modify(ctx, &mut vmas, cur, e, set, d)? {
-                    self.change_protection(ctx, &v, cur, e, d)?;
+                    self.walk_ptes(ctx, &v, cur, e, PteOp::Protect, d)?;
                     // Linux: mprotect_fixup: a private VM_LOCKED VMA becoming
                     // writable is populated for write now (populate_vma_page_range),
                     // so its COW faults happen here, not at the first writes.
                     if old.flags.locked && !old.prot.write && !old.shared && prot.write {
-                        let _ = self.populate(ctx, &vmas, cur, e, PopulateMode::PerVma, false, d);
+                        let _ = self.populate(ctx, &vmas, cur, e, PopulateMode::PerVma, d);
                     }
                 }
                 cur = e;

@@ -4,6 +4,7 @@ use super::AddressSpace;
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
+use crate::walk::PteOp;
 
 impl AddressSpace {
     /// Linux `msync(MS_SYNC)`: writes back the dirty pages of shared file
@@ -50,7 +51,7 @@ impl AddressSpace {
                     let last = v.pgoff_of(e, self.page_shift);
                     self.mkclean_others(ctx, obj, first, last)?;
                 }
-                self.writeback(ctx, v, s, e, d)?;
+                self.walk_ptes(ctx, v, s, e, PteOp::Writeback, d)?;
                 self.writeback_unmapped(v, s, e);
                 // The pages this writeback cleaned are the ones it wrote.
                 ctx.counters.writeback_pages += before.saturating_sub(dirty(v));

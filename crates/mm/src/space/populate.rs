@@ -8,22 +8,35 @@ use crate::error::Errno;
 use crate::vma::{Vma, Vmas};
 use pt::VirtAddr;
 
-/// How [`AddressSpace::populate`] faults pages in.
+/// How [`AddressSpace::populate`] faults pages in, and what it does with a
+/// page it cannot fault in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PopulateMode {
-    /// Linux `populate_vma_page_range`: write faults for private writable
-    /// mappings, read faults otherwise.
+    /// Linux `populate_vma_page_range` (MAP_POPULATE, mlock, mremap and
+    /// mprotect of a locked mapping): write faults for private writable
+    /// mappings, read faults otherwise; what cannot be faulted in is
+    /// skipped (`mm_populate` ignores the error).
     PerVma,
+    /// MADV_POPULATE_READ (Linux `faultin_page_range`): read faults; an
+    /// error is returned.
     Read,
+    /// MADV_POPULATE_WRITE: write faults; an error is returned.
     Write,
+}
+
+impl PopulateMode {
+    /// Whether a page that cannot be faulted in fails the call
+    /// (MADV_POPULATE_*) rather than being skipped.
+    fn strict(self) -> bool {
+        self != PopulateMode::PerVma
+    }
 }
 
 impl AddressSpace {
     /// Faults in `[start, end)` as GUP would (Linux `faultin_page_range` /
     /// `populate_vma_page_range`): one fault per unsatisfied page, counted
-    /// like any fault. `strict`: errors are returned (MADV_POPULATE_*),
-    /// else skipped (MAP_POPULATE, mlock).
-    #[allow(clippy::too_many_arguments)]
+    /// like any fault; errors are returned or skipped as `mode` says
+    /// ([`PopulateMode::strict`]).
     pub(crate) fn populate(
         &self,
         ctx: &mut ThreadCtx,
@@ -31,9 +44,9 @@ impl AddressSpace {
         start: u64,
         end: u64,
         mode: PopulateMode,
-        strict: bool,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
+        let strict = mode.strict();
         let list: Vec<&Vma> = vmas.overlapping(start, end).collect();
         for v in list {
             // Linux: populate_vma_page_range faults nothing into a

@@ -37,6 +37,7 @@ use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::vma::Vma;
+use crate::walk::PmdExtent;
 use pt::{Entry, Level, TableAddr, VirtAddr};
 use std::sync::atomic::Ordering;
 
@@ -77,19 +78,21 @@ impl AddressSpace {
     }
 
     /// A huge PMD entry met by MADV_COLD, MADV_PAGEOUT or MADV_FREE over
-    /// `[a, next)` (Linux: the `pmd_trans_huge` part of
+    /// `ext` (Linux: the `pmd_trans_huge` part of
     /// `madvise_cold_or_pageout_pte_range`, and `madvise_free_huge_pmd`).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn huge_pmd_reclaim(
         &self,
         ctx: &mut ThreadCtx,
-        vma: &Vma,
-        pmd_table: TableAddr,
-        a: VirtAddr,
-        next: VirtAddr,
+        ext: PmdExtent,
         how: PageAdvice,
         d: &mut Deferred,
     ) -> Result<HugeStep, Errno> {
+        let PmdExtent {
+            vma,
+            pmd_table,
+            start: a,
+            ..
+        } = ext;
         let g = self.pmd_lock(ctx, pmd_table);
         let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(pmd_table, Level::PMD, a)? else {
             drop(g);
@@ -103,8 +106,7 @@ impl AddressSpace {
         {
             return Ok(HugeStep::Done);
         }
-        let whole = next.offset_from(a) == self.pmd_size;
-        let split_folio = match (how, whole) {
+        let split_folio = match (how, ext.whole(self.pmd_size)) {
             (PageAdvice::Free, true) => {
                 self.set_lazyfree(pa, true);
                 return Ok(HugeStep::Lazyfree);
@@ -138,21 +140,25 @@ impl AddressSpace {
         Ok(HugeStep::Walk)
     }
 
-    /// Before a PTE table's share `[a, next)` is walked by MADV_COLD,
-    /// MADV_PAGEOUT or MADV_FREE (PTE lock held): splits the large folios
-    /// mapped there that the range covers only in part, and those
-    /// MADV_PAGEOUT reclaims (Linux: the `folio_test_large` part of
+    /// Before a PTE table's share `ext` is walked by MADV_COLD,
+    /// MADV_PAGEOUT or MADV_FREE (PTE lock of `table` held): splits the
+    /// large folios mapped there that the range covers only in part, and
+    /// those MADV_PAGEOUT reclaims (Linux: the `folio_test_large` part of
     /// `madvise_cold_or_pageout_pte_range` and `madvise_free_pte_range`,
     /// and `shrink_folio_list`'s fallback to base pages).
     pub(crate) fn split_for_reclaim(
         &self,
-        vma: &Vma,
+        ext: PmdExtent,
         table: TableAddr,
-        a: VirtAddr,
-        next: VirtAddr,
         how: PageAdvice,
         d: &mut Deferred,
     ) -> Result<(), Errno> {
+        let PmdExtent {
+            vma,
+            start: a,
+            end: next,
+            ..
+        } = ext;
         if self.nr_folios.load(Ordering::Acquire) == 0 || !vma.is_anon() {
             return Ok(());
         }

@@ -24,6 +24,7 @@ use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::gather::GatherFlush;
+use crate::walk::PteOp;
 use pt::table::FreedTables;
 use pt::{Entry, Level, VirtAddr};
 use std::collections::HashSet;
@@ -160,7 +161,7 @@ impl AddressSpace {
                 }
                 let s = v.start + ((a - lo) << self.page_shift);
                 let e = v.start + ((b - lo) << self.page_shift);
-                other.writeback(ctx, v, s, e, &mut d)?;
+                other.walk_ptes(ctx, v, s, e, PteOp::Writeback, &mut d)?;
             }
             other.flush_now(ctx, d)?;
             drop(vmas);

@@ -6,8 +6,9 @@ impl<'a, 'd> Checker<'a, 'd> {
     /// `mremap` of the whole of `region` (see "mremap" in docs/format.md):
     /// one private anonymous VMA (no hole, one set of attributes, not
     /// locked); without `to`, resized in place (the region's largest size
-    /// reserves the room to grow); with `to`, moved onto that region, which
-    /// must be unmapped, and `region` is unmapped after.
+    /// reserves the room to grow); with `to`, moved onto that region, whose
+    /// own mapping (if any, and no longer than the new size) is unmapped
+    /// first, and `region` is unmapped after.
     pub(super) fn mremap(
         &mut self,
         t: &Thread,
@@ -60,12 +61,27 @@ impl<'a, 'd> Checker<'a, 'd> {
             return Err(self.region_err(t, op, to.at, region, problem, ""));
         }
         self.one_changer(t, op, dest, users)?;
+        // MREMAP_FIXED unmaps whatever is mapped at the destination first
+        // (Linux mremap_to: do_munmap of [new_addr, new_addr + new_len)).
+        // A destination mapped past `size` would keep its tail mapped: the
+        // region would then be two mappings, which a region is not.
         if let Some(old) = &self.regions[dest].mapping {
-            let problem = format!(
-                "is mapped (by the mmap at {}), so it cannot be mremap's destination",
-                self.src.line_col(old.at)
-            );
-            return Err(self.region_err(t, op, to.at, dest, problem, "; munmap it first"));
+            if old.size > new {
+                let problem = format!(
+                    "is mapped {} long (by the mmap at {}), longer than the mremap's size {}: its tail would stay mapped, which is not supported",
+                    format_size(old.size),
+                    self.src.line_col(old.at),
+                    format_size(new)
+                );
+                return Err(self.region_err(
+                    t,
+                    op,
+                    to.at,
+                    dest,
+                    problem,
+                    "; munmap it first, or remap to its size",
+                ));
+            }
         }
         let src = &mut self.regions[region];
         if let Some(at) = m.dontunmap {

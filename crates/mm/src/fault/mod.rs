@@ -8,9 +8,20 @@
 //! still counts, as on Linux, and the access is retried).
 //!
 //! [`AddressSpace::fault`] takes the faulting address as the workload gave
-//! it (a bare word) and the handler carries it as a [`VirtAddr`] from there.
+//! it (a bare word) and the handler carries it, with the VMA, the access
+//! and the PMD table, as one `VmFault` from there.
+//!
+//! - here: the entry (`fault`, `__handle_mm_fault`), the PMD entry's
+//!   cases, and the anonymous PTE faults (`do_anonymous_page`,
+//!   `do_wp_page`);
+//! - `huge`: THP faults (mm/huge_memory.c);
+//! - `file`: PTE faults in file and shmem mappings (`do_read_fault`,
+//!   `do_cow_fault`, `do_shared_fault`).
 
-use crate::cache::{Lookup, MemObject};
+mod file;
+mod huge;
+
+use crate::cache::MemObject;
 use crate::counters::{FaultKind, ThreadCtx};
 use crate::deferred::Deferred;
 use crate::error::Errno;
@@ -64,9 +75,32 @@ pub enum FaultResult {
     Internal(Errno),
 }
 
+/// What a THP fault did.
 enum Huge {
+    /// Handled (or found handled by someone else): the access retries.
     Done,
+    /// No huge page could be had: go on with the PTE path.
     Fallback,
+}
+
+/// One fault being handled (Linux `struct vm_fault`): the VMA, the
+/// faulting address, whether the access writes, and the PMD table holding
+/// the entry for the address. Every handler below `__handle_mm_fault`
+/// takes it; the PTE-level ones take the PTE table beside it, since that
+/// one can change while the fault retries.
+///
+/// Invariants: `va` is page-aligned and inside `vma`, whose protection
+/// allows the access (`fault` checked both); `pmd_table` exists
+/// (`alloc_pmd_table` made it) and stays, since the fault holds the mmap
+/// lock for reading and only a writer frees PMD tables; the entries in and
+/// below it may change under concurrent faults and zaps, so each handler
+/// re-reads them under their lock.
+#[derive(Clone, Copy)]
+pub(crate) struct VmFault<'a> {
+    pub(crate) vma: &'a Vma,
+    pub(crate) pmd_table: TableAddr,
+    pub(crate) va: VirtAddr,
+    pub(crate) write: bool,
 }
 
 impl AddressSpace {
@@ -121,18 +155,22 @@ impl AddressSpace {
         write: bool,
     ) -> Result<(Deferred, bool), Errno> {
         let pmd_table = self.alloc_pmd_table(ctx, va)?;
+        let vmf = VmFault {
+            vma,
+            pmd_table,
+            va,
+            write,
+        };
         let mut d = Deferred::none();
         loop {
             // The common case first: the PMD entry points to a PTE table.
             if let Some(table) = self.pt.next_table(pmd_table, Level::PMD, va) {
-                if let Some(major) =
-                    self.handle_pte_fault(ctx, vma, pmd_table, table, va, write, &mut d)?
-                {
+                if let Some(major) = self.handle_pte_fault(ctx, &vmf, table, &mut d)? {
                     return Ok((d, major));
                 }
                 continue;
             }
-            if let Some(major) = self.pmd_entry_fault(ctx, vma, pmd_table, va, write, &mut d)? {
+            if let Some(major) = self.pmd_entry_fault(ctx, &vmf, &mut d)? {
                 return Ok((d, major));
             }
         }
@@ -146,12 +184,15 @@ impl AddressSpace {
     fn pmd_entry_fault(
         &self,
         ctx: &mut ThreadCtx,
-        vma: &Vma,
-        pmd_table: TableAddr,
-        va: VirtAddr,
-        write: bool,
+        vmf: &VmFault,
         d: &mut Deferred,
     ) -> Result<Option<bool>, Errno> {
+        let VmFault {
+            vma,
+            pmd_table,
+            va,
+            write,
+        } = *vmf;
         match self.pt.read_entry(pmd_table, Level::PMD, va)? {
             Entry::Invalid => {
                 if let Some(obj) = vma.object() {
@@ -162,7 +203,7 @@ impl AddressSpace {
                     }
                 }
                 if self.thp_allowed(vma, va.get()) {
-                    match self.do_huge_pmd_anonymous_page(ctx, vma, pmd_table, va, write)? {
+                    match self.do_huge_pmd_anonymous_page(ctx, vmf)? {
                         Huge::Done => return Ok(Some(false)),
                         Huge::Fallback => {}
                     }
@@ -187,7 +228,7 @@ impl AddressSpace {
                     // Linux: do_huge_pmd_wp_page on the huge zero page:
                     // replace it by a THP (6.12+), and only if no huge
                     // page can be had, split and let the PTE path copy.
-                    match self.do_huge_zero_wp_pmd(ctx, vma, pmd_table, va, orig, d)? {
+                    match self.do_huge_zero_wp_pmd(ctx, vmf, orig, d)? {
                         Huge::Done => return Ok(Some(false)),
                         Huge::Fallback => {}
                     }
@@ -205,14 +246,14 @@ impl AddressSpace {
                 if write && attrs.perms.user && !attrs.perms.write && vma.prot.write {
                     // Linux: do_huge_pmd_wp_page on an anonymous THP that a
                     // fork write-protected.
-                    return self.do_huge_pmd_wp_page(ctx, vma, pmd_table, va, orig, pa, d);
+                    return self.do_huge_pmd_wp_page(ctx, vmf, orig, pa, d);
                 }
                 // Linux: huge_pmd_set_accessed (a spurious fault).
                 Ok(Some(false))
             }
             Entry::Table { pa } => {
                 let table = TableAddr::new(pa);
-                self.handle_pte_fault(ctx, vma, pmd_table, table, va, write, d)
+                self.handle_pte_fault(ctx, vmf, table, d)
             }
         }
     }
@@ -228,210 +269,25 @@ impl AddressSpace {
         Ok(self.pt.alloc_install(pmd_table, Level::PMD, va, pmd_lock)?)
     }
 
-    // Linux: mm/huge_memory.c, do_huge_pmd_anonymous_page / __do_huge_pmd_anonymous_page
-    fn do_huge_pmd_anonymous_page(
-        &self,
-        ctx: &mut ThreadCtx,
-        vma: &Vma,
-        pmd_table: TableAddr,
-        va: VirtAddr,
-        write: bool,
-    ) -> Result<Huge, Errno> {
-        let haddr = va.align_down(self.pmd_size);
-        let mem = self.pt.mem();
-        let huge_zero = self.huge_zero_pa.expect("thp_allowed checked it");
-        if !write && self.cfg.thp_use_zero_page {
-            // set_huge_zero_folio: deposit a table, mm_inc_nr_ptes.
-            let table = self.pt.alloc_table(Level::PTE)?;
-            let g = self.pmd_lock(ctx, pmd_table);
-            if self.pt.is_none(pmd_table, Level::PMD, haddr) {
-                let attrs = self.leaf_attrs(vma, PageKind::Zero, false);
-                self.set_huge_pmd(pmd_table, haddr, huge_zero, attrs, table);
-                drop(g);
-            } else {
-                drop(g);
-                self.pt.free_table(table)?;
-            }
-            return Ok(Huge::Done);
-        }
-        let Ok(folio) = mem.alloc_data(self.pmd_size) else {
-            ctx.counters.thp_fault_fallback += 1;
-            return Ok(Huge::Fallback);
-        };
-        let table = match self.pt.alloc_table(Level::PTE) {
-            Ok(t) => t,
-            Err(e) => {
-                mem.free_data(folio, self.pmd_size)?;
-                return Err(e.into());
-            }
-        };
-        let g = self.pmd_lock(ctx, pmd_table);
-        if self.pt.is_none(pmd_table, Level::PMD, haddr) {
-            let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
-            self.add_folio(folio, self.pmd_size);
-            self.set_huge_pmd(pmd_table, haddr, folio, attrs, table);
-            let n = (self.pmd_size / self.page) as i64;
-            self.rss_add(Rss::Anon, n);
-            self.anon_huge
-                .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            drop(g);
-            ctx.counters.thp_fault_alloc += 1;
-            ctx.fault_kind = FaultKind::Thp;
-        } else {
-            drop(g);
-            self.pt.free_table(table)?;
-            mem.free_data(folio, self.pmd_size)?;
-        }
-        Ok(Huge::Done)
-    }
-
-    // Linux: mm/huge_memory.c, do_huge_zero_wp_pmd (since 6.12)
-    /// A write to the huge zero page: allocate a THP and, if the PMD entry
-    /// is still `orig` under the PMD lock, replace the huge zero page by it
-    /// (clear and flush, then map writable). The deposited table stays with
-    /// the PMD and stays counted (no `mm_inc_nr_ptes`). `Fallback` when no
-    /// huge page can be had (counted as `THP_FAULT_FALLBACK` by
-    /// `vma_alloc_anon_folio_pmd`); the caller then splits.
-    fn do_huge_zero_wp_pmd(
-        &self,
-        ctx: &mut ThreadCtx,
-        vma: &Vma,
-        pmd_table: TableAddr,
-        va: VirtAddr,
-        orig: Entry,
-        d: &mut Deferred,
-    ) -> Result<Huge, Errno> {
-        let haddr = va.align_down(self.pmd_size);
-        let mem = self.pt.mem();
-        let Ok(folio) = mem.alloc_data(self.pmd_size) else {
-            ctx.counters.thp_fault_fallback += 1;
-            return Ok(Huge::Fallback);
-        };
-        let g = self.pmd_lock(ctx, pmd_table);
-        if self.pt.read_entry(pmd_table, Level::PMD, haddr)? != orig {
-            // pmd_same failed: someone else changed it; the access retries.
-            drop(g);
-            mem.free_data(folio, self.pmd_size)?;
-            return Ok(Huge::Done);
-        }
-        // pmdp_huge_clear_flush, then map_anon_folio_pmd_pf.
-        self.pt.pte_clear(pmd_table, Level::PMD, haddr);
-        d.add_flush(haddr.get(), self.pmd_size);
-        let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
-        self.add_folio(folio, self.pmd_size);
-        self.pt.set_entry(
-            pmd_table,
-            Level::PMD,
-            haddr,
-            &Entry::Leaf {
-                pa: folio,
-                attrs,
-                contiguous: false,
-            },
-        );
-        let n = (self.pmd_size / self.page) as i64;
-        self.rss_add(Rss::Anon, n);
-        self.anon_huge
-            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-        drop(g);
-        ctx.counters.thp_fault_alloc += 1;
-        ctx.fault_kind = FaultKind::Thp;
-        Ok(Huge::Done)
-    }
-
-    // Linux: mm/huge_memory.c, do_huge_pmd_wp_page (anonymous folio)
-    /// A write to a write-protected anonymous THP: reuse it (map the PMD
-    /// writable) when this space is its only holder; else split the PMD
-    /// and fall back to the PTE path (`VM_FAULT_FALLBACK`), whose
-    /// `do_wp_page` copies the one page written. `Ok(None)`: look again.
-    #[allow(clippy::too_many_arguments)]
-    fn do_huge_pmd_wp_page(
-        &self,
-        ctx: &mut ThreadCtx,
-        vma: &Vma,
-        pmd_table: TableAddr,
-        va: VirtAddr,
-        orig: Entry,
-        pa: u64,
-        d: &mut Deferred,
-    ) -> Result<Option<bool>, Errno> {
-        let haddr = va.align_down(self.pmd_size);
-        let g = self.pmd_lock(ctx, pmd_table);
-        if self.pt.read_entry(pmd_table, Level::PMD, haddr)? != orig {
-            drop(g);
-            return Ok(None);
-        }
-        if self.not_exclusive.exclusive(pa) || !self.shares.shared(pa) {
-            // folio_ref_count == 1: reuse (maybe_pmd_mkwrite, pmd_mkdirty).
-            self.not_exclusive.remove(pa);
-            let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
-            self.pt.set_entry(
-                pmd_table,
-                Level::PMD,
-                haddr,
-                &Entry::Leaf {
-                    pa,
-                    attrs,
-                    contiguous: false,
-                },
-            );
-            drop(g);
-            return Ok(Some(false));
-        }
-        // __split_huge_pmd, then VM_FAULT_FALLBACK.
-        self.split_huge_pmd_locked(vma, pmd_table, haddr, d)?;
-        drop(g);
-        Ok(None)
-    }
-
-    /// Installs a huge PMD leaf with its deposited table (caller holds the
-    /// PMD lock, or the space is a fork's child no one else can reach yet;
-    /// the entry is empty).
-    pub(crate) fn set_huge_pmd(
-        &self,
-        pmd_table: TableAddr,
-        haddr: VirtAddr,
-        pa: u64,
-        attrs: Attrs,
-        deposit: TableAddr,
-    ) {
-        crate::space::lock_plain(&self.deposits).insert(haddr.get(), deposit);
-        // The deposited table is page-table memory: Linux counts it in VmPTE.
-        self.pt.count_table(Level::PTE);
-        self.pt.set_entry(
-            pmd_table,
-            Level::PMD,
-            haddr,
-            &Entry::Leaf {
-                pa,
-                attrs,
-                contiguous: false,
-            },
-        );
-    }
-
     /// Linux `handle_pte_fault`. `Ok(None)`: the PMD entry changed, retry.
-    #[allow(clippy::too_many_arguments)]
     fn handle_pte_fault(
         &self,
         ctx: &mut ThreadCtx,
-        vma: &Vma,
-        pmd_table: TableAddr,
+        vmf: &VmFault,
         table: TableAddr,
-        va: VirtAddr,
-        write: bool,
         d: &mut Deferred,
     ) -> Result<Option<bool>, Errno> {
+        let VmFault { vma, va, write, .. } = *vmf;
         let orig = self.pt.read_entry(table, Level::PTE, va)?;
         match orig {
             Entry::Invalid => match vma.object() {
-                None => self.do_anonymous_page(ctx, vma, pmd_table, table, va, write),
-                Some(obj) if !write => self.do_read_fault(ctx, vma, obj, pmd_table, table, va),
-                Some(obj) if !vma.shared => self.do_cow_fault(ctx, vma, obj, pmd_table, table, va),
-                Some(obj) => self.do_shared_fault(ctx, vma, obj, pmd_table, table, va),
+                None => self.do_anonymous_page(ctx, vmf, table),
+                Some(obj) if !write => self.do_read_fault(ctx, vmf, obj, table),
+                Some(obj) if !vma.shared => self.do_cow_fault(ctx, vmf, obj, table),
+                Some(obj) => self.do_shared_fault(ctx, vmf, obj, table),
             },
             Entry::Leaf { pa, attrs, .. } if write && !attrs.perms.write => {
-                self.do_wp_page(ctx, vma, pmd_table, table, va, orig, pa, d)
+                self.do_wp_page(ctx, vmf, table, orig, pa, d)
             }
             // Spurious: someone else handled it, or a stale TLB entry.
             _ => Ok(Some(false)),
@@ -464,12 +320,15 @@ impl AddressSpace {
     fn do_anonymous_page(
         &self,
         ctx: &mut ThreadCtx,
-        vma: &Vma,
-        pmd_table: TableAddr,
+        vmf: &VmFault,
         table: TableAddr,
-        va: VirtAddr,
-        write: bool,
     ) -> Result<Option<bool>, Errno> {
+        let VmFault {
+            vma,
+            pmd_table,
+            va,
+            write,
+        } = *vmf;
         if !write {
             // The shared zero page: a fault, no RSS.
             let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
@@ -534,177 +393,20 @@ impl AddressSpace {
         Ok(Some(false))
     }
 
-    fn cache_rss(obj: &MemObject) -> Rss {
-        match obj.kind {
-            crate::cache::ObjectKind::File => Rss::File,
-            crate::cache::ObjectKind::Shmem => Rss::Shmem,
-        }
-    }
-
-    // Linux: mm/memory.c, __do_fault (filemap_fault: read-ahead on a miss
-    // or on a marked folio, see crate::readahead)
-    /// The page of `obj` at page offset `idx`, read in if it is not cached.
-    /// The pages its read-ahead read in are counted in `ctx`.
-    fn do_fault_lookup(
-        &self,
-        ctx: &mut ThreadCtx,
-        vma: &Vma,
-        obj: &MemObject,
-        idx: u64,
-    ) -> Result<Lookup, Errno> {
-        let ra = self.ra_request(vma, obj);
-        let lookup = obj.get(&mut obj.lock(), idx, &ra)?;
-        ctx.counters.pages_read += lookup.read;
-        ctx.counters.pmd_pages_read += lookup.read_pmd;
-        if lookup.major && lookup.read_pmd > 0 {
-            ctx.counters.pmd_major_faults += 1;
-        }
-        Ok(lookup)
-    }
-
-    // Linux: mm/memory.c, finish_fault
-    /// Maps the page-cache page `lookup` (offset `idx` of `obj`) at `va` if
-    /// the PTE is still none once its lock is taken; a write maps it dirty
-    /// and marks the cached page dirty. `Ok(None)`: the PTE table changed,
-    /// retry.
-    #[allow(clippy::too_many_arguments)]
-    fn finish_cache_fault(
-        &self,
-        ctx: &mut ThreadCtx,
-        vma: &Vma,
-        obj: &MemObject,
-        (pmd_table, table): (TableAddr, TableAddr),
-        va: VirtAddr,
-        (idx, lookup): (u64, Lookup),
-        write: bool,
-    ) -> Result<Option<bool>, Errno> {
-        let rss = Self::cache_rss(obj);
-        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
-            return Ok(None);
-        };
-        if self.pt.read_entry(table, Level::PTE, va)? == Entry::Invalid {
-            let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), write);
-            self.set_ptes(table, va, lookup.pa, self.page, attrs);
-            self.rss_add(rss, 1);
-            ctx.fault_kind = if write {
-                FaultKind::Shmem
-            } else {
-                FaultKind::FileRead
-            };
-            if write {
-                MemObject::set_dirty(&mut obj.lock(), idx, true);
-            }
-        }
-        drop(g);
-        Ok(Some(lookup.major))
-    }
-
-    // Linux: mm/memory.c, do_read_fault (do_fault_around, then __do_fault
-    // and finish_fault; a major fault is retried, running fault-around)
-    fn do_read_fault(
-        &self,
-        ctx: &mut ThreadCtx,
-        vma: &Vma,
-        obj: &MemObject,
-        pmd_table: TableAddr,
-        table: TableAddr,
-        va: VirtAddr,
-    ) -> Result<Option<bool>, Errno> {
-        let around = self.cfg.fault_around_bytes / self.page > 1;
-        if around {
-            let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
-                return Ok(None);
-            };
-            let hit = self.filemap_map_pages(vma, obj, table, va.get())?;
-            drop(g);
-            if hit {
-                ctx.fault_kind = FaultKind::FileRead;
-                return Ok(Some(false));
-            }
-        }
-        let idx = vma.pgoff_of(va.get(), self.page_shift);
-        let lookup = self.do_fault_lookup(ctx, vma, obj, idx)?;
-        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
-            return Ok(None);
-        };
-        if lookup.major && around && self.filemap_map_pages(vma, obj, table, va.get())? {
-            // The retry after the read: fault-around mapped it.
-            drop(g);
-            return Ok(Some(true));
-        }
-        if self.pt.read_entry(table, Level::PTE, va)? == Entry::Invalid {
-            self.finish_read_fault(vma, obj, table, va.get())?;
-        }
-        drop(g);
-        Ok(Some(lookup.major))
-    }
-
-    // Linux: mm/memory.c, do_cow_fault
-    fn do_cow_fault(
-        &self,
-        ctx: &mut ThreadCtx,
-        vma: &Vma,
-        obj: &MemObject,
-        pmd_table: TableAddr,
-        table: TableAddr,
-        va: VirtAddr,
-    ) -> Result<Option<bool>, Errno> {
-        let mem = self.pt.mem();
-        let copy = mem.alloc_data(self.page)?;
-        let idx = vma.pgoff_of(va.get(), self.page_shift);
-        let lookup = match self.do_fault_lookup(ctx, vma, obj, idx) {
-            Ok(l) => l,
-            Err(e) => {
-                mem.free_data(copy, self.page)?;
-                return Err(e);
-            }
-        };
-        let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
-            mem.free_data(copy, self.page)?;
-            return Ok(None);
-        };
-        if self.pt.read_entry(table, Level::PTE, va)? == Entry::Invalid {
-            let attrs = self.leaf_attrs(vma, PageKind::Anon, true);
-            self.set_ptes(table, va, copy, self.page, attrs);
-            self.rss_add(Rss::Anon, 1);
-            drop(g);
-            ctx.fault_kind = FaultKind::Cow;
-        } else {
-            drop(g);
-            mem.free_data(copy, self.page)?;
-        }
-        Ok(Some(lookup.major))
-    }
-
-    // Linux: mm/memory.c, do_shared_fault (page_mkwrite, then a dirty writable PTE)
-    fn do_shared_fault(
-        &self,
-        ctx: &mut ThreadCtx,
-        vma: &Vma,
-        obj: &MemObject,
-        pmd_table: TableAddr,
-        table: TableAddr,
-        va: VirtAddr,
-    ) -> Result<Option<bool>, Errno> {
-        let idx = vma.pgoff_of(va.get(), self.page_shift);
-        let lookup = self.do_fault_lookup(ctx, vma, obj, idx)?;
-        self.finish_cache_fault(ctx, vma, obj, (pmd_table, table), va, (idx, lookup), true)
-    }
-
     // Linux: mm/memory.c, do_wp_page (wp_page_copy for the zero page and
     // private file pages; wp_page_shared for shared file pages)
-    #[allow(clippy::too_many_arguments)]
     fn do_wp_page(
         &self,
         ctx: &mut ThreadCtx,
-        vma: &Vma,
-        pmd_table: TableAddr,
+        vmf: &VmFault,
         table: TableAddr,
-        va: VirtAddr,
         orig: Entry,
         pa: u64,
         d: &mut Deferred,
     ) -> Result<Option<bool>, Errno> {
+        let VmFault {
+            vma, pmd_table, va, ..
+        } = *vmf;
         let kind = self.classify(vma, va.get(), pa);
         let mem = self.pt.mem();
         let copy = match kind {
