@@ -13,7 +13,11 @@ misses are `tlb_l1_misses`, ITLB misses `itlb_misses`, STLB misses
 `tlb_misses + itlb_l2_misses` (the STLB is shared by both sides). The
 difference is ptlab's against ChampSim's, in % of ChampSim's. ChampSim's
 MISS counts requests merged into a miss already in flight (MSHR_MERGE),
-which an untimed model has not; its column is printed beside.
+which an untimed model has not: the last three columns give them, the
+misses less them and ptlab's difference from that. The
+STLB's accesses are the first-level misses of both sides that left their
+level (a merged miss does not): ChampSim prints them as the STLB's ACCESS,
+ptlab's are its second-level hits and misses.
 """
 
 import json
@@ -67,14 +71,24 @@ def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__.strip().split("\n\n")[1])
     cs, pt = champsim(sys.argv[1]), ptlab(sys.argv[2])
-    print("| level | ChampSim MISS | (of which MSHR_MERGE) | ptlab misses | difference |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    for level in ("DTLB", "ITLB", "STLB"):
+    print("| figure | ChampSim | ptlab | difference | ChampSim's MSHR_MERGE | ChampSim less merged | difference |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+    def pct(theirs, mine):
+        if theirs == 0:
+            return "n/a" if mine == 0 else "inf"
+        return f"{100.0 * (mine - theirs) / theirs:+.2f}%"
+
+    def row(name, theirs, merge, mine):
+        rest = f"| {merge:,} | {theirs - merge:,} | {pct(theirs - merge, mine)} |" if merge is not None else "| - | - | - |"
+        print(f"| {name} | {theirs:,} | {mine:,} | {pct(theirs, mine)} {rest}")
+
+    for level in ("DTLB", "ITLB"):
         _, miss, merge = cs[level]
-        mine = pt[level][1]
-        diff = "n/a" if miss == 0 and mine == 0 else (
-            "inf" if miss == 0 else f"{100.0 * (mine - miss) / miss:+.2f}%")
-        print(f"| {level} | {miss:,} | {merge:,} | {mine:,} | {diff} |")
+        row(f"{level} misses", miss, merge, pt[level][1])
+    row("STLB accesses", cs["STLB"][0], None, pt["STLB"][0])
+    _, miss, merge = cs["STLB"]
+    row("STLB misses", miss, merge, pt["STLB"][1])
     print(f"ptlab minor faults in the window: {pt['faults'][0]:,}")
 
 
