@@ -12,7 +12,10 @@ the registers, an asid pair and 6 bytes of padding at the end). The
 program they describe, in a loop: a sequential walk over an array (a load
 every instruction of four), a random update of a table (GUPS: a load and a
 store), stack pushes and pops, and instructions with no memory operand.
-Deterministic for a given --seed.
+The loop's code is 16 KiB (four pages) unless --code-pages spreads it: then
+each block of eight instructions (the last one a branch) lies on the next
+of that many pages, round robin, so the instruction TLB misses once the
+pages outnumber its entries. Deterministic for a given --seed.
 """
 
 import argparse
@@ -26,6 +29,8 @@ def main():
     p.add_argument("--records", type=int, required=True, help="instructions to write")
     p.add_argument("--cloudsuite", action="store_true", help="96-byte cloudsuite_instr records")
     p.add_argument("--table-mib", type=int, default=1024, help="the random-update table (MiB)")
+    p.add_argument("--code-pages", type=int, default=0,
+                   help="spread the code over this many pages, a block of 8 instructions each (0: 16 KiB of code)")
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args()
 
@@ -59,7 +64,12 @@ def main():
     sp = stack
     n = 0
     while n < a.records:
-        ip = code + 4 * (n % 4096)
+        if a.code_pages:
+            # Block b on page b mod P, at the block's 32 bytes within it.
+            b = n // 8
+            ip = code + 4096 * (b % a.code_pages) + 32 * (b // a.code_pages % 128) + 4 * (n % 8)
+        else:
+            ip = code + 4 * (n % 4096)
         k = n % 8
         if k in (0, 4):
             recd = pack(ip, 0, [], [array + pos])

@@ -244,6 +244,94 @@ fn a_lackey_window_counts_instructions() {
     assert_eq!(counter(&v, "warmup", "itlb_misses"), 1, "{v}");
 }
 
+/// A lackey trace of `n` instructions over 300 pages of data and 40 of
+/// code (`M` lines among them), imported into `dir/l.ptl`.
+fn imported_lackey(dir: &Path, n: u64) -> std::path::PathBuf {
+    let mut text = String::from("==7== Lackey, an example Valgrind tool\n");
+    let mut x = 777u64;
+    for i in 0..n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        // Blocks of 16 instructions, each block on one of 40 code pages.
+        let ip = 0x40_0000 + 4096 * ((i / 16) % 40) + 4 * (i % 16);
+        text += &format!("I  {ip:08x},4\n");
+        let a = 0x1ff_0000_0000u64 + 4096 * ((x >> 33) % 300) + 8 * ((x >> 20) % 512);
+        match i % 5 {
+            0 => text += &format!(" L {a:x},8\n"),
+            1 => text += &format!(" M {a:x},8\n"),
+            2 => text += &format!(" S {a:x},8\n L {:x},4\n", a ^ 0x40),
+            _ => {}
+        }
+    }
+    let input = dir.join("lackey.txt");
+    std::fs::write(&input, text).unwrap();
+    let t = dir.join("l.ptl");
+    let r = ptlab(&[
+        "import",
+        "lackey",
+        input.to_str().unwrap(),
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    t
+}
+
+/// The ChampSim test's checks on a lackey trace: the window is the
+/// difference of two replays from the start, counter by counter, and
+/// with `--prefault` the whole trace and a window fault nowhere.
+#[test]
+fn a_lackey_window_counts_only_the_window_and_prefault_shows_no_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = imported_lackey(dir.path(), 12_000);
+    let (w, n) = (3_001u64, 5_000u64);
+    let first = replay(&t, &["--limit", &w.to_string()]);
+    let both = replay(&t, &["--limit", &(w + n).to_string()]);
+    let window = replay(&t, &["--warmup", &w.to_string(), "--limit", &n.to_string()]);
+    for c in EVENTS {
+        assert_eq!(
+            counter(&window, "end", c),
+            counter(&both, "end", c) - counter(&first, "end", c),
+            "{c}: the window against the difference of two replays"
+        );
+    }
+    // The window met new pages (it faults without --prefault) and the
+    // warm-up took the first touches of the pages it met.
+    assert!(counter(&window, "end", "minor_faults") > 0, "{window}");
+    assert!(counter(&window, "warmup", "minor_faults") > counter(&window, "end", "minor_faults"));
+
+    let pre = replay(&t, &["--prefault"]);
+    assert_eq!(counter(&pre, "end", "minor_faults"), 0, "{pre}");
+    assert_eq!(fetches(&pre, "end"), 12_000);
+    // Loads, modifies (a load and a store), stores with a load: 1, 2, 2,
+    // 0, 0 accesses by instruction, each translated once.
+    assert_eq!(counter(&pre, "end", "accesses"), 12_000 / 5 * 5);
+    // 40 code pages round robin through a 128-entry ITLB: each missed once.
+    assert_eq!(counter(&pre, "end", "itlb_misses"), 40, "{pre}");
+    let pre_window = replay(
+        &t,
+        &[
+            "--prefault",
+            "--warmup",
+            &w.to_string(),
+            "--limit",
+            &n.to_string(),
+        ],
+    );
+    assert_eq!(
+        counter(&pre_window, "end", "minor_faults"),
+        0,
+        "{pre_window}"
+    );
+    assert_eq!(fetches(&pre_window, "end"), n as i64);
+    assert_eq!(
+        counter(&pre_window, "end", "itlb_misses"),
+        0,
+        "{pre_window}"
+    );
+}
+
 #[test]
 fn a_window_past_the_end_is_refused_and_a_time_limit_gives_partial_counters() {
     let dir = tempfile::tempdir().unwrap();

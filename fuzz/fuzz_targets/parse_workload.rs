@@ -33,7 +33,7 @@ fn check_plan(w: &Workload, va_bits: u32) {
             Op::Munmap { region, range }
             | Op::Mprotect { region, range, .. }
             | Op::Madvise { region, range, .. }
-            | Op::Mlock { region, range }
+            | Op::Mlock { region, range, .. }
             | Op::Munlock { region, range }
             | Op::Sync { region, range }
             | Op::Khugepaged { region, range } => in_region(*region, range.offset, range.len),
