@@ -94,3 +94,107 @@ fn every_counter_of_a_kernel_run_is_registered() {
         );
     }
 }
+
+/// Every name a registry entry stands for, as a run carries it: the entry's
+/// own name, a family's members, one level of a per-level counter and CPU 0
+/// of a per-CPU one.
+fn registered_names() -> Vec<String> {
+    counters::ALL
+        .iter()
+        .flat_map(|c| match c.members {
+            counters::Members::One => vec![c.name.to_string()],
+            counters::Members::Listed(names) => names.iter().map(|n| n.to_string()).collect(),
+            counters::Members::PerLevel => vec![format!("{}.PTE", c.name)],
+            counters::Members::PerCpu => vec![c.name.replace("<n>", "0")],
+        })
+        .collect()
+}
+
+/// A run whose one mark holds every registered name (each with its own
+/// value), as a producer that counts them all would write it.
+fn run_of_every_counter() -> Run {
+    let mut c = workload::result::Counters::default();
+    for (i, name) in registered_names().iter().enumerate() {
+        match name.strip_prefix(&format!("{}.", counters::PT_PAGES.name)) {
+            Some(level) => {
+                c.pt_pages.insert(level.to_string(), i as i64 + 1);
+            }
+            None => c.set(name, i as i64 + 1),
+        }
+    }
+    Run {
+        marks: vec![workload::result::Mark {
+            name: "end".into(),
+            counters: c,
+            latency: None,
+        }],
+    }
+}
+
+/// The outputs follow from the registry: a counter added there (and counted
+/// by its producer) reaches the run's table with the registry's unit, the
+/// CSV and the JSON, and the kernel wire and validate's compared set are the
+/// registry's own selections. Fails if an output keeps a list of its own
+/// that forgets a counter.
+#[test]
+fn every_registered_counter_reaches_every_output() {
+    let run = run_of_every_counter();
+    let names = registered_names();
+    assert!(names.len() > counters::ALL.len(), "families add members");
+
+    // The table: one row per counter, its unit the registry's.
+    let table = report::views::run_table(std::slice::from_ref(&run)).render();
+    for name in &names {
+        let line = table
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name.as_str()))
+            .unwrap_or_else(|| panic!("{name} is not a row of the table:\n{table}"));
+        let unit = counters::unit_of(name);
+        assert!(
+            unit.is_empty() || line.trim_end().ends_with(unit),
+            "{name}: {line:?} does not end with its unit {unit:?}"
+        );
+    }
+
+    // The CSV: a line per counter.
+    let csv = report::runs_to_csv(&[report::ConfigRuns {
+        config: "c",
+        workload: "w",
+        runs: std::slice::from_ref(&run),
+    }])
+    .unwrap();
+    for name in &names {
+        assert!(
+            csv.lines().any(|l| l.split(',').any(|f| f == name)),
+            "{name} is not in the CSV"
+        );
+    }
+
+    // The JSON of the run: every counter under its name.
+    let json = serde_json::to_value(&run).unwrap();
+    let at_end = &json["marks"][0]["counters"];
+    for name in &names {
+        let found = match name.strip_prefix(&format!("{}.", counters::PT_PAGES.name)) {
+            Some(level) => at_end[counters::PT_PAGES.name][level].is_i64(),
+            None => at_end[name.as_str()].is_i64(),
+        };
+        assert!(found, "{name} is not in the JSON: {at_end}");
+    }
+
+    // The kernel wire samples, in the registry's order, exactly the entries
+    // whose source the kernel reads; validate compares exactly the entries
+    // marked compared.
+    let sampled: Vec<&str> = counters::ALL
+        .iter()
+        .filter(|c| c.source.kernel_sampled())
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(counters::KERNEL_SAMPLED, &sampled[..]);
+    let compared: Vec<&str> = counters::ALL
+        .iter()
+        .filter(|c| c.compared)
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(experiment::validate::COMPARED, &compared[..]);
+    assert_eq!(workload::result::COMPARED, &compared[..]);
+}

@@ -23,7 +23,7 @@ use crate::pwc::Pwc;
 use crate::shootdown::{apply, lock, Asid, CpuSlot, Mmu, MAX_ASIDS};
 use crate::stats::MmuStats;
 use crate::tlb::{self, flags, TlbEntry, TlbLevel};
-use crate::walk::{self, needed_flags, permits, Fault, WalkCount};
+use crate::walk::{self, needed_flags, permits, Fault, Request, WalkCount};
 
 /// Which TLB level satisfied an access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +45,15 @@ pub struct Access {
     pub walk_refs: u32,
     /// Bytes of the TLB entry that holds the translation now.
     pub page_size: u64,
+}
+
+/// A TLB entry a lookup found: the level that held it, its slot there (for
+/// setting its dirty bit) and the entry.
+#[derive(Debug, Clone, Copy)]
+struct EntryHit {
+    level: HitLevel,
+    slot: tlb::Slot,
+    entry: TlbEntry,
 }
 
 /// The private state of one CPU.
@@ -284,7 +293,17 @@ impl Cpu {
                 return Ok(hit(e, va, HitLevel::L1, 0));
             }
             self.clear_hits();
-            return self.hit_needs_walk(pt, va, write, user, HitLevel::L1, slot, e);
+            return self.hit_needs_walk(
+                pt,
+                va,
+                write,
+                user,
+                EntryHit {
+                    level: HitLevel::L1,
+                    slot,
+                    entry: e,
+                },
+            );
         }
         self.clear_hits();
         if self.st.nested.is_some() {
@@ -441,7 +460,17 @@ impl Cpu {
                 }
                 return Ok(a);
             }
-            return self.hit_needs_walk(pt, va, write, user, HitLevel::L2, slot, e);
+            return self.hit_needs_walk(
+                pt,
+                va,
+                write,
+                user,
+                EntryHit {
+                    level: HitLevel::L2,
+                    slot,
+                    entry: e,
+                },
+            );
         }
         self.walk_fill::<NESTED>(pt, va, write, user)
     }
@@ -481,7 +510,6 @@ impl Cpu {
     /// access (a page fault, which invalidates the TLB entries of `va`), or
     /// the access writes a page the entry does not know dirty (the hardware
     /// walks to set D, SDM §4.8).
-    #[allow(clippy::too_many_arguments)]
     #[cold]
     #[inline(never)]
     fn hit_needs_walk(
@@ -490,10 +518,13 @@ impl Cpu {
         va: u64,
         write: bool,
         user: bool,
-        level: HitLevel,
-        slot: tlb::Slot,
-        e: TlbEntry,
+        found: EntryHit,
     ) -> Result<Access, Fault> {
+        let EntryHit {
+            level,
+            slot,
+            entry: e,
+        } = found;
         let asid = self.asid;
         {
             // The TLB held a translation for `va`: a hit, whatever follows.
@@ -565,9 +596,7 @@ impl Cpu {
             &self.mmu.gi,
             pwc,
             asid,
-            VirtAddr::new(va),
-            write,
-            user,
+            Request::new(VirtAddr::new(va), write, user),
             &mut count,
         );
         if count.refs > 0 {
@@ -645,9 +674,7 @@ impl Cpu {
                 &self.mmu.gi,
                 pwc,
                 asid,
-                VirtAddr::new(va),
-                write,
-                user,
+                Request::new(VirtAddr::new(va), write, user),
                 &mut count,
                 |gpa| {
                     host::translate(host, ns, gpa, false, &mut n)

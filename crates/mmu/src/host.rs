@@ -38,7 +38,7 @@ use crate::cache::Cache;
 use crate::config::Replacement;
 use crate::host_config::{HostConfig, HostError, HOST_PHYS_OFFSET};
 use crate::pwc::Pwc;
-use crate::walk::{walk_with, Fault, GeomInfo, WalkCount};
+use crate::walk::{walk_with, Fault, GeomInfo, Request, WalkCount};
 
 /// The host of a nested machine, shared by its CPUs.
 pub(crate) struct Host {
@@ -160,9 +160,7 @@ pub(crate) fn translate(
         &host.gi,
         pwc,
         0,
-        VirtAddr::new(gpa.get()),
-        write,
-        false,
+        Request::new(VirtAddr::new(gpa.get()), write, false),
         &mut c,
         |_| Ok(()),
     );

@@ -20,7 +20,7 @@
 use pt::{PageTable, PhysAddr, VirtAddr};
 use thiserror::Error;
 
-use crate::walk::{walk, walk_with, Fault, GeomInfo, WalkCount};
+use crate::walk::{walk, walk_with, Fault, GeomInfo, Request, WalkCount};
 
 /// A fault of a nested walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -92,9 +92,7 @@ impl<'a> NestedWalker<'a> {
             &self.gi,
             None,
             0,
-            va,
-            write,
-            user,
+            Request::new(va, write, user),
             &mut gcount,
             |gpa| {
                 let mut hc = WalkCount::default();
@@ -103,9 +101,7 @@ impl<'a> NestedWalker<'a> {
                     &self.hi,
                     None,
                     0,
-                    host_va(gpa),
-                    false,
-                    false,
+                    Request::new(host_va(gpa), false, false),
                     &mut hc,
                 );
                 host_refs += hc.refs;
@@ -125,9 +121,7 @@ impl<'a> NestedWalker<'a> {
             &self.hi,
             None,
             0,
-            host_va(leaf.pa),
-            write,
-            false,
+            Request::new(host_va(leaf.pa), write, false),
             &mut hc,
         )
         .map_err(|fault| NestedFault::Host {

@@ -314,22 +314,20 @@ fn table_accessed(gi: &GeomInfo, raw: u64) -> Option<u64> {
 ///
 /// # Errors
 /// The [`Fault`] the access raises; `count` still says what the walk read.
-#[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn walk_with<F>(
     pt: &PageTable,
     gi: &GeomInfo,
     mut pwc: Option<&mut Pwc>,
     asid: u16,
-    va: VirtAddr,
-    write: bool,
-    user: bool,
+    req: Request,
     count: &mut WalkCount,
     mut before_read: F,
 ) -> Result<Leaf, Fault>
 where
     F: FnMut(PhysAddr) -> Result<(), Fault>,
 {
+    let Request { va, write, user } = req;
     if !gi.is_canonical(va) {
         return Err(Fault::NonCanonical { va: va.get() });
     }
@@ -364,7 +362,7 @@ where
             } else {
                 // A huge leaf, a fault or an A update: out of line, so that
                 // the table steps keep their registers.
-                match upper_step(pt, gi, level, epa, raw, va, write, user) {
+                match upper_step(pt, gi, level, epa, raw, req) {
                     Err(f) => break 'walk Err(f),
                     Ok((step, wrote)) => {
                         ad_writes += u32::from(wrote);
@@ -395,7 +393,7 @@ where
             if let Some(leaf) = gi.fast_leaf(0, raw, va, write, user) {
                 break 'walk Ok(leaf);
             }
-            match last_step(pt, gi, 0, epa, raw, va, write, user) {
+            match last_step(pt, gi, 0, epa, raw, req) {
                 Err(f) => break 'walk Err(f),
                 Ok((step, wrote)) => {
                     ad_writes += u32::from(wrote);
@@ -416,7 +414,6 @@ where
 /// The walk's step for a word `raw` above the leaf level that is not a
 /// table entry with its accessed bit set: a common huge leaf through its
 /// fields, anything else through [`last_step`].
-#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn upper_step(
     pt: &PageTable,
@@ -424,14 +421,29 @@ fn upper_step(
     level: usize,
     epa: PhysAddr,
     raw: u64,
-    va: VirtAddr,
-    write: bool,
-    user: bool,
+    req: Request,
 ) -> Result<(Step, bool), Fault> {
+    let Request { va, write, user } = req;
     if let Some(leaf) = gi.fast_leaf(level, raw, va, write, user) {
         return Ok((Step::Leaf(leaf), false));
     }
-    last_step(pt, gi, level, epa, raw, va, write, user)
+    last_step(pt, gi, level, epa, raw, req)
+}
+
+/// The access a walk serves: its address, whether it writes, and whether
+/// it runs in user mode. The permission and A/D checks of every step read
+/// all three, so they travel together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Request {
+    pub va: VirtAddr,
+    pub write: bool,
+    pub user: bool,
+}
+
+impl Request {
+    pub(crate) fn new(va: VirtAddr, write: bool, user: bool) -> Request {
+        Request { va, write, user }
+    }
 }
 
 /// What the walk does after a word that is not a plain table entry.
@@ -448,7 +460,6 @@ enum Step {
 /// a fault, or a table whose accessed bit this walk sets, and whether it
 /// wrote an accessed or dirty bit. Out of line: a walk comes here once, at
 /// its end.
-#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn last_step(
     pt: &PageTable,
@@ -456,10 +467,9 @@ fn last_step(
     level: usize,
     epa: PhysAddr,
     raw: u64,
-    va: VirtAddr,
-    write: bool,
-    user: bool,
+    req: Request,
 ) -> Result<(Step, bool), Fault> {
+    let Request { va, write, user } = req;
     let g = pt.geometry();
     let mem = pt.mem();
     let epa = epa.get();
@@ -529,19 +539,16 @@ fn bit(on: bool, b: u8) -> u8 {
 ///
 /// # Errors
 /// As [`walk_with`].
-#[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn walk(
     pt: &PageTable,
     gi: &GeomInfo,
     pwc: Option<&mut Pwc>,
     asid: u16,
-    va: VirtAddr,
-    write: bool,
-    user: bool,
+    req: Request,
     count: &mut WalkCount,
 ) -> Result<Leaf, Fault> {
-    walk_with(pt, gi, pwc, asid, va, write, user, count, |_| Ok(()))
+    walk_with(pt, gi, pwc, asid, req, count, |_| Ok(()))
 }
 
 #[cfg(test)]
@@ -611,9 +618,7 @@ mod tests {
                             infos[i],
                             None,
                             1,
-                            VirtAddr::new(va),
-                            write,
-                            user,
+                            Request::new(VirtAddr::new(va), write, user),
                             &mut counts[i],
                         )
                     })

@@ -122,23 +122,37 @@ impl Default for SharedResources {
     }
 }
 
-/// Takes of `lock` for each multiple of `batch` crossed going from `from`
-/// to `to`, one after the other from `at`: the time they added. Always
-/// inlined: `batch` is a constant at every call, so the two divisions
-/// become multiplications (they ran on every fault).
-#[allow(clippy::too_many_arguments)]
+/// A per-CPU count going from `from` to `to`, taking a shared lock once
+/// each time it crosses a multiple of `batch` (a batch of pages moved).
+#[derive(Debug, Clone, Copy)]
+struct Crossing {
+    from: u64,
+    to: u64,
+    batch: u64,
+}
+
+impl Crossing {
+    /// The multiples of `batch` crossed: the lock's takes.
+    #[inline(always)]
+    fn takes(self) -> u64 {
+        self.to / self.batch - self.from / self.batch
+    }
+}
+
+/// Takes of `lock` for each multiple of the batch that `crossing` crosses,
+/// one after the other from `at`: the time they added. Always inlined: the
+/// batch is a constant at every call, so the two divisions become
+/// multiplications (they ran on every fault).
 #[inline(always)]
 fn batches(
     lock: &mut SharedLock,
     costs: &CostModel,
     cpu: usize,
     at: Ns3,
-    from: u64,
-    to: u64,
-    batch: u64,
+    crossing: Crossing,
     hold: Ns3,
 ) -> Ns3 {
-    let takes = to / batch - from / batch;
+    let takes = crossing.takes();
     let mut t = at;
     let mut extra = Ns3::ZERO;
     for _ in 0..takes {
@@ -209,7 +223,12 @@ impl SharedResources {
             if n == 0 {
                 return Ns3::ZERO;
             }
-            let e = batches(lock, costs, cpu, at + extra, *from, *from + n, batch, hold);
+            let crossing = Crossing {
+                from: *from,
+                to: *from + n,
+                batch,
+            };
+            let e = batches(lock, costs, cpu, at + extra, crossing, hold);
             extra += e;
             *from += n;
             e

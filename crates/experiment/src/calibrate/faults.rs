@@ -385,28 +385,28 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
 /// `fault.anon_write` (the large region's figure said beside) and
 /// `fault.anon_recycled` (the first round's said beside).
 fn anon_figures(p: &Phases, s: &Sizes, n: u64, pass: &dyn Fn(&str) -> String, figs: &mut Figures) {
-    let large = measured(&per_fault(&p, "A", n), "large region");
+    let large = measured(&per_fault(p, "A", n), "large region");
     let large = large.map_or("no usable sample".to_string(), |c| {
         format!("{:.0} ns [{:.0}, {:.0}]", c.ns, c.lo, c.hi)
     });
     figs.put(
         "fault.anon_write",
         measured(
-            &per_fault(&p, "a", n),
+            &per_fault(p, "a", n),
             &pass(&format!(
                 "write to every page of a fresh anonymous mapping (the model's figure; over a {} MiB mapping instead, pages new to the cache: {large})",
                 s.large >> 20
             )),
         ),
     );
-    let first = measured(&per_fault(&p, "R", n), "first round");
+    let first = measured(&per_fault(p, "R", n), "first round");
     let first = first.map_or("no usable sample".to_string(), |c| {
         format!("{:.0} ns [{:.0}, {:.0}]", c.ns, c.lo, c.hi)
     });
     figs.put(
         "fault.anon_recycled",
         measured(
-            &per_fault(&p, "r", n),
+            &per_fault(p, "r", n),
             &pass(&format!("write to every page of that mapping again after MADV_DONTNEED of it all (each page taken back from the pages this CPU just freed), in round {RECYCLE_ROUND} of DONTNEED and rewriting the whole mapping, as in a loop that recycles its pages (the first round after the fresh faults instead: {first})")),
         ),
     );
@@ -479,14 +479,14 @@ fn file_figures(p: &Phases, s: &Sizes, n: u64, warm: &str, figs: &mut Figures) {
     figs.put(
         "fault.file_read",
         measured(
-            &per_fault(&p, "f", FILE_SLICES),
+            &per_fault(p, "f", FILE_SLICES),
             &format!("kernel backend: read of every page of a private mapping of a cached {} MiB file (fault-around: one fault maps up to 16 pages), in {FILE_SLICES} slices, {warm}, right after one unmeasured pass reading a mapping of the same file (the file's folios in the CPU caches, as in a workload that maps it again and again; that first pass, after the other kinds' passes: {first}); per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices", s.file >> 20),
         ),
     );
     figs.put(
         "fault.cow",
         measured(
-            &per_fault(&p, "w", n),
+            &per_fault(p, "w", n),
             &format!("kernel backend: write to every page of that file mapping, already read (each page copied), in {n} slices; per slice (faulting touch - the same touch again) / minor faults, in process CPU time, median over the slices"),
         ),
     );

@@ -23,6 +23,8 @@
 mod broadcast;
 mod empty_tables;
 mod experiments;
+#[cfg(test)]
+mod extra_question;
 pub mod figure;
 mod five_level;
 mod five_level_amd;
@@ -281,12 +283,29 @@ pub fn run_selected(
     only: &[String],
     progress: &mut dyn FnMut(&str, usize),
 ) -> Result<Study, ExecError> {
+    let questions: Vec<&Question> = selected(only).collect();
+    run_questions(opts, costs, &questions, progress)
+}
+
+/// The runner: `questions`' declared experiments run in turn, each
+/// question's host facts read after them, and its section made from their
+/// results, in the order given. [`run_selected`] runs the selected ones of
+/// [`QUESTIONS`]; a test runs a question of its own through it.
+///
+/// # Errors
+/// As [`run`].
+fn run_questions(
+    opts: StudyOptions,
+    costs: Option<&str>,
+    questions: &[&Question],
+    progress: &mut dyn FnMut(&str, usize),
+) -> Result<Study, ExecError> {
     let start = Instant::now();
-    let costs_used = cost_files(opts, costs, only);
+    let costs_used = cost_files(opts, costs, questions);
     let before = load::read();
     let (mut done, mut measured, mut made) = (0, 0, 0);
-    let mut sections = Vec::with_capacity(QUESTIONS.len());
-    for q in selected(only) {
+    let mut sections = Vec::with_capacity(questions.len());
+    for q in questions {
         let plan = (q.plan)(opts);
         let mut outcomes = Vec::new();
         let mut refused = Vec::new();
@@ -350,10 +369,10 @@ pub fn run_selected(
 fn cost_files(
     opts: StudyOptions,
     costs: Option<&str>,
-    only: &[String],
+    questions: &[&Question],
 ) -> Vec<crate::host_costs::CostsLabel> {
     let mut names: Vec<Option<String>> = vec![costs.map(str::to_string)];
-    for q in selected(only) {
+    for q in questions {
         for e in q.experiments(opts) {
             for c in &e.configs {
                 if c.backend == config::BackendKind::Model && c.model.costs.is_some() {
@@ -428,7 +447,14 @@ pub fn expected_runs(opts: StudyOptions) -> usize {
 
 /// As [`expected_runs`], for the sections `only` names (all when empty).
 pub fn expected_runs_of(opts: StudyOptions, only: &[String]) -> usize {
-    selected(only)
+    let questions: Vec<&Question> = selected(only).collect();
+    expected_runs_over(opts, &questions)
+}
+
+/// As [`expected_runs`], for `questions`.
+fn expected_runs_over(opts: StudyOptions, questions: &[&Question]) -> usize {
+    questions
+        .iter()
         .flat_map(|q| q.experiments(opts))
         .map(|e| e.runs())
         .sum()

@@ -227,7 +227,7 @@ pub(super) fn section(o: StudyOptions, r: &Results) -> Section {
         ratios,
         times,
         preds,
-    } = model_table(&mut sec, &r80, chunk);
+    } = model_table(&mut sec, r80, chunk);
     ratio_findings(&mut sec, &ratios, &times);
     sec.figure("ratios", &ratios);
     sec.figure("seed_s", SEED_S);
