@@ -36,10 +36,14 @@ echo "input: $trace, $(stat -c %s "$trace") bytes compressed, $((records * 64)) 
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Prints "wall cpu" in seconds for the command.
+# (time writes to a file of its own, one per call: the command's stderr is
+# discarded, and a call's clean-up may still run beside the next call.)
 timed() {
-    local t
-    t=$( { /usr/bin/time -f '%e %U %S' "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
-    awk '{printf "%.2f %.2f\n", $1, $2 + $3}' <<<"$t"
+    local f
+    f=$(mktemp -p "$dir" time.XXXXXX)
+    /usr/bin/time -f '%e %U %S' -o "$f" "$@" >/dev/null 2>/dev/null
+    awk '{printf "%.2f %.2f\n", $1, $2 + $3}' "$f"
+    rm -f "$f"
 }
 
 xzs=() imps=()
