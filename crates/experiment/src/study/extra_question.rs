@@ -83,6 +83,7 @@ fn a_question_outside_the_list_runs_through_the_runner() {
     let opts = StudyOptions {
         quick: true,
         production: false,
+        trace: None,
     };
     let questions = [&EXTRA];
     // Counted: one experiment, two configurations, two repeats each (plus
