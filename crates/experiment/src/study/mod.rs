@@ -397,6 +397,10 @@ fn measure(
     costs: Option<&str>,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Vec<exec::ConfigResult>, ExecError> {
+    // The study's cost file for every model configuration that names none
+    // (not in the label: the same question under other figures); one that
+    // names its own (a section comparing this host with the 2013
+    // bare-metal figures) keeps it.
     let with_costs = |c: &RunConfig| {
         let mut c = c.clone();
         if c.backend == config::BackendKind::Model && c.model.costs.is_none() {
@@ -419,15 +423,7 @@ fn measure(
         .iter()
         .map(|c| {
             let w = workload::parse(&e.toml, &format!("<study {}>", e.what), exec::va_bits_of(c))?;
-            let mut c = c.clone();
-            if c.backend == config::BackendKind::Model && c.model.costs.is_none() {
-                // Not in the label: the same question under other figures.
-                // A configuration that names its cost file (a section
-                // comparing this host with the 2013 bare-metal figures)
-                // keeps it.
-                c.model.costs = costs.map(str::to_string);
-            }
-            Ok((c, w))
+            Ok((with_costs(c), w))
         })
         .collect::<Result<Vec<_>, ExecError>>()?;
     exec::run_plans(&plans, &e.options(), &mut |p| progress(p.done))

@@ -12,7 +12,7 @@
 
 use super::experiments::{Experiment, ModelRun, Plan, Results};
 use super::model;
-use super::read::mean;
+use super::read::{mean, per};
 use super::time::{self, Predicted};
 use super::StudyOptions;
 use crate::exec::ConfigResult;
@@ -39,13 +39,11 @@ pub(super) fn declare(o: StudyOptions, p: &mut Plan, pair: &Pair) -> Option<Mode
 
 /// TLB misses per 1,000 accesses of a replay at its end.
 fn misses_per_1000(r: &ConfigResult) -> f64 {
-    let accesses = mean(r, "end", counters::ACCESSES.name);
-    let misses = mean(r, "end", counters::TLB_MISSES.name);
-    if accesses > 0.0 {
-        1000.0 * misses / accesses
-    } else {
-        f64::NAN
-    }
+    1000.0
+        * per(
+            mean(r, "end", counters::TLB_MISSES.name),
+            mean(r, "end", counters::ACCESSES.name),
+        )
 }
 
 /// The sentence for the trace's replays, or `None` without a trace.
