@@ -41,4 +41,4 @@ pub mod text;
 pub use entry::{Architecture, Attrs, Entry, MemType, Perms};
 pub use geometry::{Arch, Geometry, GeometryError, LevelSpec};
 pub use mem::{MemError, PhysMem};
-pub use table::{Level, PageTable, PhysAddr, PtError, TableAddr, Translation, VirtAddr};
+pub use table::{LeafRun, Level, PageTable, PhysAddr, PtError, TableAddr, Translation, VirtAddr};

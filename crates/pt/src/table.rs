@@ -51,6 +51,7 @@ mod pgtable;
 mod types;
 mod walk;
 pub use memo::{PrefetchStage, WalkMemo};
+pub use pgtable::LeafRun;
 pub use types::{Level, PhysAddr, TableAddr, VirtAddr};
 
 /// Errors of the page-table operations.

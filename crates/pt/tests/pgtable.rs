@@ -2,7 +2,7 @@
 //! refuses, and the per-table and per-level counts it keeps.
 
 use pt::geometry::preset;
-use pt::{Attrs, Entry, Level, PageTable, Perms, PhysAddr, TableAddr, VirtAddr};
+use pt::{Attrs, Entry, LeafRun, Level, PageTable, Perms, PhysAddr, TableAddr, VirtAddr};
 use std::sync::Arc;
 
 const VA: VirtAddr = VirtAddr::new(0x10_0000_0000);
@@ -35,7 +35,14 @@ fn pmd_table(pt: &PageTable) -> TableAddr {
 fn set_ptes_writes_a_run_of_leaves_and_counts_them() {
     let pt = tree("x86-64-4l");
     let t = pt.alloc_table(Level::PTE).unwrap();
-    pt.set_ptes(t, Level::PTE, VA, PA, 5, rw(), false);
+    let run = LeafRun {
+        va: VA,
+        pa: PA,
+        nr: 5,
+        attrs: rw(),
+        contiguous: false,
+    };
+    pt.set_ptes(t, Level::PTE, run);
     assert_eq!(pt.present_entries(t), 5);
     for i in 0..5 {
         let e = pt.read_entry(t, Level::PTE, VA + i * 4096).unwrap();

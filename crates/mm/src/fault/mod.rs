@@ -27,7 +27,7 @@ use crate::deferred::Deferred;
 use crate::error::Errno;
 use crate::space::{AddressSpace, PageKind, Rss};
 use crate::vma::Vma;
-use pt::{Attrs, Entry, Level, Perms, PhysAddr, TableAddr, VirtAddr};
+use pt::{Attrs, Entry, LeafRun, Level, Perms, PhysAddr, TableAddr, VirtAddr};
 
 /// The access that faulted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -312,8 +312,14 @@ impl AddressSpace {
     fn set_ptes(&self, table: TableAddr, base: VirtAddr, pa: u64, size: u64, attrs: Attrs) {
         let fold = self.pt.can_fold(Level::PTE, base, size);
         let nr = size >> self.page_shift;
-        self.pt
-            .set_ptes(table, Level::PTE, base, PhysAddr::new(pa), nr, attrs, fold);
+        let run = LeafRun {
+            va: base,
+            pa: PhysAddr::new(pa),
+            nr,
+            attrs,
+            contiguous: fold,
+        };
+        self.pt.set_ptes(table, Level::PTE, run);
     }
 
     // Linux: mm/memory.c, do_anonymous_page (+ alloc_anon_folio for mTHP)

@@ -3,7 +3,9 @@
 //! a range (for callers without an OS model).
 
 use super::types::{Level, PhysAddr, VirtAddr};
-use super::{table_end, Flush, FreedTables, Mapping, PageTable, PtError, TableAddr, Unmapped};
+use super::{
+    table_end, Flush, FreedTables, LeafRun, Mapping, PageTable, PtError, TableAddr, Unmapped,
+};
 use crate::entry::{Attrs, Entry, Perms};
 use crate::geometry::LeafKind;
 
@@ -102,7 +104,17 @@ impl PageTable {
             }
             off += step;
         }
-        self.set_ptes(table, leaf_level, va, pa, n / step, attrs, contiguous);
+        self.set_ptes(
+            table,
+            leaf_level,
+            LeafRun {
+                va,
+                pa,
+                nr: n / step,
+                attrs,
+                contiguous,
+            },
+        );
         Ok(n)
     }
 
@@ -176,7 +188,17 @@ impl PageTable {
         self.edit_range(va, len, &mut |pt, table, level, m| {
             let step = pt.entry_size(level);
             let attrs = Attrs { perms, ..m.attrs };
-            pt.set_ptes(table, level, m.va, m.pa, m.size / step, attrs, m.contiguous);
+            pt.set_ptes(
+                table,
+                level,
+                LeafRun {
+                    va: m.va,
+                    pa: m.pa,
+                    nr: m.size / step,
+                    attrs,
+                    contiguous: m.contiguous,
+                },
+            );
             flush.add(m.va.get(), m.size);
         })?;
         Ok(flush)

@@ -32,6 +32,19 @@ use crate::entry::{self, Attrs, Entry};
 use crate::geometry::ENTRY_BYTES;
 use crate::sync::{Ordering, SpinLock};
 
+/// `nr` consecutive leaves mapping `va` onwards to `pa` onwards with one
+/// `attrs`: what one Linux `set_ptes` call writes (a folio's PTEs, or the
+/// entries a huge leaf splits into).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeafRun {
+    pub va: VirtAddr,
+    pub pa: PhysAddr,
+    pub nr: u64,
+    pub attrs: Attrs,
+    /// Written as contiguous / NAPOT runs (ARM contpte, Svnapot).
+    pub contiguous: bool,
+}
+
 impl PageTable {
     // ---------------------------------------------------------------
     // The geometry, by level.
@@ -234,23 +247,19 @@ impl PageTable {
         old
     }
 
-    /// Writes `nr` consecutive leaves of `level` from `va`, mapping `pa`
-    /// onwards with `attrs` (Linux `set_ptes`), as contiguous / NAPOT runs
-    /// when `contiguous` (the caller checked [`PageTable::can_fold`]). Same
-    /// contract as [`PageTable::set_entry`]; the leaves may span only one
-    /// table.
-    #[allow(clippy::too_many_arguments)]
-    pub fn set_ptes(
-        &self,
-        table: TableAddr,
-        level: Level,
-        va: VirtAddr,
-        pa: PhysAddr,
-        nr: u64,
-        attrs: Attrs,
-        contiguous: bool,
-    ) {
+    /// Writes the leaves of `run` at `level` (Linux `set_ptes`), as
+    /// contiguous / NAPOT runs when `run.contiguous` (the caller checked
+    /// [`PageTable::can_fold`]). Same contract as [`PageTable::set_entry`];
+    /// the leaves may span only one table.
+    pub fn set_ptes(&self, table: TableAddr, level: Level, run: LeafRun) {
         let step = self.entry_size(level);
+        let LeafRun {
+            va,
+            pa,
+            nr,
+            attrs,
+            contiguous,
+        } = run;
         // Offsets from the start, not a running address: the last leaf may
         // end at the top of the address space.
         for i in 0..nr {
@@ -388,11 +397,13 @@ impl PageTable {
             None => self.set_ptes(
                 child,
                 below,
-                base_va,
-                PhysAddr::new(pa).align_down(size),
-                n,
-                attrs,
-                false,
+                LeafRun {
+                    va: base_va,
+                    pa: PhysAddr::new(pa).align_down(size),
+                    nr: n,
+                    attrs,
+                    contiguous: false,
+                },
             ),
             Some((one, a)) => {
                 let e = Entry::Leaf {
