@@ -131,6 +131,10 @@ pub struct RepeatOpts {
     /// Stop a run (kernel or model) past this many seconds
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
+    /// Kernel backend: pin each workload thread to a CPU of its own (thread i on the i-th CPU
+    /// ptlab may run on), so that no thread migrates or shares a CPU mid-run
+    #[arg(long)]
+    pub pin_threads: bool,
     #[command(flatten)]
     pub output: OutputOpts,
 }

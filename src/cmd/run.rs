@@ -149,6 +149,7 @@ fn exec_options(r: &RepeatOpts) -> Result<ExecOptions, Failure> {
         // The model warms up as the kernel does (its cold start once made
         // the first configuration of a compare 6 to 13 times slower).
         warmup: Some(exec::warmup_on_both(r.repeat, r.warmup)),
+        pin_threads: r.pin_threads,
     })
 }
 
@@ -416,6 +417,7 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
         // No limit unless asked: `Duration::from_secs(u64::MAX)` is past
         // any representable instant, which the replay takes as none.
         timeout: args.timeout.unwrap_or(u64::MAX),
+        pin_threads: false,
         output: args.output,
     };
     let opts = exec_options(&repeat)?;

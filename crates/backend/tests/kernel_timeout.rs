@@ -28,6 +28,7 @@ fn timeout_kills_the_child_and_leaves_nothing() {
     let opts = KernelOptions {
         timeout: limit,
         temp_dir: Some(dir.path().to_path_buf()),
+        ..KernelOptions::default()
     };
     let started = Instant::now();
     match run(&b.build(), &opts) {

@@ -93,6 +93,10 @@ pub struct ExecOptions {
     /// Runs per configuration made first and thrown away (caches, page
     /// cache, THP pools settle). `None`: 1 when repeating on the kernel.
     pub warmup: Option<usize>,
+    /// On the kernel backend, each workload thread pinned to a CPU of its
+    /// own (`backend::kernel::KernelOptions::pin_threads`); the model has
+    /// no host threads to pin.
+    pub pin_threads: bool,
 }
 
 impl Default for ExecOptions {
@@ -101,6 +105,7 @@ impl Default for ExecOptions {
             timeout: Duration::from_secs(120),
             repeat: 1,
             warmup: None,
+            pin_threads: false,
         }
     }
 }
@@ -214,6 +219,7 @@ fn run_model(
 fn run_kernel(w: &Workload, opts: &ExecOptions) -> Result<Run, ExecError> {
     let ko = backend::kernel::KernelOptions {
         timeout: opts.timeout,
+        pin_threads: opts.pin_threads,
         ..Default::default()
     };
     Ok(backend::kernel::run(w, &ko)?)

@@ -18,12 +18,15 @@
 //!   paravirtual remote TLB flush is in use.
 //! - [`advise_huge_pages`]: huge-page advice for the model's table arena.
 //! - [`thread_cpu_ns`]: the calling thread's CPU time, for benchmarks.
+//! - [`affinity`]: pinning a thread to one CPU (calibration's probes, the
+//!   kernel backend's pinned threads).
 //!
 //! Invariant: nothing here panics or fails on an unreadable file; what cannot
 //! be read is reported as unavailable (`None`, or an audit item with status
 //! `unavailable`). Nothing needs root.
 
 pub mod advise;
+pub mod affinity;
 pub mod audit;
 pub mod clock;
 pub mod counters;

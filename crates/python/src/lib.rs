@@ -62,6 +62,7 @@ fn options(repeat: usize, timeout: f64) -> PyResult<ExecOptions> {
         timeout: Duration::from_secs_f64(timeout),
         repeat,
         warmup: Some(exec::warmup_on_both(repeat, None)),
+        ..ExecOptions::default()
     })
 }
 

@@ -233,6 +233,11 @@ fn worker_body(sh: &Shared, tid: usize) {
         warm: vec![0u8; 64 * 1024],
     };
     local.hist.clear();
+    if let Some(&cpu) = sh.prog.pin_cpus.get(tid % sh.prog.pin_cpus.len().max(1)) {
+        // Best effort: a CPU taken away since the set was read leaves the
+        // thread where the scheduler puts it.
+        host::affinity::pin_for_good(cpu);
+    }
     host::counters::prefault_write(&mut local.warm);
     pretouch_stack();
     sh.gate.arrive();

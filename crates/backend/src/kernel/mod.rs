@@ -74,6 +74,11 @@ pub struct KernelOptions {
     /// Default: the system's temporary directory, or /var/tmp when that is
     /// tmpfs (a file on tmpfs would count as shared memory, not as a file).
     pub temp_dir: Option<PathBuf>,
+    /// Pins workload thread `i` to the `i`-th CPU this process may run on
+    /// (modulo their number) for the whole run, so that the scheduler
+    /// neither moves a thread between CPUs mid-measurement nor puts two on
+    /// one CPU while another idles. A fork's child stays on its parent's.
+    pub pin_threads: bool,
 }
 
 impl Default for KernelOptions {
@@ -81,6 +86,7 @@ impl Default for KernelOptions {
         KernelOptions {
             timeout: Duration::from_secs(120),
             temp_dir: None,
+            pin_threads: false,
         }
     }
 }
@@ -110,6 +116,9 @@ pub fn default_file_dir() -> PathBuf {
 pub fn run(w: &Workload, opts: &KernelOptions) -> Result<Run, KernelError> {
     let mut prog = Program::build(w);
     prog.fork_timeout = opts.timeout;
+    if opts.pin_threads {
+        prog.pin_cpus = host::affinity::allowed_cpus();
+    }
     if prog.mark_records > MAX_MARKS {
         return Err(KernelError::TooManyMarks {
             marks: prog.mark_records,

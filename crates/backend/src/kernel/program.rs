@@ -137,6 +137,10 @@ pub(crate) struct Program {
     /// The longest a `khugepaged` step waits (set by the run when the
     /// workload has one).
     pub khugepaged_limit: Option<Duration>,
+    /// The CPUs workload threads are pinned to, thread `i` on
+    /// `pin_cpus[i % len]` (empty: not pinned; set by the run from
+    /// `KernelOptions::pin_threads`).
+    pub pin_cpus: Vec<usize>,
 }
 
 impl Program {
@@ -194,6 +198,7 @@ impl Program {
                 .any(|t| has(&t.ops, &|o| matches!(o, Op::DeferredSplit))),
             reclaim: None,
             khugepaged_limit: None,
+            pin_cpus: Vec::new(),
         }
     }
 

@@ -53,7 +53,7 @@ mod major;
 mod major_pmd;
 mod memory;
 mod node_of;
-mod pin;
+use host::affinity as pin;
 pub mod robust;
 mod runner;
 mod shootdown;

@@ -26,6 +26,23 @@ const VA_BITS: u32 = 48;
 /// Parses `toml` (a workload built by a probe), with its marks doubled
 /// ([`doubled_marks`]), and runs it on the kernel, killed past `timeout`.
 pub fn run(what: &str, toml: &str, timeout: Duration) -> Result<Phases, CalibrateError> {
+    run_on(what, toml, timeout, false)
+}
+
+/// [`run`] with each of the workload's threads pinned to a CPU of its own
+/// (`KernelOptions::pin_threads`): for the probes that need two CPUs at
+/// once, so that the scheduler never puts both threads on one CPU (then no
+/// flush request would reach another CPU) or moves one mid-phase.
+pub fn run_pinned(what: &str, toml: &str, timeout: Duration) -> Result<Phases, CalibrateError> {
+    run_on(what, toml, timeout, true)
+}
+
+fn run_on(
+    what: &str,
+    toml: &str,
+    timeout: Duration,
+    pin_threads: bool,
+) -> Result<Phases, CalibrateError> {
     let toml = doubled_marks(toml);
     let w = workload::parse(&toml, &format!("<calibrate {what}>"), VA_BITS).map_err(|e| {
         CalibrateError::Workload {
@@ -36,6 +53,7 @@ pub fn run(what: &str, toml: &str, timeout: Duration) -> Result<Phases, Calibrat
     let opts = KernelOptions {
         timeout,
         temp_dir: None,
+        pin_threads,
     };
     let run = kernel::run(&w, &opts).map_err(|e| CalibrateError::Kernel {
         what: what.to_string(),

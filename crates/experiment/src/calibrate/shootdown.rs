@@ -1,7 +1,8 @@
 //! TLB shootdowns: what one costs its sender and each receiver, on the
 //! kernel backend.
 //!
-//! Two threads of one process. The sender maps, writes and unmaps one page
+//! Two threads of one process, each pinned to a CPU of its own
+//! (`runner::run_pinned`). The sender maps, writes and unmaps one page
 //! K times ("churn"); each munmap must flush the page from every CPU that
 //! may cache it, so while the other thread runs on the other CPU, each
 //! munmap sends it an IPI. The bystander makes random reads over its own
@@ -168,7 +169,7 @@ fn ipis(p: &Phases, from: &str, to: &str) -> Vec<f64> {
 
 pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
     let plan = plan(scale);
-    let p = runner::run(
+    let p = runner::run_pinned(
         "shootdown",
         &workload(scale.reps(), &plan),
         scale.kernel_timeout(),
@@ -200,7 +201,7 @@ pub fn probe(scale: Scale, figs: &mut Figures) -> Result<(), CalibrateError> {
         measured(
             &per(&extra_time, &during),
             &format!(
-                "kernel backend: {} x (mmap, write, munmap of one page) with a second thread reading on the other CPU minus the same alone, per flush request (the munmaps that fell while the reads ran, {mean_requests:.0} per run; {ipis_per_request:.2} TLB IPIs per request counted)",
+                "kernel backend: {} x (mmap, write, munmap of one page) with a second thread reading on the other CPU (the two pinned to CPUs of their own) minus the same alone, per flush request (the munmaps that fell while the reads ran, {mean_requests:.0} per run; {ipis_per_request:.2} TLB IPIs per request counted)",
                 plan.churn
             ),
         ),

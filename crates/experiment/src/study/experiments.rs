@@ -84,6 +84,7 @@ impl Experiment {
             timeout: self.timeout,
             repeat: self.repeat,
             warmup: None,
+            pin_threads: false,
         }
     }
 

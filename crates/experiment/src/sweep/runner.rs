@@ -60,6 +60,7 @@ fn attempt(t: &Task) -> Result<(String, Option<String>, Vec<MarkRow>), String> {
         timeout: Duration::from_secs(t.timeout_s),
         repeat: t.repeat,
         warmup: Some(0),
+        ..ExecOptions::default()
     };
     let results = exec::run_all(&t.workload, std::slice::from_ref(&cfg), &opts, &mut |_| {})
         .map_err(|e: ExecError| crate::document::error_message(&t.workload, &e))?;

@@ -1,7 +1,8 @@
-//! Pinning the calling thread to one CPU, and restoring its old set: the
-//! host probes that need two CPUs (the lock hand-off) put one thread on
-//! each, and the single-thread probes stay on one CPU so that a migration
-//! does not empty the caches halfway through a timing.
+//! Pinning the calling thread to one CPU: calibration's probes that need
+//! two CPUs (the lock hand-off, the TLB shootdown) put one thread on each,
+//! and the single-thread probes stay on one CPU so that a migration does
+//! not empty the caches halfway through a timing; the kernel backend pins
+//! a workload's threads when asked (`KernelOptions::pin_threads`).
 
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
@@ -49,6 +50,12 @@ impl Drop for Pinned {
             libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.old);
         }
     }
+}
+
+/// Pins the calling thread to `cpu` for the rest of its life (its old set is
+/// not kept). `false` if the kernel refuses.
+pub fn pin_for_good(cpu: usize) -> bool {
+    pin_to(cpu).map(std::mem::forget).is_some()
 }
 
 /// The CPUs this thread may run on, in order.
