@@ -46,33 +46,57 @@ impl std::hash::Hasher for SpanHasher {
     }
 }
 
+/// Slots of [`PageSet`]'s cache of spans.
+const CACHE: usize = 256;
+
 /// The touched pages, as bitmaps of [`SPAN`] pages by their first page.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PageSet {
     index: HashMap<u64, usize, std::hash::BuildHasherDefault<SpanHasher>>,
     maps: Vec<[u64; (SPAN / 64) as usize]>,
-    /// The last span used and its bitmap (accesses cluster).
-    last: Option<(u64, usize)>,
+    /// Spans recently used and their bitmaps, by a hash of the span
+    /// (`u64::MAX`: none; no span is that large). Accesses cluster in a
+    /// few spans at a time (code, a stack, an array, a table) but
+    /// alternate between them, so that one remembered span missed at
+    /// almost every access of an interleaved trace.
+    cache: Box<[(u64, u32); CACHE]>,
+}
+
+impl Default for PageSet {
+    fn default() -> Self {
+        PageSet {
+            index: HashMap::default(),
+            maps: Vec::new(),
+            cache: Box::new([(u64::MAX, 0); CACHE]),
+        }
+    }
 }
 
 impl PageSet {
     #[inline]
     pub fn insert(&mut self, page: u64) {
         let span = page / SPAN;
-        let i = match self.last {
-            Some((s, i)) if s == span => i,
-            _ => {
-                let next = self.maps.len();
-                let i = *self.index.entry(span).or_insert(next);
-                if i == next {
-                    self.maps.push([0; (SPAN / 64) as usize]);
-                }
-                self.last = Some((span, i));
-                i
-            }
+        let slot = (span.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % CACHE;
+        let (s, i) = self.cache[slot];
+        let i = if s == span {
+            i as usize
+        } else {
+            self.span(span, slot)
         };
         let bit = page % SPAN;
         self.maps[i][(bit / 64) as usize] |= 1 << (bit % 64);
+    }
+
+    /// The bitmap of `span`, made if new, remembered in `slot`.
+    #[cold]
+    fn span(&mut self, span: u64, slot: usize) -> usize {
+        let next = self.maps.len();
+        let i = *self.index.entry(span).or_insert(next);
+        if i == next {
+            self.maps.push([0; (SPAN / 64) as usize]);
+        }
+        self.cache[slot] = (span, i as u32);
+        i
     }
 
     /// Every page, ascending.
@@ -107,6 +131,8 @@ impl PageSet {
 
 /// Bytes of spill buffered before a write.
 const SPILL_BUF: usize = 1 << 20;
+/// Most bytes one access takes in the spill.
+const SPILL_MAX: usize = 10;
 
 /// Takes the accesses of one read of the input: their pages, their counts,
 /// and each in the spill file.
@@ -115,12 +141,15 @@ pub struct Collector {
     /// The pages instructions were fetched from (their regions may be
     /// executed).
     pub code: PageSet,
-    last_page: u64,
-    last_code: u64,
+    /// The page of the last data access and of the last fetch: each stream
+    /// stays on a page for a while, though the two alternate.
+    last_page: [u64; 2],
     /// The previous data address and the previous fetch's: each stream
     /// is spilled as differences within itself.
     prev: [u64; 2],
-    buf: Vec<u8>,
+    /// The spill not yet written: `buf[..len]`.
+    buf: Box<[u8]>,
+    len: usize,
     spill: std::fs::File,
     pub loads: u64,
     pub stores: u64,
@@ -135,10 +164,10 @@ impl Collector {
         Collector {
             pages: PageSet::default(),
             code: PageSet::default(),
-            last_page: u64::MAX,
-            last_code: u64::MAX,
+            last_page: [u64::MAX; 2],
             prev: [0; 2],
-            buf: Vec::with_capacity(SPILL_BUF + 16),
+            buf: vec![0; SPILL_BUF + SPILL_MAX].into_boxed_slice(),
+            len: 0,
             spill,
             loads: 0,
             stores: 0,
@@ -150,15 +179,11 @@ impl Collector {
     /// One access. Spilled as LEB128 of the zigzag difference from the
     /// previous address of its stream (data or fetches), with the kind in
     /// the first byte's two low bits (the first byte carries 5 bits of the
-    /// difference: at most 10 bytes).
-    #[inline]
+    /// difference: at most [`SPILL_MAX`] bytes).
+    #[inline(always)]
     pub fn push(&mut self, a: Access) {
         let page = a.addr / PAGE;
-        if page != self.last_page {
-            self.pages.insert(page);
-            self.last_page = page;
-        }
-        let code = match a.kind {
+        let code: u8 = match a.kind {
             Kind::Load => {
                 self.loads += 1;
                 0
@@ -169,38 +194,44 @@ impl Collector {
             }
             Kind::Fetch => {
                 self.fetches += 1;
-                if page != self.last_code {
-                    self.code.insert(page);
-                    self.last_code = page;
-                }
                 2
             }
         };
-        let prev = &mut self.prev[usize::from(code == 2)];
-        let d = a.addr.wrapping_sub(*prev) as i64;
-        *prev = a.addr;
+        let stream = usize::from(code == 2);
+        if page != self.last_page[stream] {
+            self.last_page[stream] = page;
+            self.pages.insert(page);
+            if stream == 1 {
+                self.code.insert(page);
+            }
+        }
+        let d = a.addr.wrapping_sub(self.prev[stream]) as i64;
+        self.prev[stream] = a.addr;
         let z = ((d << 1) ^ (d >> 63)) as u64;
-        let more = z >> 5 != 0;
-        self.buf
-            .push(code | ((z & 0x1F) as u8) << 2 | u8::from(more) << 7);
         let mut rest = z >> 5;
+        let buf = &mut self.buf[self.len..self.len + SPILL_MAX];
+        buf[0] = code | ((z & 0x1F) as u8) << 2 | u8::from(rest != 0) << 7;
+        let mut n = 1;
         while rest != 0 {
             let b = (rest & 0x7F) as u8;
             rest >>= 7;
-            self.buf.push(b | u8::from(rest != 0) << 7);
+            buf[n] = b | u8::from(rest != 0) << 7;
+            n += 1;
         }
-        if self.buf.len() >= SPILL_BUF {
+        self.len += n;
+        if self.len >= SPILL_BUF {
             self.flush();
         }
     }
 
+    #[cold]
     fn flush(&mut self) {
         if self.failed.is_none() {
-            if let Err(e) = self.spill.write_all(&self.buf) {
+            if let Err(e) = self.spill.write_all(&self.buf[..self.len]) {
                 self.failed = Some(e);
             }
         }
-        self.buf.clear();
+        self.len = 0;
     }
 
     /// Writes the trace at `path`: every region mapped first, then the
@@ -253,9 +284,13 @@ impl Collector {
         // largest part of an import's own work in a profile; level 1 makes
         // the synthetic 2.1 GB trace's output 17% larger, 46.1 MB against
         // 39.4).
+        // Chunks are compressed on threads of their own, one per core,
+        // while this one encodes: the decompressor's core is free by now.
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let mut w = TraceWriter::create(path, &header)
             .map_err(io)?
-            .with_level(1);
+            .with_level(1)
+            .with_threads(cores);
         let code: Vec<u64> = self.code.pages().collect();
         for (id, &(s, e)) in regions.iter().enumerate() {
             // Whether an instruction was fetched from the region.
@@ -281,7 +316,19 @@ impl Collector {
         let mut cur = [(0u64, 0u64, 0u32); 2];
         let mut addr = [0u64; 2];
         for _ in 0..total {
-            let (d, kind) = spill.next().map_err(io)?;
+            let (d, kind, n) = match decode(spill.rest()) {
+                Some(r) => r,
+                None => {
+                    spill.refill().map_err(io)?;
+                    decode(spill.rest()).ok_or_else(|| {
+                        io(std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            "the importer's spill file ends early",
+                        ))
+                    })?
+                }
+            };
+            spill.at += n;
             let s = usize::from(kind == 2);
             let a = addr[s].wrapping_add(d);
             addr[s] = a;
@@ -307,6 +354,30 @@ impl Collector {
     }
 }
 
+/// One access of the spill at the start of `b`: the difference from the
+/// previous address of its stream (to add, wrapping), its kind (0 load,
+/// 1 store, 2 fetch) and its length in bytes; `None` if `b` ends first.
+#[inline(always)]
+fn decode(b: &[u8]) -> Option<(u64, u8, usize)> {
+    let b0 = *b.first()?;
+    let mut z = u64::from(b0 >> 2 & 0x1F);
+    let mut n = 1;
+    if b0 & 0x80 != 0 {
+        let mut shift = 5;
+        loop {
+            let x = *b.get(n)?;
+            z |= u64::from(x & 0x7F).checked_shl(shift).unwrap_or(0);
+            shift += 7;
+            n += 1;
+            if x & 0x80 == 0 || n == SPILL_MAX {
+                break;
+            }
+        }
+    }
+    let d = (z >> 1) as i64 ^ -((z & 1) as i64);
+    Some((d as u64, b0 & 3, n))
+}
+
 /// Reads a spill back, a block at a time.
 struct SpillReader<'f> {
     file: &'f mut std::fs::File,
@@ -325,36 +396,14 @@ impl<'f> SpillReader<'f> {
         }
     }
 
-    /// The next access: the difference from the previous address of its
-    /// stream (to add, wrapping) and its kind (0 load, 1 store, 2 fetch).
-    #[inline]
-    fn next(&mut self) -> std::io::Result<(u64, u8)> {
-        // An access is at most 10 bytes: refill when fewer remain.
-        if self.have - self.at < 10 {
-            self.refill()?;
-        }
-        let b = &self.buf[self.at..self.have];
-        let b0 = *b
-            .first()
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
-        let mut z = u64::from(b0 >> 2 & 0x1F);
-        let mut i = 1;
-        let mut more = b0 & 0x80 != 0;
-        let mut shift = 5;
-        while more {
-            let x = *b
-                .get(i)
-                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
-            z |= u64::from(x & 0x7F).checked_shl(shift).unwrap_or(0);
-            shift += 7;
-            more = x & 0x80 != 0;
-            i += 1;
-        }
-        self.at += i;
-        let d = (z >> 1) as i64 ^ -((z & 1) as i64);
-        Ok((d as u64, b0 & 3))
+    /// The bytes read and not yet taken.
+    #[inline(always)]
+    fn rest(&self) -> &[u8] {
+        &self.buf[self.at..self.have]
     }
 
+    /// Moves what is left to the front and reads until the buffer is full
+    /// or the file ends.
     #[cold]
     fn refill(&mut self) -> std::io::Result<()> {
         self.buf.copy_within(self.at..self.have, 0);

@@ -108,8 +108,10 @@ impl Input {
     }
 }
 
-impl Read for Input {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+/// The blocks as they come from the decompressor: a parser reads records
+/// straight from them ([`BufRead::fill_buf`]), with no copy.
+impl BufRead for Input {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         while self.pos == self.block.len() {
             if self.failed.is_some() {
                 return Err(std::io::Error::other("decompression failed"));
@@ -128,12 +130,23 @@ impl Read for Input {
                     return Err(e);
                 }
                 // The decompressor is done: the end of the input.
-                Err(_) => return Ok(0),
+                Err(_) => return Ok(&[]),
             }
         }
-        let n = buf.len().min(self.block.len() - self.pos);
-        buf[..n].copy_from_slice(&self.block[self.pos..self.pos + n]);
-        self.pos += n;
+        Ok(&self.block[self.pos..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.block.len());
+    }
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let b = self.fill_buf()?;
+        let n = buf.len().min(b.len());
+        buf[..n].copy_from_slice(&b[..n]);
+        self.consume(n);
         Ok(n)
     }
 }

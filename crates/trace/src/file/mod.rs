@@ -43,10 +43,12 @@
 //! The module's rooms: [`writer`] ([`TraceWriter`]), [`reader`]
 //! ([`TraceReader`], one chunk at a time), [`index`] (the index read from
 //! the end, [`read_index`]), [`prefetch`] (the reader on a thread of its
-//! own, [`Prefetch`]); [`crate::le`] reads and writes their little-endian
+//! own, [`Prefetch`]), `pool` (chunks compressed on threads of their own
+//! for [`TraceWriter::with_threads`]); [`crate::le`] reads and writes their little-endian
 //! fields.
 
 mod index;
+mod pool;
 mod prefetch;
 mod reader;
 mod writer;
