@@ -12,10 +12,12 @@
 //! spill is far smaller than the decompressed input and is read back
 //! sequentially, from the page cache as a rule.
 
+use crate::spill::{self, Spill};
 use crate::{Access, ImportError, Kind, Summary};
 use std::collections::HashMap;
-use std::io::{Read, Seek, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use trace::{Header, MapEvent, MapFlags, Prot, Record, RegionKind, TraceWriter};
 
 const PAGE: u64 = 4096;
@@ -129,13 +131,8 @@ impl PageSet {
     }
 }
 
-/// Bytes of spill buffered before a write.
-const SPILL_BUF: usize = 1 << 20;
-/// Most bytes one access takes in the spill.
-const SPILL_MAX: usize = 10;
-
 /// Takes the accesses of one read of the input: their pages, their counts,
-/// and each in the spill file.
+/// and each in the spill.
 pub struct Collector {
     pub pages: PageSet,
     /// The pages instructions were fetched from (their regions may be
@@ -147,43 +144,37 @@ pub struct Collector {
     /// The previous data address and the previous fetch's: each stream
     /// is spilled as differences within itself.
     prev: [u64; 2],
-    /// The spill not yet written: `buf[..len]`.
-    buf: Box<[u8]>,
-    len: usize,
-    spill: std::fs::File,
+    spill: Spill,
     pub loads: u64,
     pub stores: u64,
     pub fetches: u64,
-    /// The first error writing the spill (the rest are passed over).
-    failed: Option<std::io::Error>,
 }
 
 impl Collector {
     /// Spills into `file` (a temporary file, read back by [`Collector::write`]).
-    pub fn new(spill: std::fs::File) -> Collector {
+    pub fn new(file: std::fs::File) -> Collector {
+        Collector::with_spill(Spill::new(file))
+    }
+
+    /// Spills into `spill` (of any sizes: tests make small segments).
+    pub fn with_spill(spill: Spill) -> Collector {
         Collector {
             pages: PageSet::default(),
             code: PageSet::default(),
             last_page: [u64::MAX; 2],
             prev: [0; 2],
-            buf: vec![0; SPILL_BUF + SPILL_MAX].into_boxed_slice(),
-            len: 0,
             spill,
             loads: 0,
             stores: 0,
             fetches: 0,
-            failed: None,
         }
     }
 
-    /// One access. Spilled as LEB128 of the zigzag difference from the
-    /// previous address of its stream (data or fetches), with the kind in
-    /// the first byte's two low bits (the first byte carries 5 bits of the
-    /// difference: at most [`SPILL_MAX`] bytes).
+    /// One access: its page kept, and spilled ([`crate::spill`]).
     #[inline(always)]
     pub fn push(&mut self, a: Access) {
         let page = a.addr / PAGE;
-        let code: u8 = match a.kind {
+        let kind: u8 = match a.kind {
             Kind::Load => {
                 self.loads += 1;
                 0
@@ -197,7 +188,7 @@ impl Collector {
                 2
             }
         };
-        let stream = usize::from(code == 2);
+        let stream = usize::from(kind == 2);
         if page != self.last_page[stream] {
             self.last_page[stream] = page;
             self.pages.insert(page);
@@ -207,31 +198,16 @@ impl Collector {
         }
         let d = a.addr.wrapping_sub(self.prev[stream]) as i64;
         self.prev[stream] = a.addr;
-        let z = ((d << 1) ^ (d >> 63)) as u64;
-        let mut rest = z >> 5;
-        let buf = &mut self.buf[self.len..self.len + SPILL_MAX];
-        buf[0] = code | ((z & 0x1F) as u8) << 2 | u8::from(rest != 0) << 7;
-        let mut n = 1;
-        while rest != 0 {
-            let b = (rest & 0x7F) as u8;
-            rest >>= 7;
-            buf[n] = b | u8::from(rest != 0) << 7;
-            n += 1;
-        }
-        self.len += n;
-        if self.len >= SPILL_BUF {
-            self.flush();
+        self.spill.put(kind, ((d << 1) ^ (d >> 63)) as u64);
+        if self.spill.len >= self.spill.cap {
+            self.flush(false);
         }
     }
 
     #[cold]
-    fn flush(&mut self) {
-        if self.failed.is_none() {
-            if let Err(e) = self.spill.write_all(&self.buf[..self.len]) {
-                self.failed = Some(e);
-            }
-        }
-        self.len = 0;
+    fn flush(&mut self, last: bool) {
+        let n = self.loads + self.stores + self.fetches;
+        self.spill.flush(n, self.prev, last);
     }
 
     /// Writes the trace at `path`: every region mapped first, then the
@@ -250,8 +226,8 @@ impl Collector {
             path: path.to_path_buf(),
             source,
         };
-        self.flush();
-        if let Some(e) = self.failed.take() {
+        self.flush(true);
+        if let Some(e) = self.spill.failed.take() {
             return Err(io(e));
         }
         // No program has the last page of the 64-bit address space (the
@@ -284,13 +260,9 @@ impl Collector {
         // largest part of an import's own work in a profile; level 1 makes
         // the synthetic 2.1 GB trace's output 17% larger, 46.1 MB against
         // 39.4).
-        // Chunks are compressed on threads of their own, one per core,
-        // while this one encodes: the decompressor's core is free by now.
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let mut w = TraceWriter::create(path, &header)
             .map_err(io)?
-            .with_level(1)
-            .with_threads(cores);
+            .with_level(1);
         let code: Vec<u64> = self.code.pages().collect();
         for (id, &(s, e)) in regions.iter().enumerate() {
             // Whether an instruction was fetched from the region.
@@ -308,42 +280,7 @@ impl Collector {
             }))
             .map_err(io)?;
         }
-        let total = self.loads + self.stores + self.fetches;
-        self.spill.rewind().map_err(io)?;
-        let mut spill = SpillReader::new(&mut self.spill);
-        // Per stream (data, fetches): its last address and that address's
-        // region, as (start, end, id).
-        let mut cur = [(0u64, 0u64, 0u32); 2];
-        let mut addr = [0u64; 2];
-        for _ in 0..total {
-            let (d, kind, n) = match decode(spill.rest()) {
-                Some(r) => r,
-                None => {
-                    spill.refill().map_err(io)?;
-                    decode(spill.rest()).ok_or_else(|| {
-                        io(std::io::Error::new(
-                            std::io::ErrorKind::UnexpectedEof,
-                            "the importer's spill file ends early",
-                        ))
-                    })?
-                }
-            };
-            spill.at += n;
-            let s = usize::from(kind == 2);
-            let a = addr[s].wrapping_add(d);
-            addr[s] = a;
-            let c = &mut cur[s];
-            if !(a >= c.0 && a < c.1) {
-                let i = regions.partition_point(|&(_, e)| e <= a);
-                let (st, e) = regions[i];
-                *c = (st, e, i as u32);
-            }
-            match kind {
-                2 => w.push_fetch(c.2, a - c.0),
-                k => w.push_access(c.2, a - c.0, k == 1),
-            }
-            .map_err(io)?;
-        }
+        self.encode_segments(&regions, &mut w).map_err(io)?;
         w.finish().map_err(io)?;
         Ok(Summary {
             loads: self.loads,
@@ -352,71 +289,58 @@ impl Collector {
             instructions,
         })
     }
-}
 
-/// One access of the spill at the start of `b`: the difference from the
-/// previous address of its stream (to add, wrapping), its kind (0 load,
-/// 1 store, 2 fetch) and its length in bytes; `None` if `b` ends first.
-#[inline(always)]
-fn decode(b: &[u8]) -> Option<(u64, u8, usize)> {
-    let b0 = *b.first()?;
-    let mut z = u64::from(b0 >> 2 & 0x1F);
-    let mut n = 1;
-    if b0 & 0x80 != 0 {
-        let mut shift = 5;
-        loop {
-            let x = *b.get(n)?;
-            z |= u64::from(x & 0x7F).checked_shl(shift).unwrap_or(0);
-            shift += 7;
-            n += 1;
-            if x & 0x80 == 0 || n == SPILL_MAX {
-                break;
+    /// The spill's segments encoded and compressed on one thread per core
+    /// (the decompressor's core is free by now), their chunks written in
+    /// order as they come.
+    fn encode_segments(
+        &self,
+        regions: &[(u64, u64)],
+        w: &mut TraceWriter<std::io::BufWriter<std::fs::File>>,
+    ) -> std::io::Result<()> {
+        let segments = &self.spill.segments;
+        let file = self.spill.file();
+        let level = w.level();
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            let (tx, rx) = mpsc::channel();
+            for _ in 0..cores.min(segments.len()) {
+                let (tx, next) = (tx.clone(), &next);
+                scope.spawn(move || {
+                    let mut z = trace::file::chunk_compressor(level);
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(seg) = segments.get(i) else {
+                            return;
+                        };
+                        let r = match &mut z {
+                            Ok(z) => spill::encode(seg, file, regions, z),
+                            Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+                        };
+                        // An error stops this thread; the writer stops the
+                        // others once it reaches it (they see it gone).
+                        let failed = r.is_err();
+                        if tx.send((i, r)).is_err() || failed {
+                            return;
+                        }
+                    }
+                });
             }
-        }
-    }
-    let d = (z >> 1) as i64 ^ -((z & 1) as i64);
-    Some((d as u64, b0 & 3, n))
-}
-
-/// Reads a spill back, a block at a time.
-struct SpillReader<'f> {
-    file: &'f mut std::fs::File,
-    buf: Vec<u8>,
-    at: usize,
-    have: usize,
-}
-
-impl<'f> SpillReader<'f> {
-    fn new(file: &'f mut std::fs::File) -> Self {
-        SpillReader {
-            file,
-            buf: vec![0; SPILL_BUF],
-            at: 0,
-            have: 0,
-        }
-    }
-
-    /// The bytes read and not yet taken.
-    #[inline(always)]
-    fn rest(&self) -> &[u8] {
-        &self.buf[self.at..self.have]
-    }
-
-    /// Moves what is left to the front and reads until the buffer is full
-    /// or the file ends.
-    #[cold]
-    fn refill(&mut self) -> std::io::Result<()> {
-        self.buf.copy_within(self.at..self.have, 0);
-        self.have -= self.at;
-        self.at = 0;
-        while self.have < self.buf.len() {
-            let n = self.file.read(&mut self.buf[self.have..])?;
-            if n == 0 {
-                break;
+            drop(tx);
+            let mut ahead = std::collections::BTreeMap::new();
+            let mut want = 0;
+            for (i, r) in rx {
+                ahead.insert(i, r);
+                while let Some(r) = ahead.remove(&want) {
+                    for c in r? {
+                        w.push_chunk(c.raw, &c.frame, c.accesses, c.fetches)?;
+                    }
+                    want += 1;
+                }
             }
-            self.have += n;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 
@@ -451,10 +375,18 @@ mod tests {
         /// addresses (the trace holds them as region offsets).
         #[test]
         fn the_spill_gives_back_every_access(
-            accesses in proptest::collection::vec((any::<u64>(), 0u8..3), 1..300)
+            accesses in proptest::collection::vec((any::<u64>(), 0u8..3), 1..300),
+            small in any::<bool>(),
         ) {
             let dir = tempfile::tempdir().unwrap();
-            let mut c = Collector::new(tempfile::tempfile_in(dir.path()).unwrap());
+            let file = tempfile::tempfile_in(dir.path()).unwrap();
+            // Small: a segment every few accesses, each encoded on its own
+            // (from the addresses at its start) and in its own chunks.
+            let mut c = if small {
+                Collector::with_spill(Spill::with_sizes(file, 16, 24))
+            } else {
+                Collector::new(file)
+            };
             // Addresses of the user half, page-clustered or anywhere.
             let kinds = [Kind::Load, Kind::Store, Kind::Fetch];
             let accesses: Vec<Access> = accesses

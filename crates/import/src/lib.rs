@@ -29,6 +29,7 @@ pub mod champsim;
 pub mod infer;
 pub mod lackey;
 pub mod source;
+pub mod spill;
 
 use std::path::{Path, PathBuf};
 use thiserror::Error;

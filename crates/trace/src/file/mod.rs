@@ -43,12 +43,10 @@
 //! The module's rooms: [`writer`] ([`TraceWriter`]), [`reader`]
 //! ([`TraceReader`], one chunk at a time), [`index`] (the index read from
 //! the end, [`read_index`]), [`prefetch`] (the reader on a thread of its
-//! own, [`Prefetch`]), `pool` (chunks compressed on threads of their own
-//! for [`TraceWriter::with_threads`]); [`crate::le`] reads and writes their little-endian
+//! own, [`Prefetch`]); [`crate::le`] reads and writes their little-endian
 //! fields.
 
 mod index;
-mod pool;
 mod prefetch;
 mod reader;
 mod writer;
@@ -56,7 +54,7 @@ mod writer;
 pub use index::{read_index, read_index_from, Index};
 pub use prefetch::{OwnedChunk, Prefetch};
 pub use reader::{RawChunk, TraceReader};
-pub use writer::TraceWriter;
+pub use writer::{chunk_compressor, TraceWriter};
 
 use serde::{Deserialize, Serialize};
 use std::io::{BufWriter, Write};

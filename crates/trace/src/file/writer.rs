@@ -1,7 +1,6 @@
 //! [`TraceWriter`]: records into chunks, each compressed as it fills, the
 //! index learned as they go, then the end marker.
 
-use super::pool::Pool;
 use super::Header;
 use super::{
     CHUNK, CHUNK_TARGET, END, INDEX, MAGIC, MAX_CHUNK_RAW, MAX_HEADER, VERSION, VERSION_INDEX,
@@ -24,11 +23,6 @@ pub struct TraceWriter<W: Write> {
     level: i32,
     /// Made at the first chunk, reused by the others.
     compressor: Option<zstd::bulk::Compressor<'static>>,
-    /// Threads compressing chunks beside the caller's (0: none, the
-    /// caller compresses), [`TraceWriter::with_threads`].
-    threads: usize,
-    /// Their pool, started at the first chunk.
-    pool: Option<Pool>,
     /// The index being learned (version 2); `None` when writing version 1
     /// or once a record broke invariant 1 or 2 (then no index is written
     /// and a reader's first pass reports the record).
@@ -66,8 +60,6 @@ impl<W: Write> TraceWriter<W> {
             chunks: 0,
             level: 3,
             compressor: None,
-            threads: 0,
-            pool: None,
             index: Some(Builder::default()),
             version: VERSION,
             header: h,
@@ -104,18 +96,6 @@ impl<W: Write> TraceWriter<W> {
     pub fn with_level(mut self, level: i32) -> Self {
         self.level = level;
         self.compressor = None;
-        self
-    }
-
-    /// Compresses chunks on `n` threads of their own (0, the default: on
-    /// the caller's), while the caller goes on encoding records; the file
-    /// is the same byte for byte. Before the first chunk is full.
-    pub fn with_threads(mut self, n: usize) -> Self {
-        assert!(
-            self.chunks == 0 && self.pool.is_none(),
-            "the threads are chosen before the first chunk"
-        );
-        self.threads = n;
         self
     }
 
@@ -217,6 +197,43 @@ impl<W: Write> TraceWriter<W> {
         Ok(false)
     }
 
+    /// Appends a whole chunk encoded and compressed by someone else (an
+    /// importer encoding parts of a trace on several threads): `raw` bytes
+    /// of `accesses` accesses and `fetches` fetches (no other record,
+    /// encoded from a fresh [`State`] with [`codec::encode_access`] and
+    /// [`codec::encode_fetch`]), compressed as `frame` by a
+    /// [`chunk_compressor`] at this writer's level. The chunk being
+    /// filled is closed first.
+    ///
+    /// # Errors
+    /// Any I/O error.
+    pub fn push_chunk(
+        &mut self,
+        raw: usize,
+        frame: &[u8],
+        accesses: u32,
+        fetches: u32,
+    ) -> std::io::Result<()> {
+        self.flush_chunk()?;
+        let records = accesses + fetches;
+        if let Some(b) = &mut self.index {
+            b.passed(accesses.into(), accesses.into());
+            b.fetched(fetches.into());
+        }
+        self.write_header()?;
+        let head = [raw as u32, frame.len() as u32, records];
+        le::put_block_head(&mut self.out, CHUNK, head)?;
+        self.out.write_all(frame)?;
+        self.records += u64::from(records);
+        self.chunks += 1;
+        Ok(())
+    }
+
+    /// The level chunks are compressed at.
+    pub fn level(&self) -> i32 {
+        self.level
+    }
+
     /// The chunk's last access (region, offset): what a relative access
     /// appended now is relative to.
     pub fn last_access(&self) -> Option<(u32, u64)> {
@@ -227,67 +244,19 @@ impl<W: Write> TraceWriter<W> {
         if self.in_chunk == 0 {
             return Ok(());
         }
-        let records = self.in_chunk;
-        self.state = State::default();
-        self.in_chunk = 0;
-        if self.threads > 0 {
-            if self.pool.is_none() {
-                self.pool = Some(Pool::new(self.threads, self.level)?);
-            }
-            let Some(pool) = &mut self.pool else {
-                unreachable!("the pool was just made")
-            };
-            let fresh = Vec::with_capacity(CHUNK_TARGET + 64);
-            let raw = std::mem::replace(&mut self.buf, fresh);
-            if let Some(done) = pool.submit(raw, records) {
-                self.put_done(done)?;
-            }
-            return Ok(());
-        }
-        // The frame carries its checksum: a corrupt chunk is refused rather
-        // than replayed as other accesses.
         let c = match &mut self.compressor {
             Some(c) => c,
-            None => {
-                let mut c = zstd::bulk::Compressor::new(self.level)?;
-                c.include_checksum(true)?;
-                self.compressor.insert(c)
-            }
+            None => self.compressor.insert(chunk_compressor(self.level)?),
         };
         let z = c.compress(&self.buf)?;
-        self.put_chunk(self.buf.len(), &z, records)?;
-        self.buf.clear();
-        Ok(())
-    }
-
-    /// Writes a chunk the pool compressed, and keeps its buffer if the
-    /// current one has not grown yet.
-    fn put_done(&mut self, done: super::pool::Done) -> std::io::Result<()> {
-        let z = done.frame?;
-        self.put_chunk(done.raw.len(), &z, done.records)?;
-        if self.buf.is_empty() && done.raw.capacity() > self.buf.capacity() {
-            let mut raw = done.raw;
-            raw.clear();
-            self.buf = raw;
-        }
-        Ok(())
-    }
-
-    /// Writes one chunk: `raw` bytes of `records` records, compressed as `z`.
-    fn put_chunk(&mut self, raw: usize, z: &[u8], records: u32) -> std::io::Result<()> {
         self.write_header()?;
-        let head = [raw as u32, z.len() as u32, records];
+        let head = [self.buf.len() as u32, z.len() as u32, self.in_chunk];
         le::put_block_head(&mut self.out, CHUNK, head)?;
-        self.out.write_all(z)?;
+        self.out.write_all(&z)?;
+        self.buf.clear();
+        self.state = State::default();
+        self.in_chunk = 0;
         self.chunks += 1;
-        Ok(())
-    }
-
-    /// Writes every chunk still in the pool, in order.
-    fn drain(&mut self) -> std::io::Result<()> {
-        while let Some(done) = self.pool.as_mut().and_then(Pool::next) {
-            self.put_done(done)?;
-        }
         Ok(())
     }
 
@@ -302,8 +271,6 @@ impl<W: Write> TraceWriter<W> {
     /// Any I/O error.
     pub fn finish(mut self) -> std::io::Result<W> {
         self.flush_chunk()?;
-        self.drain()?;
-        self.pool = None;
         self.write_header()?;
         let mut index_len = 0u32;
         if let Some(b) = self.index.take() {
@@ -322,4 +289,16 @@ impl<W: Write> TraceWriter<W> {
         self.out.flush()?;
         Ok(self.out)
     }
+}
+
+/// A compressor of chunks at zstd `level`, as the writer's own: its frames
+/// carry their checksum, so that a corrupt chunk is refused rather than
+/// replayed as other accesses.
+///
+/// # Errors
+/// zstd cannot make one (out of memory, a level out of range).
+pub fn chunk_compressor(level: i32) -> std::io::Result<zstd::bulk::Compressor<'static>> {
+    let mut c = zstd::bulk::Compressor::new(level)?;
+    c.include_checksum(true)?;
+    Ok(c)
 }
