@@ -141,9 +141,6 @@ pub struct Collector {
     /// The page of the last data access and of the last fetch: each stream
     /// stays on a page for a while, though the two alternate.
     last_page: [u64; 2],
-    /// The previous data address and the previous fetch's: each stream
-    /// is spilled as differences within itself.
-    prev: [u64; 2],
     spill: Spill,
     pub loads: u64,
     pub stores: u64,
@@ -156,13 +153,12 @@ impl Collector {
         Collector::with_spill(Spill::new(file))
     }
 
-    /// Spills into `spill` (of any sizes: tests make small segments).
+    /// Spills into `spill` (of any part size: tests make small ones).
     pub fn with_spill(spill: Spill) -> Collector {
         Collector {
             pages: PageSet::default(),
             code: PageSet::default(),
             last_page: [u64::MAX; 2],
-            prev: [0; 2],
             spill,
             loads: 0,
             stores: 0,
@@ -196,18 +192,7 @@ impl Collector {
                 self.code.insert(page);
             }
         }
-        let d = a.addr.wrapping_sub(self.prev[stream]) as i64;
-        self.prev[stream] = a.addr;
-        self.spill.put(kind, ((d << 1) ^ (d >> 63)) as u64);
-        if self.spill.len >= self.spill.cap {
-            self.flush(false);
-        }
-    }
-
-    #[cold]
-    fn flush(&mut self, last: bool) {
-        let n = self.loads + self.stores + self.fetches;
-        self.spill.flush(n, self.prev, last);
+        self.spill.put(a.addr, kind);
     }
 
     /// Writes the trace at `path`: every region mapped first, then the
@@ -226,7 +211,7 @@ impl Collector {
             path: path.to_path_buf(),
             source,
         };
-        self.flush(true);
+        self.spill.close();
         if let Some(e) = self.spill.failed.take() {
             return Err(io(e));
         }
@@ -280,7 +265,7 @@ impl Collector {
             }))
             .map_err(io)?;
         }
-        self.encode_segments(&regions, &mut w).map_err(io)?;
+        self.finish_parts(&regions, &mut w).map_err(io)?;
         w.finish().map_err(io)?;
         Ok(Summary {
             loads: self.loads,
@@ -290,32 +275,32 @@ impl Collector {
         })
     }
 
-    /// The spill's segments encoded and compressed on one thread per core
-    /// (the decompressor's core is free by now), their chunks written in
+    /// The spill's parts finished and compressed on one thread per core
+    /// (the decompressor's core is free by now), each a chunk written in
     /// order as they come.
-    fn encode_segments(
+    fn finish_parts(
         &self,
         regions: &[(u64, u64)],
         w: &mut TraceWriter<std::io::BufWriter<std::fs::File>>,
     ) -> std::io::Result<()> {
-        let segments = &self.spill.segments;
+        let parts = &self.spill.parts;
         let file = self.spill.file();
         let level = w.level();
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let next = AtomicUsize::new(0);
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
-            for _ in 0..cores.min(segments.len()) {
+            for _ in 0..cores.min(parts.len()) {
                 let (tx, next) = (tx.clone(), &next);
                 scope.spawn(move || {
-                    let mut z = trace::file::chunk_compressor(level);
+                    let mut f = spill::Finisher::new(level);
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(seg) = segments.get(i) else {
+                        let Some(part) = parts.get(i) else {
                             return;
                         };
-                        let r = match &mut z {
-                            Ok(z) => spill::encode(seg, file, regions, z),
+                        let r = match &mut f {
+                            Ok(f) => f.finish(part, file, regions),
                             Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
                         };
                         // An error stops this thread; the writer stops the
@@ -333,9 +318,8 @@ impl Collector {
             for (i, r) in rx {
                 ahead.insert(i, r);
                 while let Some(r) = ahead.remove(&want) {
-                    for c in r? {
-                        w.push_chunk(c.raw, &c.frame, c.accesses, c.fetches)?;
-                    }
+                    let c = r?;
+                    w.push_chunk(c.raw, &c.frame, c.accesses, c.fetches)?;
                     want += 1;
                 }
             }
@@ -375,23 +359,32 @@ mod tests {
         /// addresses (the trace holds them as region offsets).
         #[test]
         fn the_spill_gives_back_every_access(
-            accesses in proptest::collection::vec((any::<u64>(), 0u8..3), 1..300),
+            accesses in proptest::collection::vec((any::<u64>(), 0u8..3, 0u8..6), 1..300),
             small in any::<bool>(),
         ) {
             let dir = tempfile::tempdir().unwrap();
             let file = tempfile::tempfile_in(dir.path()).unwrap();
-            // Small: a segment every few accesses, each encoded on its own
-            // (from the addresses at its start) and in its own chunks.
+            // Small: a part (a chunk) every few accesses, each stream's
+            // first access in it named by its region.
             let mut c = if small {
-                Collector::with_spill(Spill::with_sizes(file, 16, 24))
+                Collector::with_spill(Spill::with_size(file, 16))
             } else {
                 Collector::new(file)
             };
-            // Addresses of the user half, page-clustered or anywhere.
+            // Addresses of the user half: in four clusters of 8 MiB (so
+            // that an access is often near the one before it in its
+            // stream, and regions merge or not across gaps of about GAP),
+            // or anywhere.
             let kinds = [Kind::Load, Kind::Store, Kind::Fetch];
+            let clusters = [0x40_0000u64, 0x1000_0000, 0x5555_5555_0000, 0x7fff_ff00_0000];
             let accesses: Vec<Access> = accesses
                 .iter()
-                .map(|&(a, k)| Access { addr: a >> 17, kind: kinds[usize::from(k)] })
+                .map(|&(a, k, w)| Access {
+                    addr: clusters
+                        .get(usize::from(w))
+                        .map_or(a >> 17, |&b| b + a % (8 << 20)),
+                    kind: kinds[usize::from(k)],
+                })
                 .collect();
             for &a in &accesses {
                 c.push(a);

@@ -1,128 +1,149 @@
-//! The spill: every access of an import, a few bytes each, kept in a
-//! temporary file while the input is read (the regions, and so every
-//! access's region and offset, are known only at its end), then encoded
-//! into the trace's chunks.
+//! The spill: every access of an import, kept in a temporary file while
+//! the input is read, in [`Part`]s that become the trace's chunks once the
+//! regions (and so every access's region and offset) are known at its end.
 //!
-//! An access is LEB128 of the zigzag difference from the previous address
-//! of its stream (data or fetches), its kind in the first byte's two low
-//! bits (0 load, 1 store, 2 fetch; the first byte carries 5 bits of the
-//! difference: at most [`MAX`] bytes).
+//! The accesses are encoded as they are read, in the trace's own records
+//! ([`trace::codec`]), so that little is left to do at the end:
 //!
-//! The spill is cut into [`Segment`]s as it is written, each starting
-//! from both streams' addresses, so that segments are encoded and
-//! compressed on one thread per core once the input is read: the
-//! decompressor's core is free by then, and this is the only work an
-//! import adds after the input ends. Each segment makes chunks of its own
-//! (a chunk ends at a segment's end as well as at the writer's chunk size).
+//! - an access within [`GAP`] of the previous one of its stream (data or
+//!   fetches) is in the same region whatever the regions turn out to be
+//!   (a region ends only at a gap of `GAP` between touched pages), so it
+//!   is written as the trace writes it: a relative record, the zigzag
+//!   difference of the addresses (equal to that of the offsets);
+//! - any other access (the first of each stream in a part, or one far
+//!   from the previous) is a *mark*: the absolute record's tag, then its
+//!   address (8 bytes, little-endian) and the zigzag difference from the
+//!   previous address of its stream (LEB128), its place in the part listed
+//!   after the part's bytes. At the end a mark becomes what the trace writer makes of it:
+//!   a relative record (the difference as it is) if the previous access of
+//!   its stream is in the same region, else the region's id and the
+//!   offset.
+//!
+//! The parts are then finished and compressed on one thread per core: the
+//! decompressor's core is free by then, and this is all an import adds
+//! after its input ends. Each part is one chunk, made as the trace writer
+//! would make it from the same accesses.
 
+use crate::infer::GAP;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use trace::codec::{self, State};
+use trace::codec::{FETCH_AT, FETCH_NEAR, READ_AT, READ_NEAR, WRITE_AT, WRITE_NEAR};
 use trace::file::CHUNK_TARGET;
+use trace::varint;
 
-/// Most bytes one access takes.
-pub const MAX: usize = 10;
-/// Bytes buffered before a write.
-pub const BUF: usize = 1 << 20;
-/// Bytes of spill a segment holds at least (but the last): about four
-/// chunks of the trace, so that a segment's last, partial chunk is a
-/// small part of its output.
-const SEGMENT: u64 = 4 << 20;
+/// Tags by kind (0 load, 1 store, 2 fetch): absolute, relative.
+const AT: [u8; 3] = [READ_AT, WRITE_AT, FETCH_AT];
+const NEAR: [u8; 3] = [READ_NEAR, WRITE_NEAR, FETCH_NEAR];
 
-/// A part of the spill that decodes on its own.
+/// A part of the spill: the accesses of one chunk of the trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Segment {
-    /// Byte offset in the spill file, and length.
+pub struct Part {
+    /// Byte offset in the spill file; its bytes, then its marks' places
+    /// (u32 little-endian each).
     pub offset: u64,
-    pub len: u64,
-    /// Accesses it holds.
-    pub accesses: u64,
-    /// The previous data address and fetch address at its start.
-    pub start: [u64; 2],
+    pub len: u32,
+    pub marks: u32,
+    pub accesses: u32,
+    pub fetches: u32,
 }
 
-/// Where the spill goes: the file, the bytes not yet written, the
-/// segments so far.
+/// Where the spill goes: the part being filled, the file, the parts
+/// written.
 pub struct Spill {
     file: std::fs::File,
-    /// `buf[..len]`: not yet written; written once `len` reaches `cap`.
-    buf: Box<[u8]>,
-    pub len: usize,
-    pub cap: usize,
-    /// Bytes a segment holds at least.
-    segment: u64,
-    /// Bytes written to the file.
+    buf: Vec<u8>,
+    marks: Vec<u32>,
+    /// A part ends once it holds this many bytes.
+    cap: usize,
+    /// Each stream's previous address (data, fetches).
+    prev: [u64; 2],
+    /// Whether the stream has no access in the part yet.
+    fresh: [bool; 2],
+    /// Accesses and fetches in the part.
+    counts: [u32; 2],
     written: u64,
-    /// The segment being filled: its first byte and its start addresses,
-    /// and the access count at its start.
-    open: (u64, [u64; 2], u64),
-    pub segments: Vec<Segment>,
+    pub parts: Vec<Part>,
     /// The first error writing the file (the rest are passed over).
     pub failed: Option<std::io::Error>,
 }
 
 impl Spill {
+    /// Parts of about a chunk's size.
     pub fn new(file: std::fs::File) -> Spill {
-        Spill::with_sizes(file, BUF, SEGMENT)
+        Spill::with_size(file, CHUNK_TARGET)
     }
 
-    /// A spill buffering `buf` bytes (at least [`MAX`]) and cut into
-    /// segments of at least `segment` bytes: tests make many small ones.
-    pub fn with_sizes(file: std::fs::File, buf: usize, segment: u64) -> Spill {
-        let cap = buf.max(MAX);
+    /// Parts of about `cap` bytes: tests make small ones.
+    pub fn with_size(file: std::fs::File, cap: usize) -> Spill {
         Spill {
             file,
-            buf: vec![0; cap + MAX].into_boxed_slice(),
-            len: 0,
+            buf: Vec::with_capacity(cap + 32),
+            marks: Vec::new(),
             cap,
-            segment,
+            prev: [0; 2],
+            fresh: [true; 2],
+            counts: [0; 2],
             written: 0,
-            open: (0, [0; 2], 0),
-            segments: Vec::new(),
+            parts: Vec::new(),
             failed: None,
         }
     }
 
-    /// Appends an access to the buffer: `kind` and the zigzag difference
-    /// `z`.
+    /// One access at `addr` of `kind` (0 load, 1 store, 2 fetch).
     #[inline(always)]
-    pub fn put(&mut self, kind: u8, z: u64) {
-        let mut rest = z >> 5;
-        let buf = &mut self.buf[self.len..self.len + MAX];
-        buf[0] = kind | ((z & 0x1F) as u8) << 2 | u8::from(rest != 0) << 7;
-        let mut n = 1;
-        while rest != 0 {
-            let b = (rest & 0x7F) as u8;
-            rest >>= 7;
-            buf[n] = b | u8::from(rest != 0) << 7;
-            n += 1;
+    pub fn put(&mut self, addr: u64, kind: u8) {
+        let k = usize::from(kind);
+        let s = usize::from(kind == 2);
+        let prev = self.prev[s];
+        self.prev[s] = addr;
+        let d = addr.wrapping_sub(prev) as i64;
+        let z = varint::zigzag(d);
+        if self.fresh[s] || prev.abs_diff(addr) >= GAP {
+            self.fresh[s] = false;
+            self.marks.push(self.buf.len() as u32);
+            self.buf.push(AT[k]);
+            self.buf.extend_from_slice(&addr.to_le_bytes());
+        } else {
+            self.buf.push(NEAR[k]);
         }
-        self.len += n;
+        varint::put(&mut self.buf, z);
+        self.counts[s] += 1;
+        if self.buf.len() >= self.cap {
+            self.close();
+        }
     }
 
-    /// Writes the buffer out; `accesses` (all so far) and `prev` (the
-    /// streams' last addresses) close the segment if it is long enough,
-    /// or anyway when `last`.
+    /// Ends the part being filled (if it holds an access) and writes it.
     #[cold]
-    pub fn flush(&mut self, accesses: u64, prev: [u64; 2], last: bool) {
+    pub fn close(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let mut marks = Vec::with_capacity(4 * self.marks.len());
+        for m in &self.marks {
+            marks.extend_from_slice(&m.to_le_bytes());
+        }
         if self.failed.is_none() {
-            if let Err(e) = self.file.write_all(&self.buf[..self.len]) {
+            let w = self
+                .file
+                .write_all(&self.buf)
+                .and_then(|()| self.file.write_all(&marks));
+            if let Err(e) = w {
                 self.failed = Some(e);
             }
         }
-        self.written += self.len as u64;
-        self.len = 0;
-        let (offset, start, first) = self.open;
-        let len = self.written - offset;
-        if (len >= self.segment || last) && accesses > first {
-            self.segments.push(Segment {
-                offset,
-                len,
-                accesses: accesses - first,
-                start,
-            });
-            self.open = (self.written, prev, accesses);
-        }
+        self.parts.push(Part {
+            offset: self.written,
+            len: self.buf.len() as u32,
+            marks: self.marks.len() as u32,
+            accesses: self.counts[0],
+            fetches: self.counts[1],
+        });
+        self.written += (self.buf.len() + marks.len()) as u64;
+        self.buf.clear();
+        self.marks.clear();
+        self.fresh = [true; 2];
+        self.counts = [0; 2];
     }
 
     pub fn file(&self) -> &std::fs::File {
@@ -130,31 +151,7 @@ impl Spill {
     }
 }
 
-/// One access at the start of `b`: the difference from the previous
-/// address of its stream (to add, wrapping), its kind and its length in
-/// bytes; `None` if `b` ends first.
-#[inline(always)]
-pub fn decode(b: &[u8]) -> Option<(u64, u8, usize)> {
-    let b0 = *b.first()?;
-    let mut z = u64::from(b0 >> 2 & 0x1F);
-    let mut n = 1;
-    if b0 & 0x80 != 0 {
-        let mut shift = 5;
-        loop {
-            let x = *b.get(n)?;
-            z |= u64::from(x & 0x7F).checked_shl(shift).unwrap_or(0);
-            shift += 7;
-            n += 1;
-            if x & 0x80 == 0 || n == MAX {
-                break;
-            }
-        }
-    }
-    let d = (z >> 1) as i64 ^ -((z & 1) as i64);
-    Some((d as u64, b0 & 3, n))
-}
-
-/// Regions each stream remembers while encoding.
+/// Regions each stream remembers while finishing a part.
 const WAYS: usize = 4;
 
 /// A chunk of the trace, encoded and compressed.
@@ -165,84 +162,133 @@ pub struct Chunk {
     pub fetches: u32,
 }
 
-/// Encodes segment `seg` of `file` into chunks compressed by `z`, each
-/// address as its region's id and offset (`regions`: (start, end),
-/// sorted, the id the index; every address of the spill in one).
+/// What a thread finishing parts reuses from one to the next.
+pub struct Finisher {
+    z: zstd::bulk::Compressor<'static>,
+    bytes: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl Finisher {
+    /// Compressing at zstd `level`, as the trace writer.
+    ///
+    /// # Errors
+    /// zstd cannot make a compressor.
+    pub fn new(level: i32) -> std::io::Result<Finisher> {
+        Ok(Finisher {
+            z: trace::file::chunk_compressor(level)?,
+            bytes: Vec::new(),
+            out: Vec::new(),
+        })
+    }
+
+    /// [`finish`] with this thread's compressor and buffers.
+    ///
+    /// # Errors
+    /// As [`finish`].
+    pub fn finish(
+        &mut self,
+        part: &Part,
+        file: &std::fs::File,
+        regions: &[(u64, u64)],
+    ) -> std::io::Result<Chunk> {
+        finish(part, file, regions, self)
+    }
+}
+
+/// Finishes `part` of `file` into a chunk: each mark made a relative
+/// record or one naming its region (`regions`: (start, end), sorted, the
+/// id the index; every address of the spill in one), then compressed.
 ///
 /// # Errors
-/// Reading the spill fails or it ends early; compressing fails.
-pub fn encode(
-    seg: &Segment,
+/// Reading the spill fails or its bytes are not what [`Spill`] wrote;
+/// compressing fails.
+fn finish(
+    part: &Part,
     file: &std::fs::File,
     regions: &[(u64, u64)],
-    z: &mut zstd::bulk::Compressor<'static>,
-) -> std::io::Result<Vec<Chunk>> {
-    let short = || {
+    f: &mut Finisher,
+) -> std::io::Result<Chunk> {
+    let bad = || {
         std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "the importer's spill file ends early",
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the importer's spill file is not what it wrote (at byte {})",
+                part.offset
+            ),
         )
     };
-    let mut bytes = vec![0u8; usize::try_from(seg.len).map_err(|_| short())?];
-    file.read_exact_at(&mut bytes, seg.offset)?;
-    let mut out = Vec::new();
-    let mut buf = Vec::with_capacity(CHUNK_TARGET + 2 * MAX);
-    let mut st = State::default();
-    let (mut accesses, mut fetches) = (0u32, 0u32);
-    // Per stream (data, fetches): the regions it used last, as (start,
-    // end, id), the latest first (the data of a program alternates
-    // between a few: its stack, its heap, a table).
+    let len = part.len as usize;
+    let bytes = &mut f.bytes;
+    bytes.resize(len + 4 * part.marks as usize, 0);
+    file.read_exact_at(bytes, part.offset)?;
+    let (body, marks) = bytes.split_at(len);
+    let out = &mut f.out;
+    out.clear();
+    // Per stream (data, fetches): the region of its last access in the
+    // chunk, and the regions it used last, as (start, end, id), the
+    // latest first (the data of a program alternates between a few: its
+    // stack, its heap, a table).
+    let mut cur: [Option<u32>; 2] = [None; 2];
     let mut recent = [[(0u64, 0u64, 0u32); WAYS]; 2];
-    let mut addr = seg.start;
-    let mut at = 0;
-    for _ in 0..seg.accesses {
-        let (d, kind, n) = decode(&bytes[at..]).ok_or_else(short)?;
-        at += n;
-        let s = usize::from(kind == 2);
-        let a = addr[s].wrapping_add(d);
-        addr[s] = a;
-        let r = &mut recent[s];
-        if !(a >= r[0].0 && a < r[0].1) {
-            let hit = (1..WAYS).find(|&k| a >= r[k].0 && a < r[k].1);
-            let found = match hit {
-                Some(k) => r[k],
-                None => {
-                    let i = regions.partition_point(|&(_, e)| e <= a);
-                    let (st, e) = regions[i];
-                    (st, e, i as u32)
-                }
-            };
-            // The latest first; the oldest (or the one found) goes.
-            r.copy_within(0..hit.unwrap_or(WAYS - 1), 1);
-            r[0] = found;
-        }
-        let c = r[0];
-        if kind == 2 {
-            codec::encode_fetch(c.2, a - c.0, &mut st, &mut buf);
-            fetches += 1;
+    let mut done = 0;
+    for m in marks.chunks_exact(4) {
+        let at = u32::from_le_bytes([m[0], m[1], m[2], m[3]]) as usize;
+        let tag = *body.get(at).filter(|_| at >= done).ok_or_else(bad)?;
+        out.extend_from_slice(&body[done..at]);
+        let (s, k) = match tag {
+            READ_AT => (0, 0),
+            WRITE_AT => (0, 1),
+            FETCH_AT => (1, 2),
+            _ => return Err(bad()),
+        };
+        let a = body.get(at + 1..at + 9).ok_or_else(bad)?;
+        let a = u64::from_le_bytes([a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]]);
+        let mut p = at + 9;
+        let diff = p;
+        varint::get(body, &mut p).ok_or_else(bad)?;
+        let (start, id) = region(&mut recent[s], regions, a).ok_or_else(bad)?;
+        if cur[s] == Some(id) {
+            out.push(NEAR[k]);
+            out.extend_from_slice(&body[diff..p]);
         } else {
-            codec::encode_access(c.2, a - c.0, kind == 1, &mut st, &mut buf);
-            accesses += 1;
+            out.push(tag);
+            varint::put(out, id.into());
+            varint::put(out, a - start);
         }
-        if buf.len() >= CHUNK_TARGET {
-            out.push(Chunk {
-                raw: buf.len(),
-                frame: z.compress(&buf)?,
-                accesses,
-                fetches,
-            });
-            buf.clear();
-            st = State::default();
-            (accesses, fetches) = (0, 0);
-        }
+        cur[s] = Some(id);
+        done = p;
     }
-    if !buf.is_empty() {
-        out.push(Chunk {
-            raw: buf.len(),
-            frame: z.compress(&buf)?,
-            accesses,
-            fetches,
-        });
+    out.extend_from_slice(&body[done..]);
+    Ok(Chunk {
+        raw: out.len(),
+        frame: f.z.compress(out)?,
+        accesses: part.accesses,
+        fetches: part.fetches,
+    })
+}
+
+/// The start and id of the region holding `a`, looked up among `recent`
+/// first (kept latest first).
+#[inline]
+fn region(
+    recent: &mut [(u64, u64, u32); WAYS],
+    regions: &[(u64, u64)],
+    a: u64,
+) -> Option<(u64, u32)> {
+    if !(a >= recent[0].0 && a < recent[0].1) {
+        let hit = (1..WAYS).find(|&k| a >= recent[k].0 && a < recent[k].1);
+        let found = match hit {
+            Some(k) => recent[k],
+            None => {
+                let i = regions.partition_point(|&(_, e)| e <= a);
+                let &(st, e) = regions.get(i).filter(|&&(st, _)| a >= st)?;
+                (st, e, i as u32)
+            }
+        };
+        // The latest first; the oldest (or the one found) goes.
+        recent.copy_within(0..hit.unwrap_or(WAYS - 1), 1);
+        recent[0] = found;
     }
-    Ok(out)
+    Some((recent[0].0, recent[0].2))
 }
