@@ -244,9 +244,15 @@ fn finish(
         };
         let a = body.get(at + 1..at + 9).ok_or_else(bad)?;
         let a = u64::from_le_bytes([a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]]);
-        let mut p = at + 9;
-        let diff = p;
-        varint::get(body, &mut p).ok_or_else(bad)?;
+        // The difference is copied as it is, if at all: only its length
+        // is read (its last byte is below 0x80).
+        let diff = at + 9;
+        let p = diff
+            + 1
+            + body
+                .get(diff..)
+                .and_then(|d| d.iter().position(|&b| b < 0x80))
+                .ok_or_else(bad)?;
         let (start, id) = region(&mut recent[s], regions, a).ok_or_else(bad)?;
         if cur[s] == Some(id) {
             out.push(NEAR[k]);
