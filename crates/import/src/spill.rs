@@ -35,6 +35,9 @@ use trace::varint;
 const AT: [u8; 3] = [READ_AT, WRITE_AT, FETCH_AT];
 const NEAR: [u8; 3] = [READ_NEAR, WRITE_NEAR, FETCH_NEAR];
 
+/// Bytes a mark is taken to shrink by once finished.
+const MARK_EXTRA: usize = 9;
+
 /// A part of the spill: the accesses of one chunk of the trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Part {
@@ -108,7 +111,10 @@ impl Spill {
         }
         varint::put(&mut self.buf, z);
         self.counts[s] += 1;
-        if self.buf.len() >= self.cap {
+        // A mark is about 9 bytes longer than what it becomes (8 bytes of
+        // address and a long difference against a region id and an
+        // offset): the chunk ends near the trace writer's size.
+        if self.buf.len() >= self.cap + MARK_EXTRA * self.marks.len() {
             self.close();
         }
     }
