@@ -4,13 +4,12 @@
 //! out like any trace's regions (by identity and size).
 //!
 //! The input is read once: each access goes to a [`Collector`], which
-//! keeps the touched pages and writes the access to a spill file (a few
-//! bytes each, deltas of addresses); at the end the regions are known and
-//! [`Collector::write`] reads the spill back into the trace (a trace maps
+//! keeps the touched pages and spills the access ([`crate::spill`]); at
+//! the end the regions are known and [`Collector::write`] maps them all,
+//! then finishes the spill's parts into the trace's chunks (a trace maps
 //! every region before its first access, and an access names its region's
-//! offset, so nothing can be written before the last access is read). The
-//! spill is far smaller than the decompressed input and is read back
-//! sequentially, from the page cache as a rule.
+//! offset, so no chunk can be finished before the last access is read).
+//! The spill is read back from the page cache as a rule.
 
 use crate::spill::{self, Spill};
 use crate::{Access, ImportError, Kind, Summary};
@@ -196,7 +195,7 @@ impl Collector {
     }
 
     /// Writes the trace at `path`: every region mapped first, then the
-    /// accesses read back from the spill.
+    /// spill's parts, each finished into a chunk.
     ///
     /// # Errors
     /// I/O errors writing `path` or the spill.
@@ -239,12 +238,10 @@ impl Collector {
             ],
             observed: [("instructions".to_string(), i64::try_from(instructions).unwrap_or(i64::MAX))].into(),
         };
-        // zstd's fastest level: the trace is written after the whole input
-        // is read, so its compression is time the import adds to
+        // zstd's fastest level: the chunks are compressed after the whole
+        // input is read, so their compression is time the import adds to
         // decompressing (at level 3, the default, compression was the
-        // largest part of an import's own work in a profile; level 1 makes
-        // the synthetic 2.1 GB trace's output 17% larger, 46.1 MB against
-        // 39.4).
+        // largest part of an import's own work in a profile).
         let mut w = TraceWriter::create(path, &header)
             .map_err(io)?
             .with_level(1);
