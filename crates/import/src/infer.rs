@@ -113,17 +113,32 @@ impl PageSet {
     }
 
     /// The regions: (start address, end address), sorted.
+    ///
+    /// Read a bitmap word (64 pages, 256 KiB) at a time: pages within one
+    /// word are always closer than [`GAP`], so only a word's first and
+    /// last page matter. Cheap enough to be asked at every spill part
+    /// ([`Collector`] speculates with the regions so far).
     pub fn regions(&self) -> Vec<(u64, u64)> {
+        let mut spans: Vec<(u64, usize)> = self.index.iter().map(|(&s, &i)| (s, i)).collect();
+        spans.sort_unstable();
         let mut out: Vec<(u64, u64)> = Vec::new();
-        for p in self.pages() {
-            // The address space's last page ends at 2^64, which a u64
-            // cannot hold: its region ends a byte short (an importer
-            // refuses such an address before: `Collector::write`).
-            let a = p * PAGE;
-            let e = a.saturating_add(PAGE);
-            match out.last_mut() {
-                Some((_, end)) if a < end.saturating_add(GAP) => *end = e,
-                _ => out.push((a, e)),
+        for (s, i) in spans {
+            for (w, &bits) in self.maps[i].iter().enumerate() {
+                if bits == 0 {
+                    continue;
+                }
+                let base = s * SPAN + 64 * w as u64;
+                let first = base + u64::from(bits.trailing_zeros());
+                let last = base + 63 - u64::from(bits.leading_zeros());
+                // The address space's last page ends at 2^64, which a u64
+                // cannot hold: its region ends a byte short (an importer
+                // refuses such an address before: `Collector::write`).
+                let a = first * PAGE;
+                let e = (last * PAGE).saturating_add(PAGE);
+                match out.last_mut() {
+                    Some((_, end)) if a < end.saturating_add(GAP) => *end = e,
+                    _ => out.push((a, e)),
+                }
             }
         }
         out
