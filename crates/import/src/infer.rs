@@ -23,6 +23,12 @@ const PAGE: u64 = 4096;
 /// A gap between touched pages at least this large starts a new region.
 pub const GAP: u64 = 2 << 20;
 
+/// The zstd level of an imported trace's chunks: the fastest, since they
+/// are compressed while the input is read or after it (at level 3, the
+/// default, compression was the largest part of an import's own work in a
+/// profile).
+pub const LEVEL: i32 = 1;
+
 /// Pages a bitmap of [`PageSet`] holds (16 MiB of address space).
 const SPAN: u64 = 4096;
 
@@ -156,6 +162,9 @@ pub struct Collector {
     /// stays on a page for a while, though the two alternate.
     last_page: [u64; 2],
     spill: Spill,
+    /// Whether each spill part is finished as it is closed, with the
+    /// regions so far ([`crate::spill::Spec`]).
+    speculate: bool,
     pub loads: u64,
     pub stores: u64,
     pub fetches: u64,
@@ -174,10 +183,22 @@ impl Collector {
             code: PageSet::default(),
             last_page: [u64::MAX; 2],
             spill,
+            speculate: false,
             loads: 0,
             stores: 0,
             fetches: 0,
         }
+    }
+
+    /// Finishes each spill part as it is closed, with the regions of the
+    /// pages so far, on the parser's thread: for an input whose
+    /// decompression is slower than its parsing (a ChampSim trace), the
+    /// parser has time to spare while the input is read, and a part whose
+    /// regions have not moved by the end (most, once a program's regions
+    /// have been touched at their lowest page) needs nothing more then.
+    pub fn speculate(mut self) -> Self {
+        self.speculate = true;
+        self
     }
 
     /// One access: its page kept, and spilled ([`crate::spill`]).
@@ -206,7 +227,15 @@ impl Collector {
                 self.code.insert(page);
             }
         }
-        self.spill.put(a.addr, kind);
+        if self.spill.put(a.addr, kind) {
+            self.close_part();
+        }
+    }
+
+    #[cold]
+    fn close_part(&mut self) {
+        let regions = self.speculate.then(|| self.pages.regions());
+        self.spill.close(regions.as_deref());
     }
 
     /// Writes the trace at `path`: every region mapped first, then the
@@ -225,7 +254,7 @@ impl Collector {
             path: path.to_path_buf(),
             source,
         };
-        self.spill.close();
+        self.close_part();
         if let Some(e) = self.spill.failed.take() {
             return Err(io(e));
         }
@@ -253,13 +282,9 @@ impl Collector {
             ],
             observed: [("instructions".to_string(), i64::try_from(instructions).unwrap_or(i64::MAX))].into(),
         };
-        // zstd's fastest level: the chunks are compressed after the whole
-        // input is read, so their compression is time the import adds to
-        // decompressing (at level 3, the default, compression was the
-        // largest part of an import's own work in a profile).
         let mut w = TraceWriter::create(path, &header)
             .map_err(io)?
-            .with_level(1);
+            .with_level(LEVEL);
         let code: Vec<u64> = self.code.pages().collect();
         for (id, &(s, e)) in regions.iter().enumerate() {
             // Whether an instruction was fetched from the region.
@@ -373,6 +398,7 @@ mod tests {
         fn the_spill_gives_back_every_access(
             accesses in proptest::collection::vec((any::<u64>(), 0u8..3, 0u8..6), 1..300),
             small in any::<bool>(),
+            early in any::<bool>(),
         ) {
             let dir = tempfile::tempdir().unwrap();
             let file = tempfile::tempfile_in(dir.path()).unwrap();
@@ -383,6 +409,11 @@ mod tests {
             } else {
                 Collector::new(file)
             };
+            // Early: parts finished as they close, with the regions so
+            // far; those whose regions moved since are finished again.
+            if early {
+                c = c.speculate();
+            }
             // Addresses of the user half: in four clusters of 8 MiB (so
             // that an access is often near the one before it in its
             // stream, and regions merge or not across gaps of about GAP),

@@ -171,6 +171,10 @@ pub fn import(format: Format, input: &Path, out: &Path) -> Result<Imported, Impo
             source,
         })?;
         let mut c = infer::Collector::new(spill);
+        if format != Format::Lackey {
+            // Decompression is the slow part of a ChampSim import.
+            c = c.speculate();
+        }
         let read = match format {
             Format::Champsim => {
                 champsim::read(&mut src, champsim::STANDARD, input, &mut |a| c.push(a))

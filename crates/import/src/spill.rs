@@ -39,7 +39,7 @@ const NEAR: [u8; 3] = [READ_NEAR, WRITE_NEAR, FETCH_NEAR];
 const MARK_EXTRA: usize = 9;
 
 /// A part of the spill: the accesses of one chunk of the trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Part {
     /// Byte offset in the spill file; its bytes, then its marks' places
     /// (u32 little-endian each).
@@ -48,6 +48,31 @@ pub struct Part {
     pub marks: u32,
     pub accesses: u32,
     pub fetches: u32,
+    /// The part finished with the regions known when it was closed, if
+    /// it was: the chunk, right after its marks' places.
+    pub spec: Option<Spec>,
+}
+
+/// A part finished before the input ends, with the regions so far:
+/// valid if every region it named still starts where it did and has the
+/// same id (regions only grow and merge as pages are added, so the
+/// relative records are right whatever happens; a mark named its region
+/// by id and offset from its start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub raw: u32,
+    pub frame: u32,
+    /// The regions its marks named: (start, id).
+    pub used: Vec<(u64, u32)>,
+}
+
+impl Spec {
+    /// Whether the chunk is what finishing the part with `regions` makes.
+    pub fn holds(&self, regions: &[(u64, u64)]) -> bool {
+        self.used
+            .iter()
+            .all(|&(start, id)| regions.get(id as usize).is_some_and(|r| r.0 == start))
+    }
 }
 
 /// Where the spill goes: the part being filled, the file, the parts
@@ -65,6 +90,8 @@ pub struct Spill {
     /// Accesses and fetches in the part.
     counts: [u32; 2],
     written: u64,
+    /// Finishes parts as they are closed, when asked to speculate.
+    early: Option<Finisher>,
     pub parts: Vec<Part>,
     /// The first error writing the file (the rest are passed over).
     pub failed: Option<std::io::Error>,
@@ -87,14 +114,16 @@ impl Spill {
             fresh: [true; 2],
             counts: [0; 2],
             written: 0,
+            early: None,
             parts: Vec::new(),
             failed: None,
         }
     }
 
-    /// One access at `addr` of `kind` (0 load, 1 store, 2 fetch).
+    /// One access at `addr` of `kind` (0 load, 1 store, 2 fetch); true
+    /// when the part is full (then [`Spill::close`] it).
     #[inline(always)]
-    pub fn put(&mut self, addr: u64, kind: u8) {
+    pub fn put(&mut self, addr: u64, kind: u8) -> bool {
         let k = usize::from(kind);
         let s = usize::from(kind == 2);
         let prev = self.prev[s];
@@ -114,14 +143,14 @@ impl Spill {
         // A mark is about 9 bytes longer than what it becomes (8 bytes of
         // address and a long difference against a region id and an
         // offset): the chunk ends near the trace writer's size.
-        if self.buf.len() >= self.cap + MARK_EXTRA * self.marks.len() {
-            self.close();
-        }
+        self.buf.len() >= self.cap + MARK_EXTRA * self.marks.len()
     }
 
-    /// Ends the part being filled (if it holds an access) and writes it.
+    /// Ends the part being filled (if it holds an access) and writes it;
+    /// with `regions` (those of the pages so far), finished and
+    /// compressed too, the chunk written after it ([`Spec`]).
     #[cold]
-    pub fn close(&mut self) {
+    pub fn close(&mut self, regions: Option<&[(u64, u64)]>) {
         if self.buf.is_empty() {
             return;
         }
@@ -129,27 +158,51 @@ impl Spill {
         for m in &self.marks {
             marks.extend_from_slice(&m.to_le_bytes());
         }
+        let spec = regions.and_then(|r| self.speculate(r));
         if self.failed.is_none() {
-            let w = self
+            let mut w = self
                 .file
                 .write_all(&self.buf)
                 .and_then(|()| self.file.write_all(&marks));
+            if let (Ok(()), Some((_, frame))) = (&w, &spec) {
+                w = self.file.write_all(frame);
+            }
             if let Err(e) = w {
                 self.failed = Some(e);
             }
         }
+        let frame = spec.as_ref().map_or(0, |(_, f)| f.len());
         self.parts.push(Part {
             offset: self.written,
             len: self.buf.len() as u32,
             marks: self.marks.len() as u32,
             accesses: self.counts[0],
             fetches: self.counts[1],
+            spec: spec.map(|(s, _)| s),
         });
-        self.written += (self.buf.len() + marks.len()) as u64;
+        self.written += (self.buf.len() + marks.len() + frame) as u64;
         self.buf.clear();
         self.marks.clear();
         self.fresh = [true; 2];
         self.counts = [0; 2];
+    }
+
+    /// The part being closed finished with `regions`, and its frame.
+    fn speculate(&mut self, regions: &[(u64, u64)]) -> Option<(Spec, Vec<u8>)> {
+        if self.early.is_none() {
+            self.early = Finisher::new(crate::infer::LEVEL).ok();
+        }
+        let f = self.early.as_mut()?;
+        let mut used = Vec::new();
+        let marks = self.marks.iter().map(|&m| m as usize);
+        finish_body(&self.buf, marks, regions, &mut f.out, &mut used)?;
+        let frame = f.z.compress(&f.out).ok()?;
+        let spec = Spec {
+            raw: f.out.len() as u32,
+            frame: frame.len() as u32,
+            used,
+        };
+        Some((spec, frame))
     }
 
     pub fn file(&self) -> &std::fs::File {
@@ -225,11 +278,46 @@ fn finish(
         )
     };
     let len = part.len as usize;
+    let marks_len = 4 * part.marks as usize;
     let bytes = &mut f.bytes;
-    bytes.resize(len + 4 * part.marks as usize, 0);
+    // A part finished early with regions that still hold: its chunk as
+    // it was made.
+    if let Some(spec) = part.spec.as_ref().filter(|s| s.holds(regions)) {
+        bytes.resize(spec.frame as usize, 0);
+        file.read_exact_at(bytes, part.offset + (len + marks_len) as u64)?;
+        return Ok(Chunk {
+            raw: spec.raw as usize,
+            frame: bytes.clone(),
+            accesses: part.accesses,
+            fetches: part.fetches,
+        });
+    }
+    bytes.resize(len + marks_len, 0);
     file.read_exact_at(bytes, part.offset)?;
     let (body, marks) = bytes.split_at(len);
-    let out = &mut f.out;
+    let marks = marks
+        .chunks_exact(4)
+        .map(|m| u32::from_le_bytes([m[0], m[1], m[2], m[3]]) as usize);
+    finish_body(body, marks, regions, &mut f.out, &mut Vec::new()).ok_or_else(bad)?;
+    Ok(Chunk {
+        raw: f.out.len(),
+        frame: f.z.compress(&f.out)?,
+        accesses: part.accesses,
+        fetches: part.fetches,
+    })
+}
+
+/// The chunk of a part into `out`: its bytes (`body`) with each mark (at
+/// the places `marks`, ascending) made a relative record or one naming
+/// its region; the regions named pushed on `used`. `None` if the bytes
+/// are not what [`Spill`] wrote or an address is in no region.
+fn finish_body(
+    body: &[u8],
+    marks: impl Iterator<Item = usize>,
+    regions: &[(u64, u64)],
+    out: &mut Vec<u8>,
+    used: &mut Vec<(u64, u32)>,
+) -> Option<()> {
     out.clear();
     // Per stream (data, fetches): the region of its last access in the
     // chunk, and the regions it used last, as (start, end, id), the
@@ -238,28 +326,22 @@ fn finish(
     let mut cur: [Option<u32>; 2] = [None; 2];
     let mut recent = [[(0u64, 0u64, 0u32); WAYS]; 2];
     let mut done = 0;
-    for m in marks.chunks_exact(4) {
-        let at = u32::from_le_bytes([m[0], m[1], m[2], m[3]]) as usize;
-        let tag = *body.get(at).filter(|_| at >= done).ok_or_else(bad)?;
+    for at in marks {
+        let tag = *body.get(at).filter(|_| at >= done)?;
         out.extend_from_slice(&body[done..at]);
         let (s, k) = match tag {
             READ_AT => (0, 0),
             WRITE_AT => (0, 1),
             FETCH_AT => (1, 2),
-            _ => return Err(bad()),
+            _ => return None,
         };
-        let a = body.get(at + 1..at + 9).ok_or_else(bad)?;
+        let a = body.get(at + 1..at + 9)?;
         let a = u64::from_le_bytes([a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]]);
         // The difference is copied as it is, if at all: only its length
         // is read (its last byte is below 0x80).
         let diff = at + 9;
-        let p = diff
-            + 1
-            + body
-                .get(diff..)
-                .and_then(|d| d.iter().position(|&b| b < 0x80))
-                .ok_or_else(bad)?;
-        let (start, id) = region(&mut recent[s], regions, a).ok_or_else(bad)?;
+        let p = diff + 1 + body.get(diff..)?.iter().position(|&b| b < 0x80)?;
+        let (start, id) = region(&mut recent[s], regions, a, used)?;
         if cur[s] == Some(id) {
             out.push(NEAR[k]);
             out.extend_from_slice(&body[diff..p]);
@@ -271,13 +353,8 @@ fn finish(
         cur[s] = Some(id);
         done = p;
     }
-    out.extend_from_slice(&body[done..]);
-    Ok(Chunk {
-        raw: out.len(),
-        frame: f.z.compress(out)?,
-        accesses: part.accesses,
-        fetches: part.fetches,
-    })
+    out.extend_from_slice(body.get(done..)?);
+    Some(())
 }
 
 /// The start and id of the region holding `a`, looked up among `recent`
@@ -287,6 +364,7 @@ fn region(
     recent: &mut [(u64, u64, u32); WAYS],
     regions: &[(u64, u64)],
     a: u64,
+    used: &mut Vec<(u64, u32)>,
 ) -> Option<(u64, u32)> {
     if !(a >= recent[0].0 && a < recent[0].1) {
         let hit = (1..WAYS).find(|&k| a >= recent[k].0 && a < recent[k].1);
@@ -295,6 +373,7 @@ fn region(
             None => {
                 let i = regions.partition_point(|&(_, e)| e <= a);
                 let &(st, e) = regions.get(i).filter(|&&(st, _)| a >= st)?;
+                used.push((st, i as u32));
                 (st, e, i as u32)
             }
         };
