@@ -15,8 +15,9 @@ use crate::spill::{self, Spill};
 use crate::{Access, ImportError, Kind, Summary};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::sync::Arc;
 use trace::{Header, MapEvent, MapFlags, Prot, Record, RegionKind, TraceWriter};
 
 const PAGE: u64 = 4096;
@@ -162,9 +163,10 @@ pub struct Collector {
     /// stays on a page for a while, though the two alternate.
     last_page: [u64; 2],
     spill: Spill,
-    /// Whether each spill part is finished as it is closed, with the
-    /// regions so far ([`crate::spill::Spec`]).
-    speculate: bool,
+    /// When each spill part is finished as it is closed, with the regions
+    /// so far ([`crate::spill::Spec`]): always (`Some(None)`), or while
+    /// the count given grows (the parser waits for its input), or never.
+    speculate: Option<Option<(Arc<AtomicU64>, u64)>>,
     pub loads: u64,
     pub stores: u64,
     pub fetches: u64,
@@ -183,7 +185,7 @@ impl Collector {
             code: PageSet::default(),
             last_page: [u64::MAX; 2],
             spill,
-            speculate: false,
+            speculate: None,
             loads: 0,
             stores: 0,
             fetches: 0,
@@ -191,13 +193,16 @@ impl Collector {
     }
 
     /// Finishes each spill part as it is closed, with the regions of the
-    /// pages so far, on the parser's thread: for an input whose
-    /// decompression is slower than its parsing (a ChampSim trace), the
-    /// parser has time to spare while the input is read, and a part whose
-    /// regions have not moved by the end (most, once a program's regions
-    /// have been touched at their lowest page) needs nothing more then.
-    pub fn speculate(mut self) -> Self {
-        self.speculate = true;
+    /// pages so far, on the parser's thread, when `waits` (if given) has
+    /// grown since the last part: when the decompressor is slower than the
+    /// parser (an xz ChampSim trace), the parser has time to spare while
+    /// the input is read, and a part whose regions have not moved by the
+    /// end (most, once a program's regions have been touched at their
+    /// lowest page) needs nothing more then. A parser that never waits
+    /// ([`crate::source::Input::waits`]: a gzip or raw input) leaves every
+    /// part to the end, finished on every core.
+    pub fn speculate(mut self, waits: Option<Arc<AtomicU64>>) -> Self {
+        self.speculate = Some(waits.map(|w| (w, 0)));
         self
     }
 
@@ -234,7 +239,15 @@ impl Collector {
 
     #[cold]
     fn close_part(&mut self) {
-        let regions = self.speculate.then(|| self.pages.regions());
+        let now = match &mut self.speculate {
+            None => false,
+            Some(None) => true,
+            Some(Some((waits, seen))) => {
+                let w = waits.load(Ordering::Relaxed);
+                std::mem::replace(seen, w) != w
+            }
+        };
+        let regions = now.then(|| self.pages.regions());
         self.spill.close(regions.as_deref());
     }
 
@@ -412,7 +425,7 @@ mod tests {
             // Early: parts finished as they close, with the regions so
             // far; those whose regions moved since are finished again.
             if early {
-                c = c.speculate();
+                c = c.speculate(None);
             }
             // Addresses of the user half: in four clusters of 8 MiB (so
             // that an access is often near the one before it in its

@@ -172,8 +172,9 @@ pub fn import(format: Format, input: &Path, out: &Path) -> Result<Imported, Impo
         })?;
         let mut c = infer::Collector::new(spill);
         if format != Format::Lackey {
-            // Decompression is the slow part of a ChampSim import.
-            c = c.speculate();
+            // Decompressing xz is the slow part of a ChampSim import: the
+            // parser finishes chunks while it waits for it.
+            c = c.speculate(Some(src.waits()));
         }
         let read = match format {
             Format::Champsim => {
