@@ -338,10 +338,15 @@ impl Collector {
         let level = w.level();
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let next = AtomicUsize::new(0);
+        // The parts written so far: a thread takes a part at most `window`
+        // ahead of them, so that the chunks waiting for an earlier one stay
+        // few (parts finished early come fast, one finished now is slow).
+        let window = 4 * cores;
+        let written = Written::default();
         std::thread::scope(|scope| {
             let (tx, rx) = mpsc::channel();
             for _ in 0..cores.min(parts.len()) {
-                let (tx, next) = (tx.clone(), &next);
+                let (tx, next, written) = (tx.clone(), &next, &written);
                 scope.spawn(move || {
                     let mut f = spill::Finisher::new(level);
                     loop {
@@ -349,12 +354,15 @@ impl Collector {
                         let Some(part) = parts.get(i) else {
                             return;
                         };
+                        if !written.wait_for(i.saturating_sub(window)) {
+                            return;
+                        }
                         let r = match &mut f {
                             Ok(f) => f.finish(part, file, regions),
                             Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
                         };
                         // An error stops this thread; the writer stops the
-                        // others once it reaches it (they see it gone).
+                        // others once it reaches it.
                         let failed = r.is_err();
                         if tx.send((i, r)).is_err() || failed {
                             return;
@@ -363,6 +371,8 @@ impl Collector {
                 });
             }
             drop(tx);
+            // However the writer ends, the threads waiting are let go.
+            let _stop = Stop(&written);
             let mut ahead = std::collections::BTreeMap::new();
             let mut want = 0;
             for (i, r) in rx {
@@ -371,10 +381,51 @@ impl Collector {
                     let c = r?;
                     w.push_chunk(c.raw, &c.frame, c.accesses, c.fetches)?;
                     want += 1;
+                    written.set(want);
                 }
             }
             Ok(())
         })
+    }
+}
+
+/// How many chunks the writer has written (`usize::MAX`: it stopped),
+/// for the threads finishing parts to wait on.
+#[derive(Default)]
+struct Written {
+    n: std::sync::Mutex<usize>,
+    moved: std::sync::Condvar,
+}
+
+impl Written {
+    fn set(&self, n: usize) {
+        if let Ok(mut g) = self.n.lock() {
+            *g = n;
+        }
+        self.moved.notify_all();
+    }
+
+    /// Waits until at least `n` are written; false if the writer stopped.
+    fn wait_for(&self, n: usize) -> bool {
+        let Ok(mut g) = self.n.lock() else {
+            return false;
+        };
+        while *g < n {
+            match self.moved.wait(g) {
+                Ok(next) => g = next,
+                Err(_) => return false,
+            }
+        }
+        *g != usize::MAX
+    }
+}
+
+/// Marks the writer stopped when dropped.
+struct Stop<'a>(&'a Written);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.set(usize::MAX);
     }
 }
 
