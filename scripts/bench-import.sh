@@ -10,6 +10,9 @@
 #
 #   scripts/bench-import.sh [ROUNDS] [RECORDS] [DIR]
 #
+# The binary is built (release) into $CARGO_TARGET_DIR (default target/),
+# or taken from $PTLAB when set (then nothing is built).
+#
 # Times are noisy on a shared machine: the load average is printed at both
 # ends.
 set -euo pipefail
@@ -17,8 +20,13 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 records=${2:-33554432}
 export CARGO_INCREMENTAL=0
-cargo build --release -q -p ptlab
-ptlab=$PWD/target/release/ptlab
+if [ -n "${PTLAB:-}" ]; then
+    ptlab=$(realpath "$PTLAB")
+else
+    cargo build --release -q -p ptlab
+    ptlab=$(realpath "${CARGO_TARGET_DIR:-target}")/release/ptlab
+fi
+echo "ptlab: $ptlab"
 if [ -n "${3:-}" ]; then
     dir=$3
     mkdir -p "$dir"

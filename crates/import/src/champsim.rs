@@ -26,7 +26,7 @@
 //! instruction reads before it writes).
 
 use crate::{Access, ImportError};
-use std::io::Read;
+use std::io::BufRead;
 use std::path::Path;
 
 /// Where a record's addresses are.
@@ -57,8 +57,8 @@ pub const CLOUDSUITE: Layout = Layout {
 impl Layout {
     /// The accesses of one record (`rec` is `self.size` bytes): its
     /// fetch, then its loads, then its stores.
-    #[inline]
-    pub fn accesses(&self, rec: &[u8], f: &mut dyn FnMut(Access)) {
+    #[inline(always)]
+    pub fn accesses(&self, rec: &[u8], f: &mut impl FnMut(Access)) {
         let word = |o: usize| trace::le::u64(rec, o);
         f(Access::fetch(word(0)));
         for i in 0..self.loads.1 {
@@ -80,23 +80,44 @@ impl Layout {
 /// errors), calling `f` per access (each record's fetch first); returns
 /// the records (instructions).
 ///
+/// The records are decoded where they lie in the input's buffer (a
+/// record cut by the end of a buffer is put together in a small one), and
+/// each layout's loop is compiled with its offsets as constants: this is
+/// the importer's hot loop, beside the decompressor.
+///
 /// # Errors
 /// A read fails ([`ImportError::Io`]); the bytes end inside a record (the
 /// byte offset of that record in the decompressed stream).
 pub fn read(
-    input: &mut dyn Read,
+    input: &mut dyn BufRead,
     layout: Layout,
     path: &Path,
-    f: &mut dyn FnMut(Access),
+    f: &mut impl FnMut(Access),
+) -> Result<u64, ImportError> {
+    // The constant layouts by value: each call below is its own copy of
+    // `records`, specialized.
+    match layout {
+        STANDARD => records(input, STANDARD, path, f),
+        CLOUDSUITE => records(input, CLOUDSUITE, path, f),
+        other => records(input, other, path, f),
+    }
+}
+
+#[inline(always)]
+fn records(
+    input: &mut dyn BufRead,
+    layout: Layout,
+    path: &Path,
+    f: &mut impl FnMut(Access),
 ) -> Result<u64, ImportError> {
     let size = layout.size;
-    let mut buf = vec![0u8; size * 16384];
+    // A record cut by the end of a buffer: `have` bytes of it.
+    let mut cut = vec![0u8; size];
     let mut have = 0usize;
-    let mut offset = 0u64;
     let mut records = 0u64;
     loop {
-        let n = match input.read(&mut buf[have..]) {
-            Ok(n) => n,
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(source) => {
                 return Err(ImportError::Io {
@@ -105,20 +126,36 @@ pub fn read(
                 })
             }
         };
-        if n == 0 {
+        if buf.is_empty() {
             break;
         }
-        have += n;
-        let whole = have / size * size;
-        for rec in buf[..whole].chunks_exact(size) {
+        let len = buf.len();
+        let mut rest = buf;
+        if have > 0 {
+            let take = (size - have).min(rest.len());
+            cut[have..have + take].copy_from_slice(&rest[..take]);
+            have += take;
+            rest = &rest[take..];
+            if have == size {
+                layout.accesses(&cut, f);
+                records += 1;
+                have = 0;
+            }
+        }
+        let mut whole = rest.chunks_exact(size);
+        for rec in &mut whole {
             layout.accesses(rec, f);
         }
-        records += (whole / size) as u64;
-        offset += whole as u64;
-        buf.copy_within(whole..have, 0);
-        have -= whole;
+        records += (rest.len() / size) as u64;
+        let tail = whole.remainder();
+        if !tail.is_empty() {
+            cut[..tail.len()].copy_from_slice(tail);
+            have = tail.len();
+        }
+        input.consume(len);
     }
     if have != 0 {
+        let offset = records * size as u64;
         let length = offset + have as u64;
         // A CloudSuite trace read as standard records ends cut unless its
         // length is a multiple of both sizes: say what it may be.
@@ -181,6 +218,42 @@ mod tests {
                 Access::store(0x4000),
             ];
             assert_eq!(got, want);
+        }
+    }
+
+    /// Records cut by the ends of the input's buffers (buffers of a few
+    /// bytes, shorter than a record) read as whole ones.
+    #[test]
+    fn records_cut_by_buffer_ends_are_put_together() {
+        for layout in [STANDARD, CLOUDSUITE] {
+            let mut bytes = Vec::new();
+            let mut want = Vec::new();
+            for i in 1..=40u64 {
+                let (l, s) = (0x10_0000 * i, 0x20_0000 * i + 8);
+                let mut r = record(layout, &[l], &[0, s]);
+                r[..8].copy_from_slice(&(0x40_0000 + 4 * i).to_le_bytes());
+                bytes.extend(r);
+                want.extend([
+                    Access::fetch(0x40_0000 + 4 * i),
+                    Access::load(l),
+                    Access::store(s),
+                ]);
+            }
+            for cap in [1, 7, 63, 64, 95, 100, 4096] {
+                let mut r = std::io::BufReader::with_capacity(cap, &bytes[..]);
+                let mut got = Vec::new();
+                let n = read(&mut r, layout, Path::new("t"), &mut |a| got.push(a)).unwrap();
+                assert_eq!(n, 40);
+                assert_eq!(got, want, "buffers of {cap} bytes");
+            }
+            // Cut short: the offset of the cut record, whatever the buffers.
+            let cut = &bytes[..bytes.len() - 5];
+            for cap in [7, 4096] {
+                let mut r = std::io::BufReader::with_capacity(cap, cut);
+                let e = read(&mut r, layout, Path::new("t"), &mut |_| {}).unwrap_err();
+                let at = format!("byte {}:", 39 * layout.size);
+                assert!(e.to_string().contains(&at), "{e}");
+            }
         }
     }
 

@@ -4,23 +4,31 @@
 //! out like any trace's regions (by identity and size).
 //!
 //! The input is read once: each access goes to a [`Collector`], which
-//! keeps the touched pages and writes the access to a spill file (a few
-//! bytes each, deltas of addresses); at the end the regions are known and
-//! [`Collector::write`] reads the spill back into the trace (a trace maps
+//! keeps the touched pages and spills the access ([`crate::spill`]); at
+//! the end the regions are known and [`Collector::write`] maps them all,
+//! then finishes the spill's parts into the trace's chunks (a trace maps
 //! every region before its first access, and an access names its region's
-//! offset, so nothing can be written before the last access is read). The
-//! spill is far smaller than the decompressed input and is read back
-//! sequentially, from the page cache as a rule.
+//! offset, so no chunk can be finished before the last access is read).
+//! The spill is read back from the page cache as a rule.
 
+use crate::spill::{self, Spill};
 use crate::{Access, ImportError, Kind, Summary};
 use std::collections::HashMap;
-use std::io::{Read, Seek, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
 use trace::{Header, MapEvent, MapFlags, Prot, Record, RegionKind, TraceWriter};
 
 const PAGE: u64 = 4096;
 /// A gap between touched pages at least this large starts a new region.
 pub const GAP: u64 = 2 << 20;
+
+/// The zstd level of an imported trace's chunks: the fastest, since they
+/// are compressed while the input is read or after it (at level 3, the
+/// default, compression was the largest part of an import's own work in a
+/// profile).
+pub const LEVEL: i32 = 1;
 
 /// Pages a bitmap of [`PageSet`] holds (16 MiB of address space).
 const SPAN: u64 = 4096;
@@ -46,33 +54,57 @@ impl std::hash::Hasher for SpanHasher {
     }
 }
 
+/// Slots of [`PageSet`]'s cache of spans.
+const CACHE: usize = 256;
+
 /// The touched pages, as bitmaps of [`SPAN`] pages by their first page.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PageSet {
     index: HashMap<u64, usize, std::hash::BuildHasherDefault<SpanHasher>>,
     maps: Vec<[u64; (SPAN / 64) as usize]>,
-    /// The last span used and its bitmap (accesses cluster).
-    last: Option<(u64, usize)>,
+    /// Spans recently used and their bitmaps, by a hash of the span
+    /// (`u64::MAX`: none; no span is that large). Accesses cluster in a
+    /// few spans at a time (code, a stack, an array, a table) but
+    /// alternate between them, so that one remembered span missed at
+    /// almost every access of an interleaved trace.
+    cache: Box<[(u64, u32); CACHE]>,
+}
+
+impl Default for PageSet {
+    fn default() -> Self {
+        PageSet {
+            index: HashMap::default(),
+            maps: Vec::new(),
+            cache: Box::new([(u64::MAX, 0); CACHE]),
+        }
+    }
 }
 
 impl PageSet {
     #[inline]
     pub fn insert(&mut self, page: u64) {
         let span = page / SPAN;
-        let i = match self.last {
-            Some((s, i)) if s == span => i,
-            _ => {
-                let next = self.maps.len();
-                let i = *self.index.entry(span).or_insert(next);
-                if i == next {
-                    self.maps.push([0; (SPAN / 64) as usize]);
-                }
-                self.last = Some((span, i));
-                i
-            }
+        let slot = (span.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % CACHE;
+        let (s, i) = self.cache[slot];
+        let i = if s == span {
+            i as usize
+        } else {
+            self.span(span, slot)
         };
         let bit = page % SPAN;
         self.maps[i][(bit / 64) as usize] |= 1 << (bit % 64);
+    }
+
+    /// The bitmap of `span`, made if new, remembered in `slot`.
+    #[cold]
+    fn span(&mut self, span: u64, slot: usize) -> usize {
+        let next = self.maps.len();
+        let i = *self.index.entry(span).or_insert(next);
+        if i == next {
+            self.maps.push([0; (SPAN / 64) as usize]);
+        }
+        self.cache[slot] = (span, i as u32);
+        i
     }
 
     /// Every page, ascending.
@@ -88,77 +120,97 @@ impl PageSet {
     }
 
     /// The regions: (start address, end address), sorted.
+    ///
+    /// Read a bitmap word (64 pages, 256 KiB) at a time: pages within one
+    /// word are always closer than [`GAP`], so only a word's first and
+    /// last page matter. Cheap enough to be asked at every spill part
+    /// ([`Collector`] speculates with the regions so far).
     pub fn regions(&self) -> Vec<(u64, u64)> {
+        let mut spans: Vec<(u64, usize)> = self.index.iter().map(|(&s, &i)| (s, i)).collect();
+        spans.sort_unstable();
         let mut out: Vec<(u64, u64)> = Vec::new();
-        for p in self.pages() {
-            // The address space's last page ends at 2^64, which a u64
-            // cannot hold: its region ends a byte short (an importer
-            // refuses such an address before: `Collector::write`).
-            let a = p * PAGE;
-            let e = a.saturating_add(PAGE);
-            match out.last_mut() {
-                Some((_, end)) if a < end.saturating_add(GAP) => *end = e,
-                _ => out.push((a, e)),
+        for (s, i) in spans {
+            for (w, &bits) in self.maps[i].iter().enumerate() {
+                if bits == 0 {
+                    continue;
+                }
+                let base = s * SPAN + 64 * w as u64;
+                let first = base + u64::from(bits.trailing_zeros());
+                let last = base + 63 - u64::from(bits.leading_zeros());
+                // The address space's last page ends at 2^64, which a u64
+                // cannot hold: its region ends a byte short (an importer
+                // refuses such an address before: `Collector::write`).
+                let a = first * PAGE;
+                let e = (last * PAGE).saturating_add(PAGE);
+                match out.last_mut() {
+                    Some((_, end)) if a < end.saturating_add(GAP) => *end = e,
+                    _ => out.push((a, e)),
+                }
             }
         }
         out
     }
 }
 
-/// Bytes of spill buffered before a write.
-const SPILL_BUF: usize = 1 << 20;
-
 /// Takes the accesses of one read of the input: their pages, their counts,
-/// and each in the spill file.
+/// and each in the spill.
 pub struct Collector {
     pub pages: PageSet,
     /// The pages instructions were fetched from (their regions may be
     /// executed).
     pub code: PageSet,
-    last_page: u64,
-    last_code: u64,
-    /// The previous data address and the previous fetch's: each stream
-    /// is spilled as differences within itself.
-    prev: [u64; 2],
-    buf: Vec<u8>,
-    spill: std::fs::File,
+    /// The page of the last data access and of the last fetch: each stream
+    /// stays on a page for a while, though the two alternate.
+    last_page: [u64; 2],
+    spill: Spill,
+    /// When each spill part is finished as it is closed, with the regions
+    /// so far ([`crate::spill::Spec`]): always (`Some(None)`), or while
+    /// the count given grows (the parser waits for its input), or never.
+    speculate: Option<Option<(Arc<AtomicU64>, u64)>>,
     pub loads: u64,
     pub stores: u64,
     pub fetches: u64,
-    /// The first error writing the spill (the rest are passed over).
-    failed: Option<std::io::Error>,
 }
 
 impl Collector {
     /// Spills into `file` (a temporary file, read back by [`Collector::write`]).
-    pub fn new(spill: std::fs::File) -> Collector {
+    pub fn new(file: std::fs::File) -> Collector {
+        Collector::with_spill(Spill::new(file))
+    }
+
+    /// Spills into `spill` (of any part size: tests make small ones).
+    pub fn with_spill(spill: Spill) -> Collector {
         Collector {
             pages: PageSet::default(),
             code: PageSet::default(),
-            last_page: u64::MAX,
-            last_code: u64::MAX,
-            prev: [0; 2],
-            buf: Vec::with_capacity(SPILL_BUF + 16),
+            last_page: [u64::MAX; 2],
             spill,
+            speculate: None,
             loads: 0,
             stores: 0,
             fetches: 0,
-            failed: None,
         }
     }
 
-    /// One access. Spilled as LEB128 of the zigzag difference from the
-    /// previous address of its stream (data or fetches), with the kind in
-    /// the first byte's two low bits (the first byte carries 5 bits of the
-    /// difference: at most 10 bytes).
-    #[inline]
+    /// Finishes each spill part as it is closed, with the regions of the
+    /// pages so far, on the parser's thread, when `waits` (if given) has
+    /// grown since the last part: when the decompressor is slower than the
+    /// parser (an xz ChampSim trace), the parser has time to spare while
+    /// the input is read, and a part whose regions have not moved by the
+    /// end (most, once a program's regions have been touched at their
+    /// lowest page) needs nothing more then. A parser that never waits
+    /// ([`crate::source::Input::waits`]: a gzip or raw input) leaves every
+    /// part to the end, finished on every core.
+    pub fn speculate(mut self, waits: Option<Arc<AtomicU64>>) -> Self {
+        self.speculate = Some(waits.map(|w| (w, 0)));
+        self
+    }
+
+    /// One access: its page kept, and spilled ([`crate::spill`]).
+    #[inline(always)]
     pub fn push(&mut self, a: Access) {
         let page = a.addr / PAGE;
-        if page != self.last_page {
-            self.pages.insert(page);
-            self.last_page = page;
-        }
-        let code = match a.kind {
+        let kind: u8 = match a.kind {
             Kind::Load => {
                 self.loads += 1;
                 0
@@ -169,42 +221,38 @@ impl Collector {
             }
             Kind::Fetch => {
                 self.fetches += 1;
-                if page != self.last_code {
-                    self.code.insert(page);
-                    self.last_code = page;
-                }
                 2
             }
         };
-        let prev = &mut self.prev[usize::from(code == 2)];
-        let d = a.addr.wrapping_sub(*prev) as i64;
-        *prev = a.addr;
-        let z = ((d << 1) ^ (d >> 63)) as u64;
-        let more = z >> 5 != 0;
-        self.buf
-            .push(code | ((z & 0x1F) as u8) << 2 | u8::from(more) << 7);
-        let mut rest = z >> 5;
-        while rest != 0 {
-            let b = (rest & 0x7F) as u8;
-            rest >>= 7;
-            self.buf.push(b | u8::from(rest != 0) << 7);
+        let stream = usize::from(kind == 2);
+        if page != self.last_page[stream] {
+            self.last_page[stream] = page;
+            self.pages.insert(page);
+            if stream == 1 {
+                self.code.insert(page);
+            }
         }
-        if self.buf.len() >= SPILL_BUF {
-            self.flush();
+        if self.spill.put(a.addr, kind) {
+            self.close_part();
         }
     }
 
-    fn flush(&mut self) {
-        if self.failed.is_none() {
-            if let Err(e) = self.spill.write_all(&self.buf) {
-                self.failed = Some(e);
+    #[cold]
+    fn close_part(&mut self) {
+        let now = match &mut self.speculate {
+            None => false,
+            Some(None) => true,
+            Some(Some((waits, seen))) => {
+                let w = waits.load(Ordering::Relaxed);
+                std::mem::replace(seen, w) != w
             }
-        }
-        self.buf.clear();
+        };
+        let regions = now.then(|| self.pages.regions());
+        self.spill.close(regions.as_deref());
     }
 
     /// Writes the trace at `path`: every region mapped first, then the
-    /// accesses read back from the spill.
+    /// spill's parts, each finished into a chunk.
     ///
     /// # Errors
     /// I/O errors writing `path` or the spill.
@@ -219,8 +267,8 @@ impl Collector {
             path: path.to_path_buf(),
             source,
         };
-        self.flush();
-        if let Some(e) = self.failed.take() {
+        self.close_part();
+        if let Some(e) = self.spill.failed.take() {
             return Err(io(e));
         }
         // No program has the last page of the 64-bit address space (the
@@ -247,15 +295,9 @@ impl Collector {
             ],
             observed: [("instructions".to_string(), i64::try_from(instructions).unwrap_or(i64::MAX))].into(),
         };
-        // zstd's fastest level: the trace is written after the whole input
-        // is read, so its compression is time the import adds to
-        // decompressing (at level 3, the default, compression was the
-        // largest part of an import's own work in a profile; level 1 makes
-        // the synthetic 2.1 GB trace's output 17% larger, 46.1 MB against
-        // 39.4).
         let mut w = TraceWriter::create(path, &header)
             .map_err(io)?
-            .with_level(1);
+            .with_level(LEVEL);
         let code: Vec<u64> = self.code.pages().collect();
         for (id, &(s, e)) in regions.iter().enumerate() {
             // Whether an instruction was fetched from the region.
@@ -273,30 +315,7 @@ impl Collector {
             }))
             .map_err(io)?;
         }
-        let total = self.loads + self.stores + self.fetches;
-        self.spill.rewind().map_err(io)?;
-        let mut spill = SpillReader::new(&mut self.spill);
-        // Per stream (data, fetches): its last address and that address's
-        // region, as (start, end, id).
-        let mut cur = [(0u64, 0u64, 0u32); 2];
-        let mut addr = [0u64; 2];
-        for _ in 0..total {
-            let (d, kind) = spill.next().map_err(io)?;
-            let s = usize::from(kind == 2);
-            let a = addr[s].wrapping_add(d);
-            addr[s] = a;
-            let c = &mut cur[s];
-            if !(a >= c.0 && a < c.1) {
-                let i = regions.partition_point(|&(_, e)| e <= a);
-                let (st, e) = regions[i];
-                *c = (st, e, i as u32);
-            }
-            match kind {
-                2 => w.push_fetch(c.2, a - c.0),
-                k => w.push_access(c.2, a - c.0, k == 1),
-            }
-            .map_err(io)?;
-        }
+        self.finish_parts(&regions, &mut w).map_err(io)?;
         w.finish().map_err(io)?;
         Ok(Summary {
             loads: self.loads,
@@ -305,69 +324,108 @@ impl Collector {
             instructions,
         })
     }
-}
 
-/// Reads a spill back, a block at a time.
-struct SpillReader<'f> {
-    file: &'f mut std::fs::File,
-    buf: Vec<u8>,
-    at: usize,
-    have: usize,
-}
-
-impl<'f> SpillReader<'f> {
-    fn new(file: &'f mut std::fs::File) -> Self {
-        SpillReader {
-            file,
-            buf: vec![0; SPILL_BUF],
-            at: 0,
-            have: 0,
-        }
-    }
-
-    /// The next access: the difference from the previous address of its
-    /// stream (to add, wrapping) and its kind (0 load, 1 store, 2 fetch).
-    #[inline]
-    fn next(&mut self) -> std::io::Result<(u64, u8)> {
-        // An access is at most 10 bytes: refill when fewer remain.
-        if self.have - self.at < 10 {
-            self.refill()?;
-        }
-        let b = &self.buf[self.at..self.have];
-        let b0 = *b
-            .first()
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
-        let mut z = u64::from(b0 >> 2 & 0x1F);
-        let mut i = 1;
-        let mut more = b0 & 0x80 != 0;
-        let mut shift = 5;
-        while more {
-            let x = *b
-                .get(i)
-                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
-            z |= u64::from(x & 0x7F).checked_shl(shift).unwrap_or(0);
-            shift += 7;
-            more = x & 0x80 != 0;
-            i += 1;
-        }
-        self.at += i;
-        let d = (z >> 1) as i64 ^ -((z & 1) as i64);
-        Ok((d as u64, b0 & 3))
-    }
-
-    #[cold]
-    fn refill(&mut self) -> std::io::Result<()> {
-        self.buf.copy_within(self.at..self.have, 0);
-        self.have -= self.at;
-        self.at = 0;
-        while self.have < self.buf.len() {
-            let n = self.file.read(&mut self.buf[self.have..])?;
-            if n == 0 {
-                break;
+    /// The spill's parts finished and compressed on one thread per core
+    /// (the decompressor's core is free by now), each a chunk written in
+    /// order as they come.
+    fn finish_parts(
+        &self,
+        regions: &[(u64, u64)],
+        w: &mut TraceWriter<std::io::BufWriter<std::fs::File>>,
+    ) -> std::io::Result<()> {
+        let parts = &self.spill.parts;
+        let file = self.spill.file();
+        let level = w.level();
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let next = AtomicUsize::new(0);
+        // The parts written so far: a thread takes a part at most `window`
+        // ahead of them, so that the chunks waiting for an earlier one stay
+        // few (parts finished early come fast, one finished now is slow).
+        let window = 4 * cores;
+        let written = Written::default();
+        std::thread::scope(|scope| {
+            let (tx, rx) = mpsc::channel();
+            for _ in 0..cores.min(parts.len()) {
+                let (tx, next, written) = (tx.clone(), &next, &written);
+                scope.spawn(move || {
+                    let mut f = spill::Finisher::new(level);
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(part) = parts.get(i) else {
+                            return;
+                        };
+                        if !written.wait_for(i.saturating_sub(window)) {
+                            return;
+                        }
+                        let r = match &mut f {
+                            Ok(f) => f.finish(part, file, regions),
+                            Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+                        };
+                        // An error stops this thread; the writer stops the
+                        // others once it reaches it.
+                        let failed = r.is_err();
+                        if tx.send((i, r)).is_err() || failed {
+                            return;
+                        }
+                    }
+                });
             }
-            self.have += n;
+            drop(tx);
+            // However the writer ends, the threads waiting are let go.
+            let _stop = Stop(&written);
+            let mut ahead = std::collections::BTreeMap::new();
+            let mut want = 0;
+            for (i, r) in rx {
+                ahead.insert(i, r);
+                while let Some(r) = ahead.remove(&want) {
+                    let c = r?;
+                    w.push_chunk(c.raw, &c.frame, c.accesses, c.fetches)?;
+                    want += 1;
+                    written.set(want);
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// How many chunks the writer has written (`usize::MAX`: it stopped),
+/// for the threads finishing parts to wait on.
+#[derive(Default)]
+struct Written {
+    n: std::sync::Mutex<usize>,
+    moved: std::sync::Condvar,
+}
+
+impl Written {
+    fn set(&self, n: usize) {
+        if let Ok(mut g) = self.n.lock() {
+            *g = n;
         }
-        Ok(())
+        self.moved.notify_all();
+    }
+
+    /// Waits until at least `n` are written; false if the writer stopped.
+    fn wait_for(&self, n: usize) -> bool {
+        let Ok(mut g) = self.n.lock() else {
+            return false;
+        };
+        while *g < n {
+            match self.moved.wait(g) {
+                Ok(next) => g = next,
+                Err(_) => return false,
+            }
+        }
+        *g != usize::MAX
+    }
+}
+
+/// Marks the writer stopped when dropped.
+struct Stop<'a>(&'a Written);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.set(usize::MAX);
     }
 }
 
@@ -402,15 +460,38 @@ mod tests {
         /// addresses (the trace holds them as region offsets).
         #[test]
         fn the_spill_gives_back_every_access(
-            accesses in proptest::collection::vec((any::<u64>(), 0u8..3), 1..300)
+            accesses in proptest::collection::vec((any::<u64>(), 0u8..3, 0u8..6), 1..300),
+            small in any::<bool>(),
+            early in any::<bool>(),
         ) {
             let dir = tempfile::tempdir().unwrap();
-            let mut c = Collector::new(tempfile::tempfile_in(dir.path()).unwrap());
-            // Addresses of the user half, page-clustered or anywhere.
+            let file = tempfile::tempfile_in(dir.path()).unwrap();
+            // Small: a part (a chunk) every few accesses, each stream's
+            // first access in it named by its region.
+            let mut c = if small {
+                Collector::with_spill(Spill::with_size(file, 16))
+            } else {
+                Collector::new(file)
+            };
+            // Early: parts finished as they close, with the regions so
+            // far; those whose regions moved since are finished again.
+            if early {
+                c = c.speculate(None);
+            }
+            // Addresses of the user half: in four clusters of 8 MiB (so
+            // that an access is often near the one before it in its
+            // stream, and regions merge or not across gaps of about GAP),
+            // or anywhere.
             let kinds = [Kind::Load, Kind::Store, Kind::Fetch];
+            let clusters = [0x40_0000u64, 0x1000_0000, 0x5555_5555_0000, 0x7fff_ff00_0000];
             let accesses: Vec<Access> = accesses
                 .iter()
-                .map(|&(a, k)| Access { addr: a >> 17, kind: kinds[usize::from(k)] })
+                .map(|&(a, k, w)| Access {
+                    addr: clusters
+                        .get(usize::from(w))
+                        .map_or(a >> 17, |&b| b + a % (8 << 20)),
+                    kind: kinds[usize::from(k)],
+                })
                 .collect();
             for &a in &accesses {
                 c.push(a);

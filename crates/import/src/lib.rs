@@ -10,10 +10,14 @@
 //!   are inferred from the pages touched: a gap of 2 MiB or more between
 //!   touched pages starts a new region.
 //!
+//! - [`spill`]: the accesses kept while the input is read, encoded as
+//!   the trace's records but for those whose region is not known yet.
+//!
 //! The input is read once, streaming: the parser runs beside the
 //! decompressor and spills each access (a few bytes) while it keeps the
-//! touched pages; the trace (its index built as it is written) is then
-//! written from the spill. Memory grows with the pages touched, not with
+//! touched pages; once the input ends, the spill's parts are finished into
+//! the trace's chunks on one thread per core and written in order (the
+//! index built as they go). Memory grows with the pages touched, not with
 //! the accesses.
 //!
 //! ## Invariants
@@ -29,6 +33,7 @@ pub mod champsim;
 pub mod infer;
 pub mod lackey;
 pub mod source;
+pub mod spill;
 
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -166,6 +171,11 @@ pub fn import(format: Format, input: &Path, out: &Path) -> Result<Imported, Impo
             source,
         })?;
         let mut c = infer::Collector::new(spill);
+        if format != Format::Lackey {
+            // Decompressing xz is the slow part of a ChampSim import: the
+            // parser finishes chunks while it waits for it.
+            c = c.speculate(Some(src.waits()));
+        }
         let read = match format {
             Format::Champsim => {
                 champsim::read(&mut src, champsim::STANDARD, input, &mut |a| c.push(a))

@@ -10,7 +10,9 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// Bytes of one block handed from the decompressor to the parser.
@@ -75,6 +77,10 @@ pub struct Input {
     pos: usize,
     failed: Option<Failure>,
     thread: Option<JoinHandle<()>>,
+    /// Blocks the reader had to wait for (none was ready): counted for
+    /// whoever wants to know whether the reader is ahead of the
+    /// decompressor ([`Input::waits`]).
+    waits: Arc<AtomicU64>,
 }
 
 impl Input {
@@ -99,7 +105,14 @@ impl Input {
             pos: 0,
             failed: None,
             thread: Some(thread),
+            waits: Arc::default(),
         })
+    }
+
+    /// The count of blocks the reader waited for, as it goes: it grows
+    /// while the reader is faster than the decompressor.
+    pub fn waits(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.waits)
     }
 
     /// Why decompression failed, once a read has returned the error.
@@ -108,8 +121,10 @@ impl Input {
     }
 }
 
-impl Read for Input {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+/// The blocks as they come from the decompressor: a parser reads records
+/// straight from them ([`BufRead::fill_buf`]), with no copy.
+impl BufRead for Input {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         while self.pos == self.block.len() {
             if self.failed.is_some() {
                 return Err(std::io::Error::other("decompression failed"));
@@ -120,7 +135,15 @@ impl Read for Input {
                 let _ = self.back.try_send(spent);
             }
             self.pos = 0;
-            match self.rx.recv() {
+            let next = match self.rx.try_recv() {
+                Ok(m) => Ok(m),
+                Err(mpsc::TryRecvError::Empty) => {
+                    self.waits.fetch_add(1, Ordering::Relaxed);
+                    self.rx.recv()
+                }
+                Err(mpsc::TryRecvError::Disconnected) => Err(mpsc::RecvError),
+            };
+            match next {
                 Ok(Msg::Data(b)) => self.block = b,
                 Ok(Msg::Failed(f)) => {
                     let e = std::io::Error::new(f.error.kind(), f.error.to_string());
@@ -128,12 +151,23 @@ impl Read for Input {
                     return Err(e);
                 }
                 // The decompressor is done: the end of the input.
-                Err(_) => return Ok(0),
+                Err(_) => return Ok(&[]),
             }
         }
-        let n = buf.len().min(self.block.len() - self.pos);
-        buf[..n].copy_from_slice(&self.block[self.pos..self.pos + n]);
-        self.pos += n;
+        Ok(&self.block[self.pos..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.block.len());
+    }
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let b = self.fill_buf()?;
+        let n = buf.len().min(b.len());
+        buf[..n].copy_from_slice(&b[..n]);
+        self.consume(n);
         Ok(n)
     }
 }

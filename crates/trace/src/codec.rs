@@ -36,12 +36,20 @@ const LOCK: u8 = 0x05;
 const UNLOCK: u8 = 0x06;
 const RESIZE: u8 = 0x07;
 const MOVE: u8 = 0x08;
-const READ_AT: u8 = 0x10;
-const WRITE_AT: u8 = 0x11;
-const READ_NEAR: u8 = 0x12;
-const WRITE_NEAR: u8 = 0x13;
-const FETCH_AT: u8 = 0x14;
-const FETCH_NEAR: u8 = 0x15;
+// The access tags are public for a writer that encodes accesses itself
+// ([`crate::TraceWriter::push_chunk`]): an importer.
+/// An access (read) in another region than the last access: id, offset.
+pub const READ_AT: u8 = 0x10;
+/// An access (write) in another region than the last access: id, offset.
+pub const WRITE_AT: u8 = 0x11;
+/// A read in the last access's region: zigzag(offset - last offset).
+pub const READ_NEAR: u8 = 0x12;
+/// A write in the last access's region: zigzag(offset - last offset).
+pub const WRITE_NEAR: u8 = 0x13;
+/// A fetch in another region than the last fetch: id, offset.
+pub const FETCH_AT: u8 = 0x14;
+/// A fetch in the last fetch's region: zigzag(offset - last fetch's offset).
+pub const FETCH_NEAR: u8 = 0x15;
 const HITS: u8 = 0x18;
 const FAULT: u8 = 0x20;
 const THREAD: u8 = 0x30;

@@ -261,3 +261,56 @@ fn a_corrupt_index_is_refused_with_its_offset() {
         bytes.len() - at
     );
 }
+
+/// Chunks encoded and compressed outside the writer (as the importer does
+/// on several threads) read back as the same records, and the index
+/// counts them as the first pass does.
+#[test]
+fn chunks_pushed_whole_read_back_and_are_indexed() {
+    let mut w = TraceWriter::new(Vec::new(), &header())
+        .unwrap()
+        .with_level(1);
+    w.push(&map(0, 1 << 20, RegionKind::Anon)).unwrap();
+    w.push(&map(1, 1 << 20, RegionKind::Anon)).unwrap();
+    let mut want = vec![
+        map(0, 1 << 20, RegionKind::Anon),
+        map(1, 1 << 20, RegionKind::Anon),
+    ];
+    let mut z = trace::file::chunk_compressor(w.level()).unwrap();
+    for part in 0..3u64 {
+        let mut st = trace::codec::State::default();
+        let mut buf = Vec::new();
+        let (mut accesses, mut fetches) = (0, 0);
+        for i in 0..1000u64 {
+            let r = if i % 3 == 0 {
+                fetches += 1;
+                Record::Fetch {
+                    id: 1,
+                    offset: (part * 1000 + i) * 4 % (1 << 20),
+                }
+            } else {
+                accesses += 1;
+                Record::Access {
+                    id: (i % 2) as u32,
+                    offset: (i * 4096 + part) % (1 << 20),
+                    write: i % 5 == 0,
+                }
+            };
+            trace::codec::encode(&r, &mut st, &mut buf);
+            want.push(r);
+        }
+        let frame = z.compress(&buf).unwrap();
+        w.push_chunk(buf.len(), &frame, accesses, fetches).unwrap();
+    }
+    let bytes = w.finish().unwrap();
+    let mut r = TraceReader::new(&bytes[..], Path::new("t.ptl")).unwrap();
+    let mut got = Vec::new();
+    let mut chunk = Vec::new();
+    while r.next_chunk(&mut chunk).unwrap() {
+        got.append(&mut chunk);
+    }
+    assert_eq!(got, want);
+    let idx = index(&bytes).unwrap().expect("an index");
+    assert_eq!(idx.scan, first_pass(&bytes));
+    assert_eq!(idx.scan.instructions, 1002);
+}

@@ -54,7 +54,7 @@ mod writer;
 pub use index::{read_index, read_index_from, Index};
 pub use prefetch::{OwnedChunk, Prefetch};
 pub use reader::{RawChunk, TraceReader};
-pub use writer::TraceWriter;
+pub use writer::{chunk_compressor, TraceWriter};
 
 use serde::{Deserialize, Serialize};
 use std::io::{BufWriter, Write};

@@ -197,6 +197,43 @@ impl<W: Write> TraceWriter<W> {
         Ok(false)
     }
 
+    /// Appends a whole chunk encoded and compressed by someone else (an
+    /// importer encoding parts of a trace on several threads): `raw` bytes
+    /// of `accesses` accesses and `fetches` fetches (no other record,
+    /// encoded from a fresh [`State`] with [`codec::encode_access`] and
+    /// [`codec::encode_fetch`]), compressed as `frame` by a
+    /// [`chunk_compressor`] at this writer's level. The chunk being
+    /// filled is closed first.
+    ///
+    /// # Errors
+    /// Any I/O error.
+    pub fn push_chunk(
+        &mut self,
+        raw: usize,
+        frame: &[u8],
+        accesses: u32,
+        fetches: u32,
+    ) -> std::io::Result<()> {
+        self.flush_chunk()?;
+        let records = accesses + fetches;
+        if let Some(b) = &mut self.index {
+            b.passed(accesses.into(), accesses.into());
+            b.fetched(fetches.into());
+        }
+        self.write_header()?;
+        let head = [raw as u32, frame.len() as u32, records];
+        le::put_block_head(&mut self.out, CHUNK, head)?;
+        self.out.write_all(frame)?;
+        self.records += u64::from(records);
+        self.chunks += 1;
+        Ok(())
+    }
+
+    /// The level chunks are compressed at.
+    pub fn level(&self) -> i32 {
+        self.level
+    }
+
     /// The chunk's last access (region, offset): what a relative access
     /// appended now is relative to.
     pub fn last_access(&self) -> Option<(u32, u64)> {
@@ -207,15 +244,9 @@ impl<W: Write> TraceWriter<W> {
         if self.in_chunk == 0 {
             return Ok(());
         }
-        // The frame carries its checksum: a corrupt chunk is refused rather
-        // than replayed as other accesses.
         let c = match &mut self.compressor {
             Some(c) => c,
-            None => {
-                let mut c = zstd::bulk::Compressor::new(self.level)?;
-                c.include_checksum(true)?;
-                self.compressor.insert(c)
-            }
+            None => self.compressor.insert(chunk_compressor(self.level)?),
         };
         let z = c.compress(&self.buf)?;
         self.write_header()?;
@@ -258,4 +289,16 @@ impl<W: Write> TraceWriter<W> {
         self.out.flush()?;
         Ok(self.out)
     }
+}
+
+/// A compressor of chunks at zstd `level`, as the writer's own: its frames
+/// carry their checksum, so that a corrupt chunk is refused rather than
+/// replayed as other accesses.
+///
+/// # Errors
+/// zstd cannot make one (out of memory, a level out of range).
+pub fn chunk_compressor(level: i32) -> std::io::Result<zstd::bulk::Compressor<'static>> {
+    let mut c = zstd::bulk::Compressor::new(level)?;
+    c.include_checksum(true)?;
+    Ok(c)
 }
