@@ -76,6 +76,18 @@ impl<'a, 'd> Checker<'a, 'd> {
             );
             return Err(self.region_err(t, op, op.at, region, problem, ""));
         }
+        // Reclaim of a shmem object that may hold PMD-sized folios (Linux
+        // splits them first) is not modelled.
+        let thp_shmem = m
+            .shmem_huge
+            .is_some_and(|h| h != crate::plan::ShmemHuge::Never);
+        if thp_shmem && matches!(advice, Advice::PageOut | Advice::Cold) {
+            let problem = format!(
+                "is a shmem mapping on a tmpfs with huge={}, and advice {name:?} on shmem THPs is not modelled",
+                syntax::shmem_huge_name(m.shmem_huge.expect("checked above"))
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, ""));
+        }
         let need: Option<fn(Prot) -> bool> = match advice.needs_prot() {
             NeedsProt::Read => Some(Prot::readable),
             NeedsProt::Write => Some(Prot::writable),
