@@ -441,6 +441,14 @@ const VALIDATE: &[(&str, &str)] = &[
         "shmem-huge-remove-range",
         include_str!("../validate/shmem-huge-remove-range.toml"),
     ),
+    (
+        "shmem-collapse",
+        include_str!("../validate/shmem-collapse.toml"),
+    ),
+    (
+        "shmem-collapse-mapped",
+        include_str!("../validate/shmem-collapse-mapped.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.

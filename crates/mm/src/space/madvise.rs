@@ -158,7 +158,8 @@ impl AddressSpace {
         match advice.needs() {
             Needs::Any => {}
             Needs::PrivateAnon | Needs::ModelledAnon if v.is_anon() => {}
-            Needs::PrivateAnon | Needs::ModelledAnon => {
+            Needs::ModelledAnonShmem if v.is_anon() || v.is_shmem() => {}
+            Needs::PrivateAnon | Needs::ModelledAnon | Needs::ModelledAnonShmem => {
                 return Err(Errno::Inval(
                     "madvise advice needs private anonymous memory",
                 ))

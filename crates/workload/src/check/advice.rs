@@ -64,6 +64,11 @@ impl<'a, 'd> Checker<'a, 'd> {
             // Linux takes it; the model does not have it.
             Needs::ModelledAnon => Some("private anonymous memory in the model (not modelled)"),
             // MAP_SHARED | MAP_ANONYMOUS is shmem too.
+            Needs::ModelledAnonShmem if m.kind == MapKind::Shmem || m.kind == MapKind::Anon => None,
+            Needs::ModelledAnonShmem => {
+                Some("private anonymous memory and shmem in the model (not modelled)")
+            }
+            // MAP_SHARED | MAP_ANONYMOUS is shmem too.
             Needs::SharedObject if m.shared || m.kind == MapKind::Shmem => None,
             Needs::SharedObject => {
                 Some("shared file or shmem mappings (EINVAL; EACCES on a private file mapping)")
