@@ -569,3 +569,89 @@ impl Drop for MemObject {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shmem object holding one PMD-sized folio (512 pages at 0).
+    fn with_thp() -> (MemObject, HashMap<u64, Slot>) {
+        let obj = MemObject::new(ObjectKind::Shmem, false, Arc::new(PhysMem::new(12)));
+        let mut pages = HashMap::new();
+        assert!(obj.shmem_add_pmd_folio(&mut pages, 7, 9).unwrap());
+        (obj, pages)
+    }
+
+    /// The folios left, as (head, order), in index order.
+    fn folios(pages: &HashMap<u64, Slot>) -> Vec<(u64, u8)> {
+        let mut v: Vec<(u64, u8)> = pages
+            .iter()
+            .filter_map(|(i, s)| match s {
+                Slot::Cached { folio, .. } if i & ((1 << folio.order) - 1) == 0 => {
+                    Some((*i, folio.order))
+                }
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn a_hole_in_the_middle_leaves_halving_folios_on_its_far_side() {
+        let (obj, mut pages) = with_thp();
+        let freed = obj.punch_hole(&mut pages, 256, 257).unwrap();
+        assert_eq!(freed, vec![(pages_pa(&obj, &pages, 255) + 4096, 4096)]);
+        assert_eq!(
+            folios(&pages),
+            vec![
+                (0, 8),
+                (257, 0),
+                (258, 1),
+                (260, 2),
+                (264, 3),
+                (272, 4),
+                (288, 5),
+                (320, 6),
+                (384, 7)
+            ]
+        );
+        for (pa, size) in freed {
+            obj.mem.free_data(pa, size).unwrap();
+        }
+    }
+
+    fn pages_pa(_obj: &MemObject, pages: &HashMap<u64, Slot>, idx: u64) -> u64 {
+        match pages.get(&idx) {
+            Some(Slot::Cached { pa, .. }) => *pa,
+            _ => panic!("page {idx} not cached"),
+        }
+    }
+
+    #[test]
+    fn a_hole_is_cut_at_both_ends_and_only_its_pages_go() {
+        let (obj, mut pages) = with_thp();
+        let freed = obj.punch_hole(&mut pages, 256, 272).unwrap();
+        assert_eq!(freed.len(), 16);
+        assert!(freed.iter().all(|&(_, s)| s == 4096));
+        let f = folios(&pages);
+        // The folio holding the hole's end is split from its first page.
+        assert_eq!(
+            f[..6],
+            [(0, 8), (272, 0), (273, 0), (274, 1), (276, 2), (280, 3)]
+        );
+        assert!((256..272).all(|i| matches!(pages.get(&i), Some(Slot::Evicted))));
+        let left: u64 = f.iter().map(|(_, o)| 1u64 << o).sum();
+        assert_eq!(left, 512 - 16);
+    }
+
+    #[test]
+    fn a_hole_over_the_whole_folio_frees_its_one_frame() {
+        let (obj, mut pages) = with_thp();
+        let head = pages_pa(&obj, &pages, 0);
+        let freed = obj.punch_hole(&mut pages, 0, 512).unwrap();
+        assert_eq!(freed, vec![(head, 2 << 20)]);
+        assert!(folios(&pages).is_empty());
+        obj.mem.free_data(head, 2 << 20).unwrap();
+    }
+}
