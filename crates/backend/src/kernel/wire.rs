@@ -118,6 +118,7 @@ pub(crate) fn sample_words(s: &Sample) -> [u64; SAMPLE_WORDS] {
         o(s.rss_shmem_kb),
         o(s.anon_huge_kb),
         o(s.tlb_shootdowns),
+        o(s.thp_collapse_alloc),
     ]
 }
 
@@ -281,6 +282,7 @@ mod tests {
             rss_shmem_kb: Some(6),
             anon_huge_kb: Some(7),
             tlb_shootdowns: Some(8),
+            thp_collapse_alloc: Some(9),
         };
         let by_name = serde_json::to_value(s).unwrap();
         let words = sample_words(&s);
@@ -291,7 +293,8 @@ mod tests {
 
     #[test]
     fn call_names_cover_every_call() {
-        assert_eq!(CALL_NAMES.len(), Call::KhugepagedWait as usize + 1);
+        assert_eq!(CALL_NAMES.len(), Call::TmpfsFile as usize + 1);
+        assert!(CALL_NAMES[Call::TmpfsFile as usize].contains("O_TMPFILE"));
         assert_eq!(CALL_NAMES[Call::GetMempolicy as usize], "get_mempolicy");
         assert!(CALL_NAMES[Call::CgroupReclaim as usize].contains("deferred_split"));
         assert!(CALL_NAMES[Call::KhugepagedWait as usize].contains("khugepaged"));

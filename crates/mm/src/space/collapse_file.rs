@@ -87,6 +87,9 @@ impl AddressSpace {
                 _ => {
                     let present = (head..head + pmd_pages)
                         .any(|i| matches!(pages.get(&i), Some(Slot::Cached { .. })));
+                    // collapse_file allocates the new folio (counted in
+                    // thp_collapse_alloc) before it finds the range empty.
+                    ctx.counters.thp_collapse_alloc += 1;
                     if !present {
                         return Ok(FileScan::Truncated);
                     }

@@ -256,6 +256,8 @@ impl AddressSpace {
         let folio = mem
             .alloc_data(self.pmd_size)
             .map_err(|_| Errno::NoMem("no memory for a THP"))?;
+        // Linux: alloc_charge_folio counts THP_COLLAPSE_ALLOC.
+        ctx.counters.thp_collapse_alloc += 1;
         let Some(pte_guard) = self.pte_offset_map_lock(ctx, pmd_table, haddr, table) else {
             mem.free_data(folio, self.pmd_size)?;
             return Err(Errno::Internal("the collapsed PTE table vanished".into()));
