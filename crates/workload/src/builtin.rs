@@ -430,6 +430,10 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/shmem-huge-policies.toml"),
     ),
     (
+        "shmem-huge-never",
+        include_str!("../validate/shmem-huge-never.toml"),
+    ),
+    (
         "shmem-huge-pmd-split",
         include_str!("../validate/shmem-huge-pmd-split.toml"),
     ),
