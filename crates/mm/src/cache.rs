@@ -15,7 +15,11 @@
 //! - A folio of less than the PMD size owns one data frame of the base page
 //!   size per page; a PMD-sized folio (`block`) owns one contiguous frame
 //!   of the PMD size, so a PMD entry can map it: it is freed whole, when the
-//!   object is dropped, and never evicted page by page.
+//!   object is dropped or a hole covers it, and never evicted page by page;
+//!   a hole that cuts it (a shmem object's `punch_hole`) splits it first,
+//!   and its pieces own a frame per page from then on.
+//! - Shmem pages exist once touched; a shmem object on a tmpfs with a
+//!   `huge=` option (`ShmemHuge`) may take a PMD-sized folio at a fault.
 //! - Frames are freed when the page is evicted or the object dropped (its
 //!   last VMA went away and the TLBs were flushed: objects leave through
 //!   `Deferred`).
