@@ -213,3 +213,50 @@ pub(crate) fn new_file(dir: RawFd, len: u64) -> Result<RawFd, (bool, i32)> {
     }
     Ok(fd)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_mount_per_option_sized_for_its_regions() {
+        let text = r#"
+[[thread]]
+op = [
+  { mmap = "a", kind = "shmem", shmem_huge = "always", size = "3MiB" },
+  { mmap = "m", kind = "shmem", size = "4MiB" },
+  { mmap = "b", kind = "shmem", shmem_huge = "never", size = "4KiB" },
+  { mmap = "c", kind = "shmem", shmem_huge = "always", size = "2MiB" },
+  { munmap = "c" },
+  { mmap = "c", kind = "shmem", shmem_huge = "always", size = "4MiB" },
+]
+"#;
+        let w = workload::parse(text, "x.toml", 48).unwrap();
+        let (mounts, of_region) = mounts(&w);
+        const MIB: u64 = 1 << 20;
+        assert_eq!(
+            mounts,
+            vec![
+                // a (3 MiB -> 4) and c at its largest (4), plus 2 MiB.
+                Mount {
+                    huge: ShmemHuge::Always,
+                    size: 10 * MIB
+                },
+                Mount {
+                    huge: ShmemHuge::Never,
+                    size: 4 * MIB
+                },
+            ]
+        );
+        let by_name = |n: &str| of_region[w.regions.iter().position(|r| r.name == n).unwrap()];
+        assert_eq!(by_name("a"), Some(0));
+        assert_eq!(by_name("c"), Some(0));
+        assert_eq!(by_name("b"), Some(1));
+        // A memfd region needs no mount.
+        assert_eq!(by_name("m"), None);
+        assert_eq!(
+            mount_data(&mounts[1]).to_str().unwrap(),
+            "huge=never,size=4194304"
+        );
+    }
+}
