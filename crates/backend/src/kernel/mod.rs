@@ -138,12 +138,17 @@ pub fn run(w: &Workload, opts: &KernelOptions) -> Result<Run, KernelError> {
     // returns through its error path, the files are dropped (their
     // directory removed), and then this section exits the process.
     let _section = interrupt::Section::enter(format!(
-        "the kernel run of workload {}: its process ended{}",
+        "the kernel run of workload {}: its process ended{}{}",
         w.name,
         if prog.file_regions.contains(&true) {
             ", its region files removed"
         } else {
             ""
+        },
+        if prog.tmpfs.is_empty() {
+            ""
+        } else {
+            ", its tmpfs mounts gone with it"
         }
     ));
     let _tmpfs = match prog.tmpfs_region() {
