@@ -446,6 +446,10 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/shmem-huge-remove-range.toml"),
     ),
     (
+        "shmem-huge-fork",
+        include_str!("../validate/shmem-huge-fork.toml"),
+    ),
+    (
         "shmem-collapse",
         include_str!("../validate/shmem-collapse.toml"),
     ),
