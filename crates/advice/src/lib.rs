@@ -114,6 +114,9 @@ pub enum Needs {
     /// Linux takes any mapping, the model only private anonymous memory
     /// (the workload checker refuses the others as not modelled).
     ModelledAnon,
+    /// Linux takes any mapping, the model private anonymous memory and
+    /// shmem (the checker refuses regular files as not modelled).
+    ModelledAnonShmem,
 }
 
 /// The protection an advice needs over its range (else EFAULT).
@@ -153,9 +156,9 @@ impl Advice {
             // file or shared VMA.
             Advice::Free | Advice::WipeOnFork => Needs::PrivateAnon,
             Advice::Remove => Needs::SharedObject,
-            // File and shmem collapse (hpage_collapse_scan_file) is not
-            // modelled.
-            Advice::Collapse => Needs::ModelledAnon,
+            // The collapse of a regular file's page cache
+            // (hpage_collapse_scan_file on a file) is not modelled.
+            Advice::Collapse => Needs::ModelledAnonShmem,
             Advice::DontNeed
             | Advice::HugePage
             | Advice::NoHugePage

@@ -60,6 +60,8 @@ pub enum Source {
     SmapsRollup(&'static str),
     /// A line of `/proc/interrupts` summed over CPUs (system-wide).
     Interrupts(&'static str),
+    /// A line of `/proc/vmstat`, by its name (system-wide).
+    Vmstat(&'static str),
     /// `CLOCK_MONOTONIC` around the workload.
     MonotonicClock,
     /// `CLOCK_PROCESS_CPUTIME_ID`: the CPU time of every thread of the
@@ -81,6 +83,7 @@ impl Source {
                 | Source::ProcStatus(_)
                 | Source::SmapsRollup(_)
                 | Source::Interrupts(_)
+                | Source::Vmstat(_)
         )
     }
 }

@@ -419,6 +419,7 @@ pub const ALL: &[Counter] = &[
     RSS_SHMEM_KB,
     ANON_HUGE_KB,
     TLB_SHOOTDOWNS,
+    THP_COLLAPSE_ALLOC,
     ELAPSED_NS,
     MARK_READ_NS,
     CPU_NS,

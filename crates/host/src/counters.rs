@@ -25,11 +25,12 @@ use std::os::fd::AsRawFd;
 
 use serde::Serialize;
 
-use crate::procfs::{field_kb, tlb_total};
+use crate::procfs::{field_kb, tlb_total, vmstat_value};
 
 const STATUS_BUF: usize = 16 * 1024;
 const SMAPS_BUF: usize = 16 * 1024;
 const MIN_INTERRUPTS_BUF: usize = 64 * 1024;
+const MIN_VMSTAT_BUF: usize = 16 * 1024;
 
 /// The counters of one moment. Faults always come from getrusage; the others
 /// are `None` when their file is unreadable or lacks the line (e.g. no `TLB:`
@@ -47,6 +48,8 @@ pub struct Sample {
     pub anon_huge_kb: Option<u64>,
     /// The TLB line of /proc/interrupts summed over CPUs (system-wide).
     pub tlb_shootdowns: Option<u64>,
+    /// `thp_collapse_alloc` of /proc/vmstat (system-wide).
+    pub thp_collapse_alloc: Option<u64>,
 }
 
 /// Open descriptors and pre-faulted buffers for [`Sample`]s of this process.
@@ -55,28 +58,33 @@ pub struct CounterReader {
     status: Option<File>,
     smaps_rollup: Option<File>,
     interrupts: Option<File>,
+    vmstat: Option<File>,
     status_buf: Box<[u8]>,
     smaps_buf: Box<[u8]>,
     interrupts_buf: Box<[u8]>,
+    vmstat_buf: Box<[u8]>,
 }
 
 impl CounterReader {
-    /// Opens /proc/self/status, /proc/self/smaps_rollup and /proc/interrupts
-    /// and prepares the buffers. Unreadable files give `None` counters later;
+    /// Opens /proc/self/status, /proc/self/smaps_rollup, /proc/interrupts
+    /// and /proc/vmstat and prepares the buffers. Unreadable files give `None` counters later;
     /// this never fails.
     pub fn open() -> CounterReader {
         let interrupts = File::open("/proc/interrupts").ok();
         // /proc/interrupts grows with the CPU count; size its buffer from one
         // read now, with room for counters that gain digits.
         let interrupts_len = std::fs::read("/proc/interrupts").map_or(0, |v| v.len());
+        let vmstat_len = std::fs::read("/proc/vmstat").map_or(0, |v| v.len());
         let mut reader = CounterReader {
             status: File::open("/proc/self/status").ok(),
             smaps_rollup: File::open("/proc/self/smaps_rollup").ok(),
             interrupts,
+            vmstat: File::open("/proc/vmstat").ok(),
             status_buf: vec![0u8; STATUS_BUF].into_boxed_slice(),
             smaps_buf: vec![0u8; SMAPS_BUF].into_boxed_slice(),
             interrupts_buf: vec![0u8; (interrupts_len * 2).max(MIN_INTERRUPTS_BUF)]
                 .into_boxed_slice(),
+            vmstat_buf: vec![0u8; (vmstat_len * 2).max(MIN_VMSTAT_BUF)].into_boxed_slice(),
         };
         reader.prefault();
         reader
@@ -90,6 +98,7 @@ impl CounterReader {
             &mut self.status_buf,
             &mut self.smaps_buf,
             &mut self.interrupts_buf,
+            &mut self.vmstat_buf,
         ] {
             prefault_write(buf);
         }
@@ -111,6 +120,10 @@ impl CounterReader {
             .interrupts
             .as_ref()
             .and_then(|f| pread_full(f, &mut self.interrupts_buf));
+        let vmstat = self
+            .vmstat
+            .as_ref()
+            .and_then(|f| pread_full(f, &mut self.vmstat_buf));
         Sample {
             minor_faults,
             major_faults,
@@ -120,6 +133,7 @@ impl CounterReader {
             rss_shmem_kb: status.and_then(|s| field_kb(s, b"RssShmem")),
             anon_huge_kb: smaps.and_then(|s| field_kb(s, b"AnonHugePages")),
             tlb_shootdowns: interrupts.and_then(tlb_total),
+            thp_collapse_alloc: vmstat.and_then(|s| vmstat_value(s, b"thp_collapse_alloc")),
         }
     }
 }

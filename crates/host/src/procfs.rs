@@ -91,9 +91,25 @@ pub fn tlb_total(interrupts: &[u8]) -> Option<u64> {
     None
 }
 
+/// The value of the line `name value` of /proc/vmstat. Allocation-free.
+pub fn vmstat_value(vmstat: &[u8], name: &[u8]) -> Option<u64> {
+    vmstat.split(|&b| b == b'\n').find_map(|line| {
+        let rest = line.strip_prefix(name)?.strip_prefix(b" ")?;
+        parse_first_u64(rest)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vmstat_value_finds_the_whole_name() {
+        let text = b"thp_collapse_alloc_failed 3\nthp_collapse_alloc 106\nthp_split_page 9\n";
+        assert_eq!(vmstat_value(text, b"thp_collapse_alloc"), Some(106));
+        assert_eq!(vmstat_value(text, b"thp_split_page"), Some(9));
+        assert_eq!(vmstat_value(text, b"thp_split"), None);
+    }
 
     const STATUS: &[u8] =
         b"Name:\tcat\nVmPTEx:\t9 kB\nVmPTE:\t      48 kB\nRssAnon:\t     512 kB\nThreads:\t1\n";

@@ -31,6 +31,8 @@ pub use machine::{Machine, Snapshot, SpaceId};
 
 // The types that cross the machine's boundary, so that a driver needs no
 // other crate of the model to call it.
-pub use mm::{Advice, Errno, MapKind, MmConfig, MmapArgs, MremapArgs, Prot, Remapped, SegvCode};
+pub use mm::{
+    Advice, Errno, MapKind, MmConfig, MmapArgs, MremapArgs, Prot, Remapped, SegvCode, ShmemHuge,
+};
 pub use mmu::{HitLevel, MmuConfig, MmuStats};
 pub use pt::Geometry;

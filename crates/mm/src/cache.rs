@@ -15,7 +15,11 @@
 //! - A folio of less than the PMD size owns one data frame of the base page
 //!   size per page; a PMD-sized folio (`block`) owns one contiguous frame
 //!   of the PMD size, so a PMD entry can map it: it is freed whole, when the
-//!   object is dropped, and never evicted page by page.
+//!   object is dropped or a hole covers it, and never evicted page by page;
+//!   a hole that cuts it (a shmem object's `punch_hole`) splits it first,
+//!   and its pieces own a frame per page from then on.
+//! - Shmem pages exist once touched; a shmem object on a tmpfs with a
+//!   `huge=` option (`ShmemHuge`) may take a PMD-sized folio at a fault.
 //! - Frames are freed when the page is evicted or the object dropped (its
 //!   last VMA went away and the TLBs were flushed: objects leave through
 //!   `Deferred`).
@@ -37,6 +41,22 @@ pub enum ObjectKind {
     File,
     /// tmpfs / shared anonymous memory (no writeback, no swap here).
     Shmem,
+}
+
+/// The `huge=` option of the tmpfs a shmem object lives on (Linux
+/// `sbinfo->huge`): when a fault allocates a PMD-sized folio. A memfd or a
+/// shared anonymous mapping lives on the kernel's internal mount, whose
+/// policy is the host's `shmem_enabled`: the model takes it as `Never`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ShmemHuge {
+    #[default]
+    Never,
+    Always,
+    /// As `Always` where the folio lies within the file's size, else as
+    /// `Advise`.
+    WithinSize,
+    /// As `Always` in a VMA with `MADV_HUGEPAGE`.
+    Advise,
 }
 
 /// The folio a cached page belongs to.
@@ -66,6 +86,8 @@ pub enum Slot {
 /// One file or shmem object.
 pub struct MemObject {
     pub kind: ObjectKind,
+    /// A shmem object's tmpfs `huge=` option (`Never` for files).
+    pub(crate) huge: ShmemHuge,
     /// Whether pages never seen start in the page cache.
     initially_cached: bool,
     pub(crate) mem: Arc<PhysMem>,
@@ -126,6 +148,7 @@ impl MemObject {
     pub(crate) fn new(kind: ObjectKind, initially_cached: bool, mem: Arc<PhysMem>) -> MemObject {
         MemObject {
             kind,
+            huge: ShmemHuge::Never,
             initially_cached,
             mem,
             pages: Mutex::new(HashMap::new()),
@@ -149,6 +172,12 @@ impl MemObject {
     /// The object with its size in pages (a file as large as its mapping).
     pub(crate) fn sized(self, pages: u64) -> MemObject {
         let _ = self.size_pages.set(pages);
+        self
+    }
+
+    /// The shmem object with its tmpfs `huge=` option.
+    pub(crate) fn with_huge(mut self, huge: ShmemHuge) -> MemObject {
+        self.huge = huge;
         self
     }
 
@@ -305,6 +334,144 @@ impl MemObject {
         Ok(true)
     }
 
+    /// Adds a PMD-sized folio (`1 << pmd_order` pages) at the naturally
+    /// aligned index holding `idx`, if no page of that range is there
+    /// (Linux `shmem_alloc_and_add_folio` with the PMD order, after
+    /// `shmem_suitable_orders` found the range empty). Whether the mount's
+    /// policy and the VMA allow it is the caller's. Returns whether it
+    /// added one.
+    ///
+    /// # Errors
+    /// [`Errno::NoMem`] when no frame can be had.
+    pub(crate) fn shmem_add_pmd_folio(
+        &self,
+        pages: &mut HashMap<u64, Slot>,
+        idx: u64,
+        pmd_order: u8,
+    ) -> Result<bool, Errno> {
+        let head = idx & !((1u64 << pmd_order) - 1);
+        self.add_folio(pages, head, pmd_order, false, pmd_order)
+    }
+
+    /// Punches the hole `[first, last)` in a shmem object and returns the
+    /// frames to free (address, size) once no TLB maps them. Linux 6.18
+    /// (mm/shmem.c `shmem_undo_range`, mm/truncate.c
+    /// `truncate_inode_partial_folio`): folios wholly inside go; a large
+    /// folio the hole's start cuts is split where the hole starts, and the
+    /// folio then holding the hole's end is split there, each by a
+    /// non-uniform split (`try_folio_split`: halved again and again around
+    /// the page, so the pieces keep the largest aligned orders, and the
+    /// page itself ends as a base page); a large folio only the hole's end
+    /// cuts is split from its head the same way. The pieces inside the
+    /// hole then go. The caller has unmapped the range everywhere.
+    pub(crate) fn punch_hole(
+        &self,
+        pages: &mut HashMap<u64, Slot>,
+        first: u64,
+        last: u64,
+    ) -> Result<Vec<(u64, u64)>, Errno> {
+        let page = 1u64 << self.mem.page_shift();
+        if first >= last {
+            return Ok(Vec::new());
+        }
+        let folio_at = |pages: &HashMap<u64, Slot>, i: u64| {
+            Self::folio_of(pages, i).map(|f| (i & !((1u64 << f.order) - 1), f.order))
+        };
+        // The partial folio at the start (truncate_inode_partial_folio).
+        if let Some((head, order)) = folio_at(pages, first) {
+            let end = head + (1u64 << order);
+            if order > 0 && !(head >= first && end <= last) {
+                self.split_folio_at(pages, head, order, first)?;
+                if last < end {
+                    if let Some((h2, o2)) = folio_at(pages, last) {
+                        if o2 > 0 {
+                            self.split_folio_at(pages, h2, o2, last)?;
+                        }
+                    }
+                }
+            }
+        }
+        // A different large folio the hole's end cuts.
+        if let Some((head, order)) = folio_at(pages, last - 1) {
+            let end = head + (1u64 << order);
+            if order > 0 && head > first && end > last {
+                self.split_folio_at(pages, head, order, head)?;
+                if let Some((h2, o2)) = folio_at(pages, last) {
+                    if o2 > 0 {
+                        self.split_folio_at(pages, h2, o2, last)?;
+                    }
+                }
+            }
+        }
+        // Every folio now in the hole lies wholly inside it.
+        let mut freed = Vec::new();
+        let mut i = first;
+        while i < last {
+            let Some((head, order)) = folio_at(pages, i) else {
+                i += 1;
+                continue;
+            };
+            let n = 1u64 << order;
+            debug_assert!(head >= first && head + n <= last, "split above");
+            for j in head..head + n {
+                if let Some(Slot::Cached { pa, folio, .. }) = pages.insert(j, Slot::Evicted) {
+                    if !folio.block {
+                        freed.push((pa, page));
+                    } else if j == head {
+                        freed.push((pa, page << folio.order));
+                    }
+                }
+            }
+            i = head + n;
+        }
+        Ok(freed)
+    }
+
+    /// Splits the folio of `1 << order` pages at `head` around page `at`
+    /// (Linux `folio_split`, the non-uniform split): the half without `at`
+    /// stays one folio, the half with it is halved again, down to `at`
+    /// alone. A PMD-sized folio's one frame becomes a frame per page.
+    fn split_folio_at(
+        &self,
+        pages: &mut HashMap<u64, Slot>,
+        head: u64,
+        order: u8,
+        at: u64,
+    ) -> Result<(), Errno> {
+        let page = 1u64 << self.mem.page_shift();
+        let Some(Slot::Cached { pa, folio, .. }) = pages.get(&head).copied() else {
+            return Ok(());
+        };
+        if folio.block {
+            self.mem.split_data(pa, page << order)?;
+        }
+        let (mut h, mut k) = (head, order);
+        let mut pieces = Vec::with_capacity(order as usize + 1);
+        while k > 0 {
+            k -= 1;
+            let half = 1u64 << k;
+            if at < h + half {
+                pieces.push((h + half, k));
+            } else {
+                pieces.push((h, k));
+                h += half;
+            }
+        }
+        pieces.push((h, 0));
+        for (ph, pk) in pieces {
+            for j in ph..ph + (1u64 << pk) {
+                if let Some(Slot::Cached { folio: f, .. }) = pages.get_mut(&j) {
+                    *f = CacheFolio {
+                        order: pk,
+                        block: false,
+                        readahead: false,
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Clears the read-ahead mark of the folio whose head is `head`.
     pub(crate) fn clear_readahead(pages: &mut HashMap<u64, Slot>, head: u64) {
         if let Some(Slot::Cached { folio, .. }) = pages.get_mut(&head) {
@@ -404,5 +571,91 @@ impl Drop for MemObject {
                 Slot::Evicted => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shmem object holding one PMD-sized folio (512 pages at 0).
+    fn with_thp() -> (MemObject, HashMap<u64, Slot>) {
+        let obj = MemObject::new(ObjectKind::Shmem, false, Arc::new(PhysMem::new(12)));
+        let mut pages = HashMap::new();
+        assert!(obj.shmem_add_pmd_folio(&mut pages, 7, 9).unwrap());
+        (obj, pages)
+    }
+
+    /// The folios left, as (head, order), in index order.
+    fn folios(pages: &HashMap<u64, Slot>) -> Vec<(u64, u8)> {
+        let mut v: Vec<(u64, u8)> = pages
+            .iter()
+            .filter_map(|(i, s)| match s {
+                Slot::Cached { folio, .. } if i & ((1 << folio.order) - 1) == 0 => {
+                    Some((*i, folio.order))
+                }
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn a_hole_in_the_middle_leaves_halving_folios_on_its_far_side() {
+        let (obj, mut pages) = with_thp();
+        let freed = obj.punch_hole(&mut pages, 256, 257).unwrap();
+        assert_eq!(freed, vec![(pages_pa(&obj, &pages, 255) + 4096, 4096)]);
+        assert_eq!(
+            folios(&pages),
+            vec![
+                (0, 8),
+                (257, 0),
+                (258, 1),
+                (260, 2),
+                (264, 3),
+                (272, 4),
+                (288, 5),
+                (320, 6),
+                (384, 7)
+            ]
+        );
+        for (pa, size) in freed {
+            obj.mem.free_data(pa, size).unwrap();
+        }
+    }
+
+    fn pages_pa(_obj: &MemObject, pages: &HashMap<u64, Slot>, idx: u64) -> u64 {
+        match pages.get(&idx) {
+            Some(Slot::Cached { pa, .. }) => *pa,
+            _ => panic!("page {idx} not cached"),
+        }
+    }
+
+    #[test]
+    fn a_hole_is_cut_at_both_ends_and_only_its_pages_go() {
+        let (obj, mut pages) = with_thp();
+        let freed = obj.punch_hole(&mut pages, 256, 272).unwrap();
+        assert_eq!(freed.len(), 16);
+        assert!(freed.iter().all(|&(_, s)| s == 4096));
+        let f = folios(&pages);
+        // The folio holding the hole's end is split from its first page.
+        assert_eq!(
+            f[..6],
+            [(0, 8), (272, 0), (273, 0), (274, 1), (276, 2), (280, 3)]
+        );
+        assert!((256..272).all(|i| matches!(pages.get(&i), Some(Slot::Evicted))));
+        let left: u64 = f.iter().map(|(_, o)| 1u64 << o).sum();
+        assert_eq!(left, 512 - 16);
+    }
+
+    #[test]
+    fn a_hole_over_the_whole_folio_frees_its_one_frame() {
+        let (obj, mut pages) = with_thp();
+        let head = pages_pa(&obj, &pages, 0);
+        let freed = obj.punch_hole(&mut pages, 0, 512).unwrap();
+        assert_eq!(freed, vec![(head, 2 << 20)]);
+        assert!(folios(&pages).is_empty());
+        obj.mem.free_data(head, 2 << 20).unwrap();
     }
 }

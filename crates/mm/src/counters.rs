@@ -117,6 +117,9 @@ pub struct ThreadCounters {
     pub thp_fault_alloc: u64,
     /// THP allocations that failed and fell back (`thp_fault_fallback`).
     pub thp_fault_fallback: u64,
+    /// THPs allocated to collapse a range into (Linux's `thp_collapse_alloc`
+    /// event: MADV_COLLAPSE and khugepaged, anonymous and shmem).
+    pub thp_collapse_alloc: u64,
     /// Multi-size THP folios allocated on fault.
     pub mthp_fault_alloc: u64,
     /// Lock acquisitions per [`LockClass`].
@@ -178,6 +181,7 @@ impl ThreadCounters {
         self.pages_read += other.pages_read;
         self.pmd_pages_read += other.pmd_pages_read;
         self.pmd_major_faults += other.pmd_major_faults;
+        self.thp_collapse_alloc += other.thp_collapse_alloc;
     }
 }
 
@@ -260,6 +264,10 @@ impl MmCounters {
                 t.thp_fault_fallback as i64,
             ),
             (counters::MTHP_FAULT_ALLOC.name, t.mthp_fault_alloc as i64),
+            (
+                counters::THP_COLLAPSE_ALLOC.name,
+                t.thp_collapse_alloc as i64,
+            ),
             (counters::OOM_FAULTS.name, t.oom_faults as i64),
             (counters::SEGV_FAULTS.name, t.segv_faults as i64),
         ];

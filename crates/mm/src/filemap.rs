@@ -22,7 +22,7 @@
 //! - Entries are set under the lock that covers them (PMD lock for a PMD
 //!   leaf, PTE lock for PTEs) after re-checking that they are still none.
 
-use crate::cache::{MemObject, ObjectKind, Slot};
+use crate::cache::{MemObject, ObjectKind, ShmemHuge, Slot};
 use crate::counters::ThreadCtx;
 use crate::error::Errno;
 use crate::readahead::RaRequest;
@@ -39,10 +39,10 @@ use std::collections::HashMap;
 /// `first_va` (`folio_span` and the fault-around window only make such
 /// runs), so page `first + k` maps at `first_va + k * page`.
 #[derive(Clone, Copy)]
-struct CachedRun {
-    first: u64,
-    first_va: u64,
-    count: u64,
+pub(crate) struct CachedRun {
+    pub(crate) first: u64,
+    pub(crate) first_va: u64,
+    pub(crate) count: u64,
 }
 
 impl AddressSpace {
@@ -82,6 +82,38 @@ impl AddressSpace {
                 .is_multiple_of(pmd_pages)
     }
 
+    /// Whether a shmem fault on page `idx` of `obj` in `vma` allocates a
+    /// PMD-sized folio when the page is not there: the mount's `huge=`
+    /// option allows it (Linux `shmem_allowable_huge_orders` →
+    /// `shmem_huge_global_enabled`, which for a tmpfs reads the mount's
+    /// option; `vma_thp_disabled` for `MADV_NOHUGEPAGE`), and the VMA holds
+    /// the aligned folio with its file offset aligned like its address
+    /// (`shmem_suitable_orders` → `thp_vma_suitable_orders`; the range
+    /// being empty is the allocation's check). Measured on Linux 6.18: a
+    /// tmpfs takes no folio between the base page and the PMD size here.
+    pub(crate) fn shmem_pmd_allowed(&self, vma: &Vma, obj: &MemObject, idx: u64) -> bool {
+        let pmd_pages = self.pmd_size >> self.page_shift;
+        let head = idx & !(pmd_pages - 1);
+        let lo = vma.pgoff(self.page_shift);
+        let within = || {
+            // shmem_get_orders_within_size: the folio ends within i_size.
+            obj.size_pages()
+                .is_some_and(|size| head + pmd_pages <= size)
+        };
+        let on = match obj.huge {
+            ShmemHuge::Never => false,
+            ShmemHuge::Always => true,
+            ShmemHuge::WithinSize => within() || vma.flags.hugepage,
+            ShmemHuge::Advise => vma.flags.hugepage,
+        };
+        on && obj.kind == ObjectKind::Shmem
+            && self.huge_zero_pa.is_some()
+            && !vma.flags.nohugepage
+            && ((vma.start >> self.page_shift).wrapping_sub(lo)).is_multiple_of(pmd_pages)
+            && head >= lo
+            && head + pmd_pages <= lo + vma.pages(self.page_shift)
+    }
+
     /// A fault at `va` whose PMD entry is none, in a VMA with an object:
     /// maps a PMD-sized folio by one PMD leaf where Linux does. `Ok(None)`:
     /// not here, take the PTE path (the caller allocates the table).
@@ -97,10 +129,7 @@ impl AddressSpace {
         write: bool,
     ) -> Result<Option<bool>, Errno> {
         // A private write copies one page into a PTE table (do_cow_fault).
-        if (write && !vma.shared)
-            || obj.kind != ObjectKind::File
-            || !self.file_pmd_suitable(vma, va)
-        {
+        if (write && !vma.shared) || !self.file_pmd_suitable(vma, va) {
             return Ok(None);
         }
         let idx = vma.pgoff_of(va, self.page_shift);
@@ -108,6 +137,17 @@ impl AddressSpace {
         let mut pages = obj.lock();
         let major = match obj.cached(&mut pages, idx) {
             Some(_) => false,
+            // Linux: shmem_fault → shmem_get_folio_gfp allocates the
+            // PMD-sized folio the mount allows; finish_fault → do_set_pmd.
+            None if obj.kind == ObjectKind::Shmem => {
+                if !self.shmem_pmd_allowed(vma, obj, idx)
+                    || !obj.shmem_add_pmd_folio(&mut pages, idx, ra.max_order)?
+                {
+                    return Ok(None);
+                }
+                ctx.fault_kind = crate::counters::FaultKind::Thp;
+                false
+            }
             // Only a MADV_HUGEPAGE miss reads PMD folios synchronously.
             None if ra.hugepage && ra.large_folios => true,
             None => return Ok(None),
@@ -285,22 +325,45 @@ impl AddressSpace {
         } else {
             Rss::Shmem
         };
-        let idx = vma.pgoff_of(va, self.page_shift);
         let pages = obj.lock();
-        let order = MemObject::folio_of(&pages, idx).map_or(0, |f| f.order);
-        let run = if obj.kind == ObjectKind::File {
-            self.folio_span(vma, obj, va, idx, order)
-        } else {
-            CachedRun {
-                first: idx,
-                first_va: va,
-                count: 1,
-            }
-        };
+        let run = self.fault_run(vma, obj, table, &pages, va)?;
         let (mapped, _) = self.map_cached_run(vma, table, &pages, run, rss, va)?;
         drop(pages);
         self.rss_add(rss, mapped as i64);
         Ok(())
+    }
+
+    /// The pages `finish_fault` maps for a fault at `va` whose page is
+    /// cached: its whole folio where [`AddressSpace::folio_span`] allows and,
+    /// in a shmem mapping, every PTE of it is none (Linux 6.18 maps a
+    /// tmpfs folio whole and falls back to the one page when a PTE of the
+    /// folio's range is set: `pte_range_none`); else the one page.
+    pub(crate) fn fault_run(
+        &self,
+        vma: &Vma,
+        obj: &MemObject,
+        table: TableAddr,
+        pages: &HashMap<u64, Slot>,
+        va: u64,
+    ) -> Result<CachedRun, Errno> {
+        let idx = vma.pgoff_of(va, self.page_shift);
+        let order = MemObject::folio_of(pages, idx).map_or(0, |f| f.order);
+        let span = self.folio_span(vma, obj, va, idx, order);
+        let one = CachedRun {
+            first: idx,
+            first_va: va,
+            count: 1,
+        };
+        if span.count == 1 || obj.kind == ObjectKind::File {
+            return Ok(span);
+        }
+        for k in 0..span.count {
+            let pv = VirtAddr::new(span.first_va + k * self.page);
+            if self.pt.read_entry(table, Level::PTE, pv)? != Entry::Invalid {
+                return Ok(one);
+            }
+        }
+        Ok(span)
     }
 
     /// Maps the cached pages of `run` (of `vma`'s object) into the PTE

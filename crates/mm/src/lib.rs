@@ -72,6 +72,7 @@ pub mod space;
 pub mod vma;
 pub mod walk;
 
+pub use cache::ShmemHuge;
 pub use config::{Gup, Khugepaged, Locking, MmConfig, MthpPolicy, Reclaim, ThpMode};
 pub use counters::{
     FaultKind, LockClass, LockEvent, MmCounters, ThreadCounters, ThreadCtx, FAULT_KINDS,

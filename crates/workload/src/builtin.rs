@@ -421,6 +421,42 @@ const VALIDATE: &[(&str, &str)] = &[
         "shmem-dirty-pte-zap",
         include_str!("../validate/shmem-dirty-pte-zap.toml"),
     ),
+    (
+        "shmem-huge-always",
+        include_str!("../validate/shmem-huge-always.toml"),
+    ),
+    (
+        "shmem-huge-policies",
+        include_str!("../validate/shmem-huge-policies.toml"),
+    ),
+    (
+        "shmem-huge-never",
+        include_str!("../validate/shmem-huge-never.toml"),
+    ),
+    (
+        "shmem-huge-pmd-split",
+        include_str!("../validate/shmem-huge-pmd-split.toml"),
+    ),
+    (
+        "shmem-huge-remove",
+        include_str!("../validate/shmem-huge-remove.toml"),
+    ),
+    (
+        "shmem-huge-remove-range",
+        include_str!("../validate/shmem-huge-remove-range.toml"),
+    ),
+    (
+        "shmem-huge-fork",
+        include_str!("../validate/shmem-huge-fork.toml"),
+    ),
+    (
+        "shmem-collapse",
+        include_str!("../validate/shmem-collapse.toml"),
+    ),
+    (
+        "shmem-collapse-mapped",
+        include_str!("../validate/shmem-collapse-mapped.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.

@@ -85,6 +85,21 @@ impl Prot {
     }
 }
 
+/// The `huge=` option of the tmpfs a `kind = "shmem"` region's object is a
+/// file of (`shmem_huge`): when Linux gives the file PMD-sized folios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShmemHuge {
+    /// `huge=never`: base pages only.
+    Never,
+    /// `huge=always`: a PMD-sized folio wherever the mapping allows one.
+    Always,
+    /// `huge=within_size`: as `always` where the folio lies within the
+    /// file's size; elsewhere as `advise`.
+    WithinSize,
+    /// `huge=advise`: as `always` in a range advised `hugepage`.
+    Advise,
+}
+
 /// Whether a file region's pages start in the page cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileState {
@@ -123,6 +138,10 @@ pub struct Mmap {
     /// Where in its file a file mapping starts (mmap's offset; a multiple
     /// of 4 KiB). The file is this much longer than the mapping.
     pub file_offset: u64,
+    /// `kind = "shmem"` only: the object is a file on a tmpfs mounted with
+    /// this `huge=` option instead of a memfd (None: a memfd, under the
+    /// host's shmem_enabled).
+    pub shmem_huge: Option<ShmemHuge>,
 }
 
 /// Accesses to a range of a region.

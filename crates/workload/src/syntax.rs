@@ -25,7 +25,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use crate::error::{one_line, Location, WorkloadError};
-use crate::plan::{Access, Advice, FileState, MapKind, Pattern, Prot, FORMAT_PAGE};
+use crate::plan::{Access, Advice, FileState, MapKind, Pattern, Prot, ShmemHuge, FORMAT_PAGE};
 use crate::suggest::{closest, did_you_mean};
 use crate::units::{self, DURATION_EXPECTED, SIZE_EXPECTED};
 
@@ -134,6 +134,7 @@ pub(crate) struct MmapSyn {
     pub noreserve: bool,
     pub file: FileState,
     pub file_offset: u64,
+    pub shmem_huge: Option<ShmemHuge>,
     pub addr: Option<Sp<u64>>,
 }
 
@@ -255,6 +256,7 @@ pub(crate) const VERBS: &[(&str, &[&str])] = &[
             "noreserve",
             "file",
             "file_offset",
+            "shmem_huge",
             "addr",
         ],
     ),
@@ -297,6 +299,20 @@ const PROTS: &[(&str, Prot)] = &[
     ("rwx", Prot::Rwx),
     ("none", Prot::None),
 ];
+const SHMEM_HUGE: &[(&str, ShmemHuge)] = &[
+    ("never", ShmemHuge::Never),
+    ("always", ShmemHuge::Always),
+    ("within_size", ShmemHuge::WithinSize),
+    ("advise", ShmemHuge::Advise),
+];
+/// The format's name of a `shmem_huge` value.
+pub(crate) fn shmem_huge_name(h: ShmemHuge) -> &'static str {
+    SHMEM_HUGE
+        .iter()
+        .find(|(_, v)| *v == h)
+        .map_or("?", |(n, _)| n)
+}
+
 const FILE_STATES: &[(&str, FileState)] =
     &[("cached", FileState::Cached), ("cold", FileState::Cold)];
 const ADVICES: &[(&str, Advice)] = Advice::NAMED;

@@ -48,6 +48,9 @@ pub(crate) struct Shared<'a> {
     pub prog: &'a Program,
     /// Region files by region id (-1: none).
     pub fds: &'a [RawFd],
+    /// The root of each tmpfs mount of `shmem_huge` regions (see
+    /// `super::tmpfs`), by mount index.
+    pub tmpfs_fds: Vec<RawFd>,
     /// A file region made cold by an earlier `file = "cold"` mmap.
     pub cold: Vec<AtomicBool>,
     pub barrier: Barrier,
@@ -115,6 +118,15 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
     }
     REPORT_FD.store(report_fd, Ordering::SeqCst);
     install_fault_handlers();
+    // The tmpfs mounts of shmem_huge regions, in a mount namespace of this
+    // process's own, before any thread starts (unshare needs that).
+    let mut tmpfs_fds = vec![-1; prog.tmpfs.len()];
+    if !prog.tmpfs.is_empty() {
+        if let Err(e) = super::tmpfs::mount_all(&prog.tmpfs_paths, &prog.tmpfs_data, &mut tmpfs_fds)
+        {
+            report_failure(&[MAGIC, wire::STATUS_SETUP, wire::SETUP_TMPFS, e as u64, 0, 0]);
+        }
+    }
     // Into the run's memory cgroup before any memory of the workload is
     // charged (see `thp_steps`).
     if let Some(r) = &prog.reclaim {
@@ -141,6 +153,7 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
     let sh = Shared {
         prog,
         fds,
+        tmpfs_fds,
         cold: (0..prog.regions.len())
             .map(|_| AtomicBool::new(false))
             .collect(),

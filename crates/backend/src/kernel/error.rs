@@ -75,6 +75,10 @@ pub enum KernelError {
         #[source]
         source: std::io::Error,
     },
+    /// A region is shmem on a tmpfs with its own `huge=` option
+    /// (`shmem_huge`), and this process may not mount one.
+    #[error("region {region:?} is shmem on a tmpfs mounted with huge={huge} (shmem_huge), and mounting a tmpfs needs root (CAP_SYS_ADMIN); run as root, or run it on the model")]
+    NeedsRoot { region: String, huge: &'static str },
     /// The child ended without a valid report.
     #[error("the workload process ended unexpectedly: {status}")]
     ChildFailed { status: String },
@@ -91,6 +95,7 @@ impl KernelError {
                 | KernelError::TooManyMarks { .. }
                 | KernelError::AddressTaken { .. }
                 | KernelError::MapFailed { .. }
+                | KernelError::NeedsRoot { .. }
         )
     }
 }

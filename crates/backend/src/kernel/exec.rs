@@ -201,6 +201,15 @@ fn mmap(sh: &Shared, op: u32, m: &KMmap, local: &mut Local) {
             prepare_file(sh, op, m, fd, local);
             (fd, sharing | m.extra_flags, false)
         }
+        MapKind::Shmem if m.tmpfs.is_some() => {
+            // A fresh file on the region's tmpfs per mmap (see `tmpfs`).
+            let dir = sh.tmpfs_fds[m.tmpfs.expect("matched")];
+            match super::tmpfs::new_file(dir, m.len) {
+                Ok(fd) => (fd, libc::MAP_SHARED | m.extra_flags, true),
+                Err((true, e)) => sh.fail(op, Call::TmpfsFile, e),
+                Err((false, e)) => sh.fail(op, Call::Ftruncate, e),
+            }
+        }
         MapKind::Shmem => {
             // A fresh shmem object per mmap, as a fresh anonymous mapping is:
             // its pages go when the mapping does (the fd is closed below).

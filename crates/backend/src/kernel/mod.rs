@@ -48,6 +48,7 @@ mod quiesce;
 mod room;
 mod sync;
 mod thp_steps;
+mod tmpfs;
 mod wire;
 
 use std::path::PathBuf;
@@ -146,14 +147,28 @@ pub fn run(w: &Workload, opts: &KernelOptions) -> Result<Run, KernelError> {
     // returns through its error path, the files are dropped (their
     // directory removed), and then this section exits the process.
     let _section = interrupt::Section::enter(format!(
-        "the kernel run of workload {}: its process ended{}",
+        "the kernel run of workload {}: its process ended{}{}",
         w.name,
         if prog.file_regions.contains(&true) {
             ", its region files removed"
         } else {
             ""
+        },
+        if prog.tmpfs.is_empty() {
+            ""
+        } else {
+            ", its tmpfs mounts gone with it"
         }
     ));
+    let _tmpfs = match prog.tmpfs_region() {
+        None => None,
+        Some(region) => {
+            let base = opts.temp_dir.clone().unwrap_or_else(std::env::temp_dir);
+            let dirs = tmpfs::TmpfsDirs::create(&prog.tmpfs, region, &base)?;
+            prog.tmpfs_paths.clone_from(&dirs.paths);
+            Some(dirs)
+        }
+    };
     let files = files::RegionFiles::create(&prog, opts.temp_dir.as_deref())?;
     let words = parent::run_in_child(&prog, &files.fds(), opts.timeout);
     drop(files); // removes the temporary directory

@@ -33,6 +33,9 @@ pub(crate) struct KMmap {
     pub(crate) file: FileState,
     /// mmap's offset into the region's file.
     pub(crate) file_offset: u64,
+    /// A shmem region with `shmem_huge`: the index of its tmpfs mount in
+    /// [`Program::tmpfs`] (its file is made there instead of a memfd).
+    pub(crate) tmpfs: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -141,12 +144,21 @@ pub(crate) struct Program {
     /// `pin_cpus[i % len]` (empty: not pinned; set by the run from
     /// `KernelOptions::pin_threads`).
     pub pin_cpus: Vec<usize>,
+    /// The tmpfs mounts of `shmem_huge` regions (see `super::tmpfs`), their
+    /// option strings, and (set by the run) their mount points.
+    pub tmpfs: Vec<super::tmpfs::Mount>,
+    pub tmpfs_data: Vec<std::ffi::CString>,
+    pub tmpfs_paths: Vec<std::ffi::CString>,
+    /// The mount of each region's files, by region id.
+    tmpfs_of_region: Vec<Option<usize>>,
 }
 
 impl Program {
     pub fn build(w: &Workload) -> Program {
+        let (tmpfs, tmpfs_of_region) = super::tmpfs::mounts(w);
         let mut b = Builder {
             w,
+            tmpfs_of_region: &tmpfs_of_region,
             mark_names: Vec::new(),
             op_desc: Vec::new(),
             fork: None,
@@ -199,6 +211,10 @@ impl Program {
             reclaim: None,
             khugepaged_limit: None,
             pin_cpus: Vec::new(),
+            tmpfs_data: tmpfs.iter().map(super::tmpfs::mount_data).collect(),
+            tmpfs,
+            tmpfs_paths: Vec::new(),
+            tmpfs_of_region,
         }
     }
 
@@ -232,6 +248,14 @@ impl Program {
         }
     }
 
+    /// The name of a region whose files need a tmpfs mount, if any.
+    pub fn tmpfs_region(&self) -> Option<&str> {
+        self.tmpfs_of_region
+            .iter()
+            .position(Option::is_some)
+            .map(|r| self.regions[r].name.as_str())
+    }
+
     /// The index of the implicit end mark.
     pub fn end_mark(&self) -> u32 {
         (self.mark_names.len() - 1) as u32
@@ -247,6 +271,7 @@ fn has(ops: &[Op], want: &dyn Fn(&Op) -> bool) -> bool {
 
 struct Builder<'a> {
     w: &'a Workload,
+    tmpfs_of_region: &'a [Option<usize>],
     mark_names: Vec<String>,
     op_desc: Vec<String>,
     /// The name of the fork whose ops are being built, if any.
@@ -390,6 +415,7 @@ impl Builder<'_> {
             shared: m.shared || m.kind == MapKind::Shmem,
             file: m.file,
             file_offset: m.file_offset,
+            tmpfs: self.tmpfs_of_region[m.region].filter(|_| m.shmem_huge.is_some()),
         })
     }
 

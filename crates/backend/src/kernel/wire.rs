@@ -61,6 +61,8 @@ pub(crate) enum Call {
     KhugepagedScans,
     /// Waiting for khugepaged's two full scans past the limit.
     KhugepagedWait,
+    /// Making a `shmem_huge` region's file on its tmpfs.
+    TmpfsFile,
 }
 
 const CALL_NAMES: &[&str] = &[
@@ -83,6 +85,7 @@ const CALL_NAMES: &[&str] = &[
     "memory cgroup reclaim (deferred_split)",
     "reading /sys/kernel/mm/transparent_hugepage/khugepaged/full_scans",
     "waiting for two full scans of khugepaged (it runs at nice 19, so a busy host can starve it; the wait is limited to three scan_sleep_millisecs and 10 s)",
+    "open (O_TMPFILE: a file on the region's tmpfs)",
 ];
 
 /// Steps of the child's set-up that can fail, by wire code.
@@ -90,11 +93,13 @@ pub(crate) const SETUP_SPAWN: u64 = 0;
 pub(crate) const SETUP_PANIC: u64 = 1;
 pub(crate) const SETUP_FORK: u64 = 2;
 pub(crate) const SETUP_CGROUP: u64 = 3;
+pub(crate) const SETUP_TMPFS: u64 = 4;
 const SETUP_NAMES: &[&str] = &[
     "spawning the workload's threads",
     "running the workload (a panic in the child; see its message above)",
     "running a fork's child (it was killed, died of a signal or passed the time limit)",
     "moving the workload process into its memory cgroup (for deferred_split)",
+    "mounting the tmpfs of a shmem_huge region (in a mount namespace of the workload process's own)",
 ];
 
 /// Counter names in sample-word order: the registry's kernel-sampled
@@ -113,6 +118,7 @@ pub(crate) fn sample_words(s: &Sample) -> [u64; SAMPLE_WORDS] {
         o(s.rss_shmem_kb),
         o(s.anon_huge_kb),
         o(s.tlb_shootdowns),
+        o(s.thp_collapse_alloc),
     ]
 }
 
@@ -276,6 +282,7 @@ mod tests {
             rss_shmem_kb: Some(6),
             anon_huge_kb: Some(7),
             tlb_shootdowns: Some(8),
+            thp_collapse_alloc: Some(9),
         };
         let by_name = serde_json::to_value(s).unwrap();
         let words = sample_words(&s);
@@ -286,7 +293,8 @@ mod tests {
 
     #[test]
     fn call_names_cover_every_call() {
-        assert_eq!(CALL_NAMES.len(), Call::KhugepagedWait as usize + 1);
+        assert_eq!(CALL_NAMES.len(), Call::TmpfsFile as usize + 1);
+        assert!(CALL_NAMES[Call::TmpfsFile as usize].contains("O_TMPFILE"));
         assert_eq!(CALL_NAMES[Call::GetMempolicy as usize], "get_mempolicy");
         assert!(CALL_NAMES[Call::CgroupReclaim as usize].contains("deferred_split"));
         assert!(CALL_NAMES[Call::KhugepagedWait as usize].contains("khugepaged"));

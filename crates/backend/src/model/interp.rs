@@ -4,7 +4,7 @@
 
 use super::ModelError;
 use machine::{AccessError, CpuHandle, SyscallError};
-use machine::{MapKind as MmKind, MmapArgs, MremapArgs, Prot as MmProt};
+use machine::{MapKind as MmKind, MmapArgs, MremapArgs, Prot as MmProt, ShmemHuge};
 use timing::SyscallKind;
 use workload::plan::{self, Op, Workload};
 
@@ -29,7 +29,15 @@ pub(super) fn syscall(
                         cached: m.file == plan::FileState::Cached,
                         offset: m.file_offset,
                     },
-                    plan::MapKind::Shmem => MmKind::Shmem,
+                    plan::MapKind::Shmem => match m.shmem_huge {
+                        None => MmKind::Shmem,
+                        Some(h) => MmKind::Tmpfs(match h {
+                            plan::ShmemHuge::Never => ShmemHuge::Never,
+                            plan::ShmemHuge::Always => ShmemHuge::Always,
+                            plan::ShmemHuge::WithinSize => ShmemHuge::WithinSize,
+                            plan::ShmemHuge::Advise => ShmemHuge::Advise,
+                        }),
+                    },
                 },
                 shared: m.shared || m.kind == plan::MapKind::Shmem,
                 prot: prot(m.prot),

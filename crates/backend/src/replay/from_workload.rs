@@ -52,6 +52,12 @@ fn emit(
             Op::Mlock { onfault: true, .. } => {
                 return Err("mlock with onfault: a trace has no record for it".to_string());
             }
+            Op::Mmap(m) if m.shmem_huge.is_some() => {
+                return Err(format!(
+                    "region \"{}\" is a shmem mapping with shmem_huge: a trace has no record of a tmpfs mount's huge= option",
+                    w.regions[m.region].name
+                ));
+            }
             Op::Mmap(m) => {
                 if std::mem::replace(&mut mapped[m.region], true) {
                     return Err(format!(

@@ -89,6 +89,7 @@ pub fn mmap(region: RegionId, size: u64, kind: MapKind) -> Op {
         noreserve: false,
         file: FileState::Cached,
         file_offset: 0,
+        shmem_huge: None,
     })
 }
 

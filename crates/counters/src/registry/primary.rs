@@ -97,6 +97,17 @@ pub const TLB_SHOOTDOWNS: Counter = Counter {
     members: Members::One,
 };
 
+/// THPs allocated to collapse a range (MADV_COLLAPSE, khugepaged).
+pub const THP_COLLAPSE_ALLOC: Counter = Counter {
+    name: "thp_collapse_alloc",
+    unit: Unit::Count,
+    meaning: "THPs allocated to collapse a range into (MADV_COLLAPSE, khugepaged; the kernel's: system-wide, /proc/vmstat).",
+    compared: false,
+    source: Source::Vmstat("thp_collapse_alloc"),
+    view: View::All,
+    members: Members::One,
+};
+
 /// The kernel's wall time since the run's first operation (`CLOCK_MONOTONIC`).
 /// Only the kernel backend has it: the model's own speed is [`MODEL_WALL_NS`].
 pub const ELAPSED_NS: Counter = Counter {

@@ -210,6 +210,10 @@ fn reason_below(counter: &Counter) -> String {
              CPUs), so other processes' flushes are counted with the workload's; rerun on a \
              quiet machine to see fewer of them"
         ),
+        Source::Vmstat(line) => format!(
+            "the kernel's count is the whole system's (/proc/vmstat, line {line}), so what \
+             khugepaged or other processes did meanwhile is counted with the workload's"
+        ),
         _ => "the kernel's value depends on more than the workload (possible cause)".into(),
     }
 }

@@ -4,12 +4,12 @@
 //! PMD-mapped page-cache folios and fault-around are in `filemap`.
 
 use super::VmFault;
-use crate::cache::{Lookup, MemObject};
+use crate::cache::{Lookup, MemObject, ObjectKind, Slot};
 use crate::counters::{FaultKind, ThreadCtx};
 use crate::error::Errno;
 use crate::space::{AddressSpace, PageKind, Rss};
 use crate::vma::Vma;
-use pt::{Entry, Level, TableAddr};
+use pt::{Entry, Level, TableAddr, VirtAddr};
 
 impl AddressSpace {
     fn cache_rss(obj: &MemObject) -> Rss {
@@ -31,7 +31,17 @@ impl AddressSpace {
         idx: u64,
     ) -> Result<Lookup, Errno> {
         let ra = self.ra_request(vma, obj);
-        let lookup = obj.get(&mut obj.lock(), idx, &ra)?;
+        let mut pages = obj.lock();
+        // Linux: shmem_get_folio_gfp allocates a PMD-sized folio where the
+        // mount and the VMA allow it, whatever maps it afterwards.
+        if obj.kind == ObjectKind::Shmem
+            && obj.cached(&mut pages, idx).is_none()
+            && self.shmem_pmd_allowed(vma, obj, idx)
+        {
+            obj.shmem_add_pmd_folio(&mut pages, idx, ra.max_order)?;
+        }
+        let lookup = obj.get(&mut pages, idx, &ra)?;
+        drop(pages);
         ctx.counters.pages_read += lookup.read;
         ctx.counters.pmd_pages_read += lookup.read_pmd;
         if lookup.major && lookup.read_pmd > 0 {
@@ -65,15 +75,34 @@ impl AddressSpace {
         };
         if self.pt.read_entry(table, Level::PTE, va)? == Entry::Invalid {
             let attrs = self.leaf_attrs(vma, PageKind::Cache(rss), write);
-            self.set_ptes(table, va, lookup.pa, self.page, attrs);
-            self.rss_add(rss, 1);
             ctx.fault_kind = if write {
                 FaultKind::Shmem
             } else {
                 FaultKind::FileRead
             };
-            if write {
-                MemObject::set_dirty(&mut obj.lock(), idx, true);
+            if obj.kind == ObjectKind::Shmem {
+                // A tmpfs folio is mapped whole where it can be (Linux 6.18
+                // finish_fault → set_pte_range: every entry written dirty).
+                let mut pages = obj.lock();
+                let run = self.fault_run(vma, obj, table, &pages, va.get())?;
+                for k in 0..run.count {
+                    let i = run.first + k;
+                    let Some(Slot::Cached { pa, .. }) = pages.get(&i).copied() else {
+                        continue;
+                    };
+                    let pv = VirtAddr::new(run.first_va + k * self.page);
+                    self.set_ptes(table, pv, pa, self.page, attrs);
+                    self.rss_add(rss, 1);
+                    if write {
+                        MemObject::set_dirty(&mut pages, i, true);
+                    }
+                }
+            } else {
+                self.set_ptes(table, va, lookup.pa, self.page, attrs);
+                self.rss_add(rss, 1);
+                if write {
+                    MemObject::set_dirty(&mut obj.lock(), idx, true);
+                }
             }
         }
         drop(g);

@@ -23,9 +23,11 @@
 //!   MADV_HUGEPAGE) but not MADV_NOHUGEPAGE (EINVAL); khugepaged scans only
 //!   VMAs where a fault could take a THP (`thp_allowed`).
 //!
-//! File and shmem collapse (`hpage_collapse_scan_file`) is not modelled:
-//! MADV_COLLAPSE of a page-cache mapping fails with EINVAL in the model.
+//! MADV_COLLAPSE of shmem (`hpage_collapse_scan_file`) is in
+//! `collapse_file`; of a regular file's page cache it is not modelled:
+//! MADV_COLLAPSE there fails with EINVAL in the model.
 
+use super::collapse_file::FileScan;
 use super::{AddressSpace, PageKind, Rss};
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
@@ -125,6 +127,27 @@ impl AddressSpace {
             .sum();
         let mut collapsed = 0;
         for vma in &list {
+            if !khugepaged && vma.is_shmem() {
+                if !self.shmem_collapsible(vma) {
+                    return Err(Errno::Inval(
+                        "MADV_COLLAPSE of a VMA that cannot hold a THP",
+                    ));
+                }
+                let hstart = vma.start.max(addr).next_multiple_of(self.pmd_size);
+                let hend = vma.end.min(end) & !(self.pmd_size - 1);
+                for h in (hstart..hend).step_by(self.pmd_size as usize) {
+                    match self.collapse_shmem_range(ctx, vma, h, d)? {
+                        FileScan::Collapsed => collapsed += 1,
+                        FileScan::PmdMapped => {}
+                        FileScan::Truncated => {
+                            self.flush_unlinked_tables(ctx, d);
+                            return Err(Errno::Inval("MADV_COLLAPSE of a range with no page"));
+                        }
+                    }
+                }
+                self.flush_unlinked_tables(ctx, d);
+                continue;
+            }
             let eligible = vma.is_anon() && !vma.flags.nohugepage && self.huge_zero_pa.is_some();
             if !eligible {
                 if khugepaged {
@@ -233,6 +256,8 @@ impl AddressSpace {
         let folio = mem
             .alloc_data(self.pmd_size)
             .map_err(|_| Errno::NoMem("no memory for a THP"))?;
+        // Linux: alloc_charge_folio counts THP_COLLAPSE_ALLOC.
+        ctx.counters.thp_collapse_alloc += 1;
         let Some(pte_guard) = self.pte_offset_map_lock(ctx, pmd_table, haddr, table) else {
             mem.free_data(folio, self.pmd_size)?;
             return Err(Errno::Internal("the collapsed PTE table vanished".into()));

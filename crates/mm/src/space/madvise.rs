@@ -2,7 +2,7 @@
 
 use super::populate::PopulateMode;
 use super::AddressSpace;
-use crate::cache::MemObject;
+use crate::cache::{MemObject, ObjectKind};
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
@@ -158,7 +158,8 @@ impl AddressSpace {
         match advice.needs() {
             Needs::Any => {}
             Needs::PrivateAnon | Needs::ModelledAnon if v.is_anon() => {}
-            Needs::PrivateAnon | Needs::ModelledAnon => {
+            Needs::ModelledAnonShmem if v.is_anon() || v.is_shmem() => {}
+            Needs::PrivateAnon | Needs::ModelledAnon | Needs::ModelledAnonShmem => {
                 return Err(Errno::Inval(
                     "madvise advice needs private anonymous memory",
                 ))
@@ -205,8 +206,9 @@ impl AddressSpace {
     /// pages there are unmapped here and in every process of the family that
     /// maps them, then dropped from the object whether dirty or not. The
     /// next access of a file page reads it in again (a major fault), of a
-    /// shmem page allocates a zeroed one. A page of a PMD-sized page-cache
-    /// folio stays cached (the model does not split page-cache folios).
+    /// shmem page allocates a zeroed one. A large shmem folio the hole cuts
+    /// is split (`MemObject::punch_hole`); a page of a PMD-sized folio of a
+    /// regular file stays cached (the model does not split those).
     fn remove(
         &self,
         ctx: &mut ThreadCtx,
@@ -225,6 +227,10 @@ impl AddressSpace {
         );
         self.zap_object_others(ctx, obj, first, last)?;
         let mut pages = obj.lock();
+        if obj.kind == ObjectKind::Shmem {
+            d.frames.extend(obj.punch_hole(&mut pages, first, last)?);
+            return Ok(());
+        }
         for idx in first..last {
             if let Some(f) = MemObject::evict(&mut pages, idx) {
                 d.frames.push((f, self.page));

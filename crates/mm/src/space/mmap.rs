@@ -2,7 +2,7 @@
 
 use super::populate::PopulateMode;
 use super::AddressSpace;
-use crate::cache::{MemObject, ObjectKind};
+use crate::cache::{MemObject, ObjectKind, ShmemHuge};
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
@@ -20,8 +20,11 @@ pub enum MapKind {
         cached: bool,
         offset: u64,
     },
-    /// tmpfs memory (always shared).
+    /// tmpfs memory (always shared): a memfd, or shared anonymous memory.
     Shmem,
+    /// A file of its own on a tmpfs mounted with `huge=` (always shared,
+    /// as large as the mapping).
+    Tmpfs(ShmemHuge),
 }
 
 /// The arguments of [`AddressSpace::mmap`].
@@ -97,12 +100,20 @@ impl AddressSpace {
             .filter(|e| *e <= self.user_limit())
             .ok_or(Errno::NoMem("range past the user address space"))?;
         let start = args.addr;
-        let shared = args.shared || args.kind == MapKind::Shmem;
+        let shared = args.shared || matches!(args.kind, MapKind::Shmem | MapKind::Tmpfs(_));
         let backing = match (args.kind, shared) {
             (MapKind::Anon, false) => Backing::Anon,
             // Linux: MAP_SHARED|MAP_ANONYMOUS is shmem (shmem_zero_setup).
             (MapKind::Anon, true) | (MapKind::Shmem, _) => Backing::Object {
                 obj: Arc::new(MemObject::new(ObjectKind::Shmem, false, self.mem().clone())),
+                pgoff: 0,
+            },
+            (MapKind::Tmpfs(huge), _) => Backing::Object {
+                obj: Arc::new(
+                    MemObject::new(ObjectKind::Shmem, false, self.mem().clone())
+                        .with_huge(huge)
+                        .sized(len >> self.page_shift),
+                ),
                 pgoff: 0,
             },
             (MapKind::File { cached, offset }, _) => {

@@ -29,6 +29,7 @@
 //! [`crate::fault`], the lock protocol in [`crate::locking`].
 
 mod anon_vma;
+mod collapse_file;
 mod deferred_split;
 mod finish;
 mod fork;

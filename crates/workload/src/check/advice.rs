@@ -64,6 +64,11 @@ impl<'a, 'd> Checker<'a, 'd> {
             // Linux takes it; the model does not have it.
             Needs::ModelledAnon => Some("private anonymous memory in the model (not modelled)"),
             // MAP_SHARED | MAP_ANONYMOUS is shmem too.
+            Needs::ModelledAnonShmem if m.kind == MapKind::Shmem || m.kind == MapKind::Anon => None,
+            Needs::ModelledAnonShmem => {
+                Some("private anonymous memory and shmem in the model (not modelled)")
+            }
+            // MAP_SHARED | MAP_ANONYMOUS is shmem too.
             Needs::SharedObject if m.shared || m.kind == MapKind::Shmem => None,
             Needs::SharedObject => {
                 Some("shared file or shmem mappings (EINVAL; EACCES on a private file mapping)")
@@ -73,6 +78,18 @@ impl<'a, 'd> Checker<'a, 'd> {
             let problem = format!(
                 "is a {} mapping, and advice {name:?} applies only to {only}",
                 kind_name(m.kind, m.shared)
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, ""));
+        }
+        // Reclaim of a shmem object that may hold PMD-sized folios (Linux
+        // splits them first) is not modelled.
+        let thp_shmem = m
+            .shmem_huge
+            .is_some_and(|h| h != crate::plan::ShmemHuge::Never);
+        if thp_shmem && matches!(advice, Advice::PageOut | Advice::Cold) {
+            let problem = format!(
+                "is a shmem mapping on a tmpfs with huge={}, and advice {name:?} on shmem THPs is not modelled",
+                syntax::shmem_huge_name(m.shmem_huge.expect("checked above"))
             );
             return Err(self.region_err(t, op, op.at, region, problem, ""));
         }

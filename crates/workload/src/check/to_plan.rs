@@ -24,6 +24,7 @@ impl<'a, 'd> Checker<'a, 'd> {
                 noreserve: m.noreserve,
                 file: m.file,
                 file_offset: m.file_offset,
+                shmem_huge: m.shmem_huge,
             }),
             VerbSyn::Munmap(..) => Op::Munmap {
                 region: region(),

@@ -60,6 +60,17 @@ pub(super) fn mmap(table: &Table<'_, '_>, region: RegionName) -> Result<MmapSyn>
             ))
         }
     };
+    let shmem_huge = match (kind, table.get("shmem_huge")) {
+        (_, None) => None,
+        (MapKind::Shmem, Some(_)) => table.choice_opt("shmem_huge", SHMEM_HUGE)?.map(|(h, _)| h),
+        (_, Some(v)) => {
+            return Err(table.bad(
+                "shmem_huge",
+                v,
+                "no \"shmem_huge\" key: it applies only to kind = \"shmem\"",
+            ))
+        }
+    };
     if file_offset
         .checked_add(size.v)
         .is_none_or(|end| end > i64::MAX as u64)
@@ -77,6 +88,7 @@ pub(super) fn mmap(table: &Table<'_, '_>, region: RegionName) -> Result<MmapSyn>
         region,
         size,
         file_offset,
+        shmem_huge,
         kind,
         shared,
         prot: table.choice("prot", PROTS, Prot::Rw)?,
