@@ -69,6 +69,7 @@ mod mmap_lock;
 mod percpu;
 pub mod readahead;
 pub mod space;
+pub mod swap;
 pub mod vma;
 pub mod walk;
 

@@ -309,6 +309,11 @@ impl ModelConfig {
             Some(opt::TlbFlushKind::Rar) => mmu::TlbFlush::Rar,
         };
         mm.lru_drain = opts.lru_drain != Some(opt::LruDrain::Off);
+        mm.swap = match opts.swap {
+            None => host::meminfo::active_swap_bytes(),
+            Some(opt::SwapSetting::Off) => None,
+            Some(opt::SwapSetting::Bytes(b)) => Some(b),
+        };
         // The second dimension: a host geometry makes every walk nested.
         if let Some(host) = opts.host() {
             let cfg = mmu::HostConfig::new(

@@ -19,6 +19,8 @@
 //!   shrinker (partially mapped and underused THPs);
 //! - `khugepaged`: MADV_COLLAPSE and khugepaged's scan, PTE-mapped ranges
 //!   collapsed into PMD-mapped THPs;
+//! - `swap`: swap entries (reclaim to a swap device, the fault back in,
+//!   their zap and fork);
 //! - `reclaim`: MADV_COLD / MADV_PAGEOUT / lazy-free discard of anonymous
 //!   memory and the split of large folios (zero subpages to the zero page);
 //! - `upper`: the walk to the PMD table;
@@ -45,6 +47,7 @@ mod populate;
 mod reclaim;
 mod rmap;
 mod share;
+mod swap;
 mod thp;
 mod upper;
 mod usage;
@@ -111,6 +114,8 @@ pub struct AddressSpace {
     pub(crate) rss: crate::percpu::SplitCounters<3>,
     /// Base pages of PMD-mapped anonymous THP.
     pub(crate) anon_huge: AtomicI64,
+    /// Swap entries in the tables (Linux `MM_SWAPENTS`).
+    pub(crate) swapents: AtomicI64,
     /// Anonymous frames held by more than one space of this family (see
     /// `share`): shared with the parent and children of a fork.
     pub(crate) shares: Arc<share::AnonShares>,
@@ -234,6 +239,7 @@ impl AddressSpace {
             nr_folios: AtomicUsize::new(0),
             rss: Default::default(),
             anon_huge: AtomicI64::new(0),
+            swapents: AtomicI64::new(0),
             shares: Arc::new(share::AnonShares::new_family()),
             not_exclusive: share::NotExclusive::default(),
             pending: Mutex::new(Deferred::none()),

@@ -138,7 +138,13 @@ impl AddressSpace {
                 size <<= 1;
             }
         }
-        if !self.shares.put(pa) {
+        let last = !self.shares.put(pa);
+        // A frame in the swap cache whose slot an entry still names stays
+        // there (Linux: free_swap_cache frees it only once unused).
+        if self.swap_cache_keeps(pa, last) {
+            return;
+        }
+        if last {
             d.frames.push((pa, self.page));
         }
     }
