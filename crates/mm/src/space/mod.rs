@@ -121,6 +121,11 @@ pub struct AddressSpace {
     pub(crate) shares: Arc<share::AnonShares>,
     /// This space's anonymous pages that are not `PageAnonExclusive`.
     pub(crate) not_exclusive: share::NotExclusive,
+    /// Base pages MADV_FREE made lazily free (Linux: the folio's
+    /// swap-backed flag cleared) that reclaim has not seen since; kept
+    /// only with a swap device, where a lazily freed page written again
+    /// differs from any other written page.
+    pub(crate) lazyfree_pages: share::NotExclusive,
     /// Work of operations that failed after changing something (Linux
     /// keeps what was done before the error): handed out with the next
     /// operation's [`Deferred`] or by [`AddressSpace::take_pending`].
@@ -242,6 +247,7 @@ impl AddressSpace {
             swapents: AtomicI64::new(0),
             shares: Arc::new(share::AnonShares::new_family()),
             not_exclusive: share::NotExclusive::default(),
+            lazyfree_pages: share::NotExclusive::default(),
             pending: Mutex::new(Deferred::none()),
             has_pending: AtomicBool::new(false),
             exited: AtomicBool::new(false),

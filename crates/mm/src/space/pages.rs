@@ -112,6 +112,7 @@ impl AddressSpace {
     /// family (Linux `folio_remove_rmap_pte` and `folio_put`; see `share`).
     pub(crate) fn put_anon_page(&self, pa: u64, d: &mut Deferred) {
         self.not_exclusive.remove(pa);
+        self.lazyfree_pages.remove(pa);
         if self.nr_folios.load(Ordering::Acquire) > 0 {
             let mut f = lock_plain(&self.folios);
             let mut size = self.page << 1;

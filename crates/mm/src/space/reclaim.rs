@@ -328,15 +328,20 @@ impl AddressSpace {
         // lazily freed (MADV_FREE takes pages out of the swap cache).
         let swap_backed = dirty || self.shares.swap.slot_of_frame(pa).is_some();
         if swap_backed {
+            // A lazily freed page written since is only made swap-backed
+            // again by this pass (try_to_unmap_one: folio_set_swapbacked
+            // when the PTE is dirty), and stays.
+            let was_lazyfree = self.lazyfree_pages.remove(pa);
             if self.has_swap()
+                && !was_lazyfree
                 && self.folio_of(pa).is_none()
                 && !self.shares.shared(pa)
-                && self.not_exclusive.exclusive(pa)
             {
                 self.swap_out_pte(table, va, pa, dirty, d);
             }
             return;
         }
+        self.lazyfree_pages.remove(pa);
         match self.folio_of(pa) {
             // A page of a folio reclaim kept (written since MADV_FREE).
             Some((head, _)) if !self.lazyfree(head) || self.shares.shared(head) => return,

@@ -282,6 +282,9 @@ impl AddressSpace {
                 if self.shares.swap.slot_of_frame(pa).is_some() && !self.shares.swap.free_swap(pa) {
                     return Ok(());
                 }
+                if self.has_swap() && self.folio_of(pa).is_none() {
+                    self.lazyfree_pages.insert(pa);
+                }
                 Attrs {
                     dirty: false,
                     accessed: false,
