@@ -61,6 +61,7 @@ fn pageout_swaps_out_and_reads_come_back_from_the_swap_cache() {
     let frames = s.mem().live_data().0;
     done(&s, s.madvise(&mut ctx, BASE, 32 * K, Advice::PageOut));
     assert_eq!(counters(&s, &ctx).rss_anon_kb, 0);
+    assert_eq!(counters(&s, &ctx).vmswap_kb, 32);
     assert_eq!(s.swap_entries(), 8);
     assert_eq!(s.swap_slots_used(), 8);
     assert!(!present(&s, BASE));
