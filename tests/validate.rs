@@ -133,3 +133,91 @@ fn the_terminal_output_names_what_it_compares() {
         "{text}"
     );
 }
+
+/// Whether this host has an active swap area (the Size column of
+/// /proc/swaps), as the kernel backend reads it.
+fn host_has_swap() -> bool {
+    std::fs::read_to_string("/proc/swaps").is_ok_and(|t| {
+        t.lines()
+            .skip(1)
+            .any(|l| l.split_whitespace().nth(2).is_some_and(|s| s != "0"))
+    })
+}
+
+/// A workload that `requires` what this host lacks is skipped, with one
+/// line saying so, by `validate` and by `run --backend kernel`: neither an
+/// agreement nor a failure (exit 0). The model, as configured, is held to
+/// the same need.
+#[test]
+fn a_need_the_host_does_not_meet_skips_the_workload_with_one_line() {
+    let (need, unmet) = if host_has_swap() {
+        (
+            "no-swap",
+            "it requires no swap, and this host's kernel has a swap device",
+        )
+    } else {
+        (
+            "swap",
+            "it requires swap, and this host's kernel has no swap device",
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("needs.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"needs\"\nrequires = [\"{need}\"]\n[[thread]]\nop = [\n  {{ mmap = \"a\", size = \"4KiB\" }},\n  {{ touch = \"a\" }},\n]\n"
+        ),
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    let line = format!("needs: skipped: {unmet}");
+
+    let out = ptlab(&["validate", file]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.lines().filter(|l| *l == line).count(), 1, "{stdout}");
+    assert!(stdout.contains("0 of 0 workloads agree"), "{stdout}");
+    assert!(stdout.contains("; 1 skipped"), "{stdout}");
+
+    let out = ptlab(&["run", file, "--backend", "kernel"]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), line);
+
+    // The model with the opposite swap setting skips too; with the one the
+    // workload needs, it runs.
+    let (skip, runs) = if need == "swap" {
+        ("swap=off", "swap=1GiB")
+    } else {
+        ("swap=1GiB", "swap=off")
+    };
+    let out = ptlab(&["run", file, "--config", skip]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("needs: skipped: it requires"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the model"));
+    let out = ptlab(&["run", file, "--config", runs]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("minor_faults"));
+}
+
+/// A need that is not one is bad input: its place, exit status 2.
+#[test]
+fn an_unknown_need_is_refused_with_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad-need.toml");
+    std::fs::write(
+        &path,
+        "requires = [\"swapp\"]\n[[thread]]\nop = [{ mmap = \"a\", size = \"4KiB\" }]\n",
+    )
+    .unwrap();
+    let out = ptlab(&["run", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad-need.toml:1:13"), "{err}");
+    assert!(err.contains("\"swap\" or \"no-swap\""), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

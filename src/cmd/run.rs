@@ -315,6 +315,15 @@ fn tlb_note(c: &RunConfig) -> String {
 
 pub fn run(args: RunArgs) -> CmdResult {
     let cfg = config_from(&args.backend, &args.model)?;
+    // A workload whose need this system does not meet is skipped, with
+    // the one line saying why (not a failure).
+    let w = experiment::exec::load(&args.workload, &cfg)
+        .and_then(|w| experiment::exec::unmet_need(&w, &cfg))
+        .map_err(|e| about_workload(&args.workload, e))?;
+    if let Some(why) = w {
+        outln!("{why}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
     with_host_costs(std::slice::from_ref(&cfg))?;
     let before = Load::read();
     let results = execute(&args.workload, std::slice::from_ref(&cfg), &args.repeat)?;

@@ -63,13 +63,21 @@ pub fn run(args: ValidateArgs) -> CmdResult {
                 }
             )?;
         }
+        for s in &outcome.skipped {
+            outln!("{}", s.reason)?;
+        }
         if !rows.is_empty() {
             outln!()?;
             out!("{}", report::views::validate_table(&rows).render())?;
         }
         print_observed(&outcome)?;
+        let skipped = if outcome.skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; {} skipped", outcome.skipped.len())
+        };
         outln!(
-            "\n{} of {} workloads agree with the kernel on the compared counters ({}); {} warning(s)",
+            "\n{} of {} workloads agree with the kernel on the compared counters ({}); {} warning(s){skipped}",
             outcome.workloads.iter().filter(|w| w.ok).count(),
             outcome.workloads.len(),
             model.label,

@@ -418,6 +418,7 @@ pub const ALL: &[Counter] = &[
     RSS_FILE_KB,
     RSS_SHMEM_KB,
     ANON_HUGE_KB,
+    VMSWAP_KB,
     TLB_SHOOTDOWNS,
     THP_COLLAPSE_ALLOC,
     ELAPSED_NS,

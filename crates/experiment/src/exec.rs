@@ -132,6 +132,28 @@ pub fn load(name_or_path: &str, cfg: &RunConfig) -> Result<Workload, ExecError> 
     Ok(workload::load(name_or_path, va_bits_of(cfg))?)
 }
 
+/// Why `w` is not run under `cfg` (one line naming the workload, the need
+/// and the system), if the system does not meet what the workload
+/// `requires`: the kernel is this host's (its active swap, /proc/swaps),
+/// the model is as configured (its `swap` option, which defaults to this
+/// host's). `None`: it runs.
+///
+/// # Errors
+/// [`ExecError::Config`] for a model option the model cannot use.
+pub fn unmet_need(w: &Workload, cfg: &RunConfig) -> Result<Option<String>, ExecError> {
+    if w.requires.is_empty() {
+        return Ok(None);
+    }
+    let (system, swap) = match cfg.backend {
+        BackendKind::Kernel => (
+            "this host's kernel",
+            host::meminfo::active_swap_bytes().is_some(),
+        ),
+        BackendKind::Model => ("the model", model_config(cfg)?.mm.swap.is_some()),
+    };
+    Ok(workload::plan::Need::unmet(w, system, swap))
+}
+
 /// Receives `(accesses done, accesses planned)` from inside a model run
 /// (see [`backend::model::ProgressFn`]).
 pub type AccessProgress = Arc<backend::model::ProgressFn>;

@@ -4,6 +4,23 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+/// The total size in bytes of the active swap areas (/proc/swaps), `None`
+/// when there are none or the file cannot be read.
+pub fn active_swap_bytes() -> Option<u64> {
+    crate::procfs::read_string("/proc/swaps").and_then(|t| parse_swaps(&t))
+}
+
+/// The total of /proc/swaps' `Size` column (KiB) in bytes, `None` for no
+/// area.
+pub fn parse_swaps(text: &str) -> Option<u64> {
+    let kib: u64 = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
+        .sum();
+    (kib > 0).then_some(kib << 10)
+}
+
 /// Every line of /proc/meminfo, with getters for the ones ptlab uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct MemInfo {

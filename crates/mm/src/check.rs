@@ -25,6 +25,8 @@ pub struct Recount {
     pub rss_pages: [i64; 3],
     pub anon_huge_pages: i64,
     pub anon_frames: u64,
+    /// Swap entries in the tables, by slot.
+    pub swap_slots: std::collections::BTreeMap<u64, u32>,
 }
 
 /// The frames one space accounts for, for the family check of fork.
@@ -96,6 +98,15 @@ impl AddressSpace {
         }
         expected += holders.len() as u64;
         if let Some(first) = spaces.first() {
+            // The swap cache's frames that no live space maps.
+            expected += first
+                .shares
+                .swap
+                .slots()
+                .into_iter()
+                .filter_map(|(_, s)| s.cache)
+                .filter(|pa| !holders.contains_key(pa))
+                .count() as u64;
             let (live_frames, _) = first.pt.mem().live_data();
             if live_frames != expected {
                 errors.push(format!(
@@ -184,6 +195,28 @@ impl AddressSpace {
                 ));
             }
         }
+        let swapped: i64 = w.rc.swap_slots.values().map(|n| i64::from(*n)).sum();
+        // Every entry names a slot in use, which counts at least the
+        // entries of this space (the family's other spaces add theirs).
+        let slots: HashMap<u64, crate::swap::Slot> = self.shares.swap.slots().into_iter().collect();
+        for (slot, n) in &w.rc.swap_slots {
+            match slots.get(slot) {
+                None => w
+                    .errors
+                    .push(format!("swap slot {slot}: named by {n} entries but free")),
+                Some(s) if s.count < *n => w.errors.push(format!(
+                    "swap slot {slot}: count {} below the {n} entries naming it here",
+                    s.count
+                )),
+                Some(_) => {}
+            }
+        }
+        if swapped != self.swapents.load(Ordering::Relaxed) {
+            w.errors.push(format!(
+                "swap entries: counter {}, recount {swapped}",
+                self.swapents.load(Ordering::Relaxed)
+            ));
+        }
         let ah = self.anon_huge.load(Ordering::Relaxed);
         if ah != w.rc.anon_huge_pages {
             w.errors.push(format!(
@@ -218,11 +251,18 @@ impl AddressSpace {
             }
         }
         let zero = 1 + u64::from(self.huge_zero_pa.is_some());
-        let expected = zero + w.anon_small.len() as u64 + folios.len() as u64 + cache_frames;
+        // The swap cache's frames that no PTE of this space maps.
+        let swap_cache = slots
+            .values()
+            .filter_map(|s| s.cache)
+            .filter(|pa| !w.anon_small.contains(pa))
+            .count() as u64;
+        let expected =
+            zero + w.anon_small.len() as u64 + folios.len() as u64 + cache_frames + swap_cache;
         let (live, _) = self.pt.mem().live_data();
         if leak_check && live != expected {
             w.errors.push(format!(
-                "data frames: {live} live, {expected} accounted for (zero pages {zero}, anon {}, folios {}, cache {cache_frames})",
+                "data frames: {live} live, {expected} accounted for (zero pages {zero}, anon {}, folios {}, cache {cache_frames}, swap cache {swap_cache})",
                 w.anon_small.len(),
                 folios.len()
             ));
@@ -259,6 +299,15 @@ impl Walk<'_> {
             };
             match e {
                 Entry::Invalid => {}
+                Entry::Swap { val } => {
+                    present += 1;
+                    if !level.is_pte() {
+                        self.errors
+                            .push(format!("swap entry at {level} for {va:#x}"));
+                    }
+                    let slot = crate::swap::SwapEntry::from_val(val).slot;
+                    *self.rc.swap_slots.entry(slot).or_default() += 1;
+                }
                 Entry::Table { pa } => {
                     present += 1;
                     if !s.pt.mem().is_live_table(pa) {

@@ -136,6 +136,10 @@ pub struct MmConfig {
     /// (December 2024) drops these calls. Only priced (the LRU lock's
     /// waits in virtual time): the tables and counters are the same.
     pub lru_drain: bool,
+    /// The swap device's size in bytes (Linux: the active swap areas of
+    /// /proc/swaps); `None` for no swap. With one, reclaim writes private
+    /// anonymous pages out to it (see `space::swap`).
+    pub swap: Option<u64>,
     #[doc(hidden)]
     pub debug: DebugKnobs,
 }
@@ -161,6 +165,7 @@ impl Default for MmConfig {
             large_folios: true,
             gup: Gup::Fast,
             lru_drain: true,
+            swap: None,
             debug: DebugKnobs::default(),
         }
     }

@@ -232,6 +232,8 @@ pub struct MmCounters {
     pub rss_shmem_kb: i64,
     /// PMD-mapped anonymous THP (smaps `AnonHugePages`).
     pub anon_huge_kb: i64,
+    /// Swap entries in the tables (VmSwap, Linux `MM_SWAPENTS`).
+    pub vmswap_kb: i64,
     /// Table pages per level name, root first (deposited tables counted at
     /// the PTE level).
     pub pt_pages: Vec<(String, i64)>,
@@ -250,6 +252,7 @@ impl MmCounters {
             (counters::RSS_FILE_KB.name, self.rss_file_kb),
             (counters::RSS_SHMEM_KB.name, self.rss_shmem_kb),
             (counters::ANON_HUGE_KB.name, self.anon_huge_kb),
+            (counters::VMSWAP_KB.name, self.vmswap_kb),
             (
                 counters::LOCK_ACQUISITIONS.name,
                 t.lock_acquisitions.iter().sum::<u64>() as i64,

@@ -46,8 +46,11 @@
 //! recalled from 6.x and held to the kernel by the fork-* validation
 //! workloads. mremap (`space::mremap`) follows mm/mremap.c as recalled
 //! (shrink, `vma_expand` in place, `move_vma` with `move_page_tables`), held
-//! to the kernel by the mremap-* validation workloads. Not modelled: swap,
-//! khugepaged, shmem THP,
+//! to the kernel by the mremap-* validation workloads. Swap (`swap`,
+//! `space`'s `swap`) follows `shrink_folio_list`, `do_swap_page`,
+//! `copy_nonpresent_pte` and `free_swap_and_cache` as recalled from 6.x and
+//! as measured on a 6.18 host with a swap file (the swap-* validation
+//! workloads). Not modelled: swap of shmem and swap read-ahead, shmem THP,
 //! MADV_SEQUENTIAL/MADV_RANDOM read-ahead, VM_EXEC folio sizes.
 //!
 //! Every operation returns a [`Deferred`] the caller completes after the
@@ -69,6 +72,7 @@ mod mmap_lock;
 mod percpu;
 pub mod readahead;
 pub mod space;
+pub mod swap;
 pub mod vma;
 pub mod walk;
 

@@ -479,7 +479,7 @@ fn last_step(
             level,
             error,
         }),
-        Ok(Entry::Invalid) => Err(Fault::NotPresent {
+        Ok(Entry::Invalid | Entry::Swap { .. }) => Err(Fault::NotPresent {
             va: va.get(),
             level,
         }),

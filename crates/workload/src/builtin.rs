@@ -289,6 +289,44 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/thp-fork-pageout.toml"),
     ),
     (
+        "swap-fork-read",
+        include_str!("../validate/swap-fork-read.toml"),
+    ),
+    (
+        "swap-fork-write",
+        include_str!("../validate/swap-fork-write.toml"),
+    ),
+    ("swap-free", include_str!("../validate/swap-free.toml")),
+    (
+        "swap-lazyfree-rewritten",
+        include_str!("../validate/swap-lazyfree-rewritten.toml"),
+    ),
+    (
+        "swap-major-read",
+        include_str!("../validate/swap-major-read.toml"),
+    ),
+    (
+        "swap-major-write",
+        include_str!("../validate/swap-major-write.toml"),
+    ),
+    ("swap-munmap", include_str!("../validate/swap-munmap.toml")),
+    (
+        "swap-pageout-reread",
+        include_str!("../validate/swap-pageout-reread.toml"),
+    ),
+    (
+        "swap-pageout-rewrite",
+        include_str!("../validate/swap-pageout-rewrite.toml"),
+    ),
+    (
+        "swap-thp-pageout",
+        include_str!("../validate/swap-thp-pageout.toml"),
+    ),
+    (
+        "swap-thp-partial",
+        include_str!("../validate/swap-thp-partial.toml"),
+    ),
+    (
         "thp-deferred-split-dontneed",
         include_str!("../validate/thp-deferred-split-dontneed.toml"),
     ),

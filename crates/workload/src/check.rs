@@ -190,6 +190,7 @@ pub(crate) fn check(src: Source<'_>, doc: &Doc, name: String, va_bits: u32) -> R
     Ok(Workload {
         name,
         description: doc.description.clone(),
+        requires: doc.requires.clone(),
         regions,
         threads,
     })

@@ -17,10 +17,66 @@ pub const FORMAT_PAGE: u64 = 4096;
 pub struct Workload {
     pub name: String,
     pub description: String,
+    /// What the workload needs of the system it runs on (`requires`): a
+    /// run on a system without it is skipped, with [`Need::unmet`]'s line.
+    pub requires: Vec<Need>,
     /// Every distinct region name after `{tid}` expansion, indexed by [`RegionId`].
     pub regions: Vec<Region>,
     /// One entry per thread (blocks expanded), in thread-index order.
     pub threads: Vec<Thread>,
+}
+
+/// A need a workload states (`requires = ["swap"]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Need {
+    /// An active swap device: what reclaim does with anonymous and shmem
+    /// pages differs with one.
+    Swap,
+    /// No swap device.
+    NoSwap,
+}
+
+impl Need {
+    /// Every need, with its spelling in `requires`.
+    pub const NAMES: &'static [(&'static str, Need)] =
+        &[("swap", Need::Swap), ("no-swap", Need::NoSwap)];
+
+    pub fn parse(s: &str) -> Option<Need> {
+        Need::NAMES.iter().find(|(n, _)| *n == s).map(|(_, v)| *v)
+    }
+
+    pub fn name(self) -> &'static str {
+        Need::NAMES
+            .iter()
+            .find(|(_, v)| *v == self)
+            .map_or("", |(n, _)| n)
+    }
+
+    /// Whether a system with (`swap` true) or without a swap device meets
+    /// the need.
+    pub fn met(self, swap: bool) -> bool {
+        match self {
+            Need::Swap => swap,
+            Need::NoSwap => !swap,
+        }
+    }
+
+    /// The reason a run of `workload` on `system` ("this host's kernel",
+    /// "the model") is skipped, when `swap` says whether that system has
+    /// a swap device; `None` when every need of the workload is met.
+    pub fn unmet(workload: &Workload, system: &str, swap: bool) -> Option<String> {
+        let n = workload.requires.iter().find(|n| !n.met(swap))?;
+        Some(match n {
+            Need::Swap => format!(
+                "{}: skipped: it requires swap, and {system} has no swap device",
+                workload.name
+            ),
+            Need::NoSwap => format!(
+                "{}: skipped: it requires no swap, and {system} has a swap device",
+                workload.name
+            ),
+        })
+    }
 }
 
 /// Index into [`Workload::regions`].

@@ -53,6 +53,7 @@ pub(crate) struct Sp<T> {
 pub(crate) struct Doc {
     pub name: Option<String>,
     pub description: String,
+    pub requires: Vec<crate::plan::Need>,
     pub blocks: Vec<Block>,
 }
 
@@ -442,8 +443,8 @@ impl<'a> Parser<'a> {
 
     fn doc(&mut self, root: &DeTable<'_>) -> Result<Doc> {
         let top = Table::new(self.src, root, 0, "at the top level".to_string());
-        top.only_keys(&["name", "description", "thread"], |_| {
-            "; the top level takes name, description and [[thread]] blocks".to_string()
+        top.only_keys(&["name", "description", "requires", "thread"], |_| {
+            "; the top level takes name, description, requires and [[thread]] blocks".to_string()
         })?;
         let name = top.string("name")?.map(|s| s.v);
         let description = match top.get("description") {
@@ -453,6 +454,7 @@ impl<'a> Parser<'a> {
                 _ => return Err(top.bad("description", v, "a string")),
             },
         };
+        let requires = Self::requires(&top)?;
         let Some(threads) = top.get("thread") else {
             return Err(top.missing("thread", "a workload needs at least one [[thread]] block"));
         };
@@ -485,8 +487,57 @@ impl<'a> Parser<'a> {
         Ok(Doc {
             name,
             description,
+            requires,
             blocks,
         })
+    }
+
+    /// `requires = ["swap"]`: each need once, not both of a pair.
+    fn requires(top: &Table<'_, '_>) -> Result<Vec<crate::plan::Need>> {
+        use crate::plan::Need;
+        let Some(v) = top.get("requires") else {
+            return Ok(Vec::new());
+        };
+        let expected = "an array of needs (\"swap\" or \"no-swap\")";
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(top.bad("requires", v, expected));
+        };
+        let mut out = Vec::new();
+        for item in items.iter() {
+            let need = match item.get_ref() {
+                DeValue::String(s) => Need::parse(s),
+                _ => None,
+            };
+            match need {
+                Some(n) if out.contains(&n) => {
+                    return Err(top.bad_found(
+                        "requires",
+                        item,
+                        "each need once",
+                        format!("\"{}\" again", n.name()),
+                    ))
+                }
+                Some(n)
+                    if out.contains(
+                        &(if n == Need::Swap {
+                            Need::NoSwap
+                        } else {
+                            Need::Swap
+                        }),
+                    ) =>
+                {
+                    return Err(top.bad_found(
+                        "requires",
+                        item,
+                        "\"swap\" or \"no-swap\", not both",
+                        format!("\"{}\" too", n.name()),
+                    ))
+                }
+                Some(n) => out.push(n),
+                None => return Err(top.bad("requires", item, "\"swap\" or \"no-swap\"")),
+            }
+        }
+        Ok(out)
     }
 
     fn block(&mut self, b: usize, t: &DeTable<'_>, at: usize) -> Result<Block> {

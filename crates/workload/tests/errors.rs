@@ -420,7 +420,7 @@ fn limits_and_va_bits() {
 #[test]
 fn errors_stay_on_one_line_with_hostile_keys() {
     let e = err("\"a\\nb\" = 1\n[[thread]]\nop = [ { mark = \"m\" } ]\n");
-    assert_eq!(e, "workloads/x.toml:1:1: unknown key \"a\\nb\" at the top level; the top level takes name, description and [[thread]] blocks");
+    assert_eq!(e, "workloads/x.toml:1:1: unknown key \"a\\nb\" at the top level; the top level takes name, description, requires and [[thread]] blocks");
 }
 
 #[test]
@@ -505,4 +505,25 @@ fn node_of_plans_one_lookup_per_stride_step() {
     };
     let offsets: Vec<u64> = t.offsets().collect();
     assert_eq!(offsets, vec![8 << 10, 24 << 10]);
+}
+
+/// `requires`: each need once, not both, nothing else; the plan keeps them.
+#[test]
+fn requires_takes_known_needs_once() {
+    let ops = "[[thread]]\nop = [{ mmap = \"a\", size = \"4KiB\" }]\n";
+    let w = ok(&format!("requires = [\"swap\"]\n{ops}"));
+    assert_eq!(w.requires, vec![workload::plan::Need::Swap]);
+    let w = ok(ops);
+    assert!(w.requires.is_empty());
+    for (bad, col, what) in [
+        ("requires = [\"swap\", \"swap\"]", 21, "each need once"),
+        ("requires = [\"no-swap\", \"swap\"]", 24, "not both"),
+        ("requires = \"swap\"", 12, "an array of needs"),
+        ("requires = [1]", 13, "\"swap\" or \"no-swap\""),
+    ] {
+        let e = err(&format!("{bad}\n{ops}"));
+        assert!(e.starts_with(&format!("{FILE}:1:{col}: ")), "{e}");
+        assert!(e.contains(what), "{e}");
+        assert_eq!(e.lines().count(), 1);
+    }
 }

@@ -117,6 +117,7 @@ pub(crate) fn sample_words(s: &Sample) -> [u64; SAMPLE_WORDS] {
         o(s.rss_file_kb),
         o(s.rss_shmem_kb),
         o(s.anon_huge_kb),
+        o(s.vmswap_kb),
         o(s.tlb_shootdowns),
         o(s.thp_collapse_alloc),
     ]
@@ -281,6 +282,7 @@ mod tests {
             rss_file_kb: Some(5),
             rss_shmem_kb: Some(6),
             anon_huge_kb: Some(7),
+            vmswap_kb: Some(9),
             tlb_shootdowns: Some(8),
             thp_collapse_alloc: Some(9),
         };

@@ -309,6 +309,11 @@ impl ModelConfig {
             Some(opt::TlbFlushKind::Rar) => mmu::TlbFlush::Rar,
         };
         mm.lru_drain = opts.lru_drain != Some(opt::LruDrain::Off);
+        mm.swap = match opts.swap {
+            None => host::meminfo::active_swap_bytes(),
+            Some(opt::SwapSetting::Off) => None,
+            Some(opt::SwapSetting::Bytes(b)) => Some(b),
+        };
         // The second dimension: a host geometry makes every walk nested.
         if let Some(host) = opts.host() {
             let cfg = mmu::HostConfig::new(
@@ -367,6 +372,7 @@ mod tests {
             host_geometry: Some("x86-64-4l".into()),
             host_page: opt::HostPage::parse("2M"),
             host_caches: Some("off".into()),
+            swap: Some(opt::SwapSetting::Bytes(3 << 30)),
         };
         let c = ModelConfig::new(&opts).unwrap();
         assert_eq!(c.geometry.name(), "x86-64-5l");
@@ -382,6 +388,7 @@ mod tests {
         assert!(c.mmu.pv_tlb_flush);
         assert_eq!(c.mmu.broadcast.kind, mmu::TlbFlush::Invlpgb);
         assert!(!c.mm.lru_drain);
+        assert_eq!(c.mm.swap, Some(3 << 30));
         let host = c.mmu.host.as_ref().unwrap();
         assert_eq!((host.geometry.as_str(), host.page), ("x86-64-4l", 2 << 20));
         assert_eq!((host.nested_tlb, host.pwc.len()), (0, 0));
@@ -398,6 +405,7 @@ mod tests {
             host_geometry: Some("none".into()),
             host_page: None,
             host_caches: None,
+            swap: Some(opt::SwapSetting::Off),
             ..opts
         };
         let c = ModelConfig::new(&other).unwrap();
@@ -408,6 +416,7 @@ mod tests {
         assert_eq!(c.executor, Executor::Virtual);
         assert_eq!(c.mmu.broadcast.kind, mmu::TlbFlush::Rar);
         assert!(c.mm.lru_drain);
+        assert_eq!(c.mm.swap, None);
         assert!(!c.mmu.pv_tlb_flush);
         assert_eq!(c.mmu.host, None, "host-geometry=none is a native machine");
     }

@@ -195,6 +195,34 @@ impl fmt::Display for HostPage {
     }
 }
 
+/// The `swap` option: no swap device, or one of this many bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SwapSetting {
+    Off,
+    Bytes(u64),
+}
+
+impl SwapSetting {
+    /// `off`, or a size as the workload format writes it (`1GiB`): a
+    /// nonzero multiple of 4 KiB.
+    pub fn parse(s: &str) -> Option<SwapSetting> {
+        if s == "off" {
+            return Some(SwapSetting::Off);
+        }
+        let b = workload::units::parse_size(s).ok()?;
+        (b != 0 && b.is_multiple_of(4096)).then_some(SwapSetting::Bytes(b))
+    }
+}
+
+impl fmt::Display for SwapSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SwapSetting::Off => f.write_str("off"),
+            SwapSetting::Bytes(b) => f.write_str(&workload::units::format_size(*b)),
+        }
+    }
+}
+
 /// The model options that were set; unset ones take the model's defaults
 /// (which mirror this host).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -234,6 +262,8 @@ pub struct ModelOptions {
     /// The second dimension's caches: `on`, `off`, or a TLB preset whose
     /// walk caches the host walks use (default: on).
     pub host_caches: Option<String>,
+    /// A swap device (default: this host's active swap, /proc/swaps).
+    pub swap: Option<SwapSetting>,
 }
 
 impl ModelOptions {
@@ -278,6 +308,7 @@ impl ModelOptions {
         put("host-geometry", self.host_geometry.clone());
         put("host-page", self.host_page.map(|v| v.to_string()));
         put("host-caches", self.host_caches.clone());
+        put("swap", self.swap.map(|v| v.to_string()));
         m
     }
 }
@@ -304,6 +335,21 @@ mod tests {
         assert_eq!(HostPage::parse("2M").unwrap().bytes(), 2 << 20);
         for bad in ["4k", "3K", "2K", "", "K", "02M", "2MiB", "1T"] {
             assert_eq!(HostPage::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn swap_settings_print_as_written() {
+        assert_eq!(SwapSetting::parse("off"), Some(SwapSetting::Off));
+        assert_eq!(
+            SwapSetting::parse("1GiB"),
+            Some(SwapSetting::Bytes(1 << 30))
+        );
+        for s in ["off", "1GiB", "512MiB", "4KiB"] {
+            assert_eq!(SwapSetting::parse(s).unwrap().to_string(), s);
+        }
+        for bad in ["on", "0KiB", "1G", "", "-1GiB", "Off"] {
+            assert_eq!(SwapSetting::parse(bad), None, "{bad}");
         }
     }
 

@@ -60,6 +60,7 @@ impl Builder {
         Workload {
             name: "test".into(),
             description: String::new(),
+            requires: Vec::new(),
             regions: self.regions.clone(),
             threads: self
                 .threads

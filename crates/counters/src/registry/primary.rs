@@ -85,6 +85,17 @@ pub const ANON_HUGE_KB: Counter = Counter {
     members: Members::One,
 };
 
+/// Anonymous memory swapped out: swap entries in the page tables.
+pub const VMSWAP_KB: Counter = Counter {
+    name: "vmswap_kb",
+    unit: Unit::KiB,
+    meaning: "Anonymous memory swapped out: swap entries in the page tables (VmSwap).",
+    compared: true,
+    source: Source::ProcStatus("VmSwap"),
+    view: View::Main,
+    members: Members::One,
+};
+
 /// TLB-shootdown interrupts received (the kernel's: system-wide; the model's: one per IPI).
 pub const TLB_SHOOTDOWNS: Counter = Counter {
     name: "tlb_shootdowns",

@@ -43,6 +43,7 @@ pub const KEYS: &[&str] = &[
     "host-geometry",
     "host-page",
     "host-caches",
+    "swap",
 ];
 
 /// What `host-caches` accepts besides a TLB preset's name.
@@ -252,6 +253,15 @@ impl Builder {
                     ));
                 }
                 self.model.host_caches = Some(value.into());
+            }
+            "swap" => {
+                let s = backend::model::SwapSetting::parse(value).ok_or_else(|| {
+                    self.bad(
+                        key,
+                        format!("\"{value}\" is not \"off\" or a size such as \"1GiB\" (a nonzero multiple of 4 KiB)"),
+                    )
+                })?;
+                self.model.swap = Some(s);
             }
             "executor" => {
                 self.model.executor = Some(self.named::<backend::model::Executor>(key, value)?)

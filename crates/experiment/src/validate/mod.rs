@@ -26,6 +26,13 @@ pub use counters::COMPARED;
 use serde::Serialize;
 use workload::result::Run;
 
+/// A workload `validate` did not run, and why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Skipped {
+    pub workload: String,
+    pub reason: String,
+}
+
 /// One counter that differs at one mark.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Diff {
@@ -96,6 +103,9 @@ pub struct Outcome {
     /// The model configuration compared against the kernel.
     pub model: RunConfig,
     pub workloads: Vec<WorkloadVerdict>,
+    /// Workloads not run, each with the one line saying why (a need the
+    /// host or the model does not meet): neither agreement nor failure.
+    pub skipped: Vec<Skipped>,
     /// The machine whose kernel was the referee.
     pub host: host::Fingerprint,
 }
@@ -145,9 +155,22 @@ pub fn validate(
     let host = host::Fingerprint::read();
     let machine = Machine::of(&host);
     let mut workloads = Vec::new();
+    let mut skipped = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let wk = exec::load(name, &kernel)?;
         let wm = exec::load(name, model)?;
+        let unmet = match exec::unmet_need(&wk, &kernel)? {
+            Some(why) => Some(why),
+            None => exec::unmet_need(&wm, model)?,
+        };
+        if let Some(reason) = unmet {
+            skipped.push(Skipped {
+                workload: wk.name.clone(),
+                reason,
+            });
+            progress(i + 1);
+            continue;
+        }
         let mut rk = vec![exec::run_once(&wk, &kernel, &opts)?];
         let rm = exec::run_once(&wm, model, &opts)?;
         // Only a nonzero observed counter needs a spread: a workload whose
@@ -168,6 +191,7 @@ pub fn validate(
         warnings: workloads.iter().map(|w| w.warnings().count()).sum(),
         model: model.clone(),
         workloads,
+        skipped,
         host,
     })
 }

@@ -255,6 +255,10 @@ impl AddressSpace {
                 let table = TableAddr::new(pa);
                 self.handle_pte_fault(ctx, vmf, table, d)
             }
+            Entry::Swap { .. } => Err(Errno::Internal(format!(
+                "a swap entry in a PMD at {:#x}",
+                va.get()
+            ))),
         }
     }
 
@@ -289,6 +293,8 @@ impl AddressSpace {
             Entry::Leaf { pa, attrs, .. } if write && !attrs.perms.write => {
                 self.do_wp_page(ctx, vmf, table, orig, pa, d)
             }
+            // Not present, not none: a swap entry (Linux `is_swap_pte`).
+            Entry::Swap { val } => self.do_swap_page(ctx, vmf, table, orig, val),
             // Spurious: someone else handled it, or a stale TLB entry.
             _ => Ok(Some(false)),
         }
@@ -421,8 +427,11 @@ impl AddressSpace {
             // Linux: PageAnonExclusive, else wp_can_reuse_anon_folio: reuse
             // when no other holder is left (fork's other side copied,
             // unmapped or exited); copy while one is.
+            // A page in the swap cache whose slot another process's entry
+            // still names is not reused either (folio_free_swap fails).
             PageKind::Anon => {
-                !self.not_exclusive.exclusive(pa) && self.shares.shared(self.share_head(pa))
+                !self.not_exclusive.exclusive(pa)
+                    && (self.shares.shared(self.share_head(pa)) || self.swap_named(pa))
             }
         };
         if copy {
@@ -467,8 +476,12 @@ impl AddressSpace {
         };
         if self.pt.read_entry(table, Level::PTE, va)? == orig {
             if kind == PageKind::Anon {
-                // wp_page_reuse after a successful reuse check: exclusive again.
+                // wp_page_reuse after a successful reuse check: exclusive
+                // again, and out of the swap cache (folio_free_swap).
                 self.not_exclusive.remove(pa);
+                if self.shares.swap.active() {
+                    self.shares.swap.free_swap(pa);
+                }
             }
             let attrs = self.leaf_attrs(vma, kind, true);
             let attrs = Attrs {

@@ -159,7 +159,7 @@ impl AddressSpace {
                         va += self.page;
                     }
                 }
-                Entry::Invalid => {}
+                Entry::Invalid | Entry::Swap { .. } => {}
             }
             a = next;
         }

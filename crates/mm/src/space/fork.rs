@@ -156,7 +156,7 @@ impl AddressSpace {
                 end: next,
             };
             match self.pt.read_entry(src_pmd, Level::PMD, a)? {
-                Entry::Invalid => {}
+                Entry::Invalid | Entry::Swap { .. } => {}
                 Entry::Leaf { .. } => {
                     let dst = ForkDest {
                         child,
@@ -216,7 +216,11 @@ impl AddressSpace {
         let mut addr = start;
         let mut protected = false;
         while addr < end {
-            if let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(src, Level::PTE, addr)? {
+            let e = self.pt.read_entry(src, Level::PTE, addr)?;
+            if let Entry::Swap { val } = e {
+                self.copy_swap_pte(child, src, dst, addr, val);
+            }
+            if let Entry::Leaf { pa, attrs, .. } = e {
                 let kind = self.classify(src_vma, addr.get(), pa);
                 let mut child_attrs = attrs;
                 let mut child_pa = pa;
@@ -279,6 +283,10 @@ impl AddressSpace {
     fn dup_anon_pte(&self, child: &AddressSpace, pa: u64) {
         self.not_exclusive.insert(pa);
         child.not_exclusive.insert(pa);
+        if self.shares.swap.active() {
+            // A page read back from swap and still in the swap cache.
+            self.shares.swap.map_more(pa);
+        }
         match self.folio_of(pa) {
             None => self.shares.get(pa),
             Some((head, size)) => {

@@ -52,6 +52,10 @@ enum Scan {
     ExceedShared,
     /// `SCAN_LACK_REFERENCED_PAGE` (khugepaged only).
     LackReferenced,
+    /// A swap entry in the range: Linux swaps such pages in first
+    /// (`__collapse_huge_page_swapin`, up to `max_ptes_swap` for
+    /// khugepaged); the model leaves the range as it is.
+    Swapped,
 }
 
 impl AddressSpace {
@@ -178,7 +182,8 @@ impl AddressSpace {
                     Scan::PmdNone
                     | Scan::ExceedNone
                     | Scan::ExceedShared
-                    | Scan::LackReferenced => {}
+                    | Scan::LackReferenced
+                    | Scan::Swapped => {}
                 }
             }
         }
@@ -196,7 +201,7 @@ impl AddressSpace {
             return Ok(Scan::PmdNone);
         };
         let table = match self.pt.read_entry(pmd_table, Level::PMD, haddr)? {
-            Entry::Invalid => return Ok(Scan::PmdNone),
+            Entry::Invalid | Entry::Swap { .. } => return Ok(Scan::PmdNone),
             Entry::Leaf { .. } => return Ok(Scan::PmdMapped),
             Entry::Table { pa } => TableAddr::new(pa),
         };
@@ -226,6 +231,7 @@ impl AddressSpace {
                 Entry::Table { .. } => {
                     return Err(Errno::Internal("a table entry in a PTE table".into()));
                 }
+                Entry::Swap { .. } => return Ok(Scan::Swapped),
                 _ => {
                     none_or_zero += 1;
                     if khugepaged && none_or_zero > limits.max_ptes_none {

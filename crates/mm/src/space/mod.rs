@@ -19,6 +19,8 @@
 //!   shrinker (partially mapped and underused THPs);
 //! - `khugepaged`: MADV_COLLAPSE and khugepaged's scan, PTE-mapped ranges
 //!   collapsed into PMD-mapped THPs;
+//! - `swap`: swap entries (reclaim to a swap device, the fault back in,
+//!   their zap and fork);
 //! - `reclaim`: MADV_COLD / MADV_PAGEOUT / lazy-free discard of anonymous
 //!   memory and the split of large folios (zero subpages to the zero page);
 //! - `upper`: the walk to the PMD table;
@@ -46,6 +48,7 @@ mod populate;
 mod reclaim;
 mod rmap;
 mod share;
+mod swap;
 mod thp;
 mod upper;
 mod usage;
@@ -112,11 +115,18 @@ pub struct AddressSpace {
     pub(crate) rss: crate::percpu::SplitCounters<3>,
     /// Base pages of PMD-mapped anonymous THP.
     pub(crate) anon_huge: AtomicI64,
+    /// Swap entries in the tables (Linux `MM_SWAPENTS`).
+    pub(crate) swapents: AtomicI64,
     /// Anonymous frames held by more than one space of this family (see
     /// `share`): shared with the parent and children of a fork.
     pub(crate) shares: Arc<share::AnonShares>,
     /// This space's anonymous pages that are not `PageAnonExclusive`.
     pub(crate) not_exclusive: share::NotExclusive,
+    /// Base pages MADV_FREE made lazily free (Linux: the folio's
+    /// swap-backed flag cleared) that reclaim has not seen since; kept
+    /// only with a swap device, where a lazily freed page written again
+    /// differs from any other written page.
+    pub(crate) lazyfree_pages: share::NotExclusive,
     /// Work of operations that failed after changing something (Linux
     /// keeps what was done before the error): handed out with the next
     /// operation's [`Deferred`] or by [`AddressSpace::take_pending`].
@@ -235,8 +245,10 @@ impl AddressSpace {
             nr_folios: AtomicUsize::new(0),
             rss: Default::default(),
             anon_huge: AtomicI64::new(0),
+            swapents: AtomicI64::new(0),
             shares: Arc::new(share::AnonShares::new_family()),
             not_exclusive: share::NotExclusive::default(),
+            lazyfree_pages: share::NotExclusive::default(),
             pending: Mutex::new(Deferred::none()),
             has_pending: AtomicBool::new(false),
             exited: AtomicBool::new(false),

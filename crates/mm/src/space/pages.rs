@@ -112,6 +112,7 @@ impl AddressSpace {
     /// family (Linux `folio_remove_rmap_pte` and `folio_put`; see `share`).
     pub(crate) fn put_anon_page(&self, pa: u64, d: &mut Deferred) {
         self.not_exclusive.remove(pa);
+        self.lazyfree_pages.remove(pa);
         if self.nr_folios.load(Ordering::Acquire) > 0 {
             let mut f = lock_plain(&self.folios);
             let mut size = self.page << 1;
@@ -138,7 +139,13 @@ impl AddressSpace {
                 size <<= 1;
             }
         }
-        if !self.shares.put(pa) {
+        let last = !self.shares.put(pa);
+        // A frame in the swap cache whose slot an entry still names stays
+        // there (Linux: free_swap_cache frees it only once unused).
+        if self.swap_cache_keeps(pa, last) {
+            return;
+        }
+        if last {
             d.frames.push((pa, self.page));
         }
     }

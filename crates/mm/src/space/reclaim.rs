@@ -313,7 +313,9 @@ impl AddressSpace {
 
     /// MADV_PAGEOUT of a present anonymous page: discarded if MADV_FREE
     /// left it clean and no other process maps it (Linux: the lazyfree
-    /// branch of `try_to_unmap_one`); any other stays (no swap).
+    /// branch of `try_to_unmap_one`); any other is written to swap if
+    /// there is a swap device and no other process maps it
+    /// ([`AddressSpace::swap_out_pte`]), else stays.
     pub(crate) fn pageout_anon_pte(
         &self,
         table: TableAddr,
@@ -322,9 +324,24 @@ impl AddressSpace {
         dirty: bool,
         d: &mut Deferred,
     ) {
-        if dirty {
+        // A clean page in the swap cache was read back from swap, not
+        // lazily freed (MADV_FREE takes pages out of the swap cache).
+        let swap_backed = dirty || self.shares.swap.slot_of_frame(pa).is_some();
+        if swap_backed {
+            // A lazily freed page written since is only made swap-backed
+            // again by this pass (try_to_unmap_one: folio_set_swapbacked
+            // when the PTE is dirty), and stays.
+            let was_lazyfree = self.lazyfree_pages.remove(pa);
+            if self.has_swap()
+                && !was_lazyfree
+                && self.folio_of(pa).is_none()
+                && !self.shares.shared(pa)
+            {
+                self.swap_out_pte(table, va, pa, dirty, d);
+            }
             return;
         }
+        self.lazyfree_pages.remove(pa);
         match self.folio_of(pa) {
             // A page of a folio reclaim kept (written since MADV_FREE).
             Some((head, _)) if !self.lazyfree(head) || self.shares.shared(head) => return,

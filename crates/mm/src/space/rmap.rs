@@ -128,7 +128,7 @@ impl AddressSpace {
                 Entry::Leaf { pa, .. } => Some(pa),
                 _ => None,
             },
-            Entry::Invalid => None,
+            Entry::Invalid | Entry::Swap { .. } => None,
         }
     }
 

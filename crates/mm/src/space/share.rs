@@ -39,6 +39,8 @@ pub(crate) struct AnonShares {
     /// The family's spaces, for the reverse map of page-cache pages (see
     /// `rmap`).
     pub(crate) members: RmapMembers,
+    /// The family's swap device and swap cache.
+    pub(crate) swap: crate::swap::SwapDevice,
 }
 
 /// The spaces of a family that joined its reverse map (weak: a space that

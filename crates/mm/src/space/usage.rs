@@ -53,6 +53,7 @@ impl AddressSpace {
             rss_file_kb: kb(self.rss.sum(1)),
             rss_shmem_kb: kb(self.rss.sum(2)),
             anon_huge_kb: kb(self.anon_huge.load(Ordering::Relaxed)),
+            vmswap_kb: kb(self.swapents.load(Ordering::Relaxed)),
             pt_pages,
             threads: t,
         }

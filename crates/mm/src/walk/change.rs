@@ -69,7 +69,7 @@ impl AddressSpace {
         let (start, end) = (VirtAddr::new(start), VirtAddr::new(end));
         self.for_each_pmd(vma, start, end, &mut |ext| loop {
             match self.pt.read_entry(ext.pmd_table, Level::PMD, ext.start)? {
-                Entry::Invalid => return Ok(()),
+                Entry::Invalid | Entry::Swap { .. } => return Ok(()),
                 Entry::Leaf { .. } => {
                     if let Some(how) = op.reclaim() {
                         match self.huge_pmd_reclaim(ctx, ext, how, d)? {
@@ -202,11 +202,17 @@ impl AddressSpace {
         }
         let mut va = a;
         while va < next {
+            let e = self.pt.read_entry(table, Level::PTE, va)?;
+            // Linux: madvise_free_pte_range frees a swap entry (the page
+            // is lazily freed as it lies: gone; the next read maps zero).
+            if let (Entry::Swap { val }, PteOp::Free) = (e, op) {
+                self.zap_swap_pte(table, va, val, d);
+            }
             if let Entry::Leaf {
                 pa,
                 attrs,
                 contiguous,
-            } = self.pt.read_entry(table, Level::PTE, va)?
+            } = e
             {
                 let pte = PresentPte {
                     va,
@@ -270,6 +276,14 @@ impl AddressSpace {
                 // madvise_free_pte_range skips folios another process maps.
                 if kind != PageKind::Anon || self.shares.shared(self.share_head(pa)) {
                     return Ok(());
+                }
+                // A page in the swap cache leaves it first, or is skipped
+                // while another entry names its slot (folio_free_swap).
+                if self.shares.swap.slot_of_frame(pa).is_some() && !self.shares.swap.free_swap(pa) {
+                    return Ok(());
+                }
+                if self.has_swap() && self.folio_of(pa).is_none() {
+                    self.lazyfree_pages.insert(pa);
                 }
                 Attrs {
                     dirty: false,

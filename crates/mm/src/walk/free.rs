@@ -122,9 +122,9 @@ impl AddressSpace {
                     d.add_table(level.down(), child, va.get(), size);
                     self.gather_check(ctx, d)?;
                 }
-                Entry::Leaf { .. } => {
+                Entry::Leaf { .. } | Entry::Swap { .. } => {
                     return Err(Errno::Internal(format!(
-                        "free_pgtables: a leaf at {va:#x} outside every VMA"
+                        "free_pgtables: a leaf or swap entry at {va:#x} outside every VMA"
                     )))
                 }
                 Entry::Invalid => {}

@@ -47,7 +47,7 @@ impl AddressSpace {
     ) -> Result<(), Errno> {
         loop {
             match self.pt.read_entry(ext.pmd_table, Level::PMD, ext.start)? {
-                Entry::Invalid => return Ok(()),
+                Entry::Invalid | Entry::Swap { .. } => return Ok(()),
                 Entry::Leaf { .. } => {
                     self.huge_pmd_range(ctx, ext, d, &mut |d, pa, _| {
                         self.zap_huge_pmd(ext.vma, ext.pmd_table, ext.start, pa, d)
@@ -115,10 +115,12 @@ impl AddressSpace {
                     n += skip;
                     continue;
                 }
-                if let Entry::Leaf { pa, attrs, .. } =
-                    self.pt.read_entry(table, Level::PTE, addr)?
-                {
-                    full = self.zap_pte(vma, table, addr, pa, attrs.dirty, d);
+                match self.pt.read_entry(table, Level::PTE, addr)? {
+                    Entry::Leaf { pa, attrs, .. } => {
+                        full = self.zap_pte(vma, table, addr, pa, attrs.dirty, d);
+                    }
+                    Entry::Swap { val } => self.zap_swap_pte(table, addr, val, d),
+                    _ => {}
                 }
                 addr += self.page;
                 n += 1;

@@ -187,6 +187,7 @@ pub fn encode(geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
     let l = layout(geom);
     match *entry {
         Entry::Invalid => 0,
+        Entry::Swap { val } => super::swap_word(val),
         Entry::Table { pa } => {
             debug_assert!(level > 0, "a table descriptor at L3");
             debug_assert!(

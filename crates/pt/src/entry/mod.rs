@@ -107,11 +107,24 @@ pub enum Entry {
         attrs: Attrs,
         contiguous: bool,
     },
+    /// Not present, but not empty either: a word the OS keeps for itself
+    /// in a non-present entry (Linux's swap entry, `is_swap_pte`). The
+    /// hardware sees a non-present entry ([`decode`] answers
+    /// [`Entry::Invalid`]); only [`crate::PageTable::read_entry`], the
+    /// software's view, tells it apart from an empty one. `val` is the
+    /// OS's own value (below 2^62), stored above the valid bit of every
+    /// format ([`swap_word`]).
+    Swap { val: u64 },
 }
 
 impl Entry {
+    /// Whether the hardware would use this entry (a table or a leaf).
     pub fn is_present(&self) -> bool {
-        !matches!(self, Entry::Invalid)
+        matches!(self, Entry::Table { .. } | Entry::Leaf { .. })
+    }
+    /// Whether the entry is empty (Linux `pte_none`).
+    pub fn is_none(&self) -> bool {
+        matches!(self, Entry::Invalid)
     }
     pub fn is_leaf(&self) -> bool {
         matches!(self, Entry::Leaf { .. })
@@ -131,6 +144,27 @@ pub enum DecodeError {
     Misaligned { raw: u64, level: usize },
 }
 
+/// Where a non-present word keeps [`Entry::Swap`]'s value: bit 0 (x86 P,
+/// RISC-V V, ARM's valid bit) is clear, so no format's walker uses it;
+/// bit 1 set keeps the word nonzero (an empty entry is zero everywhere).
+const SWAP_SHIFT: u32 = 2;
+const SWAP_TAG: u64 = 0b10;
+
+/// The hardware word of [`Entry::Swap`] with value `val` (any level, any
+/// format, every word of a software-page group).
+#[inline]
+pub fn swap_word(val: u64) -> u64 {
+    debug_assert!(val < 1 << (64 - SWAP_SHIFT), "swap value {val:#x} too wide");
+    (val << SWAP_SHIFT) | SWAP_TAG
+}
+
+/// The value of the non-present, nonzero word `raw` read as a software
+/// entry ([`Entry::Swap`]).
+#[inline]
+pub fn swap_val(raw: u64) -> u64 {
+    raw >> SWAP_SHIFT
+}
+
 /// The hardware word of `entry` at `level` of `geom` (the first word of its
 /// group, for software-page geometries).
 ///
@@ -148,6 +182,9 @@ pub fn encode(geom: &Layout, level: usize, entry: &Entry) -> u64 {
 /// NAPOT word at the leaf level of a software-page geometry).
 #[inline]
 pub fn encode_group_word(geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
+    if let Entry::Swap { val } = *entry {
+        return swap_word(val);
+    }
     with_architecture!(geom.arch(), |a| a.encode(geom, level, entry, j))
 }
 

@@ -130,6 +130,7 @@ pub fn encode(geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
     let oa_limit = 1u64 << geom.oa_bits();
     match *entry {
         Entry::Invalid => 0,
+        Entry::Swap { val } => super::swap_word(val),
         Entry::Table { pa } => {
             debug_assert!(level > 0, "a pointer PTE at the last level");
             debug_assert!(

@@ -105,6 +105,7 @@ pub fn encode(geom: &Layout, level: usize, entry: &Entry, j: u64) -> u64 {
     debug_assert_eq!(j, 0, "x86-64 entries are single words");
     match *entry {
         Entry::Invalid => 0,
+        Entry::Swap { val } => super::swap_word(val),
         Entry::Table { pa } => {
             debug_assert!(level > 0, "a table entry at the PTE level");
             debug_assert_eq!(

@@ -71,6 +71,11 @@ impl PageTable {
                 flush_group(&mut group, s);
                 Ok(size)
             }
+            Entry::Swap { val } => {
+                flush_group(&mut group, s);
+                let _ = writeln!(s, "{indent}{:#014x} swap entry {:#x}", va, val);
+                Ok(size)
+            }
             Entry::Table { pa } => {
                 flush_group(&mut group, s);
                 let present = self.present_entries(TableAddr::new(pa));

@@ -241,7 +241,7 @@ impl PageTable {
     ) -> Result<(), PtError> {
         let size = self.entry_size(level);
         self.visit_entries(table, level, first, last, &mut |va, e| match e {
-            Entry::Invalid => Ok(size),
+            Entry::Invalid | Entry::Swap { .. } => Ok(size),
             Entry::Table { pa } => {
                 self.edit_walk(
                     TableAddr::new(pa),
@@ -274,7 +274,7 @@ impl PageTable {
         let mut table = self.root_table();
         for level in self.root_level().down_to_pte() {
             match self.read_entry(table, level, boundary)? {
-                Entry::Invalid => return Ok(()),
+                Entry::Invalid | Entry::Swap { .. } => return Ok(()),
                 Entry::Table { pa } => table = TableAddr::new(pa),
                 Entry::Leaf { .. } => {
                     let _lock = self.ptlock_ptr(table).lock();

@@ -95,7 +95,7 @@ impl PageTable {
     ) -> Result<(), PtError> {
         let size = self.entry_size(level);
         self.visit_entries(table, level, first, last, &mut |va, e| match e {
-            Entry::Invalid => Ok(size),
+            Entry::Invalid | Entry::Swap { .. } => Ok(size),
             Entry::Table { pa } => {
                 let (first, last) = (va.max(first), (va + (size - 1)).min(last));
                 self.walk_range(TableAddr::new(pa), level.down(), first, last, f)?;

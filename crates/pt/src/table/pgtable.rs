@@ -136,7 +136,14 @@ impl PageTable {
             // RISC-V V and ARM's valid bit clear): skip the decoder.
             return Ok(Entry::Invalid);
         }
-        Ok(entry::decode(&self.geom, level.get(), raw)?)
+        match entry::decode(&self.geom, level.get(), raw)? {
+            // A nonzero word the hardware ignores: the OS's own (Linux
+            // `is_swap_pte`), never on the path of a present entry.
+            Entry::Invalid => Ok(Entry::Swap {
+                val: entry::swap_val(raw),
+            }),
+            e => Ok(e),
+        }
     }
 
     /// The table the entry for `va` in `table` (of `level`) points to, if it
@@ -217,6 +224,7 @@ impl PageTable {
         // The common case (no software page): one word.
         let w = match e {
             Entry::Invalid => 0,
+            Entry::Swap { val } => entry::swap_word(*val),
             _ => entry::encode(&self.geom, level.get(), e),
         };
         self.write_word(table, level, va, w);
@@ -332,7 +340,7 @@ impl PageTable {
             };
             self.mem.write(pa + j * ENTRY_BYTES, w);
         }
-        self.count_present(table, level, was, e.is_present());
+        self.count_present(table, level, was, !e.is_none());
     }
 
     /// Keeps `table`'s present count after one of its entries went from

@@ -51,7 +51,7 @@ impl PageTable {
             }
             match entry::decode(g, level, raw)? {
                 Entry::Table { pa } => table = TableAddr::new(pa),
-                Entry::Invalid => {
+                Entry::Invalid | Entry::Swap { .. } => {
                     return Err(PtError::NotMapped {
                         va: va.get(),
                         level: Level::new(level),

@@ -154,7 +154,7 @@ impl AddressSpace {
                     return Ok(extent);
                 }
             }
-            Entry::Invalid => return Ok(extent),
+            Entry::Invalid | Entry::Swap { .. } => return Ok(extent),
         }
         // A file folio's split leaves nothing mapped here.
         if self.pt.is_none(old_pmd, Level::PMD, ov) {
