@@ -345,6 +345,11 @@ pub struct ValidateArgs {
     /// With --time: print the table as Markdown (for BENCHMARKS.md)
     #[arg(long, requires = "time", conflicts_with = "json")]
     pub markdown: bool,
+    /// Let the scheduler place the kernel runs' threads (default: each pinned to a CPU of its
+    /// own as with `run --pin-threads`, a fork's child on its parent's CPU, so that no page
+    /// waits in another CPU's LRU batch when the workload reclaims it)
+    #[arg(long, conflicts_with = "time")]
+    pub unpinned: bool,
 }
 
 #[derive(Subcommand)]

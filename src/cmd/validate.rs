@@ -25,7 +25,7 @@ pub fn run(args: ValidateArgs) -> CmdResult {
     // validate reports each workload when it is done, so on an error the one
     // under way is the one after the last reported.
     let mut done = 0;
-    let outcome = validate::validate(&names, &model, &mut |d| {
+    let outcome = validate::validate(&names, &model, !args.unpinned, &mut |d| {
         done = d;
         pb.set(d, names.len());
     });

@@ -140,18 +140,23 @@ pub fn compare_runs(kernel: &Run, model: &Run) -> Vec<Diff> {
     diffs
 }
 
-/// Runs every workload on the kernel and on `model`, reporting progress
-/// after each workload.
+/// Runs every workload on the kernel (its threads pinned to CPUs of their
+/// own when `pin_threads`: `ExecOptions::pin_threads`) and on `model`,
+/// reporting progress after each workload.
 ///
 /// # Errors
 /// The first run that fails (a refused workload, a kernel or model error).
 pub fn validate(
     names: &[String],
     model: &RunConfig,
+    pin_threads: bool,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Outcome, ExecError> {
     let kernel = RunConfig::kernel();
-    let opts = ExecOptions::default();
+    let opts = ExecOptions {
+        pin_threads,
+        ..ExecOptions::default()
+    };
     let host = host::Fingerprint::read();
     let machine = Machine::of(&host);
     let mut workloads = Vec::new();
