@@ -2,28 +2,10 @@
 //! MADV_COLLAPSE of shmem: planned as written, and bad input refused with
 //! the place (file:line:column, the key, what was expected).
 
-use workload::parse;
+mod one_thread;
+
+use one_thread::{err, ops};
 use workload::plan::{Op, ShmemHuge};
-
-const FILE: &str = "workloads/x.toml";
-
-fn err(ops: &str) -> String {
-    let text = format!("[[thread]]\nop = [\n{ops}\n]\n");
-    match parse(&text, FILE, 48) {
-        Ok(w) => panic!("accepted: {w:?}"),
-        Err(e) => {
-            let s = e.to_string();
-            assert!(!s.contains('\n'), "two lines: {s}");
-            s
-        }
-    }
-}
-
-fn ops(ops: &str) -> Vec<Op> {
-    let text = format!("[[thread]]\nop = [\n{ops}\n]\n");
-    let w = parse(&text, FILE, 48).unwrap_or_else(|e| panic!("{e}"));
-    w.threads[0].ops.clone()
-}
 
 #[test]
 fn each_option_is_planned_and_a_memfd_has_none() {

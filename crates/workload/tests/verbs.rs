@@ -3,28 +3,10 @@
 //! `onfault`, and `file_offset` of a file mapping. Each is planned as
 //! written, and bad input is refused with the place.
 
-use workload::parse;
+mod one_thread;
+
+use one_thread::{err, ops};
 use workload::plan::{Advice, Op};
-
-const FILE: &str = "workloads/x.toml";
-
-fn err(ops: &str) -> String {
-    let text = format!("[[thread]]\nop = [\n{ops}\n]\n");
-    match parse(&text, FILE, 48) {
-        Ok(w) => panic!("accepted: {w:?}"),
-        Err(e) => {
-            let s = e.to_string();
-            assert!(!s.contains('\n'), "two lines: {s}");
-            s
-        }
-    }
-}
-
-fn ops(ops: &str) -> Vec<Op> {
-    let text = format!("[[thread]]\nop = [\n{ops}\n]\n");
-    let w = parse(&text, FILE, 48).unwrap_or_else(|e| panic!("{e}"));
-    w.threads[0].ops.clone()
-}
 
 #[test]
 fn file_offset_is_planned_and_only_for_file_mappings() {
