@@ -151,20 +151,7 @@ impl AddressSpace {
             anon_small: HashSet::new(),
             errors: Vec::new(),
         };
-        let mut prev_end = 0;
-        for v in vmas.iter() {
-            if v.start >= v.end
-                || v.start < prev_end
-                || !v.start.is_multiple_of(self.page)
-                || !v.end.is_multiple_of(self.page)
-            {
-                w.errors.push(format!(
-                    "VMA {:#x}..{:#x} is empty, misaligned or overlaps the one before",
-                    v.start, v.end
-                ));
-            }
-            prev_end = v.end;
-        }
+        w.check_vma_order();
         let root = self.pt.root_level();
         w.rc.tables_per_level[root.get()] = 1;
         w.visit(self.pt.root_table(), root, VirtAddr::new(0));
@@ -195,28 +182,7 @@ impl AddressSpace {
                 ));
             }
         }
-        let swapped: i64 = w.rc.swap_slots.values().map(|n| i64::from(*n)).sum();
-        // Every entry names a slot in use, which counts at least the
-        // entries of this space (the family's other spaces add theirs).
-        let slots: HashMap<u64, crate::swap::Slot> = self.shares.swap.slots().into_iter().collect();
-        for (slot, n) in &w.rc.swap_slots {
-            match slots.get(slot) {
-                None => w
-                    .errors
-                    .push(format!("swap slot {slot}: named by {n} entries but free")),
-                Some(s) if s.count < *n => w.errors.push(format!(
-                    "swap slot {slot}: count {} below the {n} entries naming it here",
-                    s.count
-                )),
-                Some(_) => {}
-            }
-        }
-        if swapped != self.swapents.load(Ordering::Relaxed) {
-            w.errors.push(format!(
-                "swap entries: counter {}, recount {swapped}",
-                self.swapents.load(Ordering::Relaxed)
-            ));
-        }
+        let slots = w.check_swap();
         let ah = self.anon_huge.load(Ordering::Relaxed);
         if ah != w.rc.anon_huge_pages {
             w.errors.push(format!(
@@ -283,6 +249,54 @@ impl AddressSpace {
 }
 
 impl Walk<'_> {
+    /// The VMAs are ordered, non-empty, page-aligned and do not overlap.
+    fn check_vma_order(&mut self) {
+        let mut prev_end = 0;
+        for v in self.vmas.iter() {
+            if v.start >= v.end
+                || v.start < prev_end
+                || !v.start.is_multiple_of(self.s.page)
+                || !v.end.is_multiple_of(self.s.page)
+            {
+                self.errors.push(format!(
+                    "VMA {:#x}..{:#x} is empty, misaligned or overlaps the one before",
+                    v.start, v.end
+                ));
+            }
+            prev_end = v.end;
+        }
+    }
+
+    /// Every swap entry found names a slot in use, counting at least the
+    /// entries of this space, and the space's swap counter equals them.
+    /// Returns the swap device's slots in use.
+    fn check_swap(&mut self) -> HashMap<u64, crate::swap::Slot> {
+        let swapped: i64 = self.rc.swap_slots.values().map(|n| i64::from(*n)).sum();
+        // Every entry names a slot in use, which counts at least the
+        // entries of this space (the family's other spaces add theirs).
+        let slots: HashMap<u64, crate::swap::Slot> =
+            self.s.shares.swap.slots().into_iter().collect();
+        for (slot, n) in &self.rc.swap_slots {
+            match slots.get(slot) {
+                None => self
+                    .errors
+                    .push(format!("swap slot {slot}: named by {n} entries but free")),
+                Some(s) if s.count < *n => self.errors.push(format!(
+                    "swap slot {slot}: count {} below the {n} entries naming it here",
+                    s.count
+                )),
+                Some(_) => {}
+            }
+        }
+        if swapped != self.s.swapents.load(Ordering::Relaxed) {
+            self.errors.push(format!(
+                "swap entries: counter {}, recount {swapped}",
+                self.s.swapents.load(Ordering::Relaxed)
+            ));
+        }
+        slots
+    }
+
     fn visit(&mut self, table: TableAddr, level: Level, base: VirtAddr) {
         let s = self.s;
         let size = s.pt.entry_size(level);

@@ -21,7 +21,7 @@ use crate::hits::HitCache;
 use crate::host::{self, NestedCount, NestedState};
 use crate::pwc::Pwc;
 use crate::shootdown::{apply, lock, Asid, CpuSlot, Mmu, MAX_ASIDS};
-use crate::stats::MmuStats;
+use crate::stats::{finish, MmuStats};
 use crate::tlb::{self, flags, TlbEntry, TlbLevel};
 use crate::walk::{self, needed_flags, permits, Fault, Request, WalkCount};
 
@@ -749,20 +749,6 @@ fn guest_fault(st: &mut CpuState, f: Fault, va: u64, asid: Asid, cached: bool) -
         );
     }
     f
-}
-
-/// The statistics a CPU reports from those it counts: on the hit path only
-/// the per-size hit counts are kept; the totals follow from them
-/// (`accesses = hits + misses`, and so on).
-pub(crate) fn finish(raw: &MmuStats, has_l2: bool) -> MmuStats {
-    let mut s = raw.clone();
-    s.l1_hits = s.l1_hits_by_size.iter().sum();
-    s.l2_hits = s.l2_hits_by_size.iter().sum();
-    s.tlb_hits = s.l1_hits + s.l2_hits;
-    s.accesses = s.tlb_hits + s.tlb_misses;
-    s.l1_misses = s.accesses - s.l1_hits;
-    s.l2_misses = if has_l2 { s.l1_misses - s.l2_hits } else { 0 };
-    s
 }
 
 #[inline]

@@ -62,10 +62,11 @@ use pt::{Geometry, MemError, PageTable};
 
 use crate::broadcast::TlbFlush;
 use crate::config::{ConfigError, MmuConfig, MAX_CPUS};
-use crate::cpu::{finish, Cpu, CpuState};
+use crate::cpu::{Cpu, CpuState};
 use crate::hits::HitCache;
 use crate::host::Host;
 use crate::pwc::Pwc;
+use crate::stats::finish;
 use crate::stats::MmuStats;
 use crate::tlb::TlbLevel;
 use crate::walk::GeomInfo;

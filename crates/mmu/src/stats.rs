@@ -368,6 +368,20 @@ impl MmuStats {
     }
 }
 
+/// The statistics a CPU reports from those it counts: on the hit path only
+/// the per-size hit counts are kept; the totals follow from them
+/// (`accesses = hits + misses`, and so on).
+pub(crate) fn finish(raw: &MmuStats, has_l2: bool) -> MmuStats {
+    let mut s = raw.clone();
+    s.l1_hits = s.l1_hits_by_size.iter().sum();
+    s.l2_hits = s.l2_hits_by_size.iter().sum();
+    s.tlb_hits = s.l1_hits + s.l2_hits;
+    s.accesses = s.tlb_hits + s.tlb_misses;
+    s.l1_misses = s.accesses - s.l1_hits;
+    s.l2_misses = if has_l2 { s.l1_misses - s.l2_hits } else { 0 };
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

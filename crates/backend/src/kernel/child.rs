@@ -104,7 +104,12 @@ pub(crate) fn child_main(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
     report_panic()
 }
 
-fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
+/// The process's set-up before any thread starts: the death signal, the
+/// default signal dispositions, the fault handlers, the tmpfs mounts of
+/// `shmem_huge` regions (their root directories' descriptors returned, by
+/// mount) and the run's memory cgroup. A failure is reported and ends the
+/// process.
+fn set_up_process(prog: &Program, report_fd: RawFd) -> Vec<RawFd> {
     // SAFETY: prctl with these arguments only sets a flag: if the parent
     // dies, the kernel kills this child, so none is left behind.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
@@ -142,6 +147,11 @@ fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
             ]);
         }
     }
+    tmpfs_fds
+}
+
+fn coordinate(prog: &Program, fds: &[RawFd], report_fd: RawFd) -> ! {
+    let tmpfs_fds = set_up_process(prog, report_fd);
 
     let n = prog.threads.len();
     let mut records = vec![0u64; prog.mark_records as usize * RECORD_WORDS];

@@ -65,32 +65,7 @@ fn emit(
                         w.regions[m.region].name
                     ));
                 }
-                let mut flags = 0;
-                if m.shared || m.kind == plan::MapKind::Shmem {
-                    flags |= MapFlags::SHARED;
-                }
-                if m.noreserve {
-                    flags |= MapFlags::NORESERVE;
-                }
-                if m.populate {
-                    flags |= MapFlags::POPULATE;
-                }
-                if m.locked {
-                    flags |= MapFlags::LOCKED;
-                }
-                out(Record::Map(MapEvent {
-                    id: m.region as u32,
-                    size: m.size,
-                    native: w.regions[m.region].addr,
-                    kind: match m.kind {
-                        plan::MapKind::Anon => RegionKind::Anon,
-                        plan::MapKind::File => RegionKind::File,
-                        plan::MapKind::Shmem => RegionKind::Shmem,
-                    },
-                    prot: prot(m.prot),
-                    flags: MapFlags(flags),
-                    name: w.regions[m.region].name.clone(),
-                }))?;
+                out(Record::Map(map_event(w, m)))?;
             }
             Op::Munmap { region, range } => out(Record::Unmap {
                 id: *region as u32,
@@ -160,6 +135,36 @@ fn emit(
         }
     }
     Ok(())
+}
+
+/// The trace's record of mapping `m`.
+fn map_event(w: &Workload, m: &plan::Mmap) -> MapEvent {
+    let mut flags = 0;
+    if m.shared || m.kind == plan::MapKind::Shmem {
+        flags |= MapFlags::SHARED;
+    }
+    if m.noreserve {
+        flags |= MapFlags::NORESERVE;
+    }
+    if m.populate {
+        flags |= MapFlags::POPULATE;
+    }
+    if m.locked {
+        flags |= MapFlags::LOCKED;
+    }
+    MapEvent {
+        id: m.region as u32,
+        size: m.size,
+        native: w.regions[m.region].addr,
+        kind: match m.kind {
+            plan::MapKind::Anon => RegionKind::Anon,
+            plan::MapKind::File => RegionKind::File,
+            plan::MapKind::Shmem => RegionKind::Shmem,
+        },
+        prot: prot(m.prot),
+        flags: MapFlags(flags),
+        name: w.regions[m.region].name.clone(),
+    }
 }
 
 fn prot(p: plan::Prot) -> Prot {
