@@ -188,6 +188,23 @@ fn a_need_the_host_does_not_meet_skips_the_workload_with_one_line() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), line);
 
+    // Asked for JSON, the skip is one JSON document; asked for CSV, no rows
+    // and the line on stderr.
+    let out = ptlab(&["run", file, "--backend", "kernel", "--json"]);
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["workload"], file);
+    assert_eq!(doc["skipped"], true);
+    assert_eq!(doc["reason"], line.as_str());
+    let out = ptlab(&["run", file, "--backend", "kernel", "--csv"]);
+    assert!(out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim_end(), line);
+
     // The model with the opposite swap setting skips too; with the one the
     // workload needs, it runs.
     let (skip, runs) = if need == "swap" {

@@ -321,14 +321,36 @@ pub fn run(args: RunArgs) -> CmdResult {
         .and_then(|w| experiment::exec::unmet_need(&w, &cfg))
         .map_err(|e| about_workload(&args.workload, e))?;
     if let Some(why) = w {
-        outln!("{why}")?;
-        return Ok(ExitCode::SUCCESS);
+        return print_skipped(&args.workload, &why, &args.repeat.output);
     }
     with_host_costs(std::slice::from_ref(&cfg))?;
     let before = Load::read();
     let results = execute(&args.workload, std::slice::from_ref(&cfg), &args.repeat)?;
     let after = Load::read();
     print_run(&results, &args.repeat, &before, &after)
+}
+
+/// Says that `workload` was skipped, and why, in the form the output asks
+/// for: with `--json` (and in `--export-json`'s file) one document
+/// `{"workload", "skipped": true, "reason"}`; with `--csv` the line on
+/// stderr and no rows; else the line.
+fn print_skipped(workload: &str, why: &str, output: &crate::cli::OutputOpts) -> CmdResult {
+    let doc = serde_json::json!({ "workload": workload, "skipped": true, "reason": why });
+    if let Some(path) = &output.export_json {
+        let s = serde_json::to_string_pretty(&doc).map_err(anyhow::Error::from)?;
+        std::fs::write(path, s + "\n").map_err(|e| {
+            Failure::Error(anyhow::Error::new(e).context(format!("writing {}", path.display())))
+        })?;
+    }
+    if output.json {
+        return print_json(&doc);
+    }
+    if output.csv {
+        eprintln!("{why}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!("{why}")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints one configuration's result as `run` does (the table, or JSON or
