@@ -58,7 +58,10 @@ class Machine:
         ``text``, the workload TOML given (``workload`` then names it).
 
         Raises :class:`ptlab.BadInput` for bad input, :class:`ptlab.RunError`
-        for a failed run, with the command line's messages.
+        for a failed run, with the command line's messages. A workload that
+        ``requires`` what the machine lacks (swap, or no swap) is not run:
+        ``document`` is then ``{"workload", "skipped": True, "reason"}``, as
+        ``ptlab run --json`` prints it.
         """
         name, text = _source(workload, text)
         doc = _native.run(name, self._pairs(), text, repeat, timeout)

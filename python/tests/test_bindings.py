@@ -43,6 +43,10 @@ def test_every_validation_workload_gives_the_clis_counters(cli_json):
     for name in names:
         want = cli_json("run", name, "--json")
         got = ptlab.Machine().run(name).document
+        if want.get("skipped"):
+            # A need this machine does not meet (swap): skipped alike.
+            assert got == want, name
+            continue
         assert mark_counters(got) == mark_counters(want), name
         assert got["config"] == want["config"], name
 

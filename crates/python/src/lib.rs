@@ -104,6 +104,17 @@ fn run(
     timeout: f64,
 ) -> PyResult<String> {
     let cfg = config_of(&config)?;
+    // A workload whose `requires` this configuration does not meet is
+    // skipped, in the document `ptlab run --json` prints for it.
+    if text.is_none() {
+        let unmet = exec::load(workload, &cfg)
+            .and_then(|w| exec::unmet_need(&w, &cfg))
+            .map_err(|e| exec_error(workload, &e))?;
+        if let Some(why) = unmet {
+            let doc = serde_json::json!({ "workload": workload, "skipped": true, "reason": why });
+            return to_text(&doc);
+        }
+    }
     let results = execute(py, workload, text, vec![cfg], options(repeat, timeout)?)?;
     to_text(&document::run(&results[0]))
 }
