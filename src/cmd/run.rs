@@ -335,12 +335,10 @@ pub fn run(args: RunArgs) -> CmdResult {
 /// `{"workload", "skipped": true, "reason"}`; with `--csv` the line on
 /// stderr and no rows; else the line.
 fn print_skipped(workload: &str, why: &str, output: &crate::cli::OutputOpts) -> CmdResult {
-    let doc = serde_json::json!({ "workload": workload, "skipped": true, "reason": why });
+    let doc = experiment::document::skipped(workload, why);
     if let Some(path) = &output.export_json {
-        let s = serde_json::to_string_pretty(&doc).map_err(anyhow::Error::from)?;
-        std::fs::write(path, s + "\n").map_err(|e| {
-            Failure::Error(anyhow::Error::new(e).context(format!("writing {}", path.display())))
-        })?;
+        let text = serde_json::to_string_pretty(&doc).map_err(anyhow::Error::from)?;
+        write_export(path, &format!("{text}\n"))?;
     }
     if output.json {
         return print_json(&doc);

@@ -90,6 +90,12 @@ pub fn host() -> Value {
     serde_json::to_value(host::Fingerprint::read()).unwrap_or(Value::Null)
 }
 
+/// The document of `ptlab run --json` for a workload not run because the
+/// system lacks what it `requires` (`why`: the one line saying so).
+pub fn skipped(workload: &str, why: &str) -> Value {
+    json!({ "workload": workload, "skipped": true, "reason": why })
+}
+
 /// The document of `ptlab run --json`: one configuration's result and the host.
 pub fn run(r: &ConfigResult) -> Value {
     let mut v = config_result(r);

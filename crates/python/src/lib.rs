@@ -111,8 +111,7 @@ fn run(
             .and_then(|w| exec::unmet_need(&w, &cfg))
             .map_err(|e| exec_error(workload, &e))?;
         if let Some(why) = unmet {
-            let doc = serde_json::json!({ "workload": workload, "skipped": true, "reason": why });
-            return to_text(&doc);
+            return to_text(&document::skipped(workload, &why));
         }
     }
     let results = execute(py, workload, text, vec![cfg], options(repeat, timeout)?)?;
