@@ -456,6 +456,30 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/mremap-fixed-replace-thp.toml"),
     ),
     (
+        "mremap-locked-grow",
+        include_str!("../validate/mremap-locked-grow.toml"),
+    ),
+    (
+        "mremap-onfault-grow",
+        include_str!("../validate/mremap-onfault-grow.toml"),
+    ),
+    (
+        "mremap-file-shared",
+        include_str!("../validate/mremap-file-shared.toml"),
+    ),
+    (
+        "mremap-file-private",
+        include_str!("../validate/mremap-file-private.toml"),
+    ),
+    (
+        "mremap-shmem-move",
+        include_str!("../validate/mremap-shmem-move.toml"),
+    ),
+    (
+        "mremap-shmem-thp-move",
+        include_str!("../validate/mremap-shmem-thp-move.toml"),
+    ),
+    (
         "shmem-dirty-pte-zap",
         include_str!("../validate/shmem-dirty-pte-zap.toml"),
     ),

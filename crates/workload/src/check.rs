@@ -106,6 +106,12 @@ struct Mapping {
     shared: bool,
     /// A shmem region's tmpfs `huge=` option (`shmem_huge`), if any.
     shmem_huge: Option<crate::plan::ShmemHuge>,
+    /// For a mapping of a file or shmem object (shared anonymous memory
+    /// included): how many bytes of the object lie from the mapping's
+    /// start on (its mmap's size: the object ends where that mapping
+    /// ended). Past it an access is SIGBUS, so `mremap` may not grow the
+    /// mapping further. `None` for private anonymous memory.
+    object_room: Option<u64>,
     /// Where its mmap is written, and by which thread.
     at: usize,
     tid: usize,
@@ -437,9 +443,18 @@ impl<'a, 'd> Checker<'a, 'd> {
             }
             VerbSyn::Mlock(_, range, _) | VerbSyn::Munlock(_, range) => {
                 let r = self.range(t, op, region, range, true)?;
-                let locked = matches!(op.verb, VerbSyn::Mlock(..));
+                // Linux mlock/mlock2 set VM_LOCKED and set or clear
+                // VM_LOCKONFAULT by the flag; munlock clears both.
+                let (locked, onfault) = match &op.verb {
+                    VerbSyn::Mlock(_, _, onfault) => (true, *onfault),
+                    _ => (false, false),
+                };
                 self.pages_mut(region)
-                    .update(r.offset, r.offset + r.len, |a| Attrs { locked, ..a });
+                    .update(r.offset, r.offset + r.len, |a| Attrs {
+                        locked,
+                        onfault,
+                        ..a
+                    });
                 self.resolve(t, op, region, r, 0)
             }
             VerbSyn::Madvise(_, range, advice) => {
@@ -532,6 +547,7 @@ impl<'a, 'd> Checker<'a, 'd> {
             kind: m.kind,
             shared: m.shared,
             shmem_huge: m.shmem_huge,
+            object_room: (m.kind != MapKind::Anon || m.shared).then_some(m.size.v),
             at: op.at,
             tid: t.tid,
             pages: Pages::mapped(
@@ -539,6 +555,7 @@ impl<'a, 'd> Checker<'a, 'd> {
                 Attrs {
                     prot: m.prot,
                     locked: m.locked,
+                    onfault: false,
                     thp: None,
                     dontfork: false,
                     wipeonfork: false,
@@ -616,7 +633,11 @@ impl<'a, 'd> Checker<'a, 'd> {
         for r in &mut self.regions {
             if let Some(m) = &mut r.mapping {
                 m.pages.remove_where(|a| a.dontfork);
-                m.pages.update(0, m.size, |a| Attrs { locked: false, ..a });
+                m.pages.update(0, m.size, |a| Attrs {
+                    locked: false,
+                    onfault: false,
+                    ..a
+                });
                 if m.pages.is_empty() {
                     r.mapping = None;
                 }

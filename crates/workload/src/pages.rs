@@ -13,6 +13,10 @@ use crate::plan::Prot;
 pub(crate) struct Attrs {
     pub prot: Prot,
     pub locked: bool,
+    /// Locked by mlock2(MLOCK_ONFAULT) (VM_LOCKONFAULT, with `locked`): a
+    /// VMA flag, so a range locked on fault and one locked whole are
+    /// different VMAs.
+    pub onfault: bool,
     /// The last `hugepage` (`Some(true)`) or `nohugepage` (`Some(false)`)
     /// advice: a VMA flag, so pages that differ in it are in different
     /// VMAs (what `mremap` needs to know).
@@ -126,6 +130,7 @@ mod tests {
     const RW: Attrs = Attrs {
         prot: Prot::Rw,
         locked: false,
+        onfault: false,
         thp: None,
         dontfork: false,
         wipeonfork: false,
@@ -133,6 +138,7 @@ mod tests {
     const R: Attrs = Attrs {
         prot: Prot::R,
         locked: false,
+        onfault: false,
         thp: None,
         dontfork: false,
         wipeonfork: false,

@@ -114,17 +114,32 @@ fn what_the_model_does_not_model_is_refused() {
         (
             r#"{ mmap = "a", size = "4MiB", kind = "file" },
 { mremap = "a", size = "8MiB" },"#,
-            "private file mapping; mremap is supported on private anonymous mappings only",
+            "is a private file mapping whose object ends 4MiB from its start; mremap to size 8MiB would map past the object's end",
         ),
         (
             r#"{ mmap = "a", size = "4MiB", shared = true },
-{ mremap = "a", size = "8MiB" },"#,
-            "shared anonymous",
+{ mremap = "a", size = "2MiB" },
+{ mremap = "a", size = "4MiB", maymove = true, to = "b" },
+{ mremap = "b", size = "6MiB" },"#,
+            "shared anonymous mapping whose object ends 4MiB",
         ),
         (
-            r#"{ mmap = "a", size = "4MiB", locked = true },
+            r#"{ mmap = "a", size = "4MiB", kind = "shmem" },
+{ mremap = "a", size = "8MiB", maymove = true, to = "b" },"#,
+            "past the object's end",
+        ),
+        (
+            r#"{ mmap = "a", size = "4MiB" },
+{ mlock = "a", len = "1MiB" },
 { mremap = "a", size = "8MiB" },"#,
-            "is locked",
+            "several VMAs",
+        ),
+        (
+            r#"{ mmap = "a", size = "4MiB" },
+{ mlock = "a" },
+{ mlock = "a", onfault = true, len = "1MiB" },
+{ mremap = "a", size = "8MiB" },"#,
+            "several VMAs",
         ),
         (
             r#"{ mmap = "a", size = "4MiB" },
@@ -176,4 +191,45 @@ fn what_the_model_does_not_model_is_refused() {
 { mprotect = "a", prot = "r", len = "1MiB" },
 { mprotect = "a", prot = "rw", len = "1MiB" },
 { mremap = "a", size = "8MiB" },"#);
+}
+
+#[test]
+fn every_kind_of_mapping_and_locked_memory_move() {
+    // Within its object a file, shmem or shared anonymous mapping shrinks,
+    // moves and grows back.
+    for kind in [
+        r#"kind = "file""#,
+        r#"kind = "file", shared = true"#,
+        r#"kind = "file", file_offset = "64KiB""#,
+        r#"kind = "shmem""#,
+        r#"shared = true"#,
+    ] {
+        let w = ok(&format!(
+            r#"{{ mmap = "a", size = "4MiB", {kind} }},
+{{ touch = "a", access = "write" }},
+{{ mremap = "a", size = "2MiB" }},
+{{ mremap = "a", size = "4MiB", maymove = true, to = "b" }},
+{{ touch = "b", access = "write" }},"#
+        ))
+        .regions
+        .len();
+        assert_eq!(w, 2, "{kind}");
+    }
+    // Locked memory keeps its lock through the move: advice refused on
+    // locked memory is refused at the destination too...
+    let e = err(r#"{ mmap = "a", size = "1MiB" },
+{ mlock = "a" },
+{ mremap = "a", size = "2MiB", maymove = true, to = "b" },
+{ madvise = "b", advice = "pageout" },"#);
+    assert!(e.starts_with("workloads/x.toml:6:"), "{e}");
+    assert!(e.contains("is locked at offset 0"), "{e}");
+    // ...but with dontunmap the source is left unlocked (Linux
+    // dontunmap_complete clears VM_LOCKED), the destination locked.
+    ok(r#"{ mmap = "a", size = "1MiB", locked = true },
+{ mremap = "a", size = "1MiB", maymove = true, to = "b", dontunmap = true },
+{ madvise = "a", advice = "pageout" },"#);
+    let e = err(r#"{ mmap = "a", size = "1MiB", locked = true },
+{ mremap = "a", size = "1MiB", maymove = true, to = "b", dontunmap = true },
+{ madvise = "b", advice = "pageout" },"#);
+    assert!(e.contains("is locked at offset 0"), "{e}");
 }

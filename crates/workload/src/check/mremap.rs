@@ -4,8 +4,8 @@ use super::*;
 
 impl<'a, 'd> Checker<'a, 'd> {
     /// `mremap` of the whole of `region` (see "mremap" in docs/format.md):
-    /// one private anonymous VMA (no hole, one set of attributes, not
-    /// locked); without `to`, resized in place (the region's largest size
+    /// one VMA (no hole, one set of attributes), of any kind, not grown
+    /// past the end of its file or shmem object; without `to`, resized in place (the region's largest size
     /// reserves the room to grow); with `to`, moved onto that region, whose
     /// own mapping (if any, and no longer than the new size) is unmapped
     /// first, and `region` is unmapped after.
@@ -21,13 +21,6 @@ impl<'a, 'd> Checker<'a, 'd> {
         let whole = RangeSyn::default();
         let r = self.range(t, op, region, &whole, true)?;
         let mapping = self.mapping(region);
-        if mapping.kind != MapKind::Anon || mapping.shared {
-            let problem = format!(
-                "is a {} mapping; mremap is supported on private anonymous mappings only",
-                kind_name(mapping.kind, mapping.shared)
-            );
-            return Err(self.region_err(t, op, op.at, region, problem, ""));
-        }
         let first = mapping
             .pages
             .first_where(0, r.len, |_| true)
@@ -40,11 +33,24 @@ impl<'a, 'd> Checker<'a, 'd> {
             );
             return Err(self.region_err(t, op, op.at, region, problem, ""));
         }
-        if first.locked {
-            let problem = "is locked; mremap of locked memory is not supported".to_string();
-            return Err(self.region_err(t, op, op.at, region, problem, "; munlock it first"));
+        // The object (file, shmem) ends where the region's mmap ended:
+        // Linux would grow the mapping past it, but every access there is
+        // SIGBUS, which a workload cannot survive.
+        if let Some(room) = mapping.object_room.filter(|&room| m.size.v > room) {
+            let problem = format!(
+                "is a {} mapping whose object ends {} from its start; mremap to size {} would map past the object's end (an access there is SIGBUS)",
+                kind_name(mapping.kind, mapping.shared),
+                format_size(room),
+                format_size(m.size.v)
+            );
+            return Err(self.region_err(t, op, m.size.at, region, problem, ""));
         }
-        let (kind, shared) = (mapping.kind, mapping.shared);
+        let (kind, shared, shmem_huge, object_room) = (
+            mapping.kind,
+            mapping.shared,
+            mapping.shmem_huge,
+            mapping.object_room,
+        );
         let new = m.size.v;
         let slot = op.id - self.id_base[t.block];
         let Some(dest) = self.dest_of[t.tid][slot] else {
@@ -94,7 +100,14 @@ impl<'a, 'd> Checker<'a, 'd> {
                 return Err(self.region_err(t, op, at, region, problem, ""));
             }
             // The source stays mapped, empty, unlocked (Linux:
-            // dontunmap_complete); its attributes are otherwise the same.
+            // dontunmap_complete clears VM_LOCKED and VM_LOCKONFAULT); its
+            // attributes are otherwise the same.
+            let mapping = src.mapping.as_mut().expect("checked above");
+            mapping.pages.update(0, r.len, |a| Attrs {
+                locked: false,
+                onfault: false,
+                ..a
+            });
         } else {
             src.mapping = None;
             src.last_unmap = Some((now, op.at));
@@ -107,7 +120,8 @@ impl<'a, 'd> Checker<'a, 'd> {
             size: new,
             kind,
             shared,
-            shmem_huge: None,
+            shmem_huge,
+            object_room,
             at: op.at,
             tid: t.tid,
             pages: Pages::mapped(new, first),
