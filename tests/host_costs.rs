@@ -270,6 +270,18 @@ fn this_host_without_a_cached_file_is_a_clear_error() {
         assert_eq!(avg.len(), 3);
         assert!(avg.iter().all(|a| a.as_f64().unwrap() >= 0.0));
     }
+    // It says how its threads were placed: by the scheduler unless asked.
+    assert_eq!(v["pin_threads"], false, "{v}");
+    let out = ptlab_with_cache(
+        cache.path(),
+        &["run", "prefault", "--backend", "kernel", "--pin-threads"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("kernel threads: pinned, thread i on the i-th CPU"),
+        "{table}"
+    );
     // Nothing was measured for any of them.
     assert!(!cache.path().join("ptlab").exists());
 }

@@ -128,6 +128,24 @@ fn load_line(configs: &[RunConfig], before: &Option<Load>, after: &Option<Load>)
     })
 }
 
+/// How the kernel runs placed their threads, as one line (`None` when no
+/// configuration ran on the kernel): pinning changes what some workloads
+/// count (a page waits in its CPU's LRU batch), so a reader must know.
+fn pin_line(configs: &[RunConfig], pinned: bool) -> Option<String> {
+    let on_kernel = configs
+        .iter()
+        .any(|c| c.backend == config::BackendKind::Kernel);
+    on_kernel.then(|| {
+        if pinned {
+            "kernel threads: pinned, thread i on the i-th CPU ptlab may run on (--pin-threads)"
+                .to_string()
+        } else {
+            "kernel threads: not pinned, placed by the scheduler (--pin-threads pins them)"
+                .to_string()
+        }
+    })
+}
+
 /// The load readings as the JSON documents carry them (`load`).
 fn load_json(before: &Option<Load>, after: &Option<Load>) -> Value {
     serde_json::json!({ "before": before, "after": after })
@@ -367,6 +385,7 @@ fn print_run(
     let mut v = experiment::document::run(r);
     if r.config.backend == config::BackendKind::Kernel {
         v["load"] = load_json(before, after);
+        v["pin_threads"] = repeat.pin_threads.into();
     }
     let table = report::views::run_table(&main_counters(&r.runs, repeat.output.all));
     let partial = r.partial.as_deref().map_or(String::new(), |why| {
@@ -409,6 +428,9 @@ fn print_run(
         outln!("{line}")?;
     }
     if let Some(line) = load_line(configs, before, after) {
+        outln!("{line}")?;
+    }
+    if let Some(line) = pin_line(configs, repeat.pin_threads) {
         outln!("{line}")?;
     }
     out!("{}", table.render())?;
@@ -504,6 +526,7 @@ pub fn compare(args: CompareArgs) -> CmdResult {
         .any(|c| c.backend == config::BackendKind::Kernel)
     {
         v["load"] = load_json(&before, &after);
+        v["pin_threads"] = args.repeat.pin_threads.into();
     }
     let shown: Vec<Vec<Run>> = results
         .iter()
@@ -540,6 +563,9 @@ pub fn compare(args: CompareArgs) -> CmdResult {
         outln!("{line}")?;
     }
     if let Some(line) = load_line(&configs, &before, &after) {
+        outln!("{line}")?;
+    }
+    if let Some(line) = pin_line(&configs, args.repeat.pin_threads) {
         outln!("{line}")?;
     }
     for t in &tables {
