@@ -448,6 +448,10 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/fork-thp-child-dontneed-part.toml"),
     ),
     (
+        "fork-child-remove-file",
+        include_str!("../validate/fork-child-remove-file.toml"),
+    ),
+    (
         "mremap-fixed-replace",
         include_str!("../validate/mremap-fixed-replace.toml"),
     ),

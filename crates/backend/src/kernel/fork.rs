@@ -26,8 +26,13 @@
 //! and after the reap writes every present page of its own private memory
 //! (MADV_POPULATE_WRITE, no byte changed; the workload's regions are left
 //! write-protected, as Linux leaves them), reads again, and takes the
-//! difference off every later mark ([`MarkLog`]'s `offset`): the workload
-//! itself does nothing in that window, so everything in it is the runner's.
+//! difference off every later mark ([`MarkLog`]'s `offset`): the workload's
+//! parent thread does nothing in that window, so its faults and anonymous
+//! memory changes are the runner's. Not its file, shmem and page-table
+//! counters: the child's work can change those in the parent too (a hole
+//! punched, a shmem page paged out, a table retracted by a collapse reach
+//! every process that maps the object), and the runner's own work never
+//! does ([`runner_moves`]).
 //! The child's records are then copied into the parent's, rebased so that
 //! the report's subtraction of the parent's baseline gives the child's
 //! counters since the child's own baseline.
@@ -153,11 +158,30 @@ pub(crate) fn fork(sh: &Shared, tid: usize, op: u32, body: &[KOp], local: &mut L
     let mut log = lock(&sh.log);
     let post = wire::sample_words(&log.reader.read());
     for k in 0..SAMPLE_WORDS {
-        if pre[k] != NONE && post[k] != NONE {
+        if pre[k] != NONE && post[k] != NONE && runner_moves(wire::COUNTER_NAMES[k]) {
             log.offset[k] = log.offset[k].wrapping_add(post[k].wrapping_sub(pre[k]));
         }
     }
     copy_back(&mut log, area);
+}
+
+/// Whether the parent's counter `name` is taken off over the fork's window
+/// (see the module documentation). The runner's own copy-on-write work
+/// moves faults, anonymous memory and times; it never maps or unmaps a
+/// file or shmem page or a page table (its private memory was made
+/// anonymous and present by quiesce before the baseline, and the
+/// populate-write only copies present pages). Those counters can move in
+/// the window only by the child's work on pages the parent maps too (a
+/// hole punched by MADV_REMOVE, shmem pageout, a collapse retracting the
+/// parent's page table: Linux acts on every mapping through the reverse
+/// map), which is the workload's, so they are kept.
+fn runner_moves(name: &str) -> bool {
+    ![
+        counters::RSS_FILE_KB.name,
+        counters::RSS_SHMEM_KB.name,
+        counters::VMPTE_KB.name,
+    ]
+    .contains(&name)
 }
 
 /// Where a mark record's counter sample starts (see wire.rs's layout).
