@@ -104,8 +104,6 @@ struct Mapping {
     size: u64,
     kind: MapKind,
     shared: bool,
-    /// A shmem region's tmpfs `huge=` option (`shmem_huge`), if any.
-    shmem_huge: Option<crate::plan::ShmemHuge>,
     /// Where its mmap is written, and by which thread.
     at: usize,
     tid: usize,
@@ -531,7 +529,6 @@ impl<'a, 'd> Checker<'a, 'd> {
             size: m.size.v,
             kind: m.kind,
             shared: m.shared,
-            shmem_huge: m.shmem_huge,
             at: op.at,
             tid: t.tid,
             pages: Pages::mapped(

@@ -133,6 +133,42 @@ fn host_thp() -> ThpMode {
     }
 }
 
+/// The OS model's shmem THP policy for an option value.
+fn shmem_enabled(s: opt::ShmemEnabled) -> mm::ShmemEnabled {
+    match s {
+        opt::ShmemEnabled::Always => mm::ShmemEnabled::Always,
+        opt::ShmemEnabled::WithinSize => mm::ShmemEnabled::WithinSize,
+        opt::ShmemEnabled::Advise => mm::ShmemEnabled::Advise,
+        opt::ShmemEnabled::Never => mm::ShmemEnabled::Never,
+        opt::ShmemEnabled::Deny => mm::ShmemEnabled::Deny,
+        opt::ShmemEnabled::Force => mm::ShmemEnabled::Force,
+    }
+}
+
+/// This host's shmem THP policy
+/// (/sys/kernel/mm/transparent_hugepage/shmem_enabled), Linux's default
+/// (`never`) when it cannot be read.
+fn host_shmem_enabled() -> mm::ShmemEnabled {
+    host::fingerprint::thp_shmem_enabled()
+        .as_deref()
+        .and_then(<opt::ShmemEnabled as Named>::parse)
+        .map_or(mm::ShmemEnabled::Never, shmem_enabled)
+}
+
+/// This host's PMD-size shmem policy
+/// (.../hugepages-2048kB/shmem_enabled), Linux's default (`inherit`) when
+/// it cannot be read.
+fn host_shmem_pmd_policy() -> mm::ShmemOrderPolicy {
+    use mm::ShmemOrderPolicy as P;
+    match host::fingerprint::thp_shmem_pmd_enabled().as_deref() {
+        Some("always") => P::Always,
+        Some("within_size") => P::WithinSize,
+        Some("advise") => P::Advise,
+        Some("never") => P::Never,
+        _ => P::Inherit,
+    }
+}
+
 /// The read-ahead window and large-folio support of the files the kernel
 /// backend maps (in its default directory), so that the model reads files
 /// as this host does; Linux's defaults where they cannot be read.
@@ -267,6 +303,11 @@ impl ModelConfig {
             Some(opt::Thp::Madvise) => ThpMode::Madvise,
             Some(opt::Thp::Never) => ThpMode::Never,
         };
+        mm.shmem_enabled = match opts.shmem_enabled {
+            None => host_shmem_enabled(),
+            Some(s) => shmem_enabled(s),
+        };
+        mm.shmem_pmd_policy = host_shmem_pmd_policy();
         host_mthp(&mut mm.mthp);
         host_files(&mut mm);
         host_khugepaged(&mut mm.khugepaged);

@@ -107,7 +107,6 @@ impl<'a, 'd> Checker<'a, 'd> {
             size: new,
             kind,
             shared,
-            shmem_huge: None,
             at: op.at,
             tid: t.tid,
             pages: Pages::mapped(new, first),
