@@ -23,7 +23,9 @@ fn plan(shared: bool, write: bool) -> workload::plan::Workload {
         workload::plan::Access::Read
     };
     b.thread(vec![
-        with(mmap(f, 4 * MIB, workload::plan::MapKind::File), |m| m.shared = shared),
+        with(mmap(f, 4 * MIB, workload::plan::MapKind::File), |m| {
+            m.shared = shared
+        }),
         touch(f, all(4 * MIB), access, PAGE),
         mark("touched"),
         madvise(f, all(4 * MIB), Advice::Collapse),
@@ -45,7 +47,9 @@ fn collapse_of_a_file_mapping_fails_with_einval_on_both_backends() {
         let w = plan(shared, write);
         let what = format!("shared {shared}, write {write}");
         match model::run(&w, &cfg) {
-            Err(ModelError::Op { errno, .. }) => assert!(errno.starts_with("EINVAL"), "{what}: {errno}"),
+            Err(ModelError::Op { errno, .. }) => {
+                assert!(errno.starts_with("EINVAL"), "{what}: {errno}")
+            }
             other => panic!("{what}: the model gave {other:?}"),
         }
         #[cfg(target_os = "linux")]

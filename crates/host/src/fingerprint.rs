@@ -190,8 +190,11 @@ pub fn thp_shmem_pmd_enabled() -> Option<String> {
         .trim()
         .parse()
         .ok()?;
-    procfs::read_string(format!("{THP_DIR}/hugepages-{}kB/shmem_enabled", bytes >> 10))
-        .and_then(|t| procfs::selected_choice(&t).map(str::to_string))
+    procfs::read_string(format!(
+        "{THP_DIR}/hugepages-{}kB/shmem_enabled",
+        bytes >> 10
+    ))
+    .and_then(|t| procfs::selected_choice(&t).map(str::to_string))
 }
 
 /// The multi-size THP policies, by size (empty before Linux 6.8).

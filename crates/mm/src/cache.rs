@@ -522,11 +522,7 @@ impl MemObject {
     /// be unmapped everywhere) and returns its frames (address, size),
     /// which the caller frees after the TLB flush (Linux
     /// `__remove_mapping` of a clean folio reclaim isolated).
-    pub(crate) fn evict_folio(
-        &self,
-        pages: &mut HashMap<u64, Slot>,
-        idx: u64,
-    ) -> Vec<(u64, u64)> {
+    pub(crate) fn evict_folio(&self, pages: &mut HashMap<u64, Slot>, idx: u64) -> Vec<(u64, u64)> {
         let page = 1u64 << self.mem.page_shift();
         let Some(folio) = Self::folio_of(pages, idx) else {
             return Vec::new();

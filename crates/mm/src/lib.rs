@@ -78,7 +78,8 @@ pub mod walk;
 
 pub use cache::ShmemHuge;
 pub use config::{
-    Gup, Khugepaged, Locking, MmConfig, MthpPolicy, Reclaim, ShmemEnabled, ShmemOrderPolicy, ThpMode,
+    Gup, Khugepaged, Locking, MmConfig, MthpPolicy, Reclaim, ShmemEnabled, ShmemOrderPolicy,
+    ThpMode,
 };
 pub use counters::{
     FaultKind, LockClass, LockEvent, MmCounters, ThreadCounters, ThreadCtx, FAULT_KINDS,

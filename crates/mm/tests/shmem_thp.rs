@@ -70,8 +70,16 @@ fn a_memfd_follows_shmem_enabled_as_its_mount_policy() {
         (G::Force, HUGE, HUGE),
     ] {
         let c = cfg(global, inherit);
-        assert_eq!(written(c.clone(), MapKind::Shmem, false), plain, "{global:?}");
-        assert_eq!(written(c, MapKind::Shmem, true), advised, "{global:?} + hugepage");
+        assert_eq!(
+            written(c.clone(), MapKind::Shmem, false),
+            plain,
+            "{global:?}"
+        );
+        assert_eq!(
+            written(c, MapKind::Shmem, true),
+            advised,
+            "{global:?} + hugepage"
+        );
     }
 }
 
@@ -91,20 +99,36 @@ fn deny_and_force_override_a_tmpfs_mount() {
     let tmpfs = |h| MapKind::Tmpfs(h);
     let inherit = ShmemOrderPolicy::Inherit;
     assert_eq!(
-        written(cfg(ShmemEnabled::Never, inherit), tmpfs(ShmemHuge::Always), false),
+        written(
+            cfg(ShmemEnabled::Never, inherit),
+            tmpfs(ShmemHuge::Always),
+            false
+        ),
         HUGE,
         "the mount's own policy when not overridden"
     );
     assert_eq!(
-        written(cfg(ShmemEnabled::Deny, inherit), tmpfs(ShmemHuge::Always), false),
+        written(
+            cfg(ShmemEnabled::Deny, inherit),
+            tmpfs(ShmemHuge::Always),
+            false
+        ),
         BASE_PAGES
     );
     assert_eq!(
-        written(cfg(ShmemEnabled::Force, inherit), tmpfs(ShmemHuge::Never), false),
+        written(
+            cfg(ShmemEnabled::Force, inherit),
+            tmpfs(ShmemHuge::Never),
+            false
+        ),
         HUGE
     );
     assert_eq!(
-        written(cfg(ShmemEnabled::Always, inherit), tmpfs(ShmemHuge::Never), false),
+        written(
+            cfg(ShmemEnabled::Always, inherit),
+            tmpfs(ShmemHuge::Never),
+            false
+        ),
         BASE_PAGES,
         "a policy other than deny or force is the internal mount's only"
     );
@@ -129,7 +153,11 @@ fn shared_anonymous_memory_also_follows_the_pmd_size_policy() {
         let c = cfg(global, pmd);
         let what = format!("{global:?}, 2048kB {pmd:?}");
         assert_eq!(written(c.clone(), MapKind::Anon, false), plain, "{what}");
-        assert_eq!(written(c, MapKind::Anon, true), advised, "{what} + hugepage");
+        assert_eq!(
+            written(c, MapKind::Anon, true),
+            advised,
+            "{what} + hugepage"
+        );
         // A memfd ignores the PMD size's policy.
         let memfd = written(cfg(global, pmd), MapKind::Shmem, false);
         let mount = written(cfg(global, O::Inherit), MapKind::Shmem, false);
@@ -139,10 +167,7 @@ fn shared_anonymous_memory_also_follows_the_pmd_size_policy() {
 
 #[test]
 fn collapse_of_shmem_is_refused_under_deny_only() {
-    for (global, ok) in [
-        (ShmemEnabled::Never, true),
-        (ShmemEnabled::Deny, false),
-    ] {
+    for (global, ok) in [(ShmemEnabled::Never, true), (ShmemEnabled::Deny, false)] {
         let s = space(cfg(global, ShmemOrderPolicy::Inherit));
         let mut ctx = ThreadCtx::new();
         mmap(&s, &mut ctx, MapKind::Shmem, 2 * M);

@@ -494,7 +494,8 @@ const VALIDATE: &[(&str, &str)] = &[
     (
         "shmem-collapse-mapped",
         include_str!("../validate/shmem-collapse-mapped.toml"),
-    ),    (
+    ),
+    (
         "shmem-huge-pageout-clean",
         include_str!("../validate/shmem-huge-pageout-clean.toml"),
     ),

@@ -385,6 +385,22 @@ mod tests {
     }
 
     #[test]
+    fn shmem_enabled_takes_the_six_sysfs_values() {
+        for v in ["always", "within_size", "advise", "never", "deny", "force"] {
+            let c = parse_inline(&format!("shmem_enabled={v}")).unwrap();
+            assert_eq!(
+                c.model.shmem_enabled.map(|s| s.to_string()).as_deref(),
+                Some(v)
+            );
+            assert_eq!(c.model.to_options()["shmem_enabled"], v);
+        }
+        let e = parse_inline("shmem_enabled=within-size")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("within_size"), "{e}");
+    }
+
+    #[test]
     fn misspelt_keys_get_a_suggestion() {
         let e = parse_inline("lockng=global").unwrap_err().to_string();
         assert!(
