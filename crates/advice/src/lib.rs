@@ -114,9 +114,13 @@ pub enum Needs {
     /// Linux takes any mapping, the model only private anonymous memory
     /// (the workload checker refuses the others as not modelled).
     ModelledAnon,
-    /// Linux takes any mapping, the model private anonymous memory and
-    /// shmem (the checker refuses regular files as not modelled).
-    ModelledAnonShmem,
+    /// Private anonymous memory and shmem (MADV_COLLAPSE): Linux 6.18
+    /// answers EINVAL on a regular file unless built with
+    /// `CONFIG_READ_ONLY_THP_FOR_FS` (and then only for a file no one has
+    /// open for writing); the kernel the model follows is built without it
+    /// (measured: EINVAL on shared and private, read-only and writable
+    /// mappings of an ext4 file, its page cache PMD-mapped or not).
+    AnonShmem,
 }
 
 /// The protection an advice needs over its range (else EFAULT).
@@ -156,9 +160,9 @@ impl Advice {
             // file or shared VMA.
             Advice::Free | Advice::WipeOnFork => Needs::PrivateAnon,
             Advice::Remove => Needs::SharedObject,
-            // The collapse of a regular file's page cache
-            // (hpage_collapse_scan_file on a file) is not modelled.
-            Advice::Collapse => Needs::ModelledAnonShmem,
+            // Linux: thp_vma_allowable_order refuses a regular file's VMA
+            // without CONFIG_READ_ONLY_THP_FOR_FS (file_thp_enabled).
+            Advice::Collapse => Needs::AnonShmem,
             Advice::DontNeed
             | Advice::HugePage
             | Advice::NoHugePage

@@ -418,6 +418,8 @@ pub const ALL: &[Counter] = &[
     RSS_FILE_KB,
     RSS_SHMEM_KB,
     ANON_HUGE_KB,
+    SHMEM_PMD_KB,
+    FILE_PMD_KB,
     VMSWAP_KB,
     TLB_SHOOTDOWNS,
     THP_COLLAPSE_ALLOC,

@@ -46,6 +46,10 @@ pub struct Sample {
     pub rss_shmem_kb: Option<u64>,
     /// AnonHugePages of /proc/self/smaps_rollup.
     pub anon_huge_kb: Option<u64>,
+    /// ShmemPmdMapped of /proc/self/smaps_rollup.
+    pub shmem_pmd_kb: Option<u64>,
+    /// FilePmdMapped of /proc/self/smaps_rollup.
+    pub file_pmd_kb: Option<u64>,
     /// VmSwap of /proc/self/status: swap entries in this mm's tables.
     pub vmswap_kb: Option<u64>,
     /// The TLB line of /proc/interrupts summed over CPUs (system-wide).
@@ -134,6 +138,8 @@ impl CounterReader {
             rss_file_kb: status.and_then(|s| field_kb(s, b"RssFile")),
             rss_shmem_kb: status.and_then(|s| field_kb(s, b"RssShmem")),
             anon_huge_kb: smaps.and_then(|s| field_kb(s, b"AnonHugePages")),
+            shmem_pmd_kb: smaps.and_then(|s| field_kb(s, b"ShmemPmdMapped")),
+            file_pmd_kb: smaps.and_then(|s| field_kb(s, b"FilePmdMapped")),
             vmswap_kb: status.and_then(|s| field_kb(s, b"VmSwap")),
             tlb_shootdowns: interrupts.and_then(tlb_total),
             thp_collapse_alloc: vmstat.and_then(|s| vmstat_value(s, b"thp_collapse_alloc")),

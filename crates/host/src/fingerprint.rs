@@ -175,6 +175,28 @@ pub fn thp_enabled() -> Option<String> {
         .and_then(|t| procfs::selected_choice(&t).map(str::to_string))
 }
 
+/// The shmem THP policy (`always`, `within_size`, `advise`, `never`,
+/// `deny`, `force`) of shmem_enabled, if readable.
+pub fn thp_shmem_enabled() -> Option<String> {
+    procfs::read_string(format!("{THP_DIR}/shmem_enabled"))
+        .and_then(|t| procfs::selected_choice(&t).map(str::to_string))
+}
+
+/// The PMD size's own shmem policy (`always`, `inherit`, `within_size`,
+/// `advise`, `never`: hugepages-<hpage_pmd_size>kB/shmem_enabled, Linux
+/// 6.11 and later), if readable.
+pub fn thp_shmem_pmd_enabled() -> Option<String> {
+    let bytes: u64 = procfs::read_string(format!("{THP_DIR}/hpage_pmd_size"))?
+        .trim()
+        .parse()
+        .ok()?;
+    procfs::read_string(format!(
+        "{THP_DIR}/hugepages-{}kB/shmem_enabled",
+        bytes >> 10
+    ))
+    .and_then(|t| procfs::selected_choice(&t).map(str::to_string))
+}
+
 /// The multi-size THP policies, by size (empty before Linux 6.8).
 pub fn mthp_settings() -> Vec<MthpSetting> {
     read_mthp()

@@ -46,7 +46,8 @@ pub enum ObjectKind {
 /// The `huge=` option of the tmpfs a shmem object lives on (Linux
 /// `sbinfo->huge`): when a fault allocates a PMD-sized folio. A memfd or a
 /// shared anonymous mapping lives on the kernel's internal mount, whose
-/// policy is the host's `shmem_enabled`: the model takes it as `Never`.
+/// policy is `shmem_enabled` (`MmConfig::shmem_enabled`, the host's by
+/// default).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ShmemHuge {
     #[default]
@@ -86,8 +87,13 @@ pub enum Slot {
 /// One file or shmem object.
 pub struct MemObject {
     pub kind: ObjectKind,
-    /// A shmem object's tmpfs `huge=` option (`Never` for files).
+    /// A shmem object's tmpfs `huge=` option (`Never` for files; for an
+    /// object on the internal mount, the mount's when it was made).
     pub(crate) huge: ShmemHuge,
+    /// Anonymous shmem (MAP_SHARED|MAP_ANONYMOUS; Linux
+    /// `vma_is_anon_shmem`), whose PMD-sized folios the per-size policy
+    /// decides too.
+    pub(crate) anon_shmem: bool,
     /// Whether pages never seen start in the page cache.
     initially_cached: bool,
     pub(crate) mem: Arc<PhysMem>,
@@ -149,6 +155,7 @@ impl MemObject {
         MemObject {
             kind,
             huge: ShmemHuge::Never,
+            anon_shmem: false,
             initially_cached,
             mem,
             pages: Mutex::new(HashMap::new()),
@@ -178,6 +185,12 @@ impl MemObject {
     /// The shmem object with its tmpfs `huge=` option.
     pub(crate) fn with_huge(mut self, huge: ShmemHuge) -> MemObject {
         self.huge = huge;
+        self
+    }
+
+    /// The object as anonymous shmem.
+    pub(crate) fn anon_shmem(mut self) -> MemObject {
+        self.anon_shmem = true;
         self
     }
 
@@ -470,6 +483,62 @@ impl MemObject {
             }
         }
         Ok(())
+    }
+
+    /// Splits the large folio holding page `idx` into base pages (Linux
+    /// `split_folio`, the uniform split to order 0): each page keeps its
+    /// frame (a PMD-sized folio's one frame becomes a frame per page) and
+    /// its dirty state. Nothing happens to a base page.
+    ///
+    /// # Errors
+    /// From splitting the frame.
+    pub(crate) fn split_folio_uniform(
+        &self,
+        pages: &mut HashMap<u64, Slot>,
+        idx: u64,
+    ) -> Result<(), Errno> {
+        let page = 1u64 << self.mem.page_shift();
+        let Some(folio) = Self::folio_of(pages, idx) else {
+            return Ok(());
+        };
+        if folio.order == 0 {
+            return Ok(());
+        }
+        let head = idx & !((1u64 << folio.order) - 1);
+        if folio.block {
+            if let Some(Slot::Cached { pa, .. }) = pages.get(&head).copied() {
+                self.mem.split_data(pa, page << folio.order)?;
+            }
+        }
+        for j in head..head + (1u64 << folio.order) {
+            if let Some(Slot::Cached { folio: f, .. }) = pages.get_mut(&j) {
+                *f = CacheFolio::default();
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the whole folio holding page `idx` from the object (it must
+    /// be unmapped everywhere) and returns its frames (address, size),
+    /// which the caller frees after the TLB flush (Linux
+    /// `__remove_mapping` of a clean folio reclaim isolated).
+    pub(crate) fn evict_folio(&self, pages: &mut HashMap<u64, Slot>, idx: u64) -> Vec<(u64, u64)> {
+        let page = 1u64 << self.mem.page_shift();
+        let Some(folio) = Self::folio_of(pages, idx) else {
+            return Vec::new();
+        };
+        let head = idx & !((1u64 << folio.order) - 1);
+        let mut freed = Vec::new();
+        for j in head..head + (1u64 << folio.order) {
+            if let Some(Slot::Cached { pa, folio: f, .. }) = pages.insert(j, Slot::Evicted) {
+                if !f.block {
+                    freed.push((pa, page));
+                } else if j == head {
+                    freed.push((pa, page << f.order));
+                }
+            }
+        }
+        freed
     }
 
     /// Clears the read-ahead mark of the folio whose head is `head`.

@@ -57,6 +57,40 @@ pub enum MthpPolicy {
     Inherit,
 }
 
+/// `/sys/kernel/mm/transparent_hugepage/shmem_enabled` (Linux
+/// `shmem_huge`): the `huge=` policy of the kernel's internal shmem mount
+/// (memfds, MAP_SHARED|MAP_ANONYMOUS), or, as `Deny` and `Force`, an
+/// override of every shmem mount's, the explicit tmpfs mounts' included
+/// (mm/shmem.c `shmem_huge_global_enabled`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ShmemEnabled {
+    Always,
+    WithinSize,
+    Advise,
+    #[default]
+    Never,
+    /// No shmem THP anywhere, not even by MADV_COLLAPSE.
+    Deny,
+    /// A PMD-sized folio wherever the VMA can hold one, on every mount.
+    Force,
+}
+
+/// `/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/shmem_enabled`
+/// of the PMD size: which anonymous shmem (MAP_SHARED|MAP_ANONYMOUS) may
+/// take PMD-sized folios (mm/shmem.c `shmem_allowable_huge_orders`);
+/// memfds and tmpfs files follow their mount only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ShmemOrderPolicy {
+    Always,
+    WithinSize,
+    Advise,
+    Never,
+    /// Follow the internal mount's policy ([`ShmemEnabled`]); Linux's
+    /// default for the PMD size.
+    #[default]
+    Inherit,
+}
+
 /// khugepaged's limits (`/sys/kernel/mm/transparent_hugepage/khugepaged/`):
 /// how many PTEs of a PMD range may be empty or map the zero page
 /// (`max_ptes_none`), be swapped out (`max_ptes_swap`) or map a page another
@@ -115,6 +149,10 @@ pub struct MmConfig {
     pub mthp: BTreeMap<u64, MthpPolicy>,
     /// `transparent_hugepage/use_zero_page`.
     pub thp_use_zero_page: bool,
+    /// `transparent_hugepage/shmem_enabled`.
+    pub shmem_enabled: ShmemEnabled,
+    /// `transparent_hugepage/hugepages-<PMD size>kB/shmem_enabled`.
+    pub shmem_pmd_policy: ShmemOrderPolicy,
     /// `transparent_hugepage/khugepaged/*`.
     pub khugepaged: Khugepaged,
     /// `/sys/kernel/mm/fault_around_bytes` (debugfs).
@@ -146,8 +184,8 @@ pub struct MmConfig {
 
 impl Default for MmConfig {
     /// Linux 6.18 on x86-64 as this host runs it: split PMD locks,
-    /// PT_RECLAIM on, THP "madvise", every mTHP size "never", the huge zero
-    /// page on, fault-around 64 KiB, read-ahead 128 KiB (Linux's
+    /// PT_RECLAIM on, THP "madvise", every mTHP size "never", shmem THP
+    /// "never" (the PMD size inheriting it), the huge zero page on, fault-around 64 KiB, read-ahead 128 KiB (Linux's
     /// `VM_READAHEAD_PAGES`; the host's device may differ: the backend
     /// reads it), large page-cache folios, the node lookup through
     /// get_user_pages_fast.
@@ -159,6 +197,8 @@ impl Default for MmConfig {
             thp: ThpMode::Madvise,
             mthp,
             thp_use_zero_page: true,
+            shmem_enabled: ShmemEnabled::Never,
+            shmem_pmd_policy: ShmemOrderPolicy::Inherit,
             khugepaged: Khugepaged::default(),
             fault_around_bytes: 64 << 10,
             readaround_bytes: 128 << 10,

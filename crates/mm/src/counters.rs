@@ -232,6 +232,10 @@ pub struct MmCounters {
     pub rss_shmem_kb: i64,
     /// PMD-mapped anonymous THP (smaps `AnonHugePages`).
     pub anon_huge_kb: i64,
+    /// Shmem mapped by PMD leaves (smaps `ShmemPmdMapped`).
+    pub shmem_pmd_kb: i64,
+    /// Regular-file pages mapped by PMD leaves (smaps `FilePmdMapped`).
+    pub file_pmd_kb: i64,
     /// Swap entries in the tables (VmSwap, Linux `MM_SWAPENTS`).
     pub vmswap_kb: i64,
     /// Table pages per level name, root first (deposited tables counted at
@@ -252,6 +256,8 @@ impl MmCounters {
             (counters::RSS_FILE_KB.name, self.rss_file_kb),
             (counters::RSS_SHMEM_KB.name, self.rss_shmem_kb),
             (counters::ANON_HUGE_KB.name, self.anon_huge_kb),
+            (counters::SHMEM_PMD_KB.name, self.shmem_pmd_kb),
+            (counters::FILE_PMD_KB.name, self.file_pmd_kb),
             (counters::VMSWAP_KB.name, self.vmswap_kb),
             (
                 counters::LOCK_ACQUISITIONS.name,

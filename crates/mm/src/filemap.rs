@@ -95,23 +95,81 @@ impl AddressSpace {
         let pmd_pages = self.pmd_size >> self.page_shift;
         let head = idx & !(pmd_pages - 1);
         let lo = vma.pgoff(self.page_shift);
-        let within = || {
-            // shmem_get_orders_within_size: the folio ends within i_size.
-            obj.size_pages()
-                .is_some_and(|size| head + pmd_pages <= size)
-        };
-        let on = match obj.huge {
-            ShmemHuge::Never => false,
-            ShmemHuge::Always => true,
-            ShmemHuge::WithinSize => within() || vma.flags.hugepage,
-            ShmemHuge::Advise => vma.flags.hugepage,
-        };
-        on && obj.kind == ObjectKind::Shmem
+        self.shmem_pmd_order_allowed(vma, obj, head, false)
+            && obj.kind == ObjectKind::Shmem
             && self.huge_zero_pa.is_some()
             && !vma.flags.nohugepage
             && ((vma.start >> self.page_shift).wrapping_sub(lo)).is_multiple_of(pmd_pages)
             && head >= lo
             && head + pmd_pages <= lo + vma.pages(self.page_shift)
+    }
+
+    // Linux: mm/shmem.c, shmem_allowable_huge_orders and
+    // shmem_huge_global_enabled (the PMD order only: a tmpfs takes no other
+    // order on a fault here)
+    /// Whether the policies allow a PMD-sized folio at page `head` of the
+    /// shmem object `obj` in `vma` (`force`: MADV_COLLAPSE's
+    /// `shmem_huge_force`, which only `deny` overrides). The global
+    /// `shmem_enabled` first: `deny` refuses and `force` allows on every
+    /// mount; else the object's mount decides, and for anonymous shmem the
+    /// PMD size's own policy, where `inherit` follows the mount.
+    pub(crate) fn shmem_pmd_order_allowed(
+        &self,
+        vma: &Vma,
+        obj: &MemObject,
+        head: u64,
+        force: bool,
+    ) -> bool {
+        use crate::config::{ShmemEnabled, ShmemOrderPolicy};
+        let pmd_pages = self.pmd_size >> self.page_shift;
+        // shmem_get_orders_within_size: the folio ends within i_size.
+        let within = || {
+            obj.size_pages()
+                .is_some_and(|size| head + pmd_pages <= size)
+        };
+        let hugepage = vma.flags.hugepage;
+        let global = self.cfg.shmem_enabled;
+        let global_orders = match global {
+            ShmemEnabled::Deny => false,
+            ShmemEnabled::Force => true,
+            _ if force => true,
+            _ => match obj.huge {
+                ShmemHuge::Never => false,
+                ShmemHuge::Always => true,
+                ShmemHuge::WithinSize => within() || hugepage,
+                ShmemHuge::Advise => hugepage,
+            },
+        };
+        if !obj.anon_shmem {
+            return global_orders;
+        }
+        let inherit = self.cfg.shmem_pmd_policy == ShmemOrderPolicy::Inherit;
+        match global {
+            ShmemEnabled::Deny => false,
+            ShmemEnabled::Force => inherit,
+            _ => match self.cfg.shmem_pmd_policy {
+                ShmemOrderPolicy::Always => true,
+                ShmemOrderPolicy::WithinSize => within(),
+                ShmemOrderPolicy::Advise => hugepage,
+                ShmemOrderPolicy::Never => false,
+                ShmemOrderPolicy::Inherit => global_orders,
+            },
+        }
+    }
+
+    /// The `huge=` policy of the kernel's internal shmem mount, which
+    /// memfds and shared anonymous mappings live on: `shmem_enabled`, which
+    /// `deny` and `force` do not set (Linux `shmem_enabled_store` sets the
+    /// mount's only for the four policies; the model takes the mount's
+    /// then as `never`, its boot value).
+    pub(crate) fn internal_mount_huge(&self) -> ShmemHuge {
+        use crate::config::ShmemEnabled;
+        match self.cfg.shmem_enabled {
+            ShmemEnabled::Always => ShmemHuge::Always,
+            ShmemEnabled::WithinSize => ShmemHuge::WithinSize,
+            ShmemEnabled::Advise => ShmemHuge::Advise,
+            ShmemEnabled::Never | ShmemEnabled::Deny | ShmemEnabled::Force => ShmemHuge::Never,
+        }
     }
 
     /// A fault at `va` whose PMD entry is none, in a VMA with an object:

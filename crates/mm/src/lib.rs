@@ -77,7 +77,10 @@ pub mod vma;
 pub mod walk;
 
 pub use cache::ShmemHuge;
-pub use config::{Gup, Khugepaged, Locking, MmConfig, MthpPolicy, Reclaim, ThpMode};
+pub use config::{
+    Gup, Khugepaged, Locking, MmConfig, MthpPolicy, Reclaim, ShmemEnabled, ShmemOrderPolicy,
+    ThpMode,
+};
 pub use counters::{
     FaultKind, LockClass, LockEvent, MmCounters, ThreadCounters, ThreadCtx, FAULT_KINDS,
 };

@@ -523,6 +523,26 @@ const VALIDATE: &[(&str, &str)] = &[
         "shmem-collapse-mapped",
         include_str!("../validate/shmem-collapse-mapped.toml"),
     ),
+    (
+        "shmem-huge-pageout-clean",
+        include_str!("../validate/shmem-huge-pageout-clean.toml"),
+    ),
+    (
+        "shmem-huge-pageout-dirty",
+        include_str!("../validate/shmem-huge-pageout-dirty.toml"),
+    ),
+    (
+        "shmem-huge-pageout-partial",
+        include_str!("../validate/shmem-huge-pageout-partial.toml"),
+    ),
+    (
+        "shmem-huge-cold",
+        include_str!("../validate/shmem-huge-cold.toml"),
+    ),
+    (
+        "shmem-huge-pageout-fork",
+        include_str!("../validate/shmem-huge-pageout-fork.toml"),
+    ),
 ];
 
 /// The `description` of a TOML text, without checking anything else.

@@ -104,8 +104,6 @@ struct Mapping {
     size: u64,
     kind: MapKind,
     shared: bool,
-    /// A shmem region's tmpfs `huge=` option (`shmem_huge`), if any.
-    shmem_huge: Option<crate::plan::ShmemHuge>,
     /// For a mapping of a file or shmem object (shared anonymous memory
     /// included): how many bytes of the object lie from the mapping's
     /// start on (its mmap's size: the object ends where that mapping
@@ -546,7 +544,6 @@ impl<'a, 'd> Checker<'a, 'd> {
             size: m.size.v,
             kind: m.kind,
             shared: m.shared,
-            shmem_huge: m.shmem_huge,
             object_room: (m.kind != MapKind::Anon || m.shared).then_some(m.size.v),
             at: op.at,
             tid: t.tid,

@@ -306,13 +306,6 @@ const SHMEM_HUGE: &[(&str, ShmemHuge)] = &[
     ("within_size", ShmemHuge::WithinSize),
     ("advise", ShmemHuge::Advise),
 ];
-/// The format's name of a `shmem_huge` value.
-pub(crate) fn shmem_huge_name(h: ShmemHuge) -> &'static str {
-    SHMEM_HUGE
-        .iter()
-        .find(|(_, v)| *v == h)
-        .map_or("?", |(n, _)| n)
-}
 
 const FILE_STATES: &[(&str, FileState)] =
     &[("cached", FileState::Cached), ("cold", FileState::Cold)];

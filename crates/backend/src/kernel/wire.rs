@@ -117,6 +117,8 @@ pub(crate) fn sample_words(s: &Sample) -> [u64; SAMPLE_WORDS] {
         o(s.rss_file_kb),
         o(s.rss_shmem_kb),
         o(s.anon_huge_kb),
+        o(s.shmem_pmd_kb),
+        o(s.file_pmd_kb),
         o(s.vmswap_kb),
         o(s.tlb_shootdowns),
         o(s.thp_collapse_alloc),
@@ -282,9 +284,11 @@ mod tests {
             rss_file_kb: Some(5),
             rss_shmem_kb: Some(6),
             anon_huge_kb: Some(7),
-            vmswap_kb: Some(9),
+            shmem_pmd_kb: Some(10),
+            file_pmd_kb: Some(11),
+            vmswap_kb: Some(12),
             tlb_shootdowns: Some(8),
-            thp_collapse_alloc: Some(9),
+            thp_collapse_alloc: Some(13),
         };
         let by_name = serde_json::to_value(s).unwrap();
         let words = sample_words(&s);

@@ -133,6 +133,42 @@ fn host_thp() -> ThpMode {
     }
 }
 
+/// The OS model's shmem THP policy for an option value.
+fn shmem_enabled(s: opt::ShmemEnabled) -> mm::ShmemEnabled {
+    match s {
+        opt::ShmemEnabled::Always => mm::ShmemEnabled::Always,
+        opt::ShmemEnabled::WithinSize => mm::ShmemEnabled::WithinSize,
+        opt::ShmemEnabled::Advise => mm::ShmemEnabled::Advise,
+        opt::ShmemEnabled::Never => mm::ShmemEnabled::Never,
+        opt::ShmemEnabled::Deny => mm::ShmemEnabled::Deny,
+        opt::ShmemEnabled::Force => mm::ShmemEnabled::Force,
+    }
+}
+
+/// This host's shmem THP policy
+/// (/sys/kernel/mm/transparent_hugepage/shmem_enabled), Linux's default
+/// (`never`) when it cannot be read.
+fn host_shmem_enabled() -> mm::ShmemEnabled {
+    host::fingerprint::thp_shmem_enabled()
+        .as_deref()
+        .and_then(<opt::ShmemEnabled as Named>::parse)
+        .map_or(mm::ShmemEnabled::Never, shmem_enabled)
+}
+
+/// This host's PMD-size shmem policy
+/// (.../hugepages-2048kB/shmem_enabled), Linux's default (`inherit`) when
+/// it cannot be read.
+fn host_shmem_pmd_policy() -> mm::ShmemOrderPolicy {
+    use mm::ShmemOrderPolicy as P;
+    match host::fingerprint::thp_shmem_pmd_enabled().as_deref() {
+        Some("always") => P::Always,
+        Some("within_size") => P::WithinSize,
+        Some("advise") => P::Advise,
+        Some("never") => P::Never,
+        _ => P::Inherit,
+    }
+}
+
 /// The read-ahead window and large-folio support of the files the kernel
 /// backend maps (in its default directory), so that the model reads files
 /// as this host does; Linux's defaults where they cannot be read.
@@ -267,6 +303,11 @@ impl ModelConfig {
             Some(opt::Thp::Madvise) => ThpMode::Madvise,
             Some(opt::Thp::Never) => ThpMode::Never,
         };
+        mm.shmem_enabled = match opts.shmem_enabled {
+            None => host_shmem_enabled(),
+            Some(s) => shmem_enabled(s),
+        };
+        mm.shmem_pmd_policy = host_shmem_pmd_policy();
         host_mthp(&mut mm.mthp);
         host_files(&mut mm);
         host_khugepaged(&mut mm.khugepaged);
@@ -358,6 +399,7 @@ mod tests {
             gup: Some(opt::Gup::Slow),
             reclaim: Some(opt::Reclaim::Eager),
             thp: Some(opt::Thp::Never),
+            shmem_enabled: Some(opt::ShmemEnabled::Force),
             mthp: Some(vec![
                 (MthpSize::parse("64k").unwrap(), opt::MthpPolicy::Always),
                 (MthpSize::parse("16k").unwrap(), opt::MthpPolicy::Inherit),
@@ -380,6 +422,7 @@ mod tests {
         assert_eq!(c.mm.gup, mm::Gup::Slow);
         assert_eq!(c.mm.reclaim, Reclaim::Eager);
         assert_eq!(c.mm.thp, ThpMode::Never);
+        assert_eq!(c.mm.shmem_enabled, mm::ShmemEnabled::Force);
         assert_eq!(c.mm.mthp[&(64 << 10)], MthpPolicy::Always);
         assert_eq!(c.mm.mthp[&(16 << 10)], MthpPolicy::Inherit);
         assert_eq!((c.tlb.as_str(), c.cpus), ("zen4", 3));
@@ -397,6 +440,7 @@ mod tests {
             locking: Some(opt::Locking::SplitPte),
             reclaim: Some(opt::Reclaim::Off),
             thp: Some(opt::Thp::Always),
+            shmem_enabled: Some(opt::ShmemEnabled::WithinSize),
             cpus: Some(1),
             executor: None,
             pv_flush: Some(opt::PvFlush::Off),
@@ -412,6 +456,7 @@ mod tests {
         assert_eq!(c.mm.locking, Locking::SplitPte);
         assert_eq!(c.mm.reclaim, Reclaim::Off);
         assert_eq!(c.mm.thp, ThpMode::Always);
+        assert_eq!(c.mm.shmem_enabled, mm::ShmemEnabled::WithinSize);
         assert_eq!(c.cpus, 1);
         assert_eq!(c.executor, Executor::Virtual);
         assert_eq!(c.mmu.broadcast.kind, mmu::TlbFlush::Rar);
@@ -419,6 +464,23 @@ mod tests {
         assert_eq!(c.mm.swap, None);
         assert!(!c.mmu.pv_tlb_flush);
         assert_eq!(c.mmu.host, None, "host-geometry=none is a native machine");
+    }
+
+    #[test]
+    fn shmem_enabled_left_out_is_this_hosts() {
+        // The selected word of sysfs's "always within_size advise [never] deny force".
+        let selected = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
+            .ok()
+            .and_then(|t| {
+                t.split_whitespace()
+                    .find_map(|w| w.strip_prefix('[')?.strip_suffix(']').map(str::to_string))
+            });
+        let want = selected
+            .as_deref()
+            .and_then(<opt::ShmemEnabled as Named>::parse)
+            .map_or(mm::ShmemEnabled::Never, shmem_enabled);
+        let c = ModelConfig::new(&ModelOptions::default()).unwrap();
+        assert_eq!(c.mm.shmem_enabled, want, "{selected:?}");
     }
 
     #[test]

@@ -660,7 +660,7 @@ pub(crate) fn usage(
     space: SpaceId,
     page: u64,
 ) -> Result<Usage, machine::MachineError> {
-    let c = machine.space(space)?.counters(&[]);
+    let c = machine.space(space)?.resident_counters(&[]);
     let kb = c.rss_anon_kb + c.rss_file_kb + c.rss_shmem_kb;
     let pages = kb.max(0) as u64 * 1024 / page;
     let tables = c.pt_pages.iter().map(|(_, n)| *n).sum::<i64>().max(0) as u64;

@@ -104,6 +104,20 @@ named_option! {
 }
 
 named_option! {
+    /// THP of the kernel's internal shmem mount (memfds, shared anonymous
+    /// memory), or an override of every shmem mount (`deny`, `force`):
+    /// /sys/kernel/mm/transparent_hugepage/shmem_enabled.
+    ShmemEnabled {
+        Always = "always",
+        WithinSize = "within_size",
+        Advise = "advise",
+        Never = "never",
+        Deny = "deny",
+        Force = "force",
+    }
+}
+
+named_option! {
     /// The policy of one multi-size THP size.
     MthpPolicy { Always = "always", Madvise = "madvise", Never = "never", Inherit = "inherit" }
 }
@@ -233,6 +247,8 @@ pub struct ModelOptions {
     pub gup: Option<Gup>,
     pub reclaim: Option<Reclaim>,
     pub thp: Option<Thp>,
+    /// The shmem THP policy (default: this host's `shmem_enabled`).
+    pub shmem_enabled: Option<ShmemEnabled>,
     /// Multi-size THP policies by size, in the order given, each size once.
     pub mthp: Option<Vec<(MthpSize, MthpPolicy)>>,
     /// A TLB preset name, `none`, or a TOML file of one (the MMU model
@@ -288,6 +304,7 @@ impl ModelOptions {
         put("gup", self.gup.map(|v| v.to_string()));
         put("reclaim", self.reclaim.map(|v| v.to_string()));
         put("thp", self.thp.map(|v| v.to_string()));
+        put("shmem_enabled", self.shmem_enabled.map(|v| v.to_string()));
         put(
             "mthp",
             self.mthp.as_ref().map(|sizes| {

@@ -85,6 +85,28 @@ pub const ANON_HUGE_KB: Counter = Counter {
     members: Members::One,
 };
 
+/// Shared memory (shmem, tmpfs) mapped by PMD-sized huge pages.
+pub const SHMEM_PMD_KB: Counter = Counter {
+    name: "shmem_pmd_kb",
+    unit: Unit::KiB,
+    meaning: "Shared memory (shmem, tmpfs) mapped by PMD-sized huge pages (ShmemPmdMapped).",
+    compared: true,
+    source: Source::SmapsRollup("ShmemPmdMapped"),
+    view: View::All,
+    members: Members::One,
+};
+
+/// File pages (not shmem) mapped by PMD-sized huge pages.
+pub const FILE_PMD_KB: Counter = Counter {
+    name: "file_pmd_kb",
+    unit: Unit::KiB,
+    meaning: "File pages (not shmem) mapped by PMD-sized huge pages (FilePmdMapped).",
+    compared: true,
+    source: Source::SmapsRollup("FilePmdMapped"),
+    view: View::All,
+    members: Members::One,
+};
+
 /// Anonymous memory swapped out: swap entries in the page tables.
 pub const VMSWAP_KB: Counter = Counter {
     name: "vmswap_kb",

@@ -32,6 +32,7 @@ pub const KEYS: &[&str] = &[
     "gup",
     "reclaim",
     "thp",
+    "shmem_enabled",
     "mthp",
     "tlb",
     "cpus",
@@ -193,6 +194,7 @@ impl Builder {
             "gup" => self.model.gup = Some(self.named(key, value)?),
             "reclaim" => self.model.reclaim = Some(self.named(key, value)?),
             "thp" => self.model.thp = Some(self.named(key, value)?),
+            "shmem_enabled" => self.model.shmem_enabled = Some(self.named(key, value)?),
             "pv-flush" => self.model.pv_flush = Some(self.named(key, value)?),
             "tlb_flush" => self.model.tlb_flush = Some(self.named(key, value)?),
             "lru_drain" => self.model.lru_drain = Some(self.named(key, value)?),
@@ -380,6 +382,22 @@ mod tests {
             ])
         );
         assert_eq!(c.model.thp, Some(Thp::Never));
+    }
+
+    #[test]
+    fn shmem_enabled_takes_the_six_sysfs_values() {
+        for v in ["always", "within_size", "advise", "never", "deny", "force"] {
+            let c = parse_inline(&format!("shmem_enabled={v}")).unwrap();
+            assert_eq!(
+                c.model.shmem_enabled.map(|s| s.to_string()).as_deref(),
+                Some(v)
+            );
+            assert_eq!(c.model.to_options()["shmem_enabled"], v);
+        }
+        let e = parse_inline("shmem_enabled=within-size")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("within_size"), "{e}");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! `retract_page_tables`, `collapse_pte_mapped_thp`), as measured on a 6.18
 //! host (the shmem-collapse-* validation workloads):
 //!
-//! - The mount's `huge=` option does not matter (MADV_COLLAPSE forces it);
+//! - The mount's `huge=` option does not matter (MADV_COLLAPSE forces it,
+//!   unless `shmem_enabled` is `deny`);
 //!   MADV_NOHUGEPAGE does, and so does the VMA: only whole 2 MiB ranges whose
 //!   file offset is aligned like their address collapse; a VMA with none
 //!   fails the call with EINVAL.
@@ -43,7 +44,10 @@ pub(super) enum FileScan {
 impl AddressSpace {
     /// Whether MADV_COLLAPSE may make a THP anywhere in the shmem `vma`
     /// (Linux `thp_vma_allowable_order` with `TVA_FORCED_COLLAPSE`): not
-    /// advised `nohugepage`, its file offset aligned like its address.
+    /// advised `nohugepage`, its file offset aligned like its address, and
+    /// the shmem policies allow the PMD order when forced (only
+    /// `shmem_enabled = deny`, or a PMD-size policy `never` on anonymous
+    /// shmem, refuses).
     pub(super) fn shmem_collapsible(&self, vma: &Vma) -> bool {
         let pmd_pages = self.pmd_size >> self.page_shift;
         vma.is_shmem()
@@ -53,6 +57,10 @@ impl AddressSpace {
             && (vma.start >> self.page_shift)
                 .wrapping_sub(vma.pgoff(self.page_shift))
                 .is_multiple_of(pmd_pages)
+            && vma.object().is_some_and(|o| {
+                let head = vma.pgoff(self.page_shift) & !(pmd_pages - 1);
+                self.shmem_pmd_order_allowed(vma, o, head, true)
+            })
     }
 
     // Linux: mm/khugepaged.c, hpage_collapse_scan_file → collapse_file →

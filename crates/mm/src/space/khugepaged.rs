@@ -24,8 +24,8 @@
 //!   VMAs where a fault could take a THP (`thp_allowed`).
 //!
 //! MADV_COLLAPSE of shmem (`hpage_collapse_scan_file`) is in
-//! `collapse_file`; of a regular file's page cache it is not modelled:
-//! MADV_COLLAPSE there fails with EINVAL in the model.
+//! `collapse_file`; of a regular file's page cache it fails with EINVAL, as
+//! in Linux 6.18 built without `CONFIG_READ_ONLY_THP_FOR_FS`.
 
 use super::collapse_file::FileScan;
 use super::{AddressSpace, PageKind, Rss};

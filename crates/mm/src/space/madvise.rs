@@ -158,8 +158,8 @@ impl AddressSpace {
         match advice.needs() {
             Needs::Any => {}
             Needs::PrivateAnon | Needs::ModelledAnon if v.is_anon() => {}
-            Needs::ModelledAnonShmem if v.is_anon() || v.is_shmem() => {}
-            Needs::PrivateAnon | Needs::ModelledAnon | Needs::ModelledAnonShmem => {
+            Needs::AnonShmem if v.is_anon() || v.is_shmem() => {}
+            Needs::PrivateAnon | Needs::ModelledAnon | Needs::AnonShmem => {
                 return Err(Errno::Inval(
                     "madvise advice needs private anonymous memory",
                 ))

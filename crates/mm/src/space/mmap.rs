@@ -104,10 +104,22 @@ impl AddressSpace {
         let backing = match (args.kind, shared) {
             (MapKind::Anon, false) => Backing::Anon,
             // Linux: MAP_SHARED|MAP_ANONYMOUS is shmem (shmem_zero_setup).
-            (MapKind::Anon, true) | (MapKind::Shmem, _) => Backing::Object {
-                obj: Arc::new(MemObject::new(ObjectKind::Shmem, false, self.mem().clone())),
-                pgoff: 0,
-            },
+            // Both live on the internal mount (shmem_zero_setup, memfd_create),
+            // as large as the mapping (the kernel backend's ftruncate).
+            (MapKind::Anon, true) | (MapKind::Shmem, _) => {
+                let obj = MemObject::new(ObjectKind::Shmem, false, self.mem().clone())
+                    .with_huge(self.internal_mount_huge())
+                    .sized(len >> self.page_shift);
+                let obj = if args.kind == MapKind::Anon {
+                    obj.anon_shmem()
+                } else {
+                    obj
+                };
+                Backing::Object {
+                    obj: Arc::new(obj),
+                    pgoff: 0,
+                }
+            }
             (MapKind::Tmpfs(huge), _) => Backing::Object {
                 obj: Arc::new(
                     MemObject::new(ObjectKind::Shmem, false, self.mem().clone())

@@ -46,6 +46,7 @@ mod msync;
 mod pages;
 mod populate;
 mod reclaim;
+mod reclaim_shmem;
 mod rmap;
 mod share;
 mod swap;

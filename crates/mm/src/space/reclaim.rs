@@ -93,12 +93,15 @@ impl AddressSpace {
             start: a,
             ..
         } = ext;
+        if let Some(obj) = vma.object().filter(|o| o.kind == ObjectKind::Shmem) {
+            return self.shmem_huge_pmd_reclaim(ctx, ext, obj, how, d);
+        }
         let g = self.pmd_lock(ctx, pmd_table);
         let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(pmd_table, Level::PMD, a)? else {
             drop(g);
             return Ok(HugeStep::Walk);
         };
-        // The huge zero page, a page-cache folio (not split here), and a
+        // The huge zero page, a regular file's folio (not split here), and a
         // folio another process maps are left alone.
         if Some(pa) == self.huge_zero_pa
             || self.file_pmd_rss(vma).is_some()

@@ -64,10 +64,10 @@ impl<'a, 'd> Checker<'a, 'd> {
             // Linux takes it; the model does not have it.
             Needs::ModelledAnon => Some("private anonymous memory in the model (not modelled)"),
             // MAP_SHARED | MAP_ANONYMOUS is shmem too.
-            Needs::ModelledAnonShmem if m.kind == MapKind::Shmem || m.kind == MapKind::Anon => None,
-            Needs::ModelledAnonShmem => {
-                Some("private anonymous memory and shmem in the model (not modelled)")
-            }
+            Needs::AnonShmem if m.kind == MapKind::Shmem || m.kind == MapKind::Anon => None,
+            Needs::AnonShmem => Some(
+                "private anonymous memory and shmem (EINVAL on a regular file: Linux 6.18 collapses a file's page cache only when built with CONFIG_READ_ONLY_THP_FOR_FS)",
+            ),
             // MAP_SHARED | MAP_ANONYMOUS is shmem too.
             Needs::SharedObject if m.shared || m.kind == MapKind::Shmem => None,
             Needs::SharedObject => {
@@ -78,18 +78,6 @@ impl<'a, 'd> Checker<'a, 'd> {
             let problem = format!(
                 "is a {} mapping, and advice {name:?} applies only to {only}",
                 kind_name(m.kind, m.shared)
-            );
-            return Err(self.region_err(t, op, op.at, region, problem, ""));
-        }
-        // Reclaim of a shmem object that may hold PMD-sized folios (Linux
-        // splits them first) is not modelled.
-        let thp_shmem = m
-            .shmem_huge
-            .is_some_and(|h| h != crate::plan::ShmemHuge::Never);
-        if thp_shmem && matches!(advice, Advice::PageOut | Advice::Cold) {
-            let problem = format!(
-                "is a shmem mapping on a tmpfs with huge={}, and advice {name:?} on shmem THPs is not modelled",
-                syntax::shmem_huge_name(m.shmem_huge.expect("checked above"))
             );
             return Err(self.region_err(t, op, op.at, region, problem, ""));
         }

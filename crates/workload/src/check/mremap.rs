@@ -45,12 +45,7 @@ impl<'a, 'd> Checker<'a, 'd> {
             );
             return Err(self.region_err(t, op, m.size.at, region, problem, ""));
         }
-        let (kind, shared, shmem_huge, object_room) = (
-            mapping.kind,
-            mapping.shared,
-            mapping.shmem_huge,
-            mapping.object_room,
-        );
+        let (kind, shared, object_room) = (mapping.kind, mapping.shared, mapping.object_room);
         let new = m.size.v;
         let slot = op.id - self.id_base[t.block];
         let Some(dest) = self.dest_of[t.tid][slot] else {
@@ -120,7 +115,6 @@ impl<'a, 'd> Checker<'a, 'd> {
             size: new,
             kind,
             shared,
-            shmem_huge,
             object_room,
             at: op.at,
             tid: t.tid,

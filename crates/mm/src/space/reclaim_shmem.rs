@@ -1,0 +1,96 @@
+//! MADV_COLD and MADV_PAGEOUT of a shmem folio mapped by one PMD entry, as
+//! Linux 6.18 does them with no swap device (mm/madvise.c, the
+//! `pmd_trans_huge` part of `madvise_cold_or_pageout_pte_range`; mm/vmscan.c
+//! `shrink_folio_list`; mm/shmem.c `shmem_writeout`), as measured on a 6.18
+//! host (the shmem-huge-pageout-* and shmem-huge-cold-* validation
+//! workloads):
+//!
+//! - A folio another process of the family maps (a fork child still
+//!   mapping it) is left alone, whole range or not
+//!   (`folio_maybe_mapped_shared`).
+//! - A range that covers the PMD only in part, under either advice: the
+//!   folio is split into base pages (`split_folio`), which unmaps it (a
+//!   page-cache folio is not mapped again after a split); its pages stay in
+//!   the object, dirty or clean as the folio was, and the next reads map
+//!   them by fault-around. Nothing is reclaimed (the PTE walk that follows
+//!   finds no table).
+//! - `cold` over the whole PMD changes nothing the counters see.
+//! - `pageout` over the whole PMD unmaps it (`try_to_unmap` with
+//!   `TTU_SPLIT_HUGE_PMD`: a file PMD is just cleared). A clean folio (only
+//!   read since it was allocated) is then dropped from the object whole: the
+//!   next access allocates a new one. A dirty one stays whole (there is no
+//!   swap to write it to), and the next access maps it by a PMD again.
+
+use super::{AddressSpace, Rss};
+use crate::cache::{MemObject, ObjectKind};
+use crate::counters::ThreadCtx;
+use crate::deferred::Deferred;
+use crate::error::Errno;
+use crate::space::reclaim::{HugeStep, PageAdvice};
+use crate::space::rmap::Elsewhere;
+use crate::walk::PmdExtent;
+use pt::{Entry, Level};
+use std::sync::Arc;
+
+impl AddressSpace {
+    /// MADV_COLD or MADV_PAGEOUT (`how`) meeting the huge PMD entry of
+    /// `ext` in a shmem VMA (no lock held). See the module documentation.
+    pub(crate) fn shmem_huge_pmd_reclaim(
+        &self,
+        ctx: &mut ThreadCtx,
+        ext: PmdExtent,
+        obj: &Arc<MemObject>,
+        how: PageAdvice,
+        d: &mut Deferred,
+    ) -> Result<HugeStep, Errno> {
+        debug_assert_eq!(obj.kind, ObjectKind::Shmem);
+        let PmdExtent {
+            vma,
+            pmd_table,
+            start: a,
+            ..
+        } = ext;
+        let whole = ext.whole(self.pmd_size);
+        if how == PageAdvice::Free || (how == PageAdvice::Cold && whole) {
+            return Ok(HugeStep::Done);
+        }
+        let haddr = a.align_down(self.pmd_size);
+        let n = self.pmd_size >> self.page_shift;
+        let head = vma.pgoff_of(haddr.get(), self.page_shift);
+        // folio_maybe_mapped_shared: asked before any lock of ours is
+        // taken (the reverse map reads other spaces under their locks).
+        let shared = match self.mapped_elsewhere(ctx, obj, head, head + n) {
+            Elsewhere::All => true,
+            Elsewhere::Pages(p) => !p.is_empty(),
+        };
+        if shared {
+            return Ok(HugeStep::Done);
+        }
+        let g = self.pmd_lock(ctx, pmd_table);
+        let Entry::Leaf { attrs, .. } = self.pt.read_entry(pmd_table, Level::PMD, haddr)? else {
+            drop(g);
+            return Ok(HugeStep::Walk);
+        };
+        // try_to_unmap (TTU_SPLIT_HUGE_PMD) or split_folio's unmap: the PMD
+        // goes, its dirty bit to the folio.
+        self.pt.pte_clear(pmd_table, Level::PMD, haddr);
+        d.add_flush(haddr.get(), self.pmd_size);
+        self.rss_add(Rss::Shmem, -(n as i64));
+        drop(g);
+        let mut pages = obj.lock();
+        if attrs.dirty {
+            for i in head..head + n {
+                MemObject::set_dirty(&mut pages, i, true);
+            }
+        }
+        if !whole {
+            obj.split_folio_uniform(&mut pages, head)?;
+            return Ok(HugeStep::Done);
+        }
+        let dirty = (head..head + n).any(|i| MemObject::is_dirty(&pages, i));
+        if !dirty {
+            d.frames.extend(obj.evict_folio(&mut pages, head));
+        }
+        Ok(HugeStep::Done)
+    }
+}
