@@ -452,6 +452,18 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/fork-child-remove-file.toml"),
     ),
     (
+        "file-thp-pageout",
+        include_str!("../validate/file-thp-pageout.toml"),
+    ),
+    (
+        "file-thp-cold-fork",
+        include_str!("../validate/file-thp-cold-fork.toml"),
+    ),
+    (
+        "file-thp-pageout-dirty",
+        include_str!("../validate/file-thp-pageout-dirty.toml"),
+    ),
+    (
         "mremap-fixed-replace",
         include_str!("../validate/mremap-fixed-replace.toml"),
     ),

@@ -46,7 +46,7 @@ mod msync;
 mod pages;
 mod populate;
 mod reclaim;
-mod reclaim_shmem;
+mod reclaim_huge_object;
 mod rmap;
 mod share;
 mod swap;

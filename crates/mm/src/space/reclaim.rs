@@ -93,20 +93,17 @@ impl AddressSpace {
             start: a,
             ..
         } = ext;
-        if let Some(obj) = vma.object().filter(|o| o.kind == ObjectKind::Shmem) {
-            return self.shmem_huge_pmd_reclaim(ctx, ext, obj, how, d);
+        if let Some(obj) = vma.object() {
+            return self.object_huge_pmd_reclaim(ctx, ext, obj, how, d);
         }
         let g = self.pmd_lock(ctx, pmd_table);
         let Entry::Leaf { pa, attrs, .. } = self.pt.read_entry(pmd_table, Level::PMD, a)? else {
             drop(g);
             return Ok(HugeStep::Walk);
         };
-        // The huge zero page, a regular file's folio (not split here), and a
-        // folio another process maps are left alone.
-        if Some(pa) == self.huge_zero_pa
-            || self.file_pmd_rss(vma).is_some()
-            || self.shares.shared(pa)
-        {
+        // The huge zero page and a folio another process maps are left
+        // alone.
+        if Some(pa) == self.huge_zero_pa || self.shares.shared(pa) {
             return Ok(HugeStep::Done);
         }
         let split_folio = match (how, ext.whole(self.pmd_size)) {

@@ -1,9 +1,12 @@
-//! MADV_COLD and MADV_PAGEOUT of a shmem folio mapped by one PMD entry, as
-//! Linux 6.18 does them with no swap device (mm/madvise.c, the
-//! `pmd_trans_huge` part of `madvise_cold_or_pageout_pte_range`; mm/vmscan.c
-//! `shrink_folio_list`; mm/shmem.c `shmem_writeout`), as measured on a 6.18
-//! host (the shmem-huge-pageout-* and shmem-huge-cold-* validation
-//! workloads):
+//! MADV_COLD and MADV_PAGEOUT of a page-cache folio (shmem or a regular
+//! file) mapped by one PMD entry, as Linux 6.18 does them with no swap
+//! device (mm/madvise.c, the `pmd_trans_huge` part of
+//! `madvise_cold_or_pageout_pte_range`; mm/vmscan.c `shrink_folio_list`;
+//! mm/shmem.c `shmem_writeout`), as measured on a 6.18 host (the
+//! shmem-huge-pageout-*, shmem-huge-cold-* and file-thp-* validation
+//! workloads). Both kinds take the same path; what differs is where a
+//! dropped folio's next access goes (a new shmem folio, a minor fault; a
+//! file read, a major fault with read-ahead).
 //!
 //! - A folio another process of the family maps (a fork child still
 //!   mapping it) is left alone, whole range or not
@@ -17,9 +20,10 @@
 //! - `cold` over the whole PMD changes nothing the counters see.
 //! - `pageout` over the whole PMD unmaps it (`try_to_unmap` with
 //!   `TTU_SPLIT_HUGE_PMD`: a file PMD is just cleared). A clean folio (only
-//!   read since it was allocated) is then dropped from the object whole: the
-//!   next access allocates a new one. A dirty one stays whole (there is no
-//!   swap to write it to), and the next access maps it by a PMD again.
+//!   read since it was allocated or read from its file) is then dropped
+//!   from the object whole. A dirty one stays whole (there is no swap to
+//!   write shmem to, and reclaim on request does not write file pages
+//!   back), and the next access maps it again.
 
 use super::{AddressSpace, Rss};
 use crate::cache::{MemObject, ObjectKind};
@@ -34,8 +38,9 @@ use std::sync::Arc;
 
 impl AddressSpace {
     /// MADV_COLD or MADV_PAGEOUT (`how`) meeting the huge PMD entry of
-    /// `ext` in a shmem VMA (no lock held). See the module documentation.
-    pub(crate) fn shmem_huge_pmd_reclaim(
+    /// `ext` in a VMA of the object `obj` (no lock held). See the module
+    /// documentation.
+    pub(crate) fn object_huge_pmd_reclaim(
         &self,
         ctx: &mut ThreadCtx,
         ext: PmdExtent,
@@ -43,7 +48,6 @@ impl AddressSpace {
         how: PageAdvice,
         d: &mut Deferred,
     ) -> Result<HugeStep, Errno> {
-        debug_assert_eq!(obj.kind, ObjectKind::Shmem);
         let PmdExtent {
             vma,
             pmd_table,
@@ -75,7 +79,11 @@ impl AddressSpace {
         // goes, its dirty bit to the folio.
         self.pt.pte_clear(pmd_table, Level::PMD, haddr);
         d.add_flush(haddr.get(), self.pmd_size);
-        self.rss_add(Rss::Shmem, -(n as i64));
+        let rss = match obj.kind {
+            ObjectKind::Shmem => Rss::Shmem,
+            ObjectKind::File => Rss::File,
+        };
+        self.rss_add(rss, -(n as i64));
         drop(g);
         let mut pages = obj.lock();
         if attrs.dirty {
