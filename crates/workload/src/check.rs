@@ -242,7 +242,7 @@ fn steps(ops: &[OpSyn]) -> u64 {
     ops.iter().fold(0u64, |n, op| {
         let k = match &op.verb {
             VerbSyn::Repeat(times, body) => steps(body).saturating_mul(passes(*times, body)),
-            VerbSyn::Fork(_, body) => steps(body).saturating_add(1),
+            VerbSyn::Fork(_, body, _) => steps(body).saturating_add(1),
             _ => 1,
         };
         n.saturating_add(k)
@@ -253,7 +253,7 @@ fn steps(ops: &[OpSyn]) -> u64 {
 fn each_op<'d>(ops: &'d [OpSyn], f: &mut impl FnMut(&'d OpSyn)) {
     for op in ops {
         f(op);
-        if let VerbSyn::Repeat(_, body) | VerbSyn::Fork(_, body) = &op.verb {
+        if let VerbSyn::Repeat(_, body) | VerbSyn::Fork(_, body, _) = &op.verb {
             each_op(body, f);
         }
     }
@@ -400,7 +400,7 @@ impl<'a, 'd> Checker<'a, 'd> {
         phase: u64,
         users: &mut HashMap<RegionId, Vec<User>>,
     ) -> Result<()> {
-        if let VerbSyn::Fork(_, body) = &op.verb {
+        if let VerbSyn::Fork(_, body, _) = &op.verb {
             return self.fork_child(t, body, phase, users);
         }
         self.seq += 1;
@@ -483,7 +483,8 @@ impl<'a, 'd> Checker<'a, 'd> {
             | VerbSyn::Barrier
             | VerbSyn::Mark(_)
             | VerbSyn::Repeat(..)
-            | VerbSyn::Fork(..) => Ok(()),
+            | VerbSyn::Fork(..)
+            | VerbSyn::Waitpid(_) => Ok(()),
         }
     }
 
