@@ -1,8 +1,8 @@
 //! `fork` with `wait = false` and `waitpid`: what is accepted, and each
 //! refusal with its place (line:column counted by hand from the text).
 
-use workload::plan::Op;
 use workload::parse;
+use workload::plan::Op;
 
 const FILE: &str = "workloads/x.toml";
 

@@ -154,7 +154,10 @@ pub(crate) fn fork(sh: &Shared, tid: usize, op: u32, body: &[KOp], local: &mut L
     let (pid, pre) = fork_child(sh, tid, op, body, local);
     reaped(wait_with_limit(pid, sh.prog.fork_timeout));
     own_window(sh, pre);
-    copy_back(&mut lock(&sh.log), sh.fork_area.as_ref().expect("checked at the fork"));
+    copy_back(
+        &mut lock(&sh.log),
+        sh.fork_area.as_ref().expect("checked at the fork"),
+    );
 }
 
 /// Runs a fork op with `wait = false`: the child runs `body` while this
@@ -183,7 +186,10 @@ pub(crate) fn waitpid(sh: &Shared, local: &mut Local) {
         wire::sample_words(&log.reader.read())
     };
     own_window(sh, pre);
-    copy_back(&mut lock(&sh.log), sh.fork_area.as_ref().expect("checked at the fork"));
+    copy_back(
+        &mut lock(&sh.log),
+        sh.fork_area.as_ref().expect("checked at the fork"),
+    );
 }
 
 /// Kills and reaps the child running beside this process, if any. Only
