@@ -49,9 +49,12 @@
 //! - **Fork.** A `fork`'s ops are walked where the fork stands, in the
 //!   thread's phase, against the regions as the parent has them; what they
 //!   change (a munmap, mprotect, mlock) is the child's alone, so the
-//!   regions' state is put back after them. What a workload with a fork
-//!   may hold at all (one thread, no fork in a repeat, no mmap or barrier
-//!   in a child) is checked first, in `crate::fork`.
+//!   regions' state is put back after them. That holds for a child that
+//!   runs beside its parent (`wait = false`) too: its address space is a
+//!   copy taken at the fork, which nothing the parent does later changes.
+//!   What a workload with a fork may hold at all (one thread, no fork in a
+//!   repeat, no mmap or barrier in a child, `waitpid` after its fork) is
+//!   checked first, in `crate::fork`.
 //!
 //! Limits keep the check fast: [`MAX_BARRIERS`] barriers per thread,
 //! [`MAX_STEPS`] ops walked in all, [`MAX_REGIONS`] distinct regions.
