@@ -239,6 +239,19 @@ const VALIDATE: &[(&str, &str)] = &[
         "fork-refault",
         include_str!("../validate/fork-refault.toml"),
     ),
+    // a child running beside its parent (issue 30)
+    (
+        "fork-running-parent-writes",
+        include_str!("../validate/fork-running-parent-writes.toml"),
+    ),
+    (
+        "fork-running-parent-unmaps",
+        include_str!("../validate/fork-running-parent-unmaps.toml"),
+    ),
+    (
+        "fork-running-child-exits",
+        include_str!("../validate/fork-running-child-exits.toml"),
+    ),
     (
         "node-of-untouched-anon",
         include_str!("../validate/node-of-untouched-anon.toml"),

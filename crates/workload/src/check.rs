@@ -49,9 +49,12 @@
 //! - **Fork.** A `fork`'s ops are walked where the fork stands, in the
 //!   thread's phase, against the regions as the parent has them; what they
 //!   change (a munmap, mprotect, mlock) is the child's alone, so the
-//!   regions' state is put back after them. What a workload with a fork
-//!   may hold at all (one thread, no fork in a repeat, no mmap or barrier
-//!   in a child) is checked first, in `crate::fork`.
+//!   regions' state is put back after them. That holds for a child that
+//!   runs beside its parent (`wait = false`) too: its address space is a
+//!   copy taken at the fork, which nothing the parent does later changes.
+//!   What a workload with a fork may hold at all (one thread, no fork in a
+//!   repeat, no mmap or barrier in a child, `waitpid` after its fork) is
+//!   checked first, in `crate::fork`.
 //!
 //! Limits keep the check fast: [`MAX_BARRIERS`] barriers per thread,
 //! [`MAX_STEPS`] ops walked in all, [`MAX_REGIONS`] distinct regions.
@@ -246,7 +249,7 @@ fn steps(ops: &[OpSyn]) -> u64 {
     ops.iter().fold(0u64, |n, op| {
         let k = match &op.verb {
             VerbSyn::Repeat(times, body) => steps(body).saturating_mul(passes(*times, body)),
-            VerbSyn::Fork(_, body) => steps(body).saturating_add(1),
+            VerbSyn::Fork(_, body, _) => steps(body).saturating_add(1),
             _ => 1,
         };
         n.saturating_add(k)
@@ -257,7 +260,7 @@ fn steps(ops: &[OpSyn]) -> u64 {
 fn each_op<'d>(ops: &'d [OpSyn], f: &mut impl FnMut(&'d OpSyn)) {
     for op in ops {
         f(op);
-        if let VerbSyn::Repeat(_, body) | VerbSyn::Fork(_, body) = &op.verb {
+        if let VerbSyn::Repeat(_, body) | VerbSyn::Fork(_, body, _) = &op.verb {
             each_op(body, f);
         }
     }
@@ -404,7 +407,7 @@ impl<'a, 'd> Checker<'a, 'd> {
         phase: u64,
         users: &mut HashMap<RegionId, Vec<User>>,
     ) -> Result<()> {
-        if let VerbSyn::Fork(_, body) = &op.verb {
+        if let VerbSyn::Fork(_, body, _) = &op.verb {
             return self.fork_child(t, body, phase, users);
         }
         self.seq += 1;
@@ -496,7 +499,8 @@ impl<'a, 'd> Checker<'a, 'd> {
             | VerbSyn::Barrier
             | VerbSyn::Mark(_)
             | VerbSyn::Repeat(..)
-            | VerbSyn::Fork(..) => Ok(()),
+            | VerbSyn::Fork(..)
+            | VerbSyn::Waitpid(_) => Ok(()),
         }
     }
 

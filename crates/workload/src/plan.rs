@@ -312,15 +312,23 @@ pub enum Op {
         times: u64,
         ops: Vec<Op>,
     },
-    /// A child process (Linux `fork`): the thread waits while the child,
-    /// a copy of the address space, runs `ops` and exits. The child's marks
-    /// are reported as `name.LABEL`, with the child's own counters counted
-    /// from just after the fork. Only in a workload of one thread, at the
-    /// top level of its ops; the ops map no region and pass no barrier.
+    /// A child process (Linux `fork`): the child, a copy of the address
+    /// space, runs `ops` and exits; with `wait` the thread waits meanwhile,
+    /// without it the thread goes on with its next ops until an
+    /// [`Op::Waitpid`] of the child (or the end of its ops). The child's
+    /// marks are reported as `name.LABEL`, with the child's own counters
+    /// counted from just after the fork. Only in a workload of one thread,
+    /// at the top level of its ops; the ops map no region and pass no
+    /// barrier.
     Fork {
         name: String,
         ops: Vec<Op>,
+        wait: bool,
     },
+    /// Waits for the child a `wait = false` fork named so started, and
+    /// reaps it (Linux `waitpid`). At the top level of the one thread's
+    /// ops, after that fork, once per child.
+    Waitpid(String),
     Mremap(Mremap),
     /// The THP deferred split shrinker runs over the process's memory
     /// (Linux: mm/huge_memory.c, deferred_split_scan, as reclaim of the

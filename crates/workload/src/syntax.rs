@@ -185,8 +185,12 @@ pub(crate) enum VerbSyn {
     Mark(String),
     Repeat(u64, Vec<OpSyn>),
     /// A child process named by the string, running the ops (see `fork`
-    /// in docs/format.md).
-    Fork(String, Vec<OpSyn>),
+    /// in docs/format.md); the flag is `wait` (false: the parent's thread
+    /// goes on while the child runs, until a `waitpid` of it).
+    Fork(String, Vec<OpSyn>, bool),
+    /// `waitpid = NAME`: waits for (and reaps) the child a `wait = false`
+    /// fork named NAME started.
+    Waitpid(String),
     Mremap(MremapSyn),
     /// `deferred_split = true`: the THP deferred split shrinker runs.
     DeferredSplit,
@@ -212,6 +216,7 @@ impl VerbSyn {
             VerbSyn::Mark(_) => "mark",
             VerbSyn::Repeat(..) => "repeat",
             VerbSyn::Fork(..) => "fork",
+            VerbSyn::Waitpid(_) => "waitpid",
             VerbSyn::Mremap(_) => "mremap",
             VerbSyn::DeferredSplit => "deferred_split",
             VerbSyn::Khugepaged(..) => "khugepaged",
@@ -236,7 +241,8 @@ impl VerbSyn {
             | VerbSyn::Barrier
             | VerbSyn::Mark(_)
             | VerbSyn::Repeat(..)
-            | VerbSyn::Fork(..) => None,
+            | VerbSyn::Fork(..)
+            | VerbSyn::Waitpid(_) => None,
         }
     }
 }
@@ -277,7 +283,8 @@ pub(crate) const VERBS: &[(&str, &[&str])] = &[
     ("barrier", &[]),
     ("mark", &[]),
     ("repeat", &["op"]),
-    ("fork", &["op"]),
+    ("fork", &["op", "wait"]),
+    ("waitpid", &[]),
     ("mremap", &["size", "maymove", "to", "dontunmap"]),
     ("node_of", &["stride", "offset", "len"]),
     ("deferred_split", &[]),
@@ -668,8 +675,18 @@ impl<'a> Parser<'a> {
                     }
                 };
                 let ops = self.ops(&table, &path)?;
-                VerbSyn::Fork(name, ops)
+                VerbSyn::Fork(name, ops, table.boolean("wait", true)?)
             }
+            "waitpid" => match value.get_ref() {
+                DeValue::String(s) if valid_fork_name(s) => VerbSyn::Waitpid(s.to_string()),
+                _ => {
+                    return Err(table.bad(
+                        verb,
+                        value,
+                        "the name of a child started by a fork with wait = false",
+                    ))
+                }
+            },
             _ => unreachable!("every verb of VERBS is handled"),
         };
         let id = self.next_id;

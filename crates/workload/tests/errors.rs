@@ -84,7 +84,7 @@ fn unknown_verb_with_suggestion_and_verb_count() {
     );
     assert_eq!(
         err("[[thread]]\nop = [ { size = \"4KiB\" } ]\n"),
-        "workloads/x.toml:2:8: no verb in op 1 of thread block 1; expected exactly one of mmap, munmap, mprotect, madvise, mlock, munlock, touch, sync, sleep, barrier, mark, repeat, fork, mremap, node_of, deferred_split, khugepaged"
+        "workloads/x.toml:2:8: no verb in op 1 of thread block 1; expected exactly one of mmap, munmap, mprotect, madvise, mlock, munlock, touch, sync, sleep, barrier, mark, repeat, fork, waitpid, mremap, node_of, deferred_split, khugepaged"
     );
     assert_eq!(
         err("[[thread]]\nop = [ { mmap = \"a\", size = \"4KiB\", touch = \"a\" } ]\n"),

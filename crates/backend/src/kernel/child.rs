@@ -90,6 +90,8 @@ pub(crate) struct Local {
     pub hist: Box<FineHist>,
     /// Scratch for reading a file back into the page cache.
     pub warm: Vec<u8>,
+    /// A fork's child running beside this thread (`wait = false`).
+    pub(super) child: Option<super::fork::Running>,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -254,6 +256,7 @@ fn worker_body(sh: &Shared, tid: usize) {
     let mut local = Local {
         hist: FineHist::new(),
         warm: vec![0u8; 64 * 1024],
+        child: None,
     };
     local.hist.clear();
     if let Some(&cpu) = sh.prog.pin_cpus.get(tid % sh.prog.pin_cpus.len().max(1)) {
@@ -265,6 +268,8 @@ fn worker_body(sh: &Shared, tid: usize) {
     pretouch_stack();
     sh.gate.arrive();
     super::exec::run_ops(sh, tid, &sh.prog.threads[tid], &mut local);
+    // A child not waited for is waited for at the end, before `end`.
+    super::fork::waitpid(sh, &mut local);
     if local.hist.count > 0 {
         lock(&sh.log).end_hist.merge(&local.hist);
     }
@@ -394,6 +399,9 @@ pub(super) fn report_failure(header: &[u64; HEADER_WORDS]) -> ! {
         }
     }
     write_words(REPORT_FD.load(Ordering::SeqCst), header);
+    // Nothing left behind: a child running beside this process is ended
+    // before the process is.
+    super::fork::kill_running();
     // SAFETY: see child_main.
     unsafe { libc::_exit(EXIT_FAILED) }
 }

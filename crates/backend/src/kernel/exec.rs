@@ -121,7 +121,11 @@ pub(crate) fn run_ops(sh: &Shared, tid: usize, ops: &[KOp], local: &mut Local) {
                     run_ops(sh, tid, body, local);
                 }
             }
-            KOpKind::Fork { body } => super::fork::fork(sh, tid, op.id, body, local),
+            KOpKind::Fork { body, wait: true } => super::fork::fork(sh, tid, op.id, body, local),
+            KOpKind::Fork { body, wait: false } => {
+                super::fork::start(sh, tid, op.id, body, local);
+            }
+            KOpKind::Waitpid => super::fork::waitpid(sh, local),
         }
     }
 }

@@ -36,7 +36,28 @@
 //! The child's records are then copied into the parent's, rebased so that
 //! the report's subtraction of the parent's baseline gives the child's
 //! counters since the child's own baseline.
+//!
+//! # A child the parent does not wait for (`wait = false`)
+//!
+//! [`start`] forks as above, but the parent's thread goes on with its next
+//! ops. The separation of the runner's own faults moves to just after the
+//! fork, before the parent's next op: it reads its counters before the
+//! fork, writes every present page of its own private memory
+//! (MADV_POPULATE_WRITE, the workload's regions left alone), reads again
+//! and takes the difference off later marks. From then on every page the
+//! runner writes is its own again, and it allocates nothing while the
+//! child runs (the mark log, the counter reader's buffer and the fork
+//! area were made before the baseline), so the parent's marks count its
+//! workload alone. [`waitpid`] (or the end of the thread's ops, in
+//! `child::worker_body`) reaps the child under the run's time limit,
+//! counted from the fork, takes the same window once more (nothing of the
+//! runner should fault there; it costs one pass over its maps), and copies
+//! the child's records back. Every way out of the process reaps the
+//! child: a failure's report kills and reaps it ([`kill_running`], called
+//! by `child::report_failure`), and the child also has PR_SET_PDEATHSIG,
+//! checked against a parent that died before it was set.
 
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use host::CounterReader;
@@ -44,6 +65,17 @@ use host::CounterReader;
 use super::child::{lock, pretouch_stack, report_failure, Local, Shared, EXIT_FAILED, EXIT_OK};
 use super::program::{KOp, Program};
 use super::wire::{self, Call, MAGIC, NONE, RECORD_WORDS, SAMPLE_WORDS};
+
+/// The pid of the child running beside the parent (`wait = false`), 0 if
+/// none: a failure report kills and reaps it ([`kill_running`]).
+static RUNNING: AtomicI32 = AtomicI32::new(0);
+
+/// A child forked with `wait = false`, not yet reaped.
+pub(crate) struct Running {
+    pid: libc::pid_t,
+    /// Past this it is killed (the run's time limit, from the fork).
+    deadline: Instant,
+}
 
 /// How long the parent sleeps between two looks at its child.
 const POLL: Duration = Duration::from_millis(1);
@@ -124,6 +156,72 @@ fn has_fork(prog: &Program) -> bool {
 /// Runs a fork op: the child runs `body`, the parent waits (see the module
 /// documentation).
 pub(crate) fn fork(sh: &Shared, tid: usize, op: u32, body: &[KOp], local: &mut Local) {
+    let (pid, pre) = fork_child(sh, tid, op, body, local);
+    reaped(wait_with_limit(pid, sh.prog.fork_timeout));
+    own_window(sh, pre);
+    copy_back(
+        &mut lock(&sh.log),
+        sh.fork_area.as_ref().expect("checked at the fork"),
+    );
+}
+
+/// Runs a fork op with `wait = false`: the child runs `body` while this
+/// thread goes on (see the module documentation).
+pub(crate) fn start(sh: &Shared, tid: usize, op: u32, body: &[KOp], local: &mut Local) {
+    let (pid, pre) = fork_child(sh, tid, op, body, local);
+    RUNNING.store(pid, Ordering::SeqCst);
+    local.child = Some(Running {
+        pid,
+        deadline: Instant::now() + sh.prog.fork_timeout,
+    });
+    own_window(sh, pre);
+}
+
+/// Waits for the running child, if any (a `waitpid` op, or the end of the
+/// thread's ops), and copies its records back.
+pub(crate) fn waitpid(sh: &Shared, local: &mut Local) {
+    let Some(c) = local.child.take() else {
+        return;
+    };
+    let left = c.deadline.saturating_duration_since(Instant::now());
+    reaped(wait_with_limit(c.pid, left));
+    RUNNING.store(0, Ordering::SeqCst);
+    let pre = {
+        let mut log = lock(&sh.log);
+        wire::sample_words(&log.reader.read())
+    };
+    own_window(sh, pre);
+    copy_back(
+        &mut lock(&sh.log),
+        sh.fork_area.as_ref().expect("checked at the fork"),
+    );
+}
+
+/// Kills and reaps the child running beside this process, if any. Only
+/// async-signal-safe calls: `child::report_failure` calls it, from the
+/// fault handler too.
+pub(super) fn kill_running() {
+    let pid = RUNNING.swap(0, Ordering::SeqCst);
+    if pid > 0 {
+        let mut status = 0;
+        // SAFETY: signals and reaps our own unreaped child (RUNNING is
+        // cleared once it is reaped, so the pid cannot be reused).
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            while libc::waitpid(pid, &mut status, 0) < 0 && errno() == libc::EINTR {}
+        }
+    }
+}
+
+/// Forks; in the child runs `body` and never returns. In the parent: the
+/// child's pid and the counters read just before the fork.
+fn fork_child(
+    sh: &Shared,
+    tid: usize,
+    op: u32,
+    body: &[KOp],
+    local: &mut Local,
+) -> (libc::pid_t, [u64; SAMPLE_WORDS]) {
     let Some(area) = sh.fork_area.as_ref() else {
         sh.fail(op, Call::Fork, libc::ENOMEM);
     };
@@ -131,6 +229,8 @@ pub(crate) fn fork(sh: &Shared, tid: usize, op: u32, body: &[KOp], local: &mut L
         let mut log = lock(&sh.log);
         wire::sample_words(&log.reader.read())
     };
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: fork from one thread of this multithreaded process: the child
     // is a copy of this thread alone. It takes only the mark log's lock,
     // which no other thread holds now (the coordinator is parked, this
@@ -141,9 +241,15 @@ pub(crate) fn fork(sh: &Shared, tid: usize, op: u32, body: &[KOp], local: &mut L
         sh.fail(op, Call::Fork, errno());
     }
     if pid == 0 {
-        child(sh, tid, body, local, area);
+        child(sh, tid, body, local, area, parent);
     }
-    match wait_with_limit(pid, sh.prog.fork_timeout) {
+    (pid, pre)
+}
+
+/// Acts on the child's wait status: a failed child ends this process (its
+/// failure is reported already, or is reported here).
+fn reaped(status: Option<libc::c_int>) {
+    match status {
         Some(code) if libc::WIFEXITED(code) && libc::WEXITSTATUS(code) == EXIT_OK => {}
         Some(code) if libc::WIFEXITED(code) && libc::WEXITSTATUS(code) == EXIT_FAILED => {
             // The child wrote its failure to the report pipe: end here
@@ -153,8 +259,15 @@ pub(crate) fn fork(sh: &Shared, tid: usize, op: u32, body: &[KOp], local: &mut L
         }
         _ => report_failure(&[MAGIC, wire::STATUS_SETUP, wire::SETUP_FORK, 0, 0, 0]),
     }
+}
+
+/// The runner's own window: every present page of its private memory
+/// written (the workload's regions left alone), and what the counters
+/// moved since `pre` taken off every later mark.
+fn own_window(sh: &Shared, pre: [u64; SAMPLE_WORDS]) {
     let regions: Vec<(u64, u64)> = sh.prog.regions.iter().map(|r| (r.addr, r.size)).collect();
     super::quiesce::quiesce_except(&regions, true);
+    drop(regions);
     let mut log = lock(&sh.log);
     let post = wire::sample_words(&log.reader.read());
     for k in 0..SAMPLE_WORDS {
@@ -162,7 +275,6 @@ pub(crate) fn fork(sh: &Shared, tid: usize, op: u32, body: &[KOp], local: &mut L
             log.offset[k] = log.offset[k].wrapping_add(post[k].wrapping_sub(pre[k]));
         }
     }
-    copy_back(&mut log, area);
 }
 
 /// Whether the parent's counter `name` is taken off over the fork's window
@@ -218,10 +330,26 @@ fn copy_back(log: &mut super::child::MarkLog, area: &ForkArea) {
 }
 
 /// The child's whole life. Never returns.
-fn child(sh: &Shared, tid: usize, body: &[KOp], local: &mut Local, area: &ForkArea) -> ! {
+fn child(
+    sh: &Shared,
+    tid: usize,
+    body: &[KOp],
+    local: &mut Local,
+    area: &ForkArea,
+    parent: libc::pid_t,
+) -> ! {
     // SAFETY: prctl only sets a flag: the kernel kills this process if the
     // thread that forked it dies.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    // A parent that died before the flag was set sends no signal.
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != parent {
+        // SAFETY: _exit ends this process only; nothing was measured.
+        unsafe { libc::_exit(EXIT_FAILED) }
+    }
+    // This process has no child of its own.
+    RUNNING.store(0, Ordering::SeqCst);
+    local.child = None;
     let regions: Vec<(u64, u64)> = sh.prog.regions.iter().map(|r| (r.addr, r.size)).collect();
     super::quiesce::quiesce_except(&regions, false);
     drop(regions);

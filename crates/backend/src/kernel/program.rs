@@ -105,7 +105,12 @@ pub(crate) enum KOpKind {
     /// named `NAME.LABEL` in [`Program::mark_names`].
     Fork {
         body: Vec<KOp>,
+        /// `false`: the thread goes on while the child runs, until a
+        /// [`KOpKind::Waitpid`] (or the end of its ops).
+        wait: bool,
     },
+    /// Waits for the running child (the checker allows one at a time).
+    Waitpid,
 }
 
 /// Everything the child needs, plus what the parent needs to read its report.
@@ -183,7 +188,7 @@ impl Program {
             .iter()
             .flat_map(|ops| ops.iter())
             .filter_map(|op| match &op.kind {
-                KOpKind::Fork { body } => Some(count(body, false).marks),
+                KOpKind::Fork { body, .. } => Some(count(body, false).marks),
                 _ => None,
             })
             .max()
@@ -223,7 +228,7 @@ impl Program {
         fn find(ops: &[KOp]) -> bool {
             ops.iter().any(|op| match &op.kind {
                 KOpKind::Khugepaged => true,
-                KOpKind::Repeat { body, .. } | KOpKind::Fork { body } => find(body),
+                KOpKind::Repeat { body, .. } | KOpKind::Fork { body, .. } => find(body),
                 _ => false,
             })
         }
@@ -235,7 +240,7 @@ impl Program {
         fn find(ops: &[KOp], id: u32) -> Option<&KOp> {
             ops.iter().find_map(|op| match &op.kind {
                 _ if op.id == id => Some(op),
-                KOpKind::Repeat { body, .. } | KOpKind::Fork { body } => find(body, id),
+                KOpKind::Repeat { body, .. } | KOpKind::Fork { body, .. } => find(body, id),
                 _ => None,
             })
         }
@@ -383,12 +388,13 @@ impl Builder<'_> {
                 times: *times,
                 body: self.ops(ops, tid, &format!("{number}.")),
             },
-            Op::Fork { name, ops } => {
+            Op::Fork { name, ops, wait } => {
                 self.fork = Some(name.clone());
                 let body = self.ops(ops, tid, &format!("{number}."));
                 self.fork = None;
-                KOpKind::Fork { body }
+                KOpKind::Fork { body, wait: *wait }
             }
+            Op::Waitpid(_) => KOpKind::Waitpid,
         }
     }
 
@@ -475,6 +481,7 @@ impl Builder<'_> {
             Op::Mark(label) => format!("mark {label:?}"),
             Op::Repeat { times, .. } => format!("repeat {times}"),
             Op::Fork { name, .. } => format!("fork {name:?}"),
+            Op::Waitpid(name) => format!("waitpid {name:?}"),
         }
     }
 }
@@ -541,7 +548,7 @@ fn count(ops: &[KOp], mut pending: bool) -> Count {
                     pending = false;
                 }
             }
-            KOpKind::Fork { body } => {
+            KOpKind::Fork { body, .. } => {
                 // The child's marks are copied into the parent's records.
                 c.marks = c.marks.saturating_add(count(body, false).marks);
             }

@@ -69,7 +69,10 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<(), ModelError> {
                 s.spawn(move || {
                     // One CPU per thread: the machine has at least as many.
                     let r = match sh.machine.cpu(t.tid, sh.space) {
-                        Ok(cpu) => Worker::new(sh, barrier, t.tid, cpu).run_list(&t.ops, ""),
+                        Ok(cpu) => {
+                            let mut worker = Worker::new(sh, barrier, t.tid, cpu);
+                            worker.run_list(&t.ops, "").and_then(|()| worker.reap())
+                        }
                         Err(e) => Err(e.into()),
                     };
                     if r.is_err() {
@@ -107,6 +110,8 @@ struct Worker<'a, 'w> {
     cpu: CpuHandle<'a>,
     latency: Option<Box<FineHist>>,
     op_label: String,
+    /// A child forked with `wait = false` and not yet waited for.
+    child: Option<super::fork::Running<'w>>,
 }
 
 impl<'a, 'w> Worker<'a, 'w> {
@@ -118,20 +123,34 @@ impl<'a, 'w> Worker<'a, 'w> {
             cpu,
             latency: None,
             op_label: String::new(),
+            child: None,
         }
     }
 
-    fn run_list(&mut self, ops: &[Op], prefix: &str) -> Result<(), ModelError> {
+    /// Waits for a child still running (the end of the thread's ops).
+    fn reap(&mut self) -> Result<(), ModelError> {
+        match self.child.take() {
+            Some(c) => c.finish(self.sh, &mut self.cpu, self.tid),
+            None => Ok(()),
+        }
+    }
+
+    fn run_list(&mut self, ops: &'w [Op], prefix: &str) -> Result<(), ModelError> {
         for (i, op) in ops.iter().enumerate() {
             self.sh.hooks.check_deadline()?;
             self.op_label = format!("op {prefix}{}", i + 1);
+            // A running child's next op comes before each of the parent's
+            // (see `super::fork`).
+            if let (Some(c), false) = (self.child.as_mut(), matches!(op, Op::Waitpid(_))) {
+                c.step(self.sh, &mut self.cpu, self.tid)?;
+            }
             self.run_op(op, &format!("{prefix}{}.", i + 1))?;
             self.cpu.publish();
         }
         Ok(())
     }
 
-    fn run_op(&mut self, op: &Op, prefix: &str) -> Result<(), ModelError> {
+    fn run_op(&mut self, op: &'w Op, prefix: &str) -> Result<(), ModelError> {
         if let Some((r, what, _)) = interp::syscall(&mut self.cpu, self.sh.w, op) {
             return r.map_err(|e| interp::syscall_error(self.tid, &self.op_label, what, e));
         }
@@ -181,7 +200,18 @@ impl<'a, 'w> Worker<'a, 'w> {
                 }
                 Ok(())
             }
-            Op::Fork { name, ops } => {
+            Op::Fork {
+                name,
+                ops,
+                wait: false,
+            } => {
+                let label = self.op_label.clone();
+                let c = super::fork::start(self.sh, &mut self.cpu, self.tid, &label, name, ops)?;
+                self.child = Some(c);
+                Ok(())
+            }
+            Op::Waitpid(_) => self.reap(),
+            Op::Fork { name, ops, .. } => {
                 let label = self.op_label.clone();
                 // The threads executor predicts no time: the child's faults
                 // are not needed.

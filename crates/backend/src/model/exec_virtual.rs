@@ -145,6 +145,8 @@ struct Vcpu<'m, 'w> {
     /// prefetch (a host hint only) is skipped then, as an access that
     /// hits reads no table and one that follows hits most likely does too.
     last_hit_l1: bool,
+    /// A child forked with `wait = false` and not yet waited for.
+    child: Option<super::fork::Running<'w>>,
 }
 
 /// How a step ended.
@@ -192,6 +194,7 @@ pub(super) fn run(sh: &Shared<'_>) -> Result<End, ModelError> {
             unreported: 0,
             lines: TableLines::new(sh.cfg.geometry.page_size()),
             last_hit_l1: false,
+            child: None,
         });
     }
     let pricer = Pricer::new(
@@ -345,12 +348,21 @@ impl<'s, 'w> Exec<'s, 'w> {
             }
             let v = &mut vcpus[i];
             let Some((op, label)) = v.next_op() else {
+                // A child still running is waited for at the end.
+                if let Some(c) = v.child.take() {
+                    c.finish(self.sh, &mut v.cpu, v.tid)?;
+                }
                 v.state = State::Done;
                 v.cpu.publish();
                 return Ok(());
             };
             self.sh.hooks.check_deadline()?;
             v.op_label = format!("op {label}");
+            // A running child's next op comes before each of the parent's
+            // (see `super::fork`).
+            if let (Some(c), false) = (v.child.as_mut(), matches!(op, Op::Waitpid(_))) {
+                c.step(self.sh, &mut v.cpu, v.tid)?;
+            }
             if let Some(r) = self.syscall(v, op) {
                 r?;
                 v.cpu.publish();
@@ -414,7 +426,29 @@ impl<'s, 'w> Exec<'s, 'w> {
                         });
                     }
                 }
-                Op::Fork { name, ops } => {
+                Op::Fork {
+                    name,
+                    ops,
+                    wait: false,
+                } => {
+                    // One event, the call and its copy; the child's ops
+                    // run between the parent's, unpriced.
+                    let before = self.usage()?;
+                    let op_label = v.op_label.clone();
+                    let c = super::fork::start(self.sh, &mut v.cpu, v.tid, &op_label, name, ops)?;
+                    v.child = Some(c);
+                    let cost = pricing::fork_cost(self.costs, &before, &[0; mm::FAULT_KINDS]);
+                    self.event(v, cost, self.costs.hold_syscall);
+                    v.cpu.publish();
+                    return Ok(());
+                }
+                Op::Waitpid(_) => {
+                    if let Some(c) = v.child.take() {
+                        c.finish(self.sh, &mut v.cpu, v.tid)?;
+                    }
+                    v.cpu.publish();
+                }
+                Op::Fork { name, ops, .. } => {
                     // One event: the parent waits while the child runs
                     // (only in one-thread workloads, so no other CPU runs):
                     // the fork's price, and the child's faults.

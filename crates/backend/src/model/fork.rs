@@ -11,11 +11,27 @@
 //! pages and tables it copies, and the faults the child handled (counted
 //! in the child's space, returned by [`run_child`]); the child's system
 //! calls and accesses that do not fault are not priced.
+//!
+//! A fork with `wait = false` ([`start`]) leaves the child [`Running`]:
+//! the parent's thread goes on, and the two processes' ops alternate on
+//! the parent thread's CPU, which switches address space for each child
+//! op (Linux `switch_mm`): before each op the parent's thread starts
+//! (every op, inside a `repeat` too, `waitpid` excepted), the child runs
+//! its next top-level op ([`Running::step`]); a child with no op left
+//! exits there. `waitpid` (and the end of the parent's ops) runs the
+//! child's remaining ops and exits it ([`Running::finish`]). The child's
+//! marks are counted when its ops reach them but reported at the
+//! `waitpid`, after the parent's marks before it, as on the kernel (whose
+//! child hands its records back when it is reaped). The order is
+//! the model's; on the kernel it is the scheduler's. In virtual time only
+//! the fork call and its copy are priced on the parent's clock: the
+//! child's ops are not priced (on Linux it runs on another CPU or in the
+//! parent's waits).
 
 use super::interp;
 use super::run::Shared;
 use super::ModelError;
-use machine::{AccessKind, CpuHandle};
+use machine::{AccessKind, CpuHandle, SpaceId};
 use workload::plan::{self, Op};
 
 /// Runs the child `name` with `ops` (see the module documentation); the
@@ -47,6 +63,7 @@ pub(super) fn run_child(
         tid,
         name,
         base,
+        held: None,
     };
     let r = c.run_list(ops, &format!("{label}."));
     let cpu = c.cpu;
@@ -65,24 +82,38 @@ struct Child<'a, 'b, 'm> {
     tid: usize,
     name: &'a str,
     base: workload::result::Counters,
+    /// Where a running child's marks wait for its `waitpid` (`None`: a
+    /// waiting fork's child records them at once).
+    held: Option<Vec<workload::result::Mark>>,
 }
 
 impl Child<'_, '_, '_> {
     fn run_list(&mut self, ops: &[Op], prefix: &str) -> Result<(), ModelError> {
         for (i, op) in ops.iter().enumerate() {
+            self.run_one(i, op, prefix)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `op`, the `i`-th (from 0) of its list.
+    fn run_one(&mut self, i: usize, op: &Op, prefix: &str) -> Result<(), ModelError> {
+        {
             self.sh.hooks.check_deadline()?;
             let label = format!("op {prefix}{} (fork {:?})", i + 1, self.name);
             if let Some((r, what, _)) = interp::syscall(self.cpu, self.sh.w, op) {
                 r.map_err(|e| interp::syscall_error(self.tid, &label, what, e))?;
-                continue;
+                return Ok(());
             }
             match op {
                 Op::Touch(t) => self.touch(t, &label)?,
                 Op::Mark(m) => {
                     self.cpu.checkpoint()?;
                     let space = self.cpu.space_id();
-                    self.sh
-                        .mark_space(&format!("{}.{m}", self.name), space, &self.base)?;
+                    let name = format!("{}.{m}", self.name);
+                    match self.held.as_mut() {
+                        Some(held) => held.push(self.sh.space_mark(&name, space, &self.base)?),
+                        None => self.sh.mark_space(&name, space, &self.base)?,
+                    }
                 }
                 Op::Repeat { times, ops } => {
                     for _ in 0..*times {
@@ -90,8 +121,9 @@ impl Child<'_, '_, '_> {
                     }
                 }
                 // The child's sleep advances no modeled clock (its time is
-                // not priced); barriers and forks are refused by the checker.
-                Op::Sleep(_) | Op::Barrier | Op::Fork { .. } => {}
+                // not priced); barriers, forks and waitpid are refused by
+                // the checker.
+                Op::Sleep(_) | Op::Barrier | Op::Fork { .. } | Op::Waitpid(_) => {}
                 _ => unreachable!("system calls are run above"),
             }
             self.cpu.publish();
@@ -112,5 +144,126 @@ impl Child<'_, '_, '_> {
                 .map_err(|e| interp::access_error(self.tid, label, e))?;
         }
         Ok(())
+    }
+}
+
+/// A child forked with `wait = false` (see the module documentation).
+pub(super) struct Running<'w> {
+    name: &'w str,
+    ops: &'w [Op],
+    /// Its next op.
+    next: usize,
+    space: SpaceId,
+    base: workload::result::Counters,
+    /// The fork's label, the prefix of the child's ops' labels.
+    label: String,
+    /// Its marks so far, reported at its `waitpid`.
+    held: Vec<workload::result::Mark>,
+}
+
+/// Forks the child `name` that will run `ops` while the parent goes on;
+/// nothing of the child runs yet.
+///
+/// # Errors
+/// The fork's failure, as thread `tid` reports it.
+pub(super) fn start<'w>(
+    sh: &Shared<'_>,
+    cpu: &mut CpuHandle<'_>,
+    tid: usize,
+    label: &str,
+    name: &'w str,
+    ops: &'w [Op],
+) -> Result<Running<'w>, ModelError> {
+    let space = cpu
+        .fork()
+        .map_err(|e| interp::syscall_error(tid, label, "fork", e))?;
+    let base = sh.snapshot_of(space)?;
+    Ok(Running {
+        name,
+        ops,
+        next: 0,
+        space,
+        base,
+        label: label.to_string(),
+        held: Vec::new(),
+    })
+}
+
+impl Running<'_> {
+    /// Runs the child's next op on `cpu` (switched to the child's space
+    /// and back); a child with no op left exits. `true` once it has exited.
+    ///
+    /// # Errors
+    /// The child's op's failure, as thread `tid` reports it.
+    pub(super) fn step(
+        &mut self,
+        sh: &Shared<'_>,
+        cpu: &mut CpuHandle<'_>,
+        tid: usize,
+    ) -> Result<bool, ModelError> {
+        self.run(sh, cpu, tid, 1)
+    }
+
+    /// Runs the child's remaining ops and exits it (the parent's
+    /// `waitpid`, or the end of its ops).
+    ///
+    /// # Errors
+    /// The first failing op of the child, as thread `tid` reports it.
+    pub(super) fn finish(
+        mut self,
+        sh: &Shared<'_>,
+        cpu: &mut CpuHandle<'_>,
+        tid: usize,
+    ) -> Result<(), ModelError> {
+        self.run(sh, cpu, tid, usize::MAX)?;
+        sh.push_marks(std::mem::take(&mut self.held));
+        Ok(())
+    }
+
+    fn run(
+        &mut self,
+        sh: &Shared<'_>,
+        cpu: &mut CpuHandle<'_>,
+        tid: usize,
+        most: usize,
+    ) -> Result<bool, ModelError> {
+        let end = self.ops.len().min(self.next.saturating_add(most));
+        if self.next < end {
+            let parent = cpu.space_id();
+            cpu.switch_to(self.space)?;
+            // The child's locks are not charged to the parent's clock.
+            let logged = cpu.lock_log_kept();
+            cpu.keep_lock_log(false);
+            let mut c = Child {
+                sh,
+                cpu,
+                tid,
+                name: self.name,
+                base: self.base.clone(),
+                held: Some(std::mem::take(&mut self.held)),
+            };
+            let prefix = format!("{}.", self.label);
+            let mut r = Ok(());
+            while self.next < end && r.is_ok() {
+                r = c.run_one(self.next, &self.ops[self.next], &prefix);
+                self.next += 1;
+            }
+            self.held = c.held.take().unwrap_or_default();
+            let cpu = c.cpu;
+            cpu.checkpoint()?;
+            cpu.switch_to(parent)?;
+            cpu.keep_lock_log(logged);
+            r?;
+        }
+        if self.next < self.ops.len() {
+            return Ok(false);
+        }
+        if self.next == self.ops.len() {
+            // Linux: kernel/exit.c, do_exit -> exit_mm -> exit_mmap.
+            sh.machine.exit_space(self.space)?;
+            cpu.checkpoint()?;
+            self.next += 1;
+        }
+        Ok(true)
     }
 }

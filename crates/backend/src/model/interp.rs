@@ -124,7 +124,8 @@ pub(super) fn syscall(
         | Op::Barrier
         | Op::Mark(_)
         | Op::Repeat { .. }
-        | Op::Fork { .. } => return None,
+        | Op::Fork { .. }
+        | Op::Waitpid(_) => return None,
     })
 }
 

@@ -183,6 +183,19 @@ impl Shared<'_> {
         space: SpaceId,
         base: &Counters,
     ) -> Result<(), ModelError> {
+        let m = self.space_mark(name, space, base)?;
+        lock(&self.marks).push(m);
+        Ok(())
+    }
+
+    /// The mark [`Shared::mark_space`] records, without recording it (a
+    /// running child's marks are recorded when it is waited for).
+    pub(super) fn space_mark(
+        &self,
+        name: &str,
+        space: SpaceId,
+        base: &Counters,
+    ) -> Result<Mark, ModelError> {
         let now = self.snapshot_of(space)?;
         let mut c = now.since(base);
         c.pt_pages = now.pt_pages;
@@ -190,12 +203,16 @@ impl Shared<'_> {
             counters::MODEL_WALL_NS.name,
             self.start.elapsed().as_nanos() as i64,
         );
-        lock(&self.marks).push(Mark {
+        Ok(Mark {
             name: name.to_string(),
             counters: c,
             latency: None,
-        });
-        Ok(())
+        })
+    }
+
+    /// Records marks taken earlier ([`Shared::space_mark`]), in order.
+    pub(super) fn push_marks(&self, marks: Vec<Mark>) {
+        lock(&self.marks).extend(marks);
     }
 
     pub(super) fn mark(

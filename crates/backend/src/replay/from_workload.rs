@@ -127,7 +127,7 @@ fn emit(
             | Op::Khugepaged { .. } => {
                 return Err(format!("{op:?}: a trace has no record for it"));
             }
-            Op::Fork { name, .. } => {
+            Op::Fork { name, .. } | Op::Waitpid(name) => {
                 return Err(format!(
                     "fork {name:?}: a trace holds one address space (a child has its own)"
                 ));

@@ -85,10 +85,12 @@ impl<'a, 'd> Checker<'a, 'd> {
                 times: *times,
                 ops: self.plan_ops(t, body),
             },
-            VerbSyn::Fork(name, body) => Op::Fork {
+            VerbSyn::Fork(name, body, wait) => Op::Fork {
                 name: name.clone(),
                 ops: self.plan_ops(t, body),
+                wait: *wait,
             },
+            VerbSyn::Waitpid(name) => Op::Waitpid(name.clone()),
             VerbSyn::Mremap(m) => Op::Mremap(Mremap {
                 region: region(),
                 old_size: res().range.len,
