@@ -73,11 +73,14 @@ mod percpu;
 pub mod readahead;
 pub mod space;
 pub mod swap;
+pub(crate) mod swap_ra;
 pub mod vma;
 pub mod walk;
 
 pub use cache::ShmemHuge;
-pub use config::{Gup, Khugepaged, Locking, MmConfig, MthpPolicy, Reclaim, ThpMode};
+pub use config::{
+    Gup, Khugepaged, Locking, MmConfig, MthpPolicy, Reclaim, SwapRaKind, SwapReadahead, ThpMode,
+};
 pub use counters::{
     FaultKind, LockClass, LockEvent, MmCounters, ThreadCounters, ThreadCtx, FAULT_KINDS,
 };
