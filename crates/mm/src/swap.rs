@@ -258,7 +258,8 @@ impl SwapDevice {
         let mut s = lock(&self.state);
         let ra = &mut s.cluster_ra;
         let hits = std::mem::take(&mut ra.hits);
-        let pages = crate::swap_ra::nr_pages(ra.prev_offset, offset, hits, max_pages, ra.last_pages);
+        let pages =
+            crate::swap_ra::nr_pages(ra.prev_offset, offset, hits, max_pages, ra.last_pages);
         if hits == 0 {
             ra.prev_offset = offset;
         }

@@ -160,7 +160,18 @@ mod tests {
             win: 8,
             hits: 3,
         };
-        assert_eq!(vma_window(back, 159, 100, 164, 512, 3), (152, 160, VmaRa { page: 159, win: 8, hits: 0 }));
+        assert_eq!(
+            vma_window(back, 159, 100, 164, 512, 3),
+            (
+                152,
+                160,
+                VmaRa {
+                    page: 159,
+                    win: 8,
+                    hits: 0
+                }
+            )
+        );
         // Clipped at the PMD boundary (page 512).
         assert_eq!(vma_window(prev, 509, 0, 1024, 512, 3).1, 512);
         // page-cluster 0: no read-ahead.

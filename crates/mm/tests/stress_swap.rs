@@ -62,7 +62,10 @@ fn step(s: &AddressSpace, ctx: &mut ThreadCtx, rng: &mut impl Rng) {
 fn run(kind: SwapRaKind) {
     let p = Arc::new(space(cfg(kind)));
     let mut ctx = ThreadCtx::new();
-    done(&p, p.mmap(&mut ctx, MmapArgs::anon(ANON, ANON_PAGES * 4 * K)));
+    done(
+        &p,
+        p.mmap(&mut ctx, MmapArgs::anon(ANON, ANON_PAGES * 4 * K)),
+    );
     let shmem = MmapArgs {
         kind: MapKind::Shmem,
         shared: true,

@@ -314,6 +314,27 @@ impl ModelConfig {
             Some(opt::SwapSetting::Off) => None,
             Some(opt::SwapSetting::Bytes(b)) => Some(b),
         };
+        // Swap read-ahead as this host's kernel picks it
+        // (swap_use_vma_readahead), unless given.
+        mm.swap_readahead = mm::SwapReadahead {
+            kind: match opts.swap_readahead {
+                Some(opt::SwapReadahead::Vma) => mm::SwapRaKind::Vma,
+                Some(opt::SwapReadahead::Cluster) => mm::SwapRaKind::Cluster,
+                None => {
+                    let vma = host::swap::vma_ra_enabled().unwrap_or(true)
+                        && host::swap::any_rotational() != Some(true);
+                    if vma {
+                        mm::SwapRaKind::Vma
+                    } else {
+                        mm::SwapRaKind::Cluster
+                    }
+                }
+            },
+            page_cluster: opts
+                .page_cluster
+                .or_else(host::swap::page_cluster)
+                .unwrap_or(host::swap::DEFAULT_PAGE_CLUSTER),
+        };
         // The second dimension: a host geometry makes every walk nested.
         if let Some(host) = opts.host() {
             let cfg = mmu::HostConfig::new(

@@ -196,8 +196,7 @@ impl AddressSpace {
             // (vm_swap_full) frees the slot once no entry names it; the
             // page is then dirty (folio_free_swap: folio_set_dirty, so
             // reclaim writes it again), which the model keeps in the PTE.
-            let freed =
-                (write || vma.flags.locked || self.swap_full()) && swap.free_swap(got.pa);
+            let freed = (write || vma.flags.locked || self.swap_full()) && swap.free_swap(got.pa);
             ctx.fault_kind = FaultKind::FileRead;
             let attrs = Attrs {
                 perms: Perms {
