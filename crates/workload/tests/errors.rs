@@ -530,7 +530,7 @@ fn requires_takes_known_needs_once() {
         ("requires = [\"no-swap\", \"swap\"]", 24, "not both"),
         (
             "requires = [\"swap-vma-readahead\", \"no-swap\"]",
-            36,
+            35,
             "not both",
         ),
         ("requires = \"swap\"", 12, "an array of needs"),
