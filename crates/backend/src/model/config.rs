@@ -394,6 +394,8 @@ mod tests {
             host_page: opt::HostPage::parse("2M"),
             host_caches: Some("off".into()),
             swap: Some(opt::SwapSetting::Bytes(3 << 30)),
+            swap_readahead: Some(opt::SwapReadahead::Cluster),
+            page_cluster: Some(5),
         };
         let c = ModelConfig::new(&opts).unwrap();
         assert_eq!(c.geometry.name(), "x86-64-5l");
@@ -410,6 +412,13 @@ mod tests {
         assert_eq!(c.mmu.broadcast.kind, mmu::TlbFlush::Invlpgb);
         assert!(!c.mm.lru_drain);
         assert_eq!(c.mm.swap, Some(3 << 30));
+        assert_eq!(
+            c.mm.swap_readahead,
+            mm::SwapReadahead {
+                kind: mm::SwapRaKind::Cluster,
+                page_cluster: 5
+            }
+        );
         let host = c.mmu.host.as_ref().unwrap();
         assert_eq!((host.geometry.as_str(), host.page), ("x86-64-4l", 2 << 20));
         assert_eq!((host.nested_tlb, host.pwc.len()), (0, 0));
@@ -427,6 +436,8 @@ mod tests {
             host_page: None,
             host_caches: None,
             swap: Some(opt::SwapSetting::Off),
+            swap_readahead: Some(opt::SwapReadahead::Vma),
+            page_cluster: Some(0),
             ..opts
         };
         let c = ModelConfig::new(&other).unwrap();
@@ -438,6 +449,13 @@ mod tests {
         assert_eq!(c.mmu.broadcast.kind, mmu::TlbFlush::Rar);
         assert!(c.mm.lru_drain);
         assert_eq!(c.mm.swap, None);
+        assert_eq!(
+            c.mm.swap_readahead,
+            mm::SwapReadahead {
+                kind: mm::SwapRaKind::Vma,
+                page_cluster: 0
+            }
+        );
         assert!(!c.mmu.pv_tlb_flush);
         assert_eq!(c.mmu.host, None, "host-geometry=none is a native machine");
     }
