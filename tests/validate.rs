@@ -235,6 +235,9 @@ fn an_unknown_need_is_refused_with_its_place() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad-need.toml:1:13"), "{err}");
-    assert!(err.contains("\"swap\" or \"no-swap\""), "{err}");
+    assert!(
+        err.contains("\"swap\", \"no-swap\", \"swap-vma-readahead\""),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 1, "{err}");
 }

@@ -144,14 +144,32 @@ pub fn unmet_need(w: &Workload, cfg: &RunConfig) -> Result<Option<String>, ExecE
     if w.requires.is_empty() {
         return Ok(None);
     }
-    let (system, swap) = match cfg.backend {
+    let (system, sys) = match cfg.backend {
         BackendKind::Kernel => (
             "this host's kernel",
-            host::meminfo::active_swap_bytes().is_some(),
+            workload::plan::NeedSystem {
+                swap: host::meminfo::active_swap_bytes().is_some(),
+                // Linux: swap_use_vma_readahead.
+                vma_readahead: host::swap::vma_ra_enabled().unwrap_or(true)
+                    && host::swap::any_rotational() == Some(false),
+                rotational: host::swap::any_rotational() == Some(true),
+            },
         ),
-        BackendKind::Model => ("the model", model_config(cfg)?.mm.swap.is_some()),
+        BackendKind::Model => {
+            let mm = model_config(cfg)?.mm;
+            (
+                "the model",
+                workload::plan::NeedSystem {
+                    swap: mm.swap.is_some(),
+                    vma_readahead: mm.swap_readahead.kind == mm::SwapRaKind::Vma,
+                    // The model splits a THP before swapping it, as Linux
+                    // does on a rotational device.
+                    rotational: true,
+                },
+            )
+        }
     };
-    Ok(workload::plan::Need::unmet(w, system, swap))
+    Ok(workload::plan::Need::unmet(w, system, sys))
 }
 
 /// Receives `(accesses done, accesses planned)` from inside a model run

@@ -39,6 +39,7 @@ pub mod pagemap;
 pub mod procfs;
 pub mod pvflush;
 pub mod storage;
+pub mod swap;
 
 pub use advise::advise_huge_pages;
 pub use audit::{audit, audit_with, Audit, AuditOptions, Item, Status};

@@ -561,6 +561,26 @@ impl MemObject {
         }
     }
 
+    // Linux: mm/shmem.c, shmem_writeout (to swap) and shmem_swapin_folio
+    /// A dirty shmem page `idx` goes to swap: it stays in memory in the
+    /// swap cache, but the shmem mapping holds a swap entry for it, so
+    /// fault-around (filemap_map_pages) skips it as it skips a marked
+    /// folio, and the fault on it brings it back
+    /// ([`MemObject::shmem_swap_in`]). The model keeps the frame in the
+    /// object, marked.
+    pub(crate) fn shmem_swap_out(pages: &mut HashMap<u64, Slot>, idx: u64) {
+        Self::mark_reclaim(pages, idx);
+    }
+
+    /// A fault on shmem page `idx`: a page in the swap cache is back in the
+    /// page cache (`shmem_swapin_folio`: found in the swap cache, a minor
+    /// fault; the folio is dirty and the swap slot freed).
+    pub(crate) fn shmem_swap_in(pages: &mut HashMap<u64, Slot>, idx: u64) {
+        if let Some(order) = Self::folio_of(pages, idx).map(|f| f.order) {
+            Self::clear_readahead(pages, idx & !((1u64 << order) - 1));
+        }
+    }
+
     /// Reads pages `[first, first + n)` into the cache (MADV_WILLNEED).
     pub(crate) fn readahead(&self, first: u64, n: u64) {
         if self.kind != ObjectKind::File {

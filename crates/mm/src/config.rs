@@ -91,6 +91,40 @@ pub enum ShmemOrderPolicy {
     Inherit,
 }
 
+/// Which read-ahead a major fault on a swap entry does (Linux:
+/// mm/swap_state.c, `swapin_readahead`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SwapRaKind {
+    /// Around the faulting address, in the same VMA and PMD, with the
+    /// window and hits kept per VMA (`swap_vma_readahead`): Linux's choice
+    /// when `/sys/kernel/mm/swap/vma_ra_enabled` is true and no active swap
+    /// area is on a rotational device.
+    Vma,
+    /// An aligned block of swap slots around the faulting one, with the
+    /// window and hits kept system-wide (`swap_cluster_readahead`): Linux's
+    /// choice otherwise.
+    Cluster,
+}
+
+/// Swap read-ahead: the kind and `/proc/sys/vm/page-cluster` (the window
+/// is at most `1 << page_cluster` pages; 0 turns read-ahead off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SwapReadahead {
+    pub kind: SwapRaKind,
+    pub page_cluster: u32,
+}
+
+impl Default for SwapReadahead {
+    /// Linux's defaults on a solid-state swap device: VMA read-ahead,
+    /// page-cluster 3 (eight pages).
+    fn default() -> SwapReadahead {
+        SwapReadahead {
+            kind: SwapRaKind::Vma,
+            page_cluster: 3,
+        }
+    }
+}
+
 /// khugepaged's limits (`/sys/kernel/mm/transparent_hugepage/khugepaged/`):
 /// how many PTEs of a PMD range may be empty or map the zero page
 /// (`max_ptes_none`), be swapped out (`max_ptes_swap`) or map a page another
@@ -178,6 +212,8 @@ pub struct MmConfig {
     /// /proc/swaps); `None` for no swap. With one, reclaim writes private
     /// anonymous pages out to it (see `space::swap`).
     pub swap: Option<u64>,
+    /// The read-ahead of a major fault on a swap entry.
+    pub swap_readahead: SwapReadahead,
     #[doc(hidden)]
     pub debug: DebugKnobs,
 }
@@ -206,6 +242,7 @@ impl Default for MmConfig {
             gup: Gup::Fast,
             lru_drain: true,
             swap: None,
+            swap_readahead: SwapReadahead::default(),
             debug: DebugKnobs::default(),
         }
     }

@@ -50,7 +50,11 @@
 //! `space`'s `swap`) follows `shrink_folio_list`, `do_swap_page`,
 //! `copy_nonpresent_pte` and `free_swap_and_cache` as recalled from 6.x and
 //! as measured on a 6.18 host with a swap file (the swap-* validation
-//! workloads). Not modelled: swap of shmem and swap read-ahead, shmem THP,
+//! workloads); swap read-ahead (`swap_ra`, `space`'s `swap_ra`) follows
+//! mm/swap_state.c of 6.18 as read (`__swapin_nr_pages`,
+//! `swap_vma_ra_win`, `swap_cluster_readahead`), held to the kernel by the
+//! swap-readahead-* workloads; shmem swap follows `shmem_writeout` as
+//! measured (swap-shmem-*). Not modelled: a THP swapped whole, shmem THP,
 //! MADV_SEQUENTIAL/MADV_RANDOM read-ahead, VM_EXEC folio sizes.
 //!
 //! Every operation returns a [`Deferred`] the caller completes after the
@@ -73,13 +77,14 @@ mod percpu;
 pub mod readahead;
 pub mod space;
 pub mod swap;
+pub(crate) mod swap_ra;
 pub mod vma;
 pub mod walk;
 
 pub use cache::ShmemHuge;
 pub use config::{
     Gup, Khugepaged, Locking, MmConfig, MthpPolicy, Reclaim, ShmemEnabled, ShmemOrderPolicy,
-    ThpMode,
+    SwapRaKind, SwapReadahead, ThpMode,
 };
 pub use counters::{
     FaultKind, LockClass, LockEvent, MmCounters, ThreadCounters, ThreadCtx, FAULT_KINDS,

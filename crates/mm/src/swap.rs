@@ -56,6 +56,18 @@ pub(crate) struct Slot {
     pub(crate) cache: Option<u64>,
     /// PTEs mapping the cached frame (in every process of the family).
     pub(crate) mapped: u32,
+    /// The cached frame was read ahead and no fault has found it yet
+    /// (Linux `PG_readahead` on a swap-cache folio).
+    pub(crate) readahead: bool,
+}
+
+/// The system-wide state of cluster read-ahead (Linux: mm/swap_state.c,
+/// `swapin_nr_pages`'s statics and `swapin_readahead_hits`).
+#[derive(Debug, Default, Clone, Copy)]
+struct ClusterRa {
+    prev_offset: u64,
+    last_pages: u32,
+    hits: u32,
 }
 
 #[derive(Debug, Default)]
@@ -67,6 +79,7 @@ struct State {
     next: u64,
     /// Freed slots, reused first (lowest last: any order keeps the counts).
     free: Vec<u64>,
+    cluster_ra: ClusterRa,
 }
 
 /// What a fault on a swap entry found ([`SwapDevice::swapin`]).
@@ -76,6 +89,9 @@ pub(crate) struct SwapIn {
     pub(crate) pa: u64,
     /// The page was read from the device (the frame offered was used).
     pub(crate) major: bool,
+    /// The page was found in the cache where read-ahead had put it (the
+    /// first such find: Linux `folio_test_clear_readahead`).
+    pub(crate) ra_hit: bool,
 }
 
 /// The family's swap device.
@@ -137,11 +153,12 @@ impl SwapDevice {
             }
             return Some((slot, false));
         }
+        // Slot 0 is the swap header: slots run from 1 to the capacity.
         let slot = match s.free.pop() {
             Some(n) => n,
             None if s.next < capacity => {
                 s.next += 1;
-                s.next - 1
+                s.next
             }
             None => return None,
         };
@@ -151,6 +168,7 @@ impl SwapDevice {
                 count: 1,
                 cache: Some(pa),
                 mapped: 0,
+                readahead: false,
             },
         );
         s.by_frame.insert(pa, slot);
@@ -173,23 +191,80 @@ impl SwapDevice {
     /// into `fresh`, which joins the cache (major). The entry's count goes
     /// and the frame gains a mapping. `None` if the slot is not in use (a
     /// bug of the caller).
-    pub(crate) fn swapin(&self, slot: u64, fresh: u64) -> Option<SwapIn> {
+    /// `cluster_hits`: a find of a read-ahead page counts toward the
+    /// system-wide hits (cluster read-ahead; Linux `swapin_readahead_hits`).
+    pub(crate) fn swapin(&self, slot: u64, fresh: u64, cluster_hits: bool) -> Option<SwapIn> {
         let mut s = lock(&self.state);
         let sl = s.slots.get_mut(&slot)?;
         sl.count = sl.count.checked_sub(1)?;
         sl.mapped += 1;
         let got = match sl.cache {
-            Some(pa) => SwapIn { pa, major: false },
+            Some(pa) => SwapIn {
+                pa,
+                major: false,
+                ra_hit: std::mem::take(&mut sl.readahead),
+            },
             None => {
                 sl.cache = Some(fresh);
                 s.by_frame.insert(fresh, slot);
                 SwapIn {
                     pa: fresh,
                     major: true,
+                    ra_hit: false,
                 }
             }
         };
+        if got.ra_hit && cluster_hits {
+            s.cluster_ra.hits += 1;
+        }
         Some(got)
+    }
+
+    /// Whether `slot` is in use with its page in the swap cache.
+    pub(crate) fn cached(&self, slot: u64) -> bool {
+        lock(&self.state)
+            .slots
+            .get(&slot)
+            .is_some_and(|s| s.cache.is_some())
+    }
+
+    // Linux: mm/swap_state.c, __read_swap_cache_async from the read-ahead
+    // loops (folio_set_readahead on a folio it allocated)
+    /// Read-ahead reads `slot`'s page into `fresh` if the slot is named by
+    /// an entry and not cached; the frame joins the cache unmapped, marked
+    /// as read ahead. Returns whether `fresh` was used.
+    pub(crate) fn read_ahead(&self, slot: u64, fresh: u64) -> bool {
+        let mut s = lock(&self.state);
+        let Some(sl) = s.slots.get_mut(&slot) else {
+            return false;
+        };
+        if sl.count == 0 || sl.cache.is_some() {
+            return false;
+        }
+        sl.cache = Some(fresh);
+        sl.readahead = true;
+        s.by_frame.insert(fresh, slot);
+        true
+    }
+
+    // Linux: mm/swap_state.c, swapin_nr_pages
+    /// The window of a cluster read-ahead at `offset` with at most
+    /// `max_pages`, from the hits since the last one; updates the
+    /// system-wide state.
+    pub(crate) fn cluster_window(&self, offset: u64, max_pages: u32) -> u32 {
+        if max_pages <= 1 {
+            return 1;
+        }
+        let mut s = lock(&self.state);
+        let ra = &mut s.cluster_ra;
+        let hits = std::mem::take(&mut ra.hits);
+        let pages =
+            crate::swap_ra::nr_pages(ra.prev_offset, offset, hits, max_pages, ra.last_pages);
+        if hits == 0 {
+            ra.prev_offset = offset;
+        }
+        ra.last_pages = pages;
+        pages
     }
 
     // Linux: mm/swapfile.c, folio_free_swap (should_try_to_free_swap on a

@@ -230,9 +230,22 @@ proptest! {
     /// from its tables, each names a slot in use that counts it, every
     /// live frame is held (mapped or in the swap cache), and nothing is
     /// left after every process exits.
+    ///
+    /// Both kinds of read-ahead; a device of 24 slots for 32 pages fills
+    /// (pages stay mapped) and is more than half full (swap-ins free
+    /// slots).
     #[test]
-    fn swap_counts_are_conserved(ops in proptest::collection::vec(op(), 1..40)) {
-        let p = space(swap_cfg());
+    fn swap_counts_are_conserved(
+        ops in proptest::collection::vec(op(), 1..40),
+        cluster in any::<bool>(),
+        small in any::<bool>(),
+    ) {
+        let kind = if cluster { SwapRaKind::Cluster } else { SwapRaKind::Vma };
+        let p = space(MmConfig {
+            swap: Some(if small { 24 * 4 * K } else { G }),
+            swap_readahead: SwapReadahead { kind, page_cluster: 3 },
+            ..MmConfig::default()
+        });
         let mut pc = ThreadCtx::new();
         done(&p, p.mmap(&mut pc, MmapArgs::anon(BASE, PAGES * 4 * K)));
         let mut mapped = vec![true; PAGES as usize];

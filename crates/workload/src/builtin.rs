@@ -332,6 +332,26 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/swap-pageout-rewrite.toml"),
     ),
     (
+        "swap-readahead-random",
+        include_str!("../validate/swap-readahead-random.toml"),
+    ),
+    (
+        "swap-readahead-reverse",
+        include_str!("../validate/swap-readahead-reverse.toml"),
+    ),
+    (
+        "swap-readahead-seq",
+        include_str!("../validate/swap-readahead-seq.toml"),
+    ),
+    (
+        "swap-shmem-fork",
+        include_str!("../validate/swap-shmem-fork.toml"),
+    ),
+    (
+        "swap-shmem-pageout",
+        include_str!("../validate/swap-shmem-pageout.toml"),
+    ),
+    (
         "swap-thp-pageout",
         include_str!("../validate/swap-thp-pageout.toml"),
     ),

@@ -34,12 +34,37 @@ pub enum Need {
     Swap,
     /// No swap device.
     NoSwap,
+    /// Swap, with Linux's read-ahead by address (VMA read-ahead: no swap
+    /// area on a rotational device and `vma_ra_enabled` true), whose
+    /// windows a workload decides; cluster read-ahead keeps its window
+    /// system-wide and reads by slot number, which a workload does not.
+    SwapVmaReadahead,
+    /// Swap on a rotational device (Linux's `nr_rotate_swap` nonzero),
+    /// where a THP cannot get the contiguous slots to be swapped whole and
+    /// is split first; on a solid-state device Linux 6.18 swaps it whole
+    /// (`THP_SWAP`), which the model does not.
+    SwapRotational,
+}
+
+/// What a system offers that needs ask about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NeedSystem {
+    /// An active swap device.
+    pub swap: bool,
+    /// Swap read-ahead by address (see [`Need::SwapVmaReadahead`]).
+    pub vma_readahead: bool,
+    /// An active swap area on a rotational device.
+    pub rotational: bool,
 }
 
 impl Need {
     /// Every need, with its spelling in `requires`.
-    pub const NAMES: &'static [(&'static str, Need)] =
-        &[("swap", Need::Swap), ("no-swap", Need::NoSwap)];
+    pub const NAMES: &'static [(&'static str, Need)] = &[
+        ("swap", Need::Swap),
+        ("no-swap", Need::NoSwap),
+        ("swap-vma-readahead", Need::SwapVmaReadahead),
+        ("swap-rotational", Need::SwapRotational),
+    ];
 
     pub fn parse(s: &str) -> Option<Need> {
         Need::NAMES.iter().find(|(n, _)| *n == s).map(|(_, v)| *v)
@@ -52,20 +77,30 @@ impl Need {
             .map_or("", |(n, _)| n)
     }
 
-    /// Whether a system with (`swap` true) or without a swap device meets
-    /// the need.
-    pub fn met(self, swap: bool) -> bool {
+    /// Whether the need asks for swap (`Some(true)`), for none
+    /// (`Some(false)`), or says nothing of it.
+    pub fn wants_swap(self) -> Option<bool> {
         match self {
-            Need::Swap => swap,
-            Need::NoSwap => !swap,
+            Need::Swap | Need::SwapVmaReadahead | Need::SwapRotational => Some(true),
+            Need::NoSwap => Some(false),
+        }
+    }
+
+    /// Whether `sys` meets the need.
+    pub fn met(self, sys: NeedSystem) -> bool {
+        match self {
+            Need::Swap => sys.swap,
+            Need::NoSwap => !sys.swap,
+            Need::SwapVmaReadahead => sys.swap && sys.vma_readahead,
+            Need::SwapRotational => sys.swap && sys.rotational,
         }
     }
 
     /// The reason a run of `workload` on `system` ("this host's kernel",
-    /// "the model") is skipped, when `swap` says whether that system has
-    /// a swap device; `None` when every need of the workload is met.
-    pub fn unmet(workload: &Workload, system: &str, swap: bool) -> Option<String> {
-        let n = workload.requires.iter().find(|n| !n.met(swap))?;
+    /// "the model") is skipped, when `sys` says what that system offers;
+    /// `None` when every need of the workload is met.
+    pub fn unmet(workload: &Workload, system: &str, sys: NeedSystem) -> Option<String> {
+        let n = workload.requires.iter().find(|n| !n.met(sys))?;
         Some(match n {
             Need::Swap => format!(
                 "{}: skipped: it requires swap, and {system} has no swap device",
@@ -73,6 +108,22 @@ impl Need {
             ),
             Need::NoSwap => format!(
                 "{}: skipped: it requires no swap, and {system} has a swap device",
+                workload.name
+            ),
+            Need::SwapVmaReadahead if !sys.swap => format!(
+                "{}: skipped: it requires swap with read-ahead by address, and {system} has no swap device",
+                workload.name
+            ),
+            Need::SwapVmaReadahead => format!(
+                "{}: skipped: it requires swap with read-ahead by address, and {system} reads ahead by swap slot (a rotational swap device, or vma_ra_enabled false)",
+                workload.name
+            ),
+            Need::SwapRotational if !sys.swap => format!(
+                "{}: skipped: it requires swap on a rotational device, and {system} has no swap device",
+                workload.name
+            ),
+            Need::SwapRotational => format!(
+                "{}: skipped: it requires swap on a rotational device, and {system}'s swap is on a solid-state one",
                 workload.name
             ),
         })

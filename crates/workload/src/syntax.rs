@@ -492,17 +492,23 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// `requires = ["swap"]`: each need once, not both of a pair.
+    /// `requires = ["swap"]`: each need once, none asking for swap beside
+    /// one asking for none.
     fn requires(top: &Table<'_, '_>) -> Result<Vec<crate::plan::Need>> {
         use crate::plan::Need;
         let Some(v) = top.get("requires") else {
             return Ok(Vec::new());
         };
-        let expected = "an array of needs (\"swap\" or \"no-swap\")";
+        let names = Need::NAMES
+            .iter()
+            .map(|(n, _)| format!("\"{n}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let expected = format!("an array of needs ({names})");
         let DeValue::Array(items) = v.get_ref() else {
-            return Err(top.bad("requires", v, expected));
+            return Err(top.bad("requires", v, &expected));
         };
-        let mut out = Vec::new();
+        let mut out: Vec<Need> = Vec::new();
         for item in items.iter() {
             let need = match item.get_ref() {
                 DeValue::String(s) => Need::parse(s),
@@ -518,23 +524,19 @@ impl<'a> Parser<'a> {
                     ))
                 }
                 Some(n)
-                    if out.contains(
-                        &(if n == Need::Swap {
-                            Need::NoSwap
-                        } else {
-                            Need::Swap
-                        }),
-                    ) =>
+                    if out
+                        .iter()
+                        .any(|o| o.wants_swap().is_some() && o.wants_swap() != n.wants_swap()) =>
                 {
                     return Err(top.bad_found(
                         "requires",
                         item,
-                        "\"swap\" or \"no-swap\", not both",
+                        "needs of swap or of no swap, not both",
                         format!("\"{}\" too", n.name()),
                     ))
                 }
                 Some(n) => out.push(n),
-                None => return Err(top.bad("requires", item, "\"swap\" or \"no-swap\"")),
+                None => return Err(top.bad("requires", item, &names)),
             }
         }
         Ok(out)

@@ -513,13 +513,32 @@ fn requires_takes_known_needs_once() {
     let ops = "[[thread]]\nop = [{ mmap = \"a\", size = \"4KiB\" }]\n";
     let w = ok(&format!("requires = [\"swap\"]\n{ops}"));
     assert_eq!(w.requires, vec![workload::plan::Need::Swap]);
+    let w = ok(&format!(
+        "requires = [\"swap\", \"swap-vma-readahead\"]\n{ops}"
+    ));
+    assert_eq!(
+        w.requires,
+        vec![
+            workload::plan::Need::Swap,
+            workload::plan::Need::SwapVmaReadahead
+        ]
+    );
     let w = ok(ops);
     assert!(w.requires.is_empty());
     for (bad, col, what) in [
         ("requires = [\"swap\", \"swap\"]", 21, "each need once"),
         ("requires = [\"no-swap\", \"swap\"]", 24, "not both"),
+        (
+            "requires = [\"swap-vma-readahead\", \"no-swap\"]",
+            35,
+            "not both",
+        ),
         ("requires = \"swap\"", 12, "an array of needs"),
-        ("requires = [1]", 13, "\"swap\" or \"no-swap\""),
+        (
+            "requires = [1]",
+            13,
+            "\"swap\", \"no-swap\", \"swap-vma-readahead\"",
+        ),
     ] {
         let e = err(&format!("{bad}\n{ops}"));
         assert!(e.starts_with(&format!("{FILE}:1:{col}: ")), "{e}");

@@ -355,6 +355,27 @@ impl ModelConfig {
             Some(opt::SwapSetting::Off) => None,
             Some(opt::SwapSetting::Bytes(b)) => Some(b),
         };
+        // Swap read-ahead as this host's kernel picks it
+        // (swap_use_vma_readahead), unless given.
+        mm.swap_readahead = mm::SwapReadahead {
+            kind: match opts.swap_readahead {
+                Some(opt::SwapReadahead::Vma) => mm::SwapRaKind::Vma,
+                Some(opt::SwapReadahead::Cluster) => mm::SwapRaKind::Cluster,
+                None => {
+                    let vma = host::swap::vma_ra_enabled().unwrap_or(true)
+                        && host::swap::any_rotational() != Some(true);
+                    if vma {
+                        mm::SwapRaKind::Vma
+                    } else {
+                        mm::SwapRaKind::Cluster
+                    }
+                }
+            },
+            page_cluster: opts
+                .page_cluster
+                .or_else(host::swap::page_cluster)
+                .unwrap_or(host::swap::DEFAULT_PAGE_CLUSTER),
+        };
         // The second dimension: a host geometry makes every walk nested.
         if let Some(host) = opts.host() {
             let cfg = mmu::HostConfig::new(
@@ -415,6 +436,8 @@ mod tests {
             host_page: opt::HostPage::parse("2M"),
             host_caches: Some("off".into()),
             swap: Some(opt::SwapSetting::Bytes(3 << 30)),
+            swap_readahead: Some(opt::SwapReadahead::Cluster),
+            page_cluster: Some(5),
         };
         let c = ModelConfig::new(&opts).unwrap();
         assert_eq!(c.geometry.name(), "x86-64-5l");
@@ -432,6 +455,13 @@ mod tests {
         assert_eq!(c.mmu.broadcast.kind, mmu::TlbFlush::Invlpgb);
         assert!(!c.mm.lru_drain);
         assert_eq!(c.mm.swap, Some(3 << 30));
+        assert_eq!(
+            c.mm.swap_readahead,
+            mm::SwapReadahead {
+                kind: mm::SwapRaKind::Cluster,
+                page_cluster: 5
+            }
+        );
         let host = c.mmu.host.as_ref().unwrap();
         assert_eq!((host.geometry.as_str(), host.page), ("x86-64-4l", 2 << 20));
         assert_eq!((host.nested_tlb, host.pwc.len()), (0, 0));
@@ -450,6 +480,8 @@ mod tests {
             host_page: None,
             host_caches: None,
             swap: Some(opt::SwapSetting::Off),
+            swap_readahead: Some(opt::SwapReadahead::Vma),
+            page_cluster: Some(0),
             ..opts
         };
         let c = ModelConfig::new(&other).unwrap();
@@ -462,6 +494,13 @@ mod tests {
         assert_eq!(c.mmu.broadcast.kind, mmu::TlbFlush::Rar);
         assert!(c.mm.lru_drain);
         assert_eq!(c.mm.swap, None);
+        assert_eq!(
+            c.mm.swap_readahead,
+            mm::SwapReadahead {
+                kind: mm::SwapRaKind::Vma,
+                page_cluster: 0
+            }
+        );
         assert!(!c.mmu.pv_tlb_flush);
         assert_eq!(c.mmu.host, None, "host-geometry=none is a native machine");
     }

@@ -99,6 +99,13 @@ named_option! {
 }
 
 named_option! {
+    /// Which swap read-ahead a major fault on a swap entry does
+    /// (`mm::SwapRaKind`): around the address in its VMA, or an aligned
+    /// block of swap slots.
+    SwapReadahead { Vma = "vma", Cluster = "cluster" }
+}
+
+named_option! {
     /// Transparent huge pages (PMD-sized).
     Thp { Always = "always", Madvise = "madvise", Never = "never" }
 }
@@ -280,6 +287,12 @@ pub struct ModelOptions {
     pub host_caches: Option<String>,
     /// A swap device (default: this host's active swap, /proc/swaps).
     pub swap: Option<SwapSetting>,
+    /// The swap read-ahead kind (default: this host's, see
+    /// `host::swap`).
+    pub swap_readahead: Option<SwapReadahead>,
+    /// `page-cluster`: swap read-ahead reads at most `1 << N` pages
+    /// (default: this host's /proc/sys/vm/page-cluster).
+    pub page_cluster: Option<u32>,
 }
 
 impl ModelOptions {
@@ -326,6 +339,8 @@ impl ModelOptions {
         put("host-page", self.host_page.map(|v| v.to_string()));
         put("host-caches", self.host_caches.clone());
         put("swap", self.swap.map(|v| v.to_string()));
+        put("swap-readahead", self.swap_readahead.map(|v| v.to_string()));
+        put("page-cluster", self.page_cluster.map(|v| v.to_string()));
         m
     }
 }

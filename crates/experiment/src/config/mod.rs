@@ -45,6 +45,8 @@ pub const KEYS: &[&str] = &[
     "host-page",
     "host-caches",
     "swap",
+    "swap-readahead",
+    "page-cluster",
 ];
 
 /// What `host-caches` accepts besides a TLB preset's name.
@@ -265,6 +267,17 @@ impl Builder {
                 })?;
                 self.model.swap = Some(s);
             }
+            "swap-readahead" => self.model.swap_readahead = Some(self.named(key, value)?),
+            "page-cluster" => match value.parse::<u32>() {
+                // Linux's sysctl takes 0 to 31 (page_cluster_max).
+                Ok(n) if n <= 31 => self.model.page_cluster = Some(n),
+                _ => {
+                    return Err(self.bad(
+                        key,
+                        format!("\"{value}\" is not a number from 0 to 31 (read-ahead of at most 2^N pages)"),
+                    ))
+                }
+            },
             "executor" => {
                 self.model.executor = Some(self.named::<backend::model::Executor>(key, value)?)
             }

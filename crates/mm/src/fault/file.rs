@@ -40,6 +40,9 @@ impl AddressSpace {
         {
             obj.shmem_add_pmd_folio(&mut pages, idx, ra.max_order)?;
         }
+        if obj.kind == ObjectKind::Shmem {
+            MemObject::shmem_swap_in(&mut pages, idx);
+        }
         let lookup = obj.get(&mut pages, idx, &ra)?;
         drop(pages);
         ctx.counters.pages_read += lookup.read;

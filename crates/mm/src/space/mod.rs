@@ -50,6 +50,7 @@ mod reclaim_huge_object;
 mod rmap;
 mod share;
 mod swap;
+mod swap_ra;
 mod thp;
 mod upper;
 mod usage;
@@ -118,6 +119,9 @@ pub struct AddressSpace {
     pub(crate) anon_huge: AtomicI64,
     /// Swap entries in the tables (Linux `MM_SWAPENTS`).
     pub(crate) swapents: AtomicI64,
+    /// The swap read-ahead state of each VMA that faulted on swap, by the
+    /// VMA's start (Linux `vma->swap_readahead_info`; see `swap_ra`).
+    pub(crate) swap_ra: Mutex<HashMap<u64, crate::swap_ra::VmaRa>>,
     /// Anonymous frames held by more than one space of this family (see
     /// `share`): shared with the parent and children of a fork.
     pub(crate) shares: Arc<share::AnonShares>,
@@ -247,6 +251,7 @@ impl AddressSpace {
             rss: Default::default(),
             anon_huge: AtomicI64::new(0),
             swapents: AtomicI64::new(0),
+            swap_ra: Mutex::new(HashMap::new()),
             shares: Arc::new(share::AnonShares::new_family()),
             not_exclusive: share::NotExclusive::default(),
             lazyfree_pages: share::NotExclusive::default(),

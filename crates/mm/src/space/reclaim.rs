@@ -364,7 +364,12 @@ impl AddressSpace {
     ///   kswapd and marks the folio `PG_reclaim`, the bit `PG_readahead`
     ///   shares, so fault-around skips it until a fault on it clears the
     ///   mark (or writeback ends it);
-    /// - a dirty shmem page stays (`shmem_writeout` has no swap to go to).
+    /// - a dirty shmem page stays with no swap (`shmem_writeout` has nowhere
+    ///   to write it); with swap it goes to the swap cache, where
+    ///   fault-around does not see it: the next access of it is a fault of
+    ///   its own, minor (the write is asynchronous and only memory
+    ///   pressure, which the model has not, frees the swap cache's copy),
+    ///   which brings it back into the page cache, dirty.
     pub(crate) fn pageout_cache_pte(
         &self,
         vma: &Vma,
@@ -392,6 +397,11 @@ impl AddressSpace {
         MemObject::set_dirty(&mut pages, idx, true);
         if obj.kind == ObjectKind::File {
             MemObject::mark_reclaim(&mut pages, idx);
+        } else if self.has_swap() {
+            // Linux: mm/shmem.c, shmem_writeout: the page leaves the page
+            // cache for the swap cache (a swap entry in the shmem mapping,
+            // not in any PTE: VmSwap does not count it).
+            MemObject::shmem_swap_out(&mut pages, idx);
         }
     }
 }

@@ -30,6 +30,18 @@ impl AddressSpace {
         self.shares.swap.slots_used()
     }
 
+    // Linux: include/linux/swap.h, vm_swap_full
+    /// Whether fewer than half the device's slots are free (a slot is
+    /// free when no entry names it and the swap cache holds nothing for
+    /// it): then a fault that brings a page back frees its slot.
+    pub(crate) fn swap_full(&self) -> bool {
+        let Some(capacity) = self.cfg.swap.map(|b| b / self.page) else {
+            return false;
+        };
+        let free = capacity.saturating_sub(self.shares.swap.slots_used() as u64);
+        free * 2 < capacity
+    }
+
     /// Whether a swap device is configured.
     #[inline]
     pub(crate) fn has_swap(&self) -> bool {
@@ -101,6 +113,12 @@ impl AddressSpace {
             write,
         } = *vmf;
         let entry = SwapEntry::from_val(val);
+        let swap = &self.shares.swap;
+        // A miss in the swap cache: a major fault, which reads ahead
+        // (Linux: swap_cache_get_folio, then swapin_readahead).
+        if !swap.cached(entry.slot) {
+            self.swap_read_ahead(vmf, table, entry)?;
+        }
         let mem = self.pt.mem();
         // Frames are had before the lock: one to read into, one to copy to.
         let fresh = mem.alloc_data(self.page)?;
@@ -135,8 +153,8 @@ impl AddressSpace {
             release(false, false)?;
             return Ok(Some(false));
         }
-        let swap = &self.shares.swap;
-        let Some(got) = swap.swapin(entry.slot, fresh) else {
+        let cluster_hits = self.cfg.swap_readahead.kind == crate::config::SwapRaKind::Cluster;
+        let Some(got) = swap.swapin(entry.slot, fresh, cluster_hits) else {
             drop(g);
             release(false, false)?;
             return Err(Errno::Internal(format!(
@@ -144,6 +162,9 @@ impl AddressSpace {
                 entry.slot
             )));
         };
+        if !got.major {
+            self.swap_cache_found(vmf, got.ra_hit);
+        }
         self.swapents.fetch_sub(1, Ordering::Relaxed);
         self.rss_add(Rss::Anon, 1);
         let slot = swap.slot(entry.slot);
@@ -170,17 +191,19 @@ impl AddressSpace {
             } else {
                 self.not_exclusive.insert(got.pa);
             }
-            if write {
-                // should_try_to_free_swap / the reuse's folio_free_swap.
-                swap.free_swap(got.pa);
-            }
+            // should_try_to_free_swap: a write (the reuse's
+            // folio_free_swap), a locked VMA, or swap more than half full
+            // (vm_swap_full) frees the slot once no entry names it; the
+            // page is then dirty (folio_free_swap: folio_set_dirty, so
+            // reclaim writes it again), which the model keeps in the PTE.
+            let freed = (write || vma.flags.locked || self.swap_full()) && swap.free_swap(got.pa);
             ctx.fault_kind = FaultKind::FileRead;
             let attrs = Attrs {
                 perms: Perms {
                     write: anon.perms.write && exclusive && !mapped_elsewhere,
                     ..anon.perms
                 },
-                dirty: write,
+                dirty: write || freed,
                 ..anon
             };
             (got.pa, attrs)
