@@ -12,7 +12,8 @@
 #                                             COSTS: default this-host)
 #
 # Prints one line per workload (same, or the first differences) and exits
-# 1 if any differs.
+# 1 if any differs. A counter only B reports (one added since A) is named
+# on the workload's line but is not a difference.
 set -euo pipefail
 if [[ $# -lt 2 ]]; then
     echo "usage: $0 A B [COSTS]   (A, B: ptlab binaries)" >&2
@@ -72,18 +73,24 @@ if a is None or b is None:
     print(f"{name}: skipped by {'A' if a is None else 'B'} only")
     sys.exit(1)
 diffs = []
+new = set()
 if list(a) != list(b):
     diffs.append(f"marks {list(a)} vs {list(b)}")
 for m in a:
     for k in sorted(set(a[m]) | set(b.get(m, {}))):
         x, y = a[m].get(k), b.get(m, {}).get(k)
-        if x != y:
+        if x is None and y is not None:
+            # A counter the older build A does not have: B's addition,
+            # not a change of behaviour.
+            new.add(k)
+        elif x != y:
             diffs.append(f"{m}.{k}: {x} vs {y}")
 pred = sum(1 for m in a for k in a[m] if k.startswith("predicted"))
 if diffs:
     print(f"{name}: {len(diffs)} differ: " + "; ".join(diffs[:6]))
     sys.exit(1)
-print(f"{name}: same ({len(a)} marks, {pred} predicted figures, every counter)")
+extra = f"; B's new counters, not compared: {', '.join(sorted(new))}" if new else ""
+print(f"{name}: same ({len(a)} marks, {pred} predicted figures, every counter A has){extra}")
 EOF
         status=1
     fi
