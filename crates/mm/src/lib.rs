@@ -54,8 +54,9 @@
 //! mm/swap_state.c of 6.18 as read (`__swapin_nr_pages`,
 //! `swap_vma_ra_win`, `swap_cluster_readahead`), held to the kernel by the
 //! swap-readahead-* workloads; shmem swap follows `shmem_writeout` as
-//! measured (swap-shmem-*). Not modelled: a THP swapped whole, shmem THP,
-//! MADV_SEQUENTIAL/MADV_RANDOM read-ahead, VM_EXEC folio sizes.
+//! measured (swap-shmem-*). Not modelled: a THP swapped whole, a shmem THP
+//! written to swap, MADV_SEQUENTIAL/MADV_RANDOM read-ahead, VM_EXEC folio
+//! sizes.
 //!
 //! Every operation returns a [`Deferred`] the caller completes after the
 //! shootdown (or with [`Deferred::complete_without_tlb`]). Counters are read
