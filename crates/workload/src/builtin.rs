@@ -497,6 +497,10 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/file-thp-pageout-dirty.toml"),
     ),
     (
+        "file-thp-eof-faultaround",
+        include_str!("../validate/file-thp-eof-faultaround.toml"),
+    ),
+    (
         "mremap-fixed-replace",
         include_str!("../validate/mremap-fixed-replace.toml"),
     ),
