@@ -58,10 +58,7 @@ impl AddressSpace {
     /// The RSS counter of a PMD leaf in `vma` if the leaf maps a page-cache
     /// folio (any PMD leaf in a VMA with an object does).
     pub(crate) fn file_pmd_rss(&self, vma: &Vma) -> Option<Rss> {
-        vma.object().map(|o| match o.kind {
-            ObjectKind::File => Rss::File,
-            ObjectKind::Shmem => Rss::Shmem,
-        })
+        vma.object().map(|o| Rss::of_cache(o.kind))
     }
 
     /// What a fault in `vma` may read ahead in `obj`.
@@ -332,11 +329,7 @@ impl AddressSpace {
         va: u64,
     ) -> Result<bool, Errno> {
         let nr = (self.cfg.fault_around_bytes / self.page).max(1);
-        let rss = if obj.kind == ObjectKind::File {
-            Rss::File
-        } else {
-            Rss::Shmem
-        };
+        let rss = Rss::of_cache(obj.kind);
         // The window: aligned to fault_around_bytes, clipped to the VMA and
         // the PTE table.
         let ptrs = self.pt.ptrs_per_table(Level::PTE);
@@ -405,11 +398,7 @@ impl AddressSpace {
         table: TableAddr,
         va: u64,
     ) -> Result<(), Errno> {
-        let rss = if obj.kind == ObjectKind::File {
-            Rss::File
-        } else {
-            Rss::Shmem
-        };
+        let rss = Rss::of_cache(obj.kind);
         let pages = obj.lock();
         let run = self.fault_run(vma, obj, table, &pages, va)?;
         let (mapped, _) = self.map_cached_run(vma, table, &pages, run, rss, va)?;

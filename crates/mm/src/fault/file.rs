@@ -12,13 +12,6 @@ use crate::vma::Vma;
 use pt::{Entry, Level, TableAddr, VirtAddr};
 
 impl AddressSpace {
-    fn cache_rss(obj: &MemObject) -> Rss {
-        match obj.kind {
-            crate::cache::ObjectKind::File => Rss::File,
-            crate::cache::ObjectKind::Shmem => Rss::Shmem,
-        }
-    }
-
     // Linux: mm/memory.c, __do_fault (filemap_fault: read-ahead on a miss
     // or on a marked folio, see crate::readahead)
     /// The page of `obj` at page offset `idx`, read in if it is not cached.
@@ -72,7 +65,7 @@ impl AddressSpace {
             va,
             write,
         } = *vmf;
-        let rss = Self::cache_rss(obj);
+        let rss = Rss::of_cache(obj.kind);
         let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, va, table) else {
             return Ok(None);
         };

@@ -17,6 +17,17 @@ pub(crate) enum Rss {
     Shmem = 2,
 }
 
+impl Rss {
+    /// The counter of a page of a page-cache object of `kind` (Linux
+    /// `mm_counter_file`: shmem pages count as MM_SHMEMPAGES).
+    pub(crate) fn of_cache(kind: ObjectKind) -> Rss {
+        match kind {
+            ObjectKind::File => Rss::File,
+            ObjectKind::Shmem => Rss::Shmem,
+        }
+    }
+}
+
 /// What a present PTE maps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PageKind {
@@ -75,10 +86,7 @@ impl AddressSpace {
         match &vma.backing {
             Backing::Anon => PageKind::Anon,
             Backing::Object { obj, .. } => {
-                let rss = match obj.kind {
-                    ObjectKind::File => Rss::File,
-                    ObjectKind::Shmem => Rss::Shmem,
-                };
+                let rss = Rss::of_cache(obj.kind);
                 if vma.shared {
                     return PageKind::Cache(rss);
                 }

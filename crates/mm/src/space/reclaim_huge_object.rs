@@ -26,7 +26,7 @@
 //!   back), and the next access maps it again.
 
 use super::{AddressSpace, Rss};
-use crate::cache::{MemObject, ObjectKind};
+use crate::cache::MemObject;
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
@@ -79,11 +79,7 @@ impl AddressSpace {
         // goes, its dirty bit to the folio.
         self.pt.pte_clear(pmd_table, Level::PMD, haddr);
         d.add_flush(haddr.get(), self.pmd_size);
-        let rss = match obj.kind {
-            ObjectKind::Shmem => Rss::Shmem,
-            ObjectKind::File => Rss::File,
-        };
-        self.rss_add(rss, -(n as i64));
+        self.rss_add(Rss::of_cache(obj.kind), -(n as i64));
         drop(g);
         let mut pages = obj.lock();
         if attrs.dirty {
