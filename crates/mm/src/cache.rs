@@ -383,7 +383,6 @@ impl MemObject {
         first: u64,
         last: u64,
     ) -> Result<Vec<(u64, u64)>, Errno> {
-        let page = 1u64 << self.mem.page_shift();
         if first >= last {
             return Ok(Vec::new());
         }
@@ -426,15 +425,7 @@ impl MemObject {
             };
             let n = 1u64 << order;
             debug_assert!(head >= first && head + n <= last, "split above");
-            for j in head..head + n {
-                if let Some(Slot::Cached { pa, folio, .. }) = pages.insert(j, Slot::Evicted) {
-                    if !folio.block {
-                        freed.push((pa, page));
-                    } else if j == head {
-                        freed.push((pa, page << folio.order));
-                    }
-                }
-            }
+            freed.extend(self.evict_folio(pages, head));
             i = head + n;
         }
         Ok(freed)
