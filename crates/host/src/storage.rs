@@ -55,10 +55,7 @@ fn device_of(path: &Path) -> Option<String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        let dev = std::fs::metadata(path).ok()?.dev();
-        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-        let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-        Some(format!("{major}:{minor}"))
+        Some(device_name(std::fs::metadata(path).ok()?.dev()))
     }
     #[cfg(not(unix))]
     {
@@ -67,11 +64,25 @@ fn device_of(path: &Path) -> Option<String> {
     }
 }
 
+/// `major:minor` of the device number `dev`, split as glibc's `major` and
+/// `minor` split it: the name of its directory under /sys/dev/block.
+pub(crate) fn device_name(dev: u64) -> String {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    format!("{major}:{minor}")
+}
+
+/// The block-queue attribute `attr` (/sys/dev/block/DEVICE/queue/ATTR) of
+/// `device` (`major:minor`), its disk's for a partition.
+pub(crate) fn queue_attr(device: &str, attr: &str) -> Option<String> {
+    let base = format!("/sys/dev/block/{device}");
+    procfs::read_line(format!("{base}/queue/{attr}"))
+        .or_else(|| procfs::read_line(format!("{base}/../queue/{attr}")))
+}
+
 /// The read-ahead window of a block device (its disk's for a partition).
 fn read_ahead_kb(device: &str) -> Option<u64> {
-    let base = format!("/sys/dev/block/{device}");
-    procfs::read_line(format!("{base}/queue/read_ahead_kb"))
-        .or_else(|| procfs::read_line(format!("{base}/../queue/read_ahead_kb")))
+    queue_attr(device, "read_ahead_kb")
         .or_else(|| procfs::read_line(format!("/sys/class/bdi/{device}/read_ahead_kb")))
         .and_then(|t| t.trim().parse().ok())
 }

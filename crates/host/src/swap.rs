@@ -23,20 +23,14 @@ pub fn vma_ra_enabled() -> Option<bool> {
     }
 }
 
-/// The device numbers of a `dev_t` as glibc splits them.
-fn major_minor(dev: u64) -> (u64, u64) {
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-    (major, minor)
-}
-
 /// The rotational flag of the block device `dev` (a partition reads its
 /// disk's), `None` if unreadable.
 fn dev_rotational(dev: u64) -> Option<bool> {
-    let (ma, mi) = major_minor(dev);
-    let base = format!("/sys/dev/block/{ma}:{mi}");
-    let v = crate::procfs::read_u64(format!("{base}/queue/rotational"))
-        .or_else(|| crate::procfs::read_u64(format!("{base}/../queue/rotational")))?;
+    let device = crate::storage::device_name(dev);
+    let v: u64 = crate::storage::queue_attr(&device, "rotational")?
+        .trim()
+        .parse()
+        .ok()?;
     Some(v != 0)
 }
 
@@ -86,8 +80,8 @@ mod tests {
     #[test]
     fn device_numbers_split_as_glibc() {
         // makedev(253, 0) and makedev(259, 70000).
-        assert_eq!(major_minor(0xfd00), (253, 0));
+        assert_eq!(crate::storage::device_name(0xfd00), "253:0");
         let dev = (259u64 & 0xfff) << 8 | (70000u64 & 0xff) | (70000u64 & !0xff) << 12;
-        assert_eq!(major_minor(dev), (259, 70000));
+        assert_eq!(crate::storage::device_name(dev), "259:70000");
     }
 }
