@@ -103,16 +103,20 @@ pub fn costs_lines(configs: &[RunConfig]) -> Vec<String> {
         .collect()
 }
 
+/// Whether any of `configs` runs on the kernel.
+fn any_on_kernel(configs: &[RunConfig]) -> bool {
+    configs
+        .iter()
+        .any(|c| c.backend == config::BackendKind::Kernel)
+}
+
 /// The host's load average before and after kernel runs, as one line
 /// (`None` when no configuration ran on the kernel, or /proc is unreadable).
 fn load_line(configs: &[RunConfig], before: &Option<Load>, after: &Option<Load>) -> Option<String> {
-    let on_kernel = configs
-        .iter()
-        .any(|c| c.backend == config::BackendKind::Kernel);
     let (Some(b), Some(a)) = (before, after) else {
         return None;
     };
-    on_kernel.then(|| {
+    any_on_kernel(configs).then(|| {
         format!(
             "host load average (1, 5, 15 min) before {:.2} {:.2} {:.2}, after {:.2} {:.2} {:.2} \
              on {} CPUs (it counts these runs too): other processes' work on the same CPUs is \
@@ -132,10 +136,7 @@ fn load_line(configs: &[RunConfig], before: &Option<Load>, after: &Option<Load>)
 /// configuration ran on the kernel): pinning changes what some workloads
 /// count (a page waits in its CPU's LRU batch), so a reader must know.
 fn pin_line(configs: &[RunConfig], pinned: bool) -> Option<String> {
-    let on_kernel = configs
-        .iter()
-        .any(|c| c.backend == config::BackendKind::Kernel);
-    on_kernel.then(|| {
+    any_on_kernel(configs).then(|| {
         if pinned {
             "kernel threads: pinned, thread i on the i-th CPU ptlab may run on (--pin-threads)"
                 .to_string()
@@ -521,10 +522,7 @@ pub fn compare(args: CompareArgs) -> CmdResult {
     let results = execute(&args.workload, &configs, &args.repeat)?;
     let after = Load::read();
     let mut v = experiment::document::compare(&results);
-    if configs
-        .iter()
-        .any(|c| c.backend == config::BackendKind::Kernel)
-    {
+    if any_on_kernel(&configs) {
         v["load"] = load_json(&before, &after);
         v["pin_threads"] = args.repeat.pin_threads.into();
     }
