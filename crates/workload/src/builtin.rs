@@ -485,6 +485,10 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/fork-child-remove-file.toml"),
     ),
     (
+        "fork-child-remove-shmem-thp",
+        include_str!("../validate/fork-child-remove-shmem-thp.toml"),
+    ),
+    (
         "file-thp-pageout",
         include_str!("../validate/file-thp-pageout.toml"),
     ),

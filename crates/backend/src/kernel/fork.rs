@@ -280,7 +280,7 @@ fn own_window(sh: &Shared, pre: [u64; SAMPLE_WORDS]) {
 /// Whether the parent's counter `name` is taken off over the fork's window
 /// (see the module documentation). The runner's own copy-on-write work
 /// moves faults, anonymous memory and times; it never maps or unmaps a
-/// file or shmem page or a page table (its private memory was made
+/// file or shmem page (by a PTE or a PMD) or a page table (its private memory was made
 /// anonymous and present by quiesce before the baseline, and the
 /// populate-write only copies present pages). Those counters can move in
 /// the window only by the child's work on pages the parent maps too (a
@@ -291,6 +291,8 @@ fn runner_moves(name: &str) -> bool {
     ![
         counters::RSS_FILE_KB.name,
         counters::RSS_SHMEM_KB.name,
+        counters::SHMEM_PMD_KB.name,
+        counters::FILE_PMD_KB.name,
         counters::VMPTE_KB.name,
     ]
     .contains(&name)
