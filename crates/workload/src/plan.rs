@@ -100,33 +100,26 @@ impl Need {
     /// "the model") is skipped, when `sys` says what that system offers;
     /// `None` when every need of the workload is met.
     pub fn unmet(workload: &Workload, system: &str, sys: NeedSystem) -> Option<String> {
-        let n = workload.requires.iter().find(|n| !n.met(sys))?;
-        Some(match n {
-            Need::Swap => format!(
-                "{}: skipped: it requires swap, and {system} has no swap device",
-                workload.name
-            ),
-            Need::NoSwap => format!(
-                "{}: skipped: it requires no swap, and {system} has a swap device",
-                workload.name
-            ),
-            Need::SwapVmaReadahead if !sys.swap => format!(
-                "{}: skipped: it requires swap with read-ahead by address, and {system} has no swap device",
-                workload.name
-            ),
+        let n = *workload.requires.iter().find(|n| !n.met(sys))?;
+        let what = match n {
+            Need::Swap => "swap",
+            Need::NoSwap => "no swap",
+            Need::SwapVmaReadahead => "swap with read-ahead by address",
+            Need::SwapRotational => "swap on a rotational device",
+        };
+        let lacks = match n {
+            Need::NoSwap => format!("{system} has a swap device"),
+            _ if !sys.swap => format!("{system} has no swap device"),
             Need::SwapVmaReadahead => format!(
-                "{}: skipped: it requires swap with read-ahead by address, and {system} reads ahead by swap slot (a rotational swap device, or vma_ra_enabled false)",
-                workload.name
+                "{system} reads ahead by swap slot (a rotational swap device, or vma_ra_enabled false)"
             ),
-            Need::SwapRotational if !sys.swap => format!(
-                "{}: skipped: it requires swap on a rotational device, and {system} has no swap device",
-                workload.name
-            ),
-            Need::SwapRotational => format!(
-                "{}: skipped: it requires swap on a rotational device, and {system}'s swap is on a solid-state one",
-                workload.name
-            ),
-        })
+            Need::SwapRotational => format!("{system}'s swap is on a solid-state one"),
+            Need::Swap => unreachable!("met by any swap device"),
+        };
+        Some(format!(
+            "{}: skipped: it requires {what}, and {lacks}",
+            workload.name
+        ))
     }
 }
 
