@@ -35,11 +35,16 @@ impl AddressSpace {
     /// free when no entry names it and the swap cache holds nothing for
     /// it): then a fault that brings a page back frees its slot.
     pub(crate) fn swap_full(&self) -> bool {
-        let Some(capacity) = self.cfg.swap.map(|b| b / self.page) else {
+        let Some(capacity) = self.swap_slots() else {
             return false;
         };
         let free = capacity.saturating_sub(self.shares.swap.slots_used() as u64);
         free * 2 < capacity
+    }
+
+    /// The device's slots (pages), if a swap device is configured.
+    pub(crate) fn swap_slots(&self) -> Option<u64> {
+        self.cfg.swap.map(|b| b / self.page)
     }
 
     /// Whether a swap device is configured.
@@ -67,7 +72,7 @@ impl AddressSpace {
         dirty: bool,
         d: &mut Deferred,
     ) -> bool {
-        let Some(capacity) = self.cfg.swap.map(|b| b / self.page) else {
+        let Some(capacity) = self.swap_slots() else {
             return false;
         };
         let Some((slot, free_frame)) = self.shares.swap.swap_out(pa, dirty, capacity) else {

@@ -79,7 +79,7 @@ impl AddressSpace {
                 v
             }
             SwapRaKind::Cluster => {
-                let Some(capacity) = self.cfg.swap.map(|b| b / self.page) else {
+                let Some(capacity) = self.swap_slots() else {
                     return Ok(());
                 };
                 let swap = &self.shares.swap;
