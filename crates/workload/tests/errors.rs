@@ -317,6 +317,21 @@ fn access_must_match_protection() {
 }
 
 #[test]
+fn collapse_needs_a_mapping_that_can_hold_a_thp() {
+    let small = "[[thread]]\nop = [\n  { mmap = \"a\", size = \"1MiB\" },\n  { madvise = \"a\", advice = \"collapse\" },\n]\n";
+    assert_eq!(
+        err(small),
+        "workloads/x.toml:4:15: region \"a\" is 1MiB long, and advice \"collapse\" needs a mapping that holds a whole aligned 2MiB range (EINVAL) in op 2 of thread block 1"
+    );
+    // 2 MiB may hold one (where it lands decides); so may a part of a
+    // larger region, which the run leaves alone.
+    ok(&small.replace("\"1MiB\"", "\"2MiB\""));
+    ok(&small
+        .replace("\"1MiB\"", "\"4MiB\"")
+        .replace("\"collapse\"", "\"collapse\", len = \"1MiB\""));
+}
+
+#[test]
 fn advice_must_suit_the_mapping() {
     let free_file = "[[thread]]\nop = [\n  { mmap = \"f\", size = \"4MiB\", kind = \"file\" },\n  { madvise = \"f\", advice = \"free\" },\n]\n";
     assert_eq!(

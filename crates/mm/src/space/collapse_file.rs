@@ -54,6 +54,7 @@ impl AddressSpace {
             && vma.shared
             && !vma.flags.nohugepage
             && self.huge_zero_pa.is_some()
+            && self.vma_holds_pmd(vma)
             && (vma.start >> self.page_shift)
                 .wrapping_sub(vma.pgoff(self.page_shift))
                 .is_multiple_of(pmd_pages)

@@ -152,7 +152,10 @@ impl AddressSpace {
                 self.flush_unlinked_tables(ctx, d);
                 continue;
             }
-            let eligible = vma.is_anon() && !vma.flags.nohugepage && self.huge_zero_pa.is_some();
+            let eligible = vma.is_anon()
+                && !vma.flags.nohugepage
+                && self.huge_zero_pa.is_some()
+                && self.vma_holds_pmd(vma);
             if !eligible {
                 if khugepaged {
                     continue;

@@ -21,6 +21,17 @@ impl AddressSpace {
         on && haddr >= vma.start && haddr + self.pmd_size <= vma.end
     }
 
+    /// Whether `vma` holds a whole PMD-aligned range of the PMD size, which
+    /// a THP outside a fault needs (Linux `__thp_vma_allowable_orders`
+    /// when not in a page fault: `thp_vma_suitable_order` at `vm_end -
+    /// HPAGE_PMD_SIZE`). MADV_COLLAPSE of a smaller VMA fails with EINVAL
+    /// (measured on 6.18: a 1 MiB anonymous mapping), khugepaged skips it.
+    pub(crate) fn vma_holds_pmd(&self, vma: &Vma) -> bool {
+        vma.end
+            .checked_sub(self.pmd_size)
+            .is_some_and(|last| (last & !(self.pmd_size - 1)) >= vma.start)
+    }
+
     /// The mTHP sizes allowed at `va` in `vma`, largest first (Linux
     /// `thp_vma_allowable_orders` + `thp_vma_suitable_orders`).
     pub(crate) fn mthp_sizes<'a>(

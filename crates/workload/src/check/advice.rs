@@ -3,6 +3,10 @@
 use super::*;
 use ::advice::{Needs, NeedsProt};
 
+/// The smallest PMD entry's reach over the geometries (x86-64, RISC-V and
+/// ARM64 with 4 KiB pages).
+const SMALLEST_PMD: u64 = 2 << 20;
+
 /// The change an advice makes to the VMA flags the checker tracks (what
 /// `mremap` and `fork` need to know), if it makes one.
 pub(super) fn vma_flags(advice: Advice) -> Option<fn(Attrs) -> Attrs> {
@@ -55,6 +59,18 @@ impl<'a, 'd> Checker<'a, 'd> {
                 );
                 return Err(self.region_err(t, op, op.at, region, problem, "; munlock it first"));
             }
+        }
+        // thp_vma_allowable_order outside a fault: a VMA that holds no whole
+        // aligned PMD range takes no THP, and MADV_COLLAPSE fails with
+        // EINVAL. 2 MiB is the smallest PMD of every geometry, so a
+        // shorter mapping fails under all of them; a longer one is left to
+        // the run (its placement and the geometry decide).
+        if advice == Advice::Collapse && m.size < SMALLEST_PMD {
+            let problem = format!(
+                "is {} long, and advice \"collapse\" needs a mapping that holds a whole aligned 2MiB range (EINVAL)",
+                format_size(m.size)
+            );
+            return Err(self.region_err(t, op, op.at, region, problem, ""));
         }
         let refusal = match advice.needs() {
             Needs::Any => None,
