@@ -137,6 +137,13 @@ pub struct Lookup {
     /// (`lock_folio_maybe_drop_mmap`): a fault on a page of a 2 MiB folio
     /// waits for all 2 MiB, one on a base-page folio for its own request.
     pub read_pmd: u64,
+    /// A hit on a folio carrying the read-ahead mark: `filemap_fault` drops
+    /// the mmap lock to read on (`do_async_mmap_readahead`) and returns
+    /// VM_FAULT_RETRY without VM_FAULT_MAJOR. How the retry is counted is
+    /// the caller's: a user fault under the VMA lock retries under the
+    /// mmap lock without FAULT_FLAG_TRIED (minor), MADV_POPULATE_* with it
+    /// (major, see `space::populate`).
+    pub retry: bool,
 }
 
 impl Slot {
@@ -244,14 +251,14 @@ impl MemObject {
         let before = self.read_in();
         let before_pmd = self.read_in_pmd();
         if let Some(pa) = self.cached(pages, idx) {
-            if self.kind == ObjectKind::File {
-                self.async_mmap_readahead(pages, idx, ra)?;
-            }
+            let retry =
+                self.kind == ObjectKind::File && self.async_mmap_readahead(pages, idx, ra)?;
             return Ok(Lookup {
                 pa,
                 major: false,
                 read: self.read_in() - before,
                 read_pmd: self.read_in_pmd() - before_pmd,
+                retry,
             });
         }
         if self.kind == ObjectKind::Shmem {
@@ -262,6 +269,7 @@ impl MemObject {
                 major: false,
                 read: 0,
                 read_pmd: 0,
+                retry: false,
             });
         }
         self.sync_mmap_readahead(pages, idx, ra)?;
@@ -271,6 +279,7 @@ impl MemObject {
                 major: true,
                 read: self.read_in() - before,
                 read_pmd: self.read_in_pmd() - before_pmd,
+                retry: false,
             }),
             None => Err(Errno::NoMem("no frame for a page-cache page")),
         }

@@ -194,6 +194,10 @@ pub struct ThreadCtx {
     pub cpu: Option<usize>,
     /// The kind of the fault being handled, set where the handler is chosen.
     pub fault_kind: FaultKind,
+    /// The fault just handled met a read-ahead mark and, in Linux, dropped
+    /// the mmap lock and retried ([`crate::cache::Lookup::retry`]); set by
+    /// the page-cache lookups, read and cleared by `populate`.
+    pub fault_retry: bool,
     /// When `Some`, every lock acquisition of this thread is appended, in
     /// order (a virtual-time executor replays them to model waiting); `None`
     /// (the default) costs one branch per acquisition.

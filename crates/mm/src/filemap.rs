@@ -220,6 +220,7 @@ impl AddressSpace {
         let lookup = obj.get(&mut pages, idx, &ra)?;
         ctx.counters.pages_read += lookup.read;
         ctx.counters.pmd_pages_read += lookup.read_pmd;
+        ctx.fault_retry |= lookup.retry;
         if major && lookup.read_pmd > 0 {
             ctx.counters.pmd_major_faults += 1;
         }

@@ -121,27 +121,28 @@ impl MemObject {
 
     /// A hit at `idx` (a fault that reached the page cache): pays back a
     /// miss, and if the page's folio carries the read-ahead mark, reads the
-    /// next window, in larger folios.
+    /// next window, in larger folios. Whether the folio was marked (the
+    /// fault then drops the mmap lock and retries, see [`crate::cache::Lookup::retry`]).
     // Linux: mm/filemap.c, do_async_mmap_readahead → page_cache_async_ra
     pub(crate) fn async_mmap_readahead(
         &self,
         pages: &mut HashMap<u64, Slot>,
         idx: u64,
         r: &RaRequest,
-    ) -> Result<(), Errno> {
+    ) -> Result<bool, Errno> {
         if r.ra_pages == 0 {
-            return Ok(());
+            return Ok(false);
         }
         let mut ra = *crate::space::lock_plain(&self.ra);
         ra.mmap_miss = ra.mmap_miss.saturating_sub(1);
         *crate::space::lock_plain(&self.ra) = ra;
         let Some(folio) = Self::folio_of(pages, idx) else {
-            return Ok(());
+            return Ok(false);
         };
         let n = 1u64 << folio.order;
         let head = idx & !(n - 1);
         if !Self::folio_of(pages, head).is_some_and(|f| f.readahead) {
-            return Ok(());
+            return Ok(false);
         }
         Self::clear_readahead(pages, head);
         let max = r.ra_pages;
@@ -160,7 +161,7 @@ impl MemObject {
             }
             if start - head > max {
                 *crate::space::lock_plain(&self.ra) = ra;
-                return Ok(());
+                return Ok(true);
             }
             ra.start = start;
             ra.size = next_ra_size(start - head + max, max);
@@ -169,7 +170,7 @@ impl MemObject {
         ra.order = ra.order.saturating_add(2);
         let r2 = self.ra_order(pages, &mut ra, r);
         *crate::space::lock_plain(&self.ra) = ra;
-        r2
+        r2.map(|()| true)
     }
 
     /// Reads the window `ra` describes in folios of `ra.order` (as aligned

@@ -517,6 +517,26 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/mremap-locked-grow.toml"),
     ),
     (
+        "populate-cold-mlock",
+        include_str!("../validate/populate-cold-mlock.toml"),
+    ),
+    (
+        "populate-cold-grow",
+        include_str!("../validate/populate-cold-grow.toml"),
+    ),
+    (
+        "populate-read-marks",
+        include_str!("../validate/populate-read-marks.toml"),
+    ),
+    (
+        "populate-write-lazyfree",
+        include_str!("../validate/populate-write-lazyfree.toml"),
+    ),
+    (
+        "populate-mlock-lazyfree",
+        include_str!("../validate/populate-mlock-lazyfree.toml"),
+    ),
+    (
         "mremap-onfault-grow",
         include_str!("../validate/mremap-onfault-grow.toml"),
     ),

@@ -40,6 +40,7 @@ impl AddressSpace {
         drop(pages);
         ctx.counters.pages_read += lookup.read;
         ctx.counters.pmd_pages_read += lookup.read_pmd;
+        ctx.fault_retry |= lookup.retry;
         if lookup.major && lookup.read_pmd > 0 {
             ctx.counters.pmd_major_faults += 1;
         }

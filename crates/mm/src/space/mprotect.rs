@@ -68,7 +68,7 @@ impl AddressSpace {
                     // writable is populated for write now (populate_vma_page_range),
                     // so its COW faults happen here, not at the first writes.
                     if old.flags.locked && !old.prot.write && !old.shared && prot.write {
-                        let _ = self.populate(ctx, &vmas, cur, e, PopulateMode::PerVma, d);
+                        let _ = self.populate(ctx, &vmas, cur, e, PopulateMode::PerVmaHeld, d);
                     }
                 }
                 cur = e;
