@@ -159,3 +159,20 @@ fn madvise_collapse_refuses_a_vma_that_holds_no_whole_pmd_range() {
     assert_eq!(counters(&s, &ctx).anon_huge_kb, 2048);
     finish(s, &mut ctx);
 }
+
+#[test]
+fn mlock_stops_with_enomem_at_a_prot_none_vma_but_keeps_the_lock() {
+    let s = space(cfg());
+    let mut ctx = ThreadCtx::new();
+    done(&s, s.mmap(&mut ctx, MmapArgs::anon(BASE, M)));
+    done(
+        &s,
+        s.mprotect(&mut ctx, BASE + 256 * K, 256 * K, Prot::NONE),
+    );
+    assert!(matches!(s.mlock(&mut ctx, BASE, M), Err(Errno::NoMem(_))));
+    // Populated up to the PROT_NONE VMA, not past it.
+    assert_eq!(counters(&s, &ctx).rss_anon_kb, 256);
+    // Still locked: advice refused on locked memory is refused.
+    assert!(s.madvise(&mut ctx, BASE, 4 * K, Advice::DontNeed).is_err());
+    finish(s, &mut ctx);
+}

@@ -450,6 +450,24 @@ impl<'a, 'd> Checker<'a, 'd> {
                     VerbSyn::Mlock(_, _, onfault) => (true, *onfault),
                     _ => (false, false),
                 };
+                // Linux mlock populates what it locked (__mm_populate, not
+                // ignoring errors): GUP cannot fault a PROT_NONE VMA in, so
+                // mlock fails with ENOMEM (measured on 6.18), though the
+                // range stays locked. MLOCK_ONFAULT populates nothing.
+                if locked && !onfault {
+                    let m = self.mapping(region);
+                    let end = r.offset + r.len;
+                    if let Some((at, _)) =
+                        m.pages.first_where(r.offset, end, |a| !a.prot.readable())
+                    {
+                        let problem = format!(
+                            "is mapped with prot \"none\" at offset {}, and mlock cannot fault it in (ENOMEM)",
+                            format_size(at)
+                        );
+                        let hint = "; mprotect it first, or use onfault = true";
+                        return Err(self.region_err(t, op, op.at, region, problem, hint));
+                    }
+                }
                 self.pages_mut(region)
                     .update(r.offset, r.offset + r.len, |a| Attrs {
                         locked,

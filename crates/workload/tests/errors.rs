@@ -317,6 +317,19 @@ fn access_must_match_protection() {
 }
 
 #[test]
+fn mlock_cannot_populate_prot_none() {
+    let none = "[[thread]]\nop = [\n  { mmap = \"a\", size = \"1MiB\" },\n  { mprotect = \"a\", prot = \"none\", offset = \"256KiB\", len = \"256KiB\" },\n  { mlock = \"a\" },\n]\n";
+    assert_eq!(
+        err(none),
+        "workloads/x.toml:5:13: region \"a\" is mapped with prot \"none\" at offset 256KiB, and mlock cannot fault it in (ENOMEM) in op 3 of thread block 1; mprotect it first, or use onfault = true"
+    );
+    // MLOCK_ONFAULT populates nothing; a range that leaves the PROT_NONE
+    // part out is populated whole.
+    ok(&none.replace("{ mlock = \"a\" }", "{ mlock = \"a\", onfault = true }"));
+    ok(&none.replace("{ mlock = \"a\" }", "{ mlock = \"a\", len = \"256KiB\" }"));
+}
+
+#[test]
 fn collapse_needs_a_mapping_that_can_hold_a_thp() {
     let small = "[[thread]]\nop = [\n  { mmap = \"a\", size = \"1MiB\" },\n  { madvise = \"a\", advice = \"collapse\" },\n]\n";
     assert_eq!(
