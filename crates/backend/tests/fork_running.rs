@@ -159,6 +159,51 @@ op = [
     assert_eq!(get(&r, "kid.two", "rss_anon_kb"), 0);
 }
 
+#[test]
+fn a_sleeping_child_stays_alive_over_the_parents_ops() {
+    // The child sleeps 200 ms: the parent's writes meanwhile meet the THP
+    // it still shares (each write splits the PMD and copies one page, as
+    // measured on 6.18), and the pages it did not write are shared until
+    // the waitpid, after which each write reuses its page. The parent's
+    // clock waits for the child at the waitpid (virtual time).
+    let text = r#"
+name = "sleeping-child"
+[[thread]]
+op = [
+  { mmap = "a", size = "4MiB" },
+  { madvise = "a", advice = "hugepage" },
+  { touch = "a", access = "write" },
+  { mark = "written" },
+  { fork = "kid", wait = false, op = [ { sleep = "200ms" } ] },
+  { touch = "a", access = "write", stride = "64KiB" },
+  { mark = "wrote" },
+  { waitpid = "kid" },
+  { mark = "waited" },
+  { touch = "a", access = "write" },
+  { mark = "wrote_all" },
+]
+"#;
+    let w = workload::parse(text, "sleeping-child.toml", 48).unwrap();
+    for executor in [Executor::Virtual, Executor::Threads] {
+        let cfg = ModelConfig::new(&ModelOptions {
+            thp: Some(Thp::Madvise),
+            executor: Some(executor),
+            ..ModelOptions::default()
+        })
+        .unwrap();
+        let r = model::run(&w, &cfg).unwrap();
+        let at = |m: &str, c: &str| get(&r, m, c);
+        assert_eq!(at("written", "anon_huge_kb"), 4096, "{executor:?}");
+        assert_eq!(at("wrote", "minor_faults"), 2 + 64, "{executor:?}");
+        assert_eq!(at("wrote", "anon_huge_kb"), 0, "{executor:?}");
+        assert_eq!(at("wrote_all", "minor_faults"), 2 + 1024, "{executor:?}");
+        if executor == Executor::Virtual {
+            let t = |m: &str| at(m, "predicted_ns");
+            assert!(t("waited") - t("wrote") >= 150_000_000, "{r:?}");
+        }
+    }
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn kernel_counts_both_processes_and_reaps_every_child() {

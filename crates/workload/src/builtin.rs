@@ -253,6 +253,10 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/fork-running-child-exits.toml"),
     ),
     (
+        "fork-running-child-sleeps",
+        include_str!("../validate/fork-running-child-sleeps.toml"),
+    ),
+    (
         "node-of-untouched-anon",
         include_str!("../validate/node-of-untouched-anon.toml"),
     ),

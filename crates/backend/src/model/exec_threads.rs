@@ -112,6 +112,9 @@ struct Worker<'a, 'w> {
     op_label: String,
     /// A child forked with `wait = false` and not yet waited for.
     child: Option<super::fork::Running<'w>>,
+    /// The clock a running child's sleeps are timed by (this executor
+    /// predicts no time: the wall clock).
+    started: std::time::Instant,
 }
 
 impl<'a, 'w> Worker<'a, 'w> {
@@ -124,15 +127,29 @@ impl<'a, 'w> Worker<'a, 'w> {
             latency: None,
             op_label: String::new(),
             child: None,
+            started: std::time::Instant::now(),
         }
+    }
+
+    fn now_ns(&self) -> f64 {
+        self.started.elapsed().as_nanos() as f64
     }
 
     /// Waits for a child still running (the end of the thread's ops).
     fn reap(&mut self) -> Result<(), ModelError> {
-        match self.child.take() {
-            Some(c) => c.finish(self.sh, &mut self.cpu, self.tid),
-            None => Ok(()),
+        let Some(c) = self.child.take() else {
+            return Ok(());
+        };
+        let now = self.now_ns();
+        let exit = c.finish(self.sh, &mut self.cpu, self.tid, now)?;
+        // Waits for what is left of the child's sleeps.
+        let left = exit - self.now_ns();
+        if left > 0.0 {
+            self.cpu.set_running(false);
+            std::thread::sleep(std::time::Duration::from_nanos(left as u64));
+            self.cpu.set_running(true);
         }
+        Ok(())
     }
 
     fn run_list(&mut self, ops: &'w [Op], prefix: &str) -> Result<(), ModelError> {
@@ -141,8 +158,9 @@ impl<'a, 'w> Worker<'a, 'w> {
             self.op_label = format!("op {prefix}{}", i + 1);
             // A running child's next op comes before each of the parent's
             // (see `super::fork`).
+            let now = self.now_ns();
             if let (Some(c), false) = (self.child.as_mut(), matches!(op, Op::Waitpid(_))) {
-                c.step(self.sh, &mut self.cpu, self.tid)?;
+                c.step(self.sh, &mut self.cpu, self.tid, now)?;
             }
             self.run_op(op, &format!("{prefix}{}.", i + 1))?;
             self.cpu.publish();

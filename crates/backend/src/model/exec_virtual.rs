@@ -350,7 +350,8 @@ impl<'s, 'w> Exec<'s, 'w> {
             let Some((op, label)) = v.next_op() else {
                 // A child still running is waited for at the end.
                 if let Some(c) = v.child.take() {
-                    c.finish(self.sh, &mut v.cpu, v.tid)?;
+                    let exit = c.finish(self.sh, &mut v.cpu, v.tid, v.clock.ns)?;
+                    wait_for_child(v, exit);
                 }
                 v.state = State::Done;
                 v.cpu.publish();
@@ -361,7 +362,7 @@ impl<'s, 'w> Exec<'s, 'w> {
             // A running child's next op comes before each of the parent's
             // (see `super::fork`).
             if let (Some(c), false) = (v.child.as_mut(), matches!(op, Op::Waitpid(_))) {
-                c.step(self.sh, &mut v.cpu, v.tid)?;
+                c.step(self.sh, &mut v.cpu, v.tid, v.clock.ns)?;
             }
             if let Some(r) = self.syscall(v, op) {
                 r?;
@@ -444,7 +445,8 @@ impl<'s, 'w> Exec<'s, 'w> {
                 }
                 Op::Waitpid(_) => {
                     if let Some(c) = v.child.take() {
-                        c.finish(self.sh, &mut v.cpu, v.tid)?;
+                        let exit = c.finish(self.sh, &mut v.cpu, v.tid, v.clock.ns)?;
+                        wait_for_child(v, exit);
                     }
                     v.cpu.publish();
                 }
@@ -616,5 +618,14 @@ impl<'s, 'w> Exec<'s, 'w> {
                 }
             }
         }
+    }
+}
+
+/// The parent's `waitpid` returns when its child exits (`exit_ns` on the
+/// parent's clock, [`super::fork::Running::finish`]): a child still
+/// sleeping is waited for.
+fn wait_for_child(v: &mut Vcpu<'_, '_>, exit_ns: f64) {
+    if exit_ns > v.clock.ns {
+        v.clock += Ns3::same(exit_ns - v.clock.ns);
     }
 }

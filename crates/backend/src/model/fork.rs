@@ -17,16 +17,21 @@
 //! the parent thread's CPU, which switches address space for each child
 //! op (Linux `switch_mm`): before each op the parent's thread starts
 //! (every op, inside a `repeat` too, `waitpid` excepted), the child runs
-//! its next top-level op ([`Running::step`]); a child with no op left
-//! exits there. `waitpid` (and the end of the parent's ops) runs the
-//! child's remaining ops and exits it ([`Running::finish`]). The child's
+//! its next top-level op ([`Running::step`]) if it is due; a child with
+//! no op left exits there. A `sleep` of the child holds its next op (or
+//! its exit) back until the parent's clock (virtual time, or the wall
+//! clock in the threads executor) has passed that much more: a child that
+//! sleeps stays alive, and keeps sharing its pages, over the parent's ops
+//! meanwhile. `waitpid` (and the end of the parent's ops) runs the
+//! child's remaining ops and exits it ([`Running::finish`]), the parent
+//! waiting for the rest of the child's sleeps. The child's
 //! marks are counted when its ops reach them but reported at the
 //! `waitpid`, after the parent's marks before it, as on the kernel (whose
 //! child hands its records back when it is reaped). The order is
 //! the model's; on the kernel it is the scheduler's. In virtual time only
-//! the fork call and its copy are priced on the parent's clock: the
-//! child's ops are not priced (on Linux it runs on another CPU or in the
-//! parent's waits).
+//! the fork call and its copy, and the wait for a sleeping child, are
+//! priced on the parent's clock: the child's other ops are not priced (on
+//! Linux it runs on another CPU or in the parent's waits).
 
 use super::interp;
 use super::run::Shared;
@@ -159,6 +164,9 @@ pub(super) struct Running<'w> {
     label: String,
     /// Its marks so far, reported at its `waitpid`.
     held: Vec<workload::result::Mark>,
+    /// When its next op (or its exit) may run, on the parent's clock in ns:
+    /// a `sleep` of the child holds back what follows it by its duration.
+    due_ns: f64,
 }
 
 /// Forks the child `name` that will run `ops` while the parent goes on;
@@ -186,12 +194,15 @@ pub(super) fn start<'w>(
         base,
         label: label.to_string(),
         held: Vec::new(),
+        due_ns: 0.0,
     })
 }
 
 impl Running<'_> {
     /// Runs the child's next op on `cpu` (switched to the child's space
-    /// and back); a child with no op left exits. `true` once it has exited.
+    /// and back) if it is due at `now_ns` (the parent's clock); a child
+    /// with no op left exits. A `sleep` makes what follows it due that
+    /// much later. `true` once it has exited.
     ///
     /// # Errors
     /// The child's op's failure, as thread `tid` reports it.
@@ -200,12 +211,26 @@ impl Running<'_> {
         sh: &Shared<'_>,
         cpu: &mut CpuHandle<'_>,
         tid: usize,
+        now_ns: f64,
     ) -> Result<bool, ModelError> {
+        if self.next > self.ops.len() {
+            return Ok(true);
+        }
+        if now_ns < self.due_ns {
+            return Ok(false);
+        }
+        if let Some(Op::Sleep(d)) = self.ops.get(self.next) {
+            self.next += 1;
+            self.due_ns = now_ns + d.as_nanos() as f64;
+            return Ok(false);
+        }
         self.run(sh, cpu, tid, 1)
     }
 
     /// Runs the child's remaining ops and exits it (the parent's
-    /// `waitpid`, or the end of its ops).
+    /// `waitpid`, or the end of its ops, at `now_ns` on the parent's
+    /// clock). Returns when the child exits on that clock: the parent
+    /// waits for what is left of its sleeps.
     ///
     /// # Errors
     /// The first failing op of the child, as thread `tid` reports it.
@@ -214,10 +239,22 @@ impl Running<'_> {
         sh: &Shared<'_>,
         cpu: &mut CpuHandle<'_>,
         tid: usize,
-    ) -> Result<(), ModelError> {
+        now_ns: f64,
+    ) -> Result<f64, ModelError> {
+        let left: f64 = self
+            .ops
+            .get(self.next..)
+            .unwrap_or_default()
+            .iter()
+            .map(|op| match op {
+                Op::Sleep(d) => d.as_nanos() as f64,
+                _ => 0.0,
+            })
+            .sum();
+        let exit_ns = now_ns.max(self.due_ns) + left;
         self.run(sh, cpu, tid, usize::MAX)?;
         sh.push_marks(std::mem::take(&mut self.held));
-        Ok(())
+        Ok(exit_ns)
     }
 
     fn run(
