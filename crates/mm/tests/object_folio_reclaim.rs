@@ -52,7 +52,11 @@ fn pte_mapped_shmem(write: bool) -> (AddressSpace, ThreadCtx) {
     touch(&s, &mut ctx, BASE, 2 * M, false);
     done(&s, s.mprotect(&mut ctx, BASE + M, P, Prot::RW));
     let c = counters(&s, &ctx);
-    assert_eq!((c.rss_shmem_kb, c.shmem_pmd_kb), (2048, 0), "mapped by PTEs");
+    assert_eq!(
+        (c.rss_shmem_kb, c.shmem_pmd_kb),
+        (2048, 0),
+        "mapped by PTEs"
+    );
     (s, ctx)
 }
 

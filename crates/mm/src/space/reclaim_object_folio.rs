@@ -287,8 +287,7 @@ impl AddressSpace {
                     return Ok(());
                 };
                 let table = TableAddr::new(pa);
-                let Some(g) = self.pte_offset_map_lock(ctx, ext.pmd_table, ext.start, table)
-                else {
+                let Some(g) = self.pte_offset_map_lock(ctx, ext.pmd_table, ext.start, table) else {
                     return Ok(());
                 };
                 let r = self.unmap_object_pages(ext, table, obj, d);
