@@ -94,6 +94,9 @@ impl AddressSpace {
         let last = vma
             .pgoff_of(span.end, self.page_shift)
             .next_multiple_of(pmd_pages);
+        if !Self::holds_large_folio(obj, first..last) {
+            return Ok(());
+        }
         let mut pass = Pass {
             obj,
             how,
@@ -118,6 +121,19 @@ impl AddressSpace {
             self.split_object_folio(ctx, vmas, obj, f, d)?;
         }
         Ok(())
+    }
+
+    /// Whether `obj` caches a large folio in the page indices `range`: if
+    /// not, the pass has nothing to do, and takes no lock of the reverse
+    /// map or of a PTE table (the page walk that follows takes its own).
+    fn holds_large_folio(obj: &MemObject, range: Range<u64>) -> bool {
+        let pages = obj.lock();
+        let large = |i: &u64| MemObject::folio_of(&pages, *i).is_some_and(|f| f.order > 0);
+        if range.end - range.start <= pages.len() as u64 {
+            range.into_iter().any(|i| large(&i))
+        } else {
+            pages.keys().any(|i| range.contains(i) && large(i))
+        }
     }
 
     /// The large folios mapped by PTEs of `table` in `ext` (PTE lock held):
