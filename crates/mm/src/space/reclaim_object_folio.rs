@@ -60,8 +60,9 @@ struct ObjFolio {
 struct Pass<'a> {
     obj: &'a Arc<MemObject>,
     how: PageAdvice,
-    /// The object's pages other processes of the family map.
-    elsewhere: Elsewhere,
+    /// The object's pages other processes of the family map, asked when
+    /// the first PTE table mapping a large folio is met.
+    elsewhere: Option<Elsewhere>,
     /// Folios to split once the PTE lock is dropped.
     splits: Vec<ObjFolio>,
 }
@@ -89,7 +90,7 @@ impl AddressSpace {
         let pmd_pages = self.pmd_size >> self.page_shift;
         // Folios are naturally aligned in the object and at most PMD-sized:
         // the reverse map is asked over the PMD-aligned indices around the
-        // range, before any lock of ours is taken.
+        // range, while no lock of ours is held.
         let first = vma.pgoff_of(span.start, self.page_shift) & !(pmd_pages - 1);
         let last = vma
             .pgoff_of(span.end, self.page_shift)
@@ -100,7 +101,7 @@ impl AddressSpace {
         let mut pass = Pass {
             obj,
             how,
-            elsewhere: self.mapped_elsewhere(ctx, obj, first, last),
+            elsewhere: None,
             splits: Vec::new(),
         };
         let (start, end) = (VirtAddr::new(span.start), VirtAddr::new(span.end));
@@ -110,6 +111,14 @@ impl AddressSpace {
                 return Ok(());
             };
             let table = TableAddr::new(pa);
+            // A table mapping no large folio is left to the page walk
+            // (read without its lock: what the locked pass reads decides).
+            if !self.maps_large_folio(ext, table, obj)? {
+                return Ok(());
+            }
+            if pass.elsewhere.is_none() {
+                pass.elsewhere = Some(self.mapped_elsewhere(ctx, obj, first, last));
+            }
             let Some(g) = self.pte_offset_map_lock(ctx, ext.pmd_table, ext.start, table) else {
                 return Ok(());
             };
@@ -134,6 +143,29 @@ impl AddressSpace {
         } else {
             pages.keys().any(|i| range.contains(i) && large(i))
         }
+    }
+
+    /// Whether a PTE of `table` in `ext` maps a page of a large folio of
+    /// `obj` (a snapshot, read without the table's lock).
+    fn maps_large_folio(
+        &self,
+        ext: PmdExtent,
+        table: TableAddr,
+        obj: &MemObject,
+    ) -> Result<bool, Errno> {
+        let pages = obj.lock();
+        let mut va = ext.start;
+        while va < ext.end {
+            if let Entry::Leaf { pa, .. } = self.pt.read_entry(table, Level::PTE, va)? {
+                let idx = ext.vma.pgoff_of(va.get(), self.page_shift);
+                if matches!(pages.get(&idx), Some(Slot::Cached { pa: c, folio, .. }) if *c == pa && folio.order > 0)
+                {
+                    return Ok(true);
+                }
+            }
+            va += self.page;
+        }
+        Ok(false)
     }
 
     /// The large folios mapped by PTEs of `table` in `ext` (PTE lock held):
@@ -161,7 +193,11 @@ impl AddressSpace {
             };
             let after = va.add(nr * self.page);
             let range = folio.head..folio.head + folio.pages;
-            if range.clone().any(|i| pass.elsewhere.contains(i)) {
+            let shared = pass
+                .elsewhere
+                .as_ref()
+                .is_none_or(|e| range.clone().any(|i| e.contains(i)));
+            if shared {
                 va = after;
                 continue;
             }
