@@ -113,7 +113,7 @@ impl AddressSpace {
             let table = TableAddr::new(pa);
             // A table mapping no large folio is left to the page walk
             // (read without its lock: what the locked pass reads decides).
-            if !self.maps_large_folio(ext, table, obj)? {
+            if !self.maps_large_folio(ext, table, obj) {
                 return Ok(());
             }
             if pass.elsewhere.is_none() {
@@ -147,25 +147,22 @@ impl AddressSpace {
 
     /// Whether a PTE of `table` in `ext` maps a page of a large folio of
     /// `obj` (a snapshot, read without the table's lock).
-    fn maps_large_folio(
-        &self,
-        ext: PmdExtent,
-        table: TableAddr,
-        obj: &MemObject,
-    ) -> Result<bool, Errno> {
+    fn maps_large_folio(&self, ext: PmdExtent, table: TableAddr, obj: &MemObject) -> bool {
         let pages = obj.lock();
         let mut va = ext.start;
         while va < ext.end {
-            if let Entry::Leaf { pa, .. } = self.pt.read_entry(table, Level::PTE, va)? {
+            // A table freed under us (a concurrent zap's PT reclaim) reads
+            // as an error here: nothing to do in it.
+            if let Ok(Entry::Leaf { pa, .. }) = self.pt.read_entry(table, Level::PTE, va) {
                 let idx = ext.vma.pgoff_of(va.get(), self.page_shift);
                 if matches!(pages.get(&idx), Some(Slot::Cached { pa: c, folio, .. }) if *c == pa && folio.order > 0)
                 {
-                    return Ok(true);
+                    return true;
                 }
             }
             va += self.page;
         }
-        Ok(false)
+        false
     }
 
     /// The large folios mapped by PTEs of `table` in `ext` (PTE lock held):
