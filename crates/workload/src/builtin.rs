@@ -505,6 +505,30 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/file-thp-pageout-dirty.toml"),
     ),
     (
+        "file-thp-pte-pageout",
+        include_str!("../validate/file-thp-pte-pageout.toml"),
+    ),
+    (
+        "file-thp-pte-split",
+        include_str!("../validate/file-thp-pte-split.toml"),
+    ),
+    (
+        "file-thp-pte-cold",
+        include_str!("../validate/file-thp-pte-cold.toml"),
+    ),
+    (
+        "file-thp-pte-fork",
+        include_str!("../validate/file-thp-pte-fork.toml"),
+    ),
+    (
+        "file-thp-pte-mprotect",
+        include_str!("../validate/file-thp-pte-mprotect.toml"),
+    ),
+    (
+        "file-folio-pte-pageout",
+        include_str!("../validate/file-folio-pte-pageout.toml"),
+    ),
+    (
         "file-thp-eof-faultaround",
         include_str!("../validate/file-thp-eof-faultaround.toml"),
     ),
@@ -611,6 +635,26 @@ const VALIDATE: &[(&str, &str)] = &[
     (
         "shmem-huge-pageout-partial",
         include_str!("../validate/shmem-huge-pageout-partial.toml"),
+    ),
+    (
+        "shmem-huge-pte-pageout-split",
+        include_str!("../validate/shmem-huge-pte-pageout-split.toml"),
+    ),
+    (
+        "shmem-huge-pte-mlock",
+        include_str!("../validate/shmem-huge-pte-mlock.toml"),
+    ),
+    (
+        "shmem-huge-pte-munmap",
+        include_str!("../validate/shmem-huge-pte-munmap.toml"),
+    ),
+    (
+        "shmem-huge-pte-whole",
+        include_str!("../validate/shmem-huge-pte-whole.toml"),
+    ),
+    (
+        "shmem-huge-pte-fork",
+        include_str!("../validate/shmem-huge-pte-fork.toml"),
     ),
     (
         "shmem-huge-cold",

@@ -1,7 +1,7 @@
 //! madvise (Linux mm/madvise.c).
 
 use super::populate::PopulateMode;
-use super::AddressSpace;
+use super::{AddressSpace, PageAdvice};
 use crate::cache::{MemObject, ObjectKind};
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
@@ -175,8 +175,14 @@ impl AddressSpace {
         match advice {
             Advice::DontNeed => self.zap_range(ctx, v, s, e, true, d),
             Advice::Free => self.walk_ptes(ctx, v, s, e, PteOp::Free, d),
-            Advice::PageOut => self.pageout(ctx, v, s, e, d),
-            Advice::Cold => self.walk_ptes(ctx, v, s, e, PteOp::Cold, d),
+            Advice::PageOut => {
+                self.object_folios_reclaim(ctx, vmas, v, s..e, PageAdvice::PageOut, d)?;
+                self.pageout(ctx, v, s, e, d)
+            }
+            Advice::Cold => {
+                self.object_folios_reclaim(ctx, vmas, v, s..e, PageAdvice::Cold, d)?;
+                self.walk_ptes(ctx, v, s, e, PteOp::Cold, d)
+            }
             Advice::Remove => self.remove(ctx, v, s, e, d),
             Advice::WillNeed => {
                 if let Some(obj) = v.object() {

@@ -47,6 +47,7 @@ mod pages;
 mod populate;
 mod reclaim;
 mod reclaim_huge_object;
+mod reclaim_object_folio;
 mod rmap;
 mod share;
 mod swap;

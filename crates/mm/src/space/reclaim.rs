@@ -384,6 +384,11 @@ impl AddressSpace {
         };
         let idx = vma.pgoff_of(va.get(), self.page_shift);
         let mut pages = obj.lock();
+        // A page of a large folio: reclaimed, split or left whole by
+        // `object_folios_reclaim` before this walk.
+        if MemObject::folio_of(&pages, idx).is_some_and(|f| f.order > 0) {
+            return;
+        }
         let dirty = pte_dirty || MemObject::is_dirty(&pages, idx);
         self.pt.pte_clear(table, Level::PTE, va);
         d.add_flush(va.get(), self.page);

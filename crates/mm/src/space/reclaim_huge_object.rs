@@ -24,6 +24,8 @@
 //!   from the object whole. A dirty one stays whole (there is no swap to
 //!   write shmem to, and reclaim on request does not write file pages
 //!   back), and the next access maps it again.
+//!
+//! The same folio mapped by PTEs is `reclaim_object_folio.rs`'s.
 
 use super::{AddressSpace, Rss};
 use crate::cache::MemObject;

@@ -65,7 +65,7 @@ impl PmdExtent<'_> {
 impl AddressSpace {
     /// Calls `f` with each PMD entry's share of `[start, end)` of `vma`
     /// whose PMD table exists, skipping missing upper tables.
-    fn for_each_pmd(
+    pub(crate) fn for_each_pmd(
         &self,
         vma: &Vma,
         start: VirtAddr,
