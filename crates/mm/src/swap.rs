@@ -9,7 +9,9 @@
 //! `free_swap_and_cache` when a zap clears the entry). The swap cache keeps
 //! the page's frame beside the slot while it is there (Linux
 //! `SWAP_HAS_CACHE`): after reclaim wrote it (the write is asynchronous on a
-//! block device, so reclaim keeps the folio), after a fault read it back,
+//! swap file or an ordinary block device, so reclaim keeps the folio; a
+//! device with synchronous I/O such as zram has written it by then, and
+//! reclaim frees it), after a fault read it back,
 //! until one of these frees it:
 //! - a later reclaim that finds it clean and no longer mapped
 //!   (`shrink_folio_list` → `__remove_mapping`);
