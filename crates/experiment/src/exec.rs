@@ -153,6 +153,11 @@ pub fn unmet_need(w: &Workload, cfg: &RunConfig) -> Result<Option<String>, ExecE
                 vma_readahead: host::swap::vma_ra_enabled().unwrap_or(true)
                     && host::swap::any_rotational() == Some(false),
                 rotational: host::swap::any_rotational() == Some(true),
+                area: match host::swap::swap_area_kind() {
+                    None | Some(host::swap::SwapAreaKind::File) => workload::plan::SwapArea::File,
+                    Some(host::swap::SwapAreaKind::Block) => workload::plan::SwapArea::Block,
+                    Some(host::swap::SwapAreaKind::Sync) => workload::plan::SwapArea::Sync,
+                },
             },
         ),
         BackendKind::Model => {
@@ -162,9 +167,15 @@ pub fn unmet_need(w: &Workload, cfg: &RunConfig) -> Result<Option<String>, ExecE
                 workload::plan::NeedSystem {
                     swap: mm.swap.is_some(),
                     vma_readahead: mm.swap_readahead.kind == mm::SwapRaKind::Vma,
-                    // The model splits a THP before swapping it, as Linux
-                    // does on a rotational device.
-                    rotational: true,
+                    // The model has no rotational flag: it meets the need
+                    // where it reads ahead by slot, as a rotational device
+                    // makes Linux do.
+                    rotational: mm.swap_readahead.kind == mm::SwapRaKind::Cluster,
+                    area: match mm.swap_device {
+                        mm::SwapDeviceKind::File => workload::plan::SwapArea::File,
+                        mm::SwapDeviceKind::Block => workload::plan::SwapArea::Block,
+                        mm::SwapDeviceKind::Sync => workload::plan::SwapArea::Sync,
+                    },
                 },
             )
         }

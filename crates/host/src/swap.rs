@@ -66,9 +66,91 @@ pub fn any_rotational() -> Option<bool> {
     Some(any)
 }
 
+/// What kind of swap area Linux writes to first (see [`swap_area_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwapAreaKind {
+    /// A swap file (no contiguous slots for a large folio).
+    File,
+    /// A block device with asynchronous I/O.
+    Block,
+    /// A block device with synchronous I/O (`SWP_SYNCHRONOUS_IO`).
+    Sync,
+}
+
+/// Block drivers that declare synchronous I/O (`BLK_FEAT_SYNCHRONOUS`):
+/// zram, brd (`ram`N) and pmem. Linux does not show the flag in sysfs,
+/// so the device's name decides.
+const SYNC_DRIVERS: &[&str] = &["zram", "ram", "pmem"];
+
+/// The kind of the area of highest priority in /proc/swaps' text (Linux
+/// allocates from it first; the first listed wins a tie): its Type column
+/// says `file` or `partition`, and a partition on a synchronous driver is
+/// [`SwapAreaKind::Sync`]. `None` with no area.
+pub fn parse_swap_area_kind(text: &str) -> Option<SwapAreaKind> {
+    let mut best: Option<(i64, SwapAreaKind)> = None;
+    for line in text.lines().skip(1) {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let [path, kind, _, _, prio, ..] = cols[..] else {
+            continue;
+        };
+        let prio: i64 = prio.parse().unwrap_or(i64::MIN);
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let k = if kind == "file" {
+            SwapAreaKind::File
+        } else if SYNC_DRIVERS.iter().any(|d| {
+            name.strip_prefix(d)
+                .is_some_and(|rest| rest.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        }) {
+            SwapAreaKind::Sync
+        } else {
+            SwapAreaKind::Block
+        };
+        if best.is_none_or(|(p, _)| prio > p) {
+            best = Some((prio, k));
+        }
+    }
+    best.map(|(_, k)| k)
+}
+
+/// This host's swap area kind ([`parse_swap_area_kind`] of /proc/swaps).
+pub fn swap_area_kind() -> Option<SwapAreaKind> {
+    parse_swap_area_kind(&crate::procfs::read_string("/proc/swaps")?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swap_area_kind_is_the_highest_priority_areas() {
+        let head = "Filename\tType\tSize\tUsed\tPriority\n";
+        let k = |rows: &str| parse_swap_area_kind(&format!("{head}{rows}"));
+        assert_eq!(k(""), None);
+        assert_eq!(
+            k("/dev/zram0 partition 8 0 100\n"),
+            Some(SwapAreaKind::Sync)
+        );
+        assert_eq!(k("/dev/vda2 partition 8 0 -2\n"), Some(SwapAreaKind::Block));
+        assert_eq!(k("/dev/ram0 partition 8 0 -2\n"), Some(SwapAreaKind::Sync));
+        assert_eq!(
+            k("/dev/ramdisk partition 8 0 -2\n"),
+            Some(SwapAreaKind::Block),
+            "a name merely starting with a driver's is not that driver"
+        );
+        assert_eq!(
+            k("/swapfile file 8 0 -2\n/dev/zram0 partition 8 0 100\n"),
+            Some(SwapAreaKind::Sync)
+        );
+        assert_eq!(
+            k("/swapfile file 8 0 5\n/dev/zram0 partition 8 0 -3\n"),
+            Some(SwapAreaKind::File)
+        );
+        assert_eq!(
+            k("/dev/loop0 partition 8 0 -2\n/swapfile file 8 0 -2\n"),
+            Some(SwapAreaKind::Block),
+            "a tie goes to the first listed"
+        );
+    }
 
     #[test]
     fn swap_paths_are_the_first_column() {

@@ -70,6 +70,10 @@ pub struct CacheFolio {
     /// Linux `PG_readahead` (on the head page): a fault that finds this
     /// folio starts the next asynchronous read-ahead.
     pub readahead: bool,
+    /// A shmem page (on the head page: its folio) written to a swap device
+    /// with synchronous I/O, which freed it from memory: the fault on it
+    /// reads it back, a major fault. The model keeps its frame.
+    pub swapped: bool,
 }
 
 /// State of one page of an object.
@@ -308,7 +312,7 @@ impl MemObject {
         let folio = CacheFolio {
             order,
             block,
-            readahead: false,
+            ..CacheFolio::default()
         };
         let mut frames = Vec::with_capacity(if block { 1 } else { n as usize });
         if block {
@@ -476,8 +480,7 @@ impl MemObject {
                 if let Some(Slot::Cached { folio: f, .. }) = pages.get_mut(&j) {
                     *f = CacheFolio {
                         order: pk,
-                        block: false,
-                        readahead: false,
+                        ..CacheFolio::default()
                     };
                 }
             }
@@ -562,22 +565,37 @@ impl MemObject {
     }
 
     // Linux: mm/shmem.c, shmem_writeout (to swap) and shmem_swapin_folio
-    /// A dirty shmem page `idx` goes to swap: it stays in memory in the
-    /// swap cache, but the shmem mapping holds a swap entry for it, so
-    /// fault-around (filemap_map_pages) skips it as it skips a marked
-    /// folio, and the fault on it brings it back
-    /// ([`MemObject::shmem_swap_in`]). The model keeps the frame in the
-    /// object, marked.
-    pub(crate) fn shmem_swap_out(pages: &mut HashMap<u64, Slot>, idx: u64) {
+    /// A dirty shmem page `idx` (its whole folio, on the head page) goes to
+    /// swap: the shmem mapping holds a swap entry for it, so fault-around
+    /// (filemap_map_pages) skips it as it skips a marked folio, and the
+    /// fault on it brings it back ([`MemObject::shmem_swap_in`]). With
+    /// asynchronous I/O it stays in memory, in the swap cache; a device with
+    /// synchronous I/O (`sync`) frees it once written, so the fault reads
+    /// it. The model keeps the frame in the object, marked.
+    pub(crate) fn shmem_swap_out(pages: &mut HashMap<u64, Slot>, idx: u64, sync: bool) {
         Self::mark_reclaim(pages, idx);
+        if let Some(order) = Self::folio_of(pages, idx).map(|f| f.order) {
+            if let Some(Slot::Cached { folio, .. }) = pages.get_mut(&(idx & !((1u64 << order) - 1)))
+            {
+                folio.swapped = sync;
+            }
+        }
     }
 
     /// A fault on shmem page `idx`: a page in the swap cache is back in the
     /// page cache (`shmem_swapin_folio`: found in the swap cache, a minor
-    /// fault; the folio is dirty and the swap slot freed).
-    pub(crate) fn shmem_swap_in(pages: &mut HashMap<u64, Slot>, idx: u64) {
-        if let Some(order) = Self::folio_of(pages, idx).map(|f| f.order) {
-            Self::clear_readahead(pages, idx & !((1u64 << order) - 1));
+    /// fault; the folio is dirty and the swap slot freed). Returns whether
+    /// it was read from the device instead (a major fault:
+    /// `shmem_swapin_folio` counts `PGMAJFAULT`).
+    pub(crate) fn shmem_swap_in(pages: &mut HashMap<u64, Slot>, idx: u64) -> bool {
+        let Some(order) = Self::folio_of(pages, idx).map(|f| f.order) else {
+            return false;
+        };
+        let head = idx & !((1u64 << order) - 1);
+        Self::clear_readahead(pages, head);
+        match pages.get_mut(&head) {
+            Some(Slot::Cached { folio, .. }) => std::mem::take(&mut folio.swapped),
+            _ => false,
         }
     }
 

@@ -125,6 +125,29 @@ impl Default for SwapReadahead {
     }
 }
 
+/// What kind of swap area the device is, which decides how Linux 6.18
+/// swaps a large folio and when a written page leaves memory (mm/swapfile.c
+/// `cluster_alloc_swap_entry`, mm/page_io.c `swap_writeout`, mm/memory.c
+/// `do_swap_page`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum SwapDeviceKind {
+    /// A swap file on a filesystem (no `SWP_BLKDEV`): a large folio gets no
+    /// contiguous slots and is split before it is written; writes are
+    /// asynchronous, so a written page waits in the swap cache.
+    #[default]
+    File,
+    /// A block device (a partition, a loop device) with asynchronous I/O,
+    /// rotational or not: a large folio is written whole into an aligned
+    /// cluster of slots and waits in the swap cache, whole.
+    Block,
+    /// A block device with synchronous I/O (`SWP_SYNCHRONOUS_IO`: zram,
+    /// brd, pmem): a large folio is written whole, and every written page
+    /// leaves memory at once; a fault on an entry no other names reads the
+    /// page itself, past the swap cache and with no read-ahead, and frees
+    /// its slot.
+    Sync,
+}
+
 /// khugepaged's limits (`/sys/kernel/mm/transparent_hugepage/khugepaged/`):
 /// how many PTEs of a PMD range may be empty or map the zero page
 /// (`max_ptes_none`), be swapped out (`max_ptes_swap`) or map a page another
@@ -214,6 +237,8 @@ pub struct MmConfig {
     pub swap: Option<u64>,
     /// The read-ahead of a major fault on a swap entry.
     pub swap_readahead: SwapReadahead,
+    /// The kind of swap area the device is.
+    pub swap_device: SwapDeviceKind,
     #[doc(hidden)]
     pub debug: DebugKnobs,
 }
@@ -243,6 +268,7 @@ impl Default for MmConfig {
             lru_drain: true,
             swap: None,
             swap_readahead: SwapReadahead::default(),
+            swap_device: SwapDeviceKind::File,
             debug: DebugKnobs::default(),
         }
     }

@@ -230,6 +230,10 @@ impl AddressSpace {
         if !folio.block {
             return Ok(None);
         }
+        // A shmem folio a synchronous swap device freed is read back whole
+        // (shmem_swapin_folio): a major fault.
+        let major =
+            major || (obj.kind == ObjectKind::Shmem && MemObject::shmem_swap_in(&mut pages, idx));
         let head = idx & !((1u64 << folio.order) - 1);
         let Some(Slot::Cached { pa, .. }) = pages.get(&head).copied() else {
             return Ok(None);

@@ -54,9 +54,12 @@
 //! mm/swap_state.c of 6.18 as read (`__swapin_nr_pages`,
 //! `swap_vma_ra_win`, `swap_cluster_readahead`), held to the kernel by the
 //! swap-readahead-* workloads; shmem swap follows `shmem_writeout` as
-//! measured (swap-shmem-*). Not modelled: a THP swapped whole, a shmem THP
-//! written to swap, MADV_SEQUENTIAL/MADV_RANDOM read-ahead, VM_EXEC folio
-//! sizes.
+//! measured (swap-shmem-*). Large folios go to swap by the device's kind
+//! (`MmConfig::swap_device`): split on a swap file, whole on a block
+//! device (`folio_alloc_swap`, `do_swap_page`'s whole-folio map,
+//! `shmem_writeout`), as measured on 6.18 with zram, a loop device and a
+//! swap file (swap-thp-*, swap-shmem-thp-*). Not modelled:
+//! MADV_SEQUENTIAL/MADV_RANDOM read-ahead, VM_EXEC folio sizes.
 //!
 //! Every operation returns a [`Deferred`] the caller completes after the
 //! shootdown (or with [`Deferred::complete_without_tlb`]). Counters are read
@@ -85,7 +88,7 @@ pub mod walk;
 pub use cache::ShmemHuge;
 pub use config::{
     Gup, Khugepaged, Locking, MmConfig, MthpPolicy, Reclaim, ShmemEnabled, ShmemOrderPolicy,
-    SwapRaKind, SwapReadahead, ThpMode,
+    SwapDeviceKind, SwapRaKind, SwapReadahead, ThpMode,
 };
 pub use counters::{
     FaultKind, LockClass, LockEvent, MmCounters, ThreadCounters, ThreadCtx, FAULT_KINDS,

@@ -9,7 +9,9 @@
 //! `free_swap_and_cache` when a zap clears the entry). The swap cache keeps
 //! the page's frame beside the slot while it is there (Linux
 //! `SWAP_HAS_CACHE`): after reclaim wrote it (the write is asynchronous on a
-//! block device, so reclaim keeps the folio), after a fault read it back,
+//! swap file or an ordinary block device, so reclaim keeps the folio; a
+//! device with synchronous I/O such as zram has written it by then, and
+//! reclaim frees it), after a fault read it back,
 //! until one of these frees it:
 //! - a later reclaim that finds it clean and no longer mapped
 //!   (`shrink_folio_list` → `__remove_mapping`);
@@ -59,6 +61,12 @@ pub(crate) struct Slot {
     /// The cached frame was read ahead and no fault has found it yet
     /// (Linux `PG_readahead` on a swap-cache folio).
     pub(crate) readahead: bool,
+    /// The large folio this slot was written with: its first slot and its
+    /// pages (0: a base page). The folio stays one in the swap cache while
+    /// every slot of it still caches the frame it was written from
+    /// ([`SwapDevice::cached_folio`]).
+    pub(crate) folio_base: u64,
+    pub(crate) folio_pages: u32,
 }
 
 /// The system-wide state of cluster read-ahead (Linux: mm/swap_state.c,
@@ -139,14 +147,23 @@ impl SwapDevice {
     /// written since it was read back) then leaves the cache, and the
     /// returned `free_frame` is true. Any other page gets a new slot of
     /// the `capacity` and stays in the cache while it is written. `None`
-    /// when the device is full (the page stays mapped).
-    pub(crate) fn swap_out(&self, pa: u64, dirty: bool, capacity: u64) -> Option<(u64, bool)> {
+    /// when the device is full (the page stays mapped). `sync`: the device
+    /// writes synchronously, so the page leaves the cache (and memory) as
+    /// soon as no process maps it, written or not (`shrink_folio_list`
+    /// frees a folio whose write already ended).
+    pub(crate) fn swap_out(
+        &self,
+        pa: u64,
+        dirty: bool,
+        capacity: u64,
+        sync: bool,
+    ) -> Option<(u64, bool)> {
         let mut s = lock(&self.state);
         if let Some(&slot) = s.by_frame.get(&pa) {
             let sl = s.slots.get_mut(&slot).expect("a cached frame has its slot");
             sl.count += 1;
             sl.mapped = sl.mapped.saturating_sub(1);
-            if !dirty && sl.mapped == 0 {
+            if (sync || !dirty) && sl.mapped == 0 {
                 sl.cache = None;
                 s.by_frame.remove(&pa);
                 return Some((slot, true));
@@ -166,14 +183,105 @@ impl SwapDevice {
             slot,
             Slot {
                 count: 1,
-                cache: Some(pa),
-                mapped: 0,
-                readahead: false,
+                cache: (!sync).then_some(pa),
+                ..Slot::default()
             },
         );
-        s.by_frame.insert(pa, slot);
+        if !sync {
+            s.by_frame.insert(pa, slot);
+        }
         self.used.fetch_add(1, Ordering::AcqRel);
-        Some((slot, false))
+        Some((slot, sync))
+    }
+
+    // Linux: mm/swapfile.c, folio_alloc_swap → cluster_alloc_swap_entry
+    // with the folio's order (a block device only: the caller checked)
+    /// Reclaim writes the large folio of `pages` base pages at `pa` whole:
+    /// it gets `pages` contiguous slots aligned to their number, in a
+    /// cluster no slot was taken from yet (slot 0, the swap header, keeps
+    /// the first cluster from ever being free), each named by one entry.
+    /// The folio stays in the swap cache while it is written (`sync`
+    /// false) or leaves memory at once (`sync`: the caller frees it).
+    /// Returns the first slot, `None` when no such cluster is left (the
+    /// caller splits the folio: `shrink_folio_list`'s fallback).
+    pub(crate) fn swap_out_folio(
+        &self,
+        pa: u64,
+        pages: u64,
+        page: u64,
+        capacity: u64,
+        sync: bool,
+    ) -> Option<u64> {
+        let mut s = lock(&self.state);
+        let base = (s.next + 1).next_multiple_of(pages);
+        if base + pages - 1 > capacity {
+            return None;
+        }
+        // The slots skipped to reach the cluster serve base pages.
+        for skipped in s.next + 1..base {
+            s.free.push(skipped);
+        }
+        s.next = base + pages - 1;
+        for i in 0..pages {
+            let frame = pa + i * page;
+            s.slots.insert(
+                base + i,
+                Slot {
+                    count: 1,
+                    cache: (!sync).then_some(frame),
+                    folio_base: base,
+                    folio_pages: pages as u32,
+                    ..Slot::default()
+                },
+            );
+            if !sync {
+                s.by_frame.insert(frame, base + i);
+            }
+        }
+        self.used.fetch_add(pages as usize, Ordering::AcqRel);
+        Some(base)
+    }
+
+    // Linux: mm/memory.c, do_swap_page (a large folio found in the swap
+    // cache: folio_test_large && folio_test_swapcache)
+    /// The large folio `slot` was written with, if it is still one in the
+    /// swap cache, unmapped: its first slot, its pages and the frame of its
+    /// first page.
+    pub(crate) fn cached_folio(&self, slot: u64, page: u64) -> Option<(u64, u64, u64)> {
+        let s = lock(&self.state);
+        let sl = s.slots.get(&slot)?;
+        let (base, pages) = (sl.folio_base, u64::from(sl.folio_pages));
+        if pages == 0 {
+            return None;
+        }
+        let first = s.slots.get(&base)?.cache?;
+        let whole = (0..pages).all(|i| {
+            s.slots.get(&(base + i)).is_some_and(|o| {
+                o.folio_base == base && o.cache == Some(first + i * page) && o.mapped == 0
+            })
+        });
+        whole.then_some((base, pages, first))
+    }
+
+    // Linux: mm/memory.c, do_swap_page (SWP_SYNCHRONOUS_IO and
+    // __swap_count(entry) == 1: the folio skips the swap cache, and
+    // swap_free_nr frees the slot)
+    /// On a synchronous device, a fault on `slot` when its one entry is
+    /// the faulting one and the page is not in the cache: the page is read
+    /// straight into the faulting process's frame, and the slot is freed.
+    /// Returns whether it was (else the fault goes through the cache).
+    pub(crate) fn swapin_uncached(&self, slot: u64) -> bool {
+        let mut s = lock(&self.state);
+        let Some(sl) = s.slots.get(&slot) else {
+            return false;
+        };
+        if sl.count != 1 || sl.cache.is_some() {
+            return false;
+        }
+        s.slots.remove(&slot);
+        s.free.push(slot);
+        self.used.fetch_sub(1, Ordering::AcqRel);
+        true
     }
 
     // Linux: mm/swapfile.c, swap_duplicate (fork's copy_nonpresent_pte)

@@ -231,19 +231,26 @@ proptest! {
     /// live frame is held (mapped or in the swap cache), and nothing is
     /// left after every process exits.
     ///
-    /// Both kinds of read-ahead; a device of 24 slots for 32 pages fills
-    /// (pages stay mapped) and is more than half full (swap-ins free
-    /// slots).
+    /// Both kinds of read-ahead, every kind of device (a synchronous one
+    /// frees written pages at once and reads past the swap cache); a
+    /// device of 24 slots for 32 pages fills (pages stay mapped) and is
+    /// more than half full (swap-ins free slots).
     #[test]
     fn swap_counts_are_conserved(
         ops in proptest::collection::vec(op(), 1..40),
         cluster in any::<bool>(),
         small in any::<bool>(),
+        device in prop_oneof![
+            Just(SwapDeviceKind::File),
+            Just(SwapDeviceKind::Block),
+            Just(SwapDeviceKind::Sync),
+        ],
     ) {
         let kind = if cluster { SwapRaKind::Cluster } else { SwapRaKind::Vma };
         let p = space(MmConfig {
             swap: Some(if small { 24 * 4 * K } else { G }),
             swap_readahead: SwapReadahead { kind, page_cluster: 3 },
+            swap_device: device,
             ..MmConfig::default()
         });
         let mut pc = ThreadCtx::new();

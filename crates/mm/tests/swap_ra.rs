@@ -91,6 +91,30 @@ fn scattered_faults_shrink_the_window_to_one_page() {
 }
 
 #[test]
+fn a_fork_child_starts_from_its_parents_window() {
+    let s = space(cfg(SwapRaKind::Vma, 3, G));
+    let mut ctx = ThreadCtx::new();
+    swapped_clean(&s, &mut ctx, 128);
+    // The parent's window shrinks to one page (as above).
+    assert_eq!(read(&s, &mut ctx, (0..128).step_by(16)), (0, 8));
+    let c = s.new_child().unwrap();
+    s.fork(&mut ctx, &c)
+        .unwrap()
+        .complete_without_tlb(&s)
+        .unwrap();
+    let mut cc = ThreadCtx::new();
+    // The child's VMA is a copy of the parent's, read-ahead state included
+    // (vm_area_dup): its first major fault reads one page, where a new
+    // VMA's would read eight.
+    let frames = s.mem().live_data().0;
+    access(&c, &mut cc, BASE + 72 * 4 * K, false);
+    assert_eq!(counters(&c, &cc).major_faults, 1);
+    assert_eq!(s.mem().live_data().0, frames + 1);
+    c.exit(&mut cc).unwrap();
+    finish(s, &mut ctx);
+}
+
+#[test]
 fn page_cluster_zero_reads_no_more_than_the_fault() {
     let s = space(cfg(SwapRaKind::Vma, 0, G));
     let mut ctx = ThreadCtx::new();

@@ -360,6 +360,38 @@ const VALIDATE: &[(&str, &str)] = &[
         include_str!("../validate/swap-thp-pageout.toml"),
     ),
     (
+        "swap-shmem-thp-block",
+        include_str!("../validate/swap-shmem-thp-block.toml"),
+    ),
+    (
+        "swap-shmem-thp-file",
+        include_str!("../validate/swap-shmem-thp-file.toml"),
+    ),
+    (
+        "swap-shmem-thp-file-all",
+        include_str!("../validate/swap-shmem-thp-file-all.toml"),
+    ),
+    (
+        "swap-shmem-thp-sync",
+        include_str!("../validate/swap-shmem-thp-sync.toml"),
+    ),
+    (
+        "swap-thp-block-read",
+        include_str!("../validate/swap-thp-block-read.toml"),
+    ),
+    (
+        "swap-thp-block-write",
+        include_str!("../validate/swap-thp-block-write.toml"),
+    ),
+    (
+        "swap-thp-sync-read",
+        include_str!("../validate/swap-thp-sync-read.toml"),
+    ),
+    (
+        "swap-thp-sync-repageout",
+        include_str!("../validate/swap-thp-sync-repageout.toml"),
+    ),
+    (
         "swap-thp-partial",
         include_str!("../validate/swap-thp-partial.toml"),
     ),

@@ -39,11 +39,29 @@ pub enum Need {
     /// windows a workload decides; cluster read-ahead keeps its window
     /// system-wide and reads by slot number, which a workload does not.
     SwapVmaReadahead,
-    /// Swap on a rotational device (Linux's `nr_rotate_swap` nonzero),
-    /// where a THP cannot get the contiguous slots to be swapped whole and
-    /// is split first; on a solid-state device Linux 6.18 swaps it whole
-    /// (`THP_SWAP`), which the model does not.
+    /// Swap on a rotational device (Linux's `nr_rotate_swap` nonzero; a
+    /// swap file counts its filesystem's device).
     SwapRotational,
+    /// Swap whose first area is a swap file: Linux 6.18 splits a large
+    /// folio before it swaps it (no contiguous slots on a file).
+    SwapFile,
+    /// Swap whose first area is a block device with asynchronous I/O: a
+    /// large folio is swapped whole and waits in the swap cache.
+    SwapBlock,
+    /// Swap whose first area is a block device with synchronous I/O
+    /// (zram): written pages leave memory at once and come back by major
+    /// faults.
+    SwapSync,
+}
+
+/// The kind of the swap area Linux writes to first (see [`Need::SwapFile`]
+/// and the two after it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SwapArea {
+    #[default]
+    File,
+    Block,
+    Sync,
 }
 
 /// What a system offers that needs ask about.
@@ -55,6 +73,8 @@ pub struct NeedSystem {
     pub vma_readahead: bool,
     /// An active swap area on a rotational device.
     pub rotational: bool,
+    /// The kind of the first swap area (with `swap`).
+    pub area: SwapArea,
 }
 
 impl Need {
@@ -64,6 +84,9 @@ impl Need {
         ("no-swap", Need::NoSwap),
         ("swap-vma-readahead", Need::SwapVmaReadahead),
         ("swap-rotational", Need::SwapRotational),
+        ("swap-file", Need::SwapFile),
+        ("swap-block", Need::SwapBlock),
+        ("swap-sync", Need::SwapSync),
     ];
 
     pub fn parse(s: &str) -> Option<Need> {
@@ -81,7 +104,12 @@ impl Need {
     /// (`Some(false)`), or says nothing of it.
     pub fn wants_swap(self) -> Option<bool> {
         match self {
-            Need::Swap | Need::SwapVmaReadahead | Need::SwapRotational => Some(true),
+            Need::Swap
+            | Need::SwapVmaReadahead
+            | Need::SwapRotational
+            | Need::SwapFile
+            | Need::SwapBlock
+            | Need::SwapSync => Some(true),
             Need::NoSwap => Some(false),
         }
     }
@@ -93,6 +121,9 @@ impl Need {
             Need::NoSwap => !sys.swap,
             Need::SwapVmaReadahead => sys.swap && sys.vma_readahead,
             Need::SwapRotational => sys.swap && sys.rotational,
+            Need::SwapFile => sys.swap && sys.area == SwapArea::File,
+            Need::SwapBlock => sys.swap && sys.area == SwapArea::Block,
+            Need::SwapSync => sys.swap && sys.area == SwapArea::Sync,
         }
     }
 
@@ -106,6 +137,9 @@ impl Need {
             Need::NoSwap => "no swap",
             Need::SwapVmaReadahead => "swap with read-ahead by address",
             Need::SwapRotational => "swap on a rotational device",
+            Need::SwapFile => "swap on a swap file",
+            Need::SwapBlock => "swap on a block device with asynchronous I/O",
+            Need::SwapSync => "swap on a block device with synchronous I/O (zram)",
         };
         let lacks = match n {
             Need::NoSwap => format!("{system} has a swap device"),
@@ -114,6 +148,14 @@ impl Need {
                 "{system} reads ahead by swap slot (a rotational swap device, or vma_ra_enabled false)"
             ),
             Need::SwapRotational => format!("{system}'s swap is on a solid-state one"),
+            Need::SwapFile | Need::SwapBlock | Need::SwapSync => format!(
+                "{system}'s swap is on {}",
+                match sys.area {
+                    SwapArea::File => "a swap file",
+                    SwapArea::Block => "a block device with asynchronous I/O",
+                    SwapArea::Sync => "a block device with synchronous I/O",
+                }
+            ),
             Need::Swap => unreachable!("met by any swap device"),
         };
         Some(format!(

@@ -376,6 +376,17 @@ impl ModelConfig {
                 .or_else(host::swap::page_cluster)
                 .unwrap_or(host::swap::DEFAULT_PAGE_CLUSTER),
         };
+        // The kind of swap area Linux writes to first, unless given.
+        mm.swap_device = match opts.swap_device {
+            Some(opt::SwapDevice::File) => mm::SwapDeviceKind::File,
+            Some(opt::SwapDevice::Block) => mm::SwapDeviceKind::Block,
+            Some(opt::SwapDevice::Sync) => mm::SwapDeviceKind::Sync,
+            None => match host::swap::swap_area_kind() {
+                None | Some(host::swap::SwapAreaKind::File) => mm::SwapDeviceKind::File,
+                Some(host::swap::SwapAreaKind::Block) => mm::SwapDeviceKind::Block,
+                Some(host::swap::SwapAreaKind::Sync) => mm::SwapDeviceKind::Sync,
+            },
+        };
         // The second dimension: a host geometry makes every walk nested.
         if let Some(host) = opts.host() {
             let cfg = mmu::HostConfig::new(
@@ -438,6 +449,7 @@ mod tests {
             swap: Some(opt::SwapSetting::Bytes(3 << 30)),
             swap_readahead: Some(opt::SwapReadahead::Cluster),
             page_cluster: Some(5),
+            swap_device: Some(opt::SwapDevice::Sync),
         };
         let c = ModelConfig::new(&opts).unwrap();
         assert_eq!(c.geometry.name(), "x86-64-5l");
@@ -462,6 +474,7 @@ mod tests {
                 page_cluster: 5
             }
         );
+        assert_eq!(c.mm.swap_device, mm::SwapDeviceKind::Sync);
         let host = c.mmu.host.as_ref().unwrap();
         assert_eq!((host.geometry.as_str(), host.page), ("x86-64-4l", 2 << 20));
         assert_eq!((host.nested_tlb, host.pwc.len()), (0, 0));
@@ -482,6 +495,7 @@ mod tests {
             swap: Some(opt::SwapSetting::Off),
             swap_readahead: Some(opt::SwapReadahead::Vma),
             page_cluster: Some(0),
+            swap_device: Some(opt::SwapDevice::Block),
             ..opts
         };
         let c = ModelConfig::new(&other).unwrap();
@@ -501,6 +515,7 @@ mod tests {
                 page_cluster: 0
             }
         );
+        assert_eq!(c.mm.swap_device, mm::SwapDeviceKind::Block);
         assert!(!c.mmu.pv_tlb_flush);
         assert_eq!(c.mmu.host, None, "host-geometry=none is a native machine");
     }

@@ -57,5 +57,5 @@ pub(crate) use run::Prediction;
 pub use run::{run, run_with, ModelError};
 pub use settings::{
     Executor, Gup, HostPage, Locking, LruDrain, ModelOptions, MthpPolicy, MthpSize, Named, PvFlush,
-    Reclaim, SwapReadahead, SwapSetting, Thp, TlbFlushKind, MTHP_SIZES,
+    Reclaim, SwapDevice, SwapReadahead, SwapSetting, Thp, TlbFlushKind, MTHP_SIZES,
 };

@@ -106,6 +106,12 @@ named_option! {
 }
 
 named_option! {
+    /// What kind of swap area the swap device is (`mm::SwapDeviceKind`): a
+    /// file, a block device, or one with synchronous I/O such as zram.
+    SwapDevice { File = "file", Block = "block", Sync = "sync" }
+}
+
+named_option! {
     /// Transparent huge pages (PMD-sized).
     Thp { Always = "always", Madvise = "madvise", Never = "never" }
 }
@@ -293,6 +299,9 @@ pub struct ModelOptions {
     /// `page-cluster`: swap read-ahead reads at most `1 << N` pages
     /// (default: this host's /proc/sys/vm/page-cluster).
     pub page_cluster: Option<u32>,
+    /// The kind of swap area (default: this host's, see
+    /// `host::swap::swap_area_kind`).
+    pub swap_device: Option<SwapDevice>,
 }
 
 impl ModelOptions {
@@ -341,6 +350,7 @@ impl ModelOptions {
         put("swap", self.swap.map(|v| v.to_string()));
         put("swap-readahead", self.swap_readahead.map(|v| v.to_string()));
         put("page-cluster", self.page_cluster.map(|v| v.to_string()));
+        put("swap-device", self.swap_device.map(|v| v.to_string()));
         m
     }
 }

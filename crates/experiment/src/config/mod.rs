@@ -47,6 +47,7 @@ pub const KEYS: &[&str] = &[
     "swap",
     "swap-readahead",
     "page-cluster",
+    "swap-device",
 ];
 
 /// What `host-caches` accepts besides a TLB preset's name.
@@ -268,6 +269,7 @@ impl Builder {
                 self.model.swap = Some(s);
             }
             "swap-readahead" => self.model.swap_readahead = Some(self.named(key, value)?),
+            "swap-device" => self.model.swap_device = Some(self.named(key, value)?),
             "page-cluster" => match value.parse::<u32>() {
                 // Linux's sysctl takes 0 to 31 (page_cluster_max).
                 Ok(n) if n <= 31 => self.model.page_cluster = Some(n),

@@ -33,10 +33,9 @@ impl AddressSpace {
         {
             obj.shmem_add_pmd_folio(&mut pages, idx, ra.max_order)?;
         }
-        if obj.kind == ObjectKind::Shmem {
-            MemObject::shmem_swap_in(&mut pages, idx);
-        }
-        let lookup = obj.get(&mut pages, idx, &ra)?;
+        let from_swap = obj.kind == ObjectKind::Shmem && MemObject::shmem_swap_in(&mut pages, idx);
+        let mut lookup = obj.get(&mut pages, idx, &ra)?;
+        lookup.major |= from_swap;
         drop(pages);
         ctx.counters.pages_read += lookup.read;
         ctx.counters.pmd_pages_read += lookup.read_pmd;

@@ -121,6 +121,7 @@ impl AddressSpace {
                 tmp.anon_vma.install(AnonVma::fresh());
             }
             cvmas.insert(tmp.clone());
+            self.dup_vma_ra(child, vma.start);
             // Linux: dup_mmap calls copy_page_range only without VM_WIPEONFORK.
             if !wipe && vma_needs_copy(vma) {
                 self.copy_page_range(ctx, child, vma, &tmp, d)?;

@@ -27,6 +27,9 @@
 //! - A folio another process maps (fork) is left alone
 //!   (`folio_maybe_mapped_shared`), as is the huge zero page.
 //!
+//! With swap, a large folio MADV_PAGEOUT reclaims whole is written whole
+//! on a block device and split first on a swap file (`space::swap`).
+//!
 //! What is written is kept per base page of large folios
 //! (`share::WrittenPages`), noted by [`AddressSpace::note_write`] on each
 //! write access while the space has large folios.
@@ -127,12 +130,19 @@ impl AddressSpace {
             _ => true,
         };
         let haddr = a.align_down(self.pmd_size);
+        let whole_pageout = how == PageAdvice::PageOut && ext.whole(self.pmd_size);
         self.split_huge_pmd_locked(vma, pmd_table, a, d)?;
         drop(g);
         if split_folio {
             if let Some(table) = self.pt.next_table(pmd_table, Level::PMD, haddr) {
                 if let Some(g) = self.pte_offset_map_lock(ctx, pmd_table, haddr, table) {
-                    self.split_folio(vma, table, haddr, pa, self.pmd_size, d)?;
+                    // shrink_folio_list: a block device takes the folio
+                    // whole; else (or full) it is split for base pages.
+                    if !(whole_pageout
+                        && self.swap_out_folio(table, haddr, pa, self.pmd_size, d)?)
+                    {
+                        self.split_folio(vma, table, haddr, pa, self.pmd_size, d)?;
+                    }
                     drop(g);
                 }
             }
@@ -197,7 +207,10 @@ impl AddressSpace {
                     }
                     false
                 }
-                PageAdvice::PageOut => true,
+                // A block device takes a folio the range covers whole.
+                PageAdvice::PageOut => {
+                    !(covered && self.swap_out_folio(table, base, head, size, d)?)
+                }
             };
             if split {
                 self.split_folio(vma, table, base, head, size, d)?;
@@ -406,7 +419,7 @@ impl AddressSpace {
             // Linux: mm/shmem.c, shmem_writeout: the page leaves the page
             // cache for the swap cache (a swap entry in the shmem mapping,
             // not in any PTE: VmSwap does not count it).
-            MemObject::shmem_swap_out(&mut pages, idx);
+            MemObject::shmem_swap_out(&mut pages, idx, self.swap_sync());
         }
     }
 }

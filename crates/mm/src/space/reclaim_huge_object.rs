@@ -23,12 +23,15 @@
 //!   read since it was allocated or read from its file) is then dropped
 //!   from the object whole. A dirty one stays whole (there is no swap to
 //!   write shmem to, and reclaim on request does not write file pages
-//!   back), and the next access maps it again.
+//!   back), and the next access maps it again. With swap, a dirty shmem
+//!   folio is written to it: split first on a swap file, whole on a block
+//!   device (see `object_huge_pmd_reclaim`).
 //!
 //! The same folio mapped by PTEs is `reclaim_object_folio.rs`'s.
 
 use super::{AddressSpace, Rss};
-use crate::cache::MemObject;
+use crate::cache::{MemObject, ObjectKind};
+use crate::config::SwapDeviceKind;
 use crate::counters::ThreadCtx;
 use crate::deferred::Deferred;
 use crate::error::Errno;
@@ -96,6 +99,24 @@ impl AddressSpace {
         let dirty = (head..head + n).any(|i| MemObject::is_dirty(&pages, i));
         if !dirty {
             d.frames.extend(obj.evict_folio(&mut pages, head));
+        } else if obj.kind == ObjectKind::Shmem && self.has_swap() {
+            // Linux: mm/shmem.c, shmem_writeout. A swap file takes no large
+            // folio: it is split and each page written (each faults back
+            // alone, from the swap cache). A block device takes it whole:
+            // with asynchronous I/O it waits in the swap cache, where the
+            // next access finds it whole, as with no swap; with synchronous
+            // I/O it leaves memory, and the next access reads it back whole
+            // (shmem_swapin_folio of a large folio: one major fault).
+            match self.cfg.swap_device {
+                SwapDeviceKind::File => {
+                    obj.split_folio_uniform(&mut pages, head)?;
+                    for i in head..head + n {
+                        MemObject::shmem_swap_out(&mut pages, i, false);
+                    }
+                }
+                SwapDeviceKind::Block => {}
+                SwapDeviceKind::Sync => MemObject::shmem_swap_out(&mut pages, head, true),
+            }
         }
         Ok(HugeStep::Done)
     }

@@ -10,6 +10,7 @@
 //! PTE never reads the swap state.
 
 use super::{AddressSpace, PageKind, Rss};
+use crate::config::SwapDeviceKind;
 use crate::counters::{FaultKind, ThreadCtx};
 use crate::deferred::Deferred;
 use crate::error::Errno;
@@ -53,6 +54,11 @@ impl AddressSpace {
         self.cfg.swap.is_some_and(|b| b >= self.page)
     }
 
+    /// Whether the swap device does its I/O synchronously (zram).
+    pub(crate) fn swap_sync(&self) -> bool {
+        self.cfg.swap_device == SwapDeviceKind::Sync
+    }
+
     // Linux: mm/vmscan.c, shrink_folio_list (add_to_swap, try_to_unmap,
     // pageout) for an anonymous base page, and __remove_mapping for a clean
     // one already in the swap cache
@@ -75,7 +81,8 @@ impl AddressSpace {
         let Some(capacity) = self.swap_slots() else {
             return false;
         };
-        let Some((slot, free_frame)) = self.shares.swap.swap_out(pa, dirty, capacity) else {
+        let sync = self.swap_sync();
+        let Some((slot, free_frame)) = self.shares.swap.swap_out(pa, dirty, capacity, sync) else {
             return false;
         };
         // try_to_unmap_one: the entry keeps PageAnonExclusive.
@@ -91,6 +98,162 @@ impl AddressSpace {
             d.frames.push((pa, self.page));
         }
         true
+    }
+
+    // Linux: mm/vmscan.c, shrink_folio_list (folio_alloc_swap of a large
+    // folio: cluster_alloc_swap_entry refuses a swap file, !SWP_BLKDEV)
+    // and try_to_unmap_one over the folio's PTEs
+    /// MADV_PAGEOUT reclaiming the exclusive large anonymous folio
+    /// `[head, head + size)`, mapped whole by PTEs of `table` from `base`
+    /// (PTE lock held), on a block device: it is written whole to
+    /// contiguous slots, its PTEs become swap entries (RssAnon drops by the
+    /// folio, VmSwap grows by it), and it waits whole in the swap cache
+    /// (asynchronous I/O) or leaves memory (synchronous I/O). No subpage
+    /// goes to the zero page: the folio is not split. Returns false, having
+    /// changed nothing, where Linux splits it instead: no swap or a swap
+    /// file, a folio mapped in part or elsewhere, or no free cluster.
+    pub(crate) fn swap_out_folio(
+        &self,
+        table: TableAddr,
+        base: VirtAddr,
+        head: u64,
+        size: u64,
+        d: &mut Deferred,
+    ) -> Result<bool, Errno> {
+        if !self.has_swap() || self.cfg.swap_device == SwapDeviceKind::File {
+            return Ok(false);
+        }
+        let Some(capacity) = self.swap_slots() else {
+            return Ok(false);
+        };
+        let n = size / self.page;
+        let whole = super::lock_plain(&self.folios)
+            .get(&head)
+            .is_some_and(|f| f.size == size && f.mapped == n);
+        if !whole || self.shares.shared(head) {
+            return Ok(false);
+        }
+        for i in 0..n {
+            let at = base.add(i * self.page);
+            if !matches!(self.pt.read_entry(table, Level::PTE, at)?,
+                Entry::Leaf { pa, .. } if pa == head + i * self.page)
+            {
+                return Ok(false);
+            }
+        }
+        let sync = self.swap_sync();
+        let Some(first) = self
+            .shares
+            .swap
+            .swap_out_folio(head, n, self.page, capacity, sync)
+        else {
+            return Ok(false);
+        };
+        self.pt.contpte_try_unfold(table, Level::PTE, base)?;
+        // The model's frames are per page from here: the swap cache holds
+        // them one per slot, and knows them as one folio
+        // (SwapDevice::cached_folio).
+        self.pt.mem().split_data(head, size)?;
+        if super::lock_plain(&self.folios).remove(&head).is_some() {
+            self.nr_folios.fetch_sub(1, Ordering::Release);
+        }
+        self.shares.written.forget(head, size, self.page);
+        for i in 0..n {
+            let pa = head + i * self.page;
+            let exclusive = self.not_exclusive.exclusive(pa);
+            self.not_exclusive.remove(pa);
+            let val = SwapEntry {
+                slot: first + i,
+                exclusive,
+            }
+            .to_val();
+            self.pt.set_entry(
+                table,
+                Level::PTE,
+                base.add(i * self.page),
+                &Entry::Swap { val },
+            );
+            if sync {
+                d.frames.push((pa, self.page));
+            }
+        }
+        d.add_flush(base.get(), size);
+        self.rss_add(Rss::Anon, -(n as i64));
+        self.swapents.fetch_add(n as i64, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    // Linux: mm/memory.c, do_swap_page (a large folio in the swap cache
+    // whose every PTE still holds its entry, within the VMA and the PMD:
+    // mapped whole, nr_pages at once)
+    /// A fault on the exclusive entry `entry` at `va` whose slot belongs to
+    /// the large folio `folio` (first slot, pages, first frame) that is
+    /// whole in the swap cache (PTE lock held): if every PTE of the folio's
+    /// range holds its entry, exclusive, and the range lies in the VMA and
+    /// the PMD, the whole folio is mapped, writable, in one minor fault.
+    /// Returns false, having changed nothing, otherwise (the page alone is
+    /// mapped then).
+    fn swap_in_folio(
+        &self,
+        ctx: &mut ThreadCtx,
+        vmf: &VmFault,
+        table: TableAddr,
+        entry: SwapEntry,
+        (first_slot, pages, first_pa): (u64, u64, u64),
+    ) -> Result<bool, Errno> {
+        let VmFault { vma, va, write, .. } = *vmf;
+        let idx = entry.slot - first_slot;
+        let start = va.get() - idx * self.page;
+        let end = start + pages * self.page;
+        let pmd_start = va.align_down(self.pmd_size).get();
+        if start < pmd_start.max(vma.start) || end > (pmd_start + self.pmd_size).min(vma.end) {
+            return Ok(false);
+        }
+        for i in 0..pages {
+            let at = VirtAddr::new(start + i * self.page);
+            let want = SwapEntry {
+                slot: first_slot + i,
+                exclusive: true,
+            }
+            .to_val();
+            if self.pt.read_entry(table, Level::PTE, at)? != (Entry::Swap { val: want }) {
+                return Ok(false);
+            }
+        }
+        let swap = &self.shares.swap;
+        let cluster_hits = self.cfg.swap_readahead.kind == crate::config::SwapRaKind::Cluster;
+        let mut ra_hit = false;
+        for i in 0..pages {
+            let got = swap.swapin(first_slot + i, first_pa + i * self.page, cluster_hits);
+            ra_hit |= got.is_some_and(|g| g.ra_hit && first_slot + i == entry.slot);
+        }
+        self.swap_cache_found(vmf, ra_hit);
+        self.swapents.fetch_sub(pages as i64, Ordering::Relaxed);
+        self.rss_add(Rss::Anon, pages as i64);
+        // should_try_to_free_swap, for the whole folio (folio_free_swap).
+        let free = write || vma.flags.locked || self.swap_full();
+        let anon = self.leaf_attrs(vma, PageKind::Anon, write);
+        for i in 0..pages {
+            let pa = first_pa + i * self.page;
+            let freed = free && swap.free_swap(pa);
+            self.not_exclusive.remove(pa);
+            let attrs = Attrs {
+                dirty: write || freed,
+                ..anon
+            };
+            self.pt.set_entry(
+                table,
+                Level::PTE,
+                VirtAddr::new(start + i * self.page),
+                &Entry::Leaf {
+                    pa,
+                    attrs,
+                    contiguous: false,
+                },
+            );
+        }
+        ctx.fault_kind = FaultKind::FileRead;
+        Ok(true)
     }
 
     // Linux: mm/memory.c, do_swap_page (with do_wp_page for a write to a
@@ -120,8 +283,13 @@ impl AddressSpace {
         let entry = SwapEntry::from_val(val);
         let swap = &self.shares.swap;
         // A miss in the swap cache: a major fault, which reads ahead
-        // (Linux: swap_cache_get_folio, then swapin_readahead).
-        if !swap.cached(entry.slot) {
+        // (Linux: swap_cache_get_folio, then swapin_readahead), unless a
+        // synchronous device reads the page alone, past the cache (the
+        // entry the only one naming its slot).
+        let cached = swap.cached(entry.slot);
+        let uncached =
+            !cached && self.swap_sync() && swap.slot(entry.slot).is_some_and(|s| s.count == 1);
+        if !cached && !uncached {
             self.swap_read_ahead(vmf, table, entry)?;
         }
         let mem = self.pt.mem();
@@ -157,6 +325,40 @@ impl AddressSpace {
             drop(g);
             release(false, false)?;
             return Ok(Some(false));
+        }
+        if uncached && swap.swapin_uncached(entry.slot) {
+            // The new folio is the process's alone (exclusive, writable);
+            // its slot is gone, so the model keeps it dirty.
+            self.swapents.fetch_sub(1, Ordering::Relaxed);
+            self.rss_add(Rss::Anon, 1);
+            self.not_exclusive.remove(fresh);
+            let attrs = Attrs {
+                dirty: true,
+                ..self.leaf_attrs(vma, PageKind::Anon, write)
+            };
+            self.pt.set_entry(
+                table,
+                Level::PTE,
+                va,
+                &Entry::Leaf {
+                    pa: fresh,
+                    attrs,
+                    contiguous: false,
+                },
+            );
+            ctx.fault_kind = FaultKind::FileRead;
+            drop(g);
+            release(true, false)?;
+            return Ok(Some(true));
+        }
+        if entry.exclusive {
+            if let Some(folio) = swap.cached_folio(entry.slot, self.page) {
+                if self.swap_in_folio(ctx, vmf, table, entry, folio)? {
+                    drop(g);
+                    release(false, false)?;
+                    return Ok(Some(false));
+                }
+            }
         }
         let cluster_hits = self.cfg.swap_readahead.kind == crate::config::SwapRaKind::Cluster;
         let Some(got) = swap.swapin(entry.slot, fresh, cluster_hits) else {

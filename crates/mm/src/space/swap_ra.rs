@@ -26,6 +26,17 @@ impl AddressSpace {
         m.insert(vma_start, ra);
     }
 
+    // Linux: mm/vma_init.c, vm_area_init_from (vm_area_dup copies
+    // swap_readahead_info into the child's VMA at fork)
+    /// Fork copied the VMA starting at `vma_start` into `child`: the
+    /// child's copy starts with this VMA's read-ahead state, if it has one.
+    pub(crate) fn dup_vma_ra(&self, child: &AddressSpace, vma_start: u64) {
+        let m = self.swap_ra.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ra) = m.get(&vma_start).copied() {
+            child.set_vma_ra(vma_start, ra);
+        }
+    }
+
     // Linux: mm/swap_state.c, swap_update_readahead
     /// A fault found its page in the swap cache: a VMA read-ahead keeps the
     /// address (the next fault's neighbour test) and counts a find of a
