@@ -555,12 +555,18 @@ impl MemObject {
     /// `PG_readahead`'s, so it reads as the read-ahead mark (Linux
     /// `folio_set_reclaim` on a dirty folio reclaim could not write).
     pub(crate) fn mark_reclaim(pages: &mut HashMap<u64, Slot>, idx: u64) {
-        let Some(order) = Self::folio_of(pages, idx).map(|f| f.order) else {
-            return;
-        };
-        let head = idx & !((1u64 << order) - 1);
-        if let Some(Slot::Cached { folio, .. }) = pages.get_mut(&head) {
+        if let Some(folio) = Self::head_folio_mut(pages, idx) {
             folio.readahead = true;
+        }
+    }
+
+    /// The folio of page `idx` as its head page holds it (where the
+    /// folio's own flags live), if the page is cached.
+    fn head_folio_mut(pages: &mut HashMap<u64, Slot>, idx: u64) -> Option<&mut CacheFolio> {
+        let order = Self::folio_of(pages, idx)?.order;
+        match pages.get_mut(&(idx & !((1u64 << order) - 1))) {
+            Some(Slot::Cached { folio, .. }) => Some(folio),
+            _ => None,
         }
     }
 
@@ -573,12 +579,9 @@ impl MemObject {
     /// synchronous I/O (`sync`) frees it once written, so the fault reads
     /// it. The model keeps the frame in the object, marked.
     pub(crate) fn shmem_swap_out(pages: &mut HashMap<u64, Slot>, idx: u64, sync: bool) {
-        Self::mark_reclaim(pages, idx);
-        if let Some(order) = Self::folio_of(pages, idx).map(|f| f.order) {
-            if let Some(Slot::Cached { folio, .. }) = pages.get_mut(&(idx & !((1u64 << order) - 1)))
-            {
-                folio.swapped = sync;
-            }
+        if let Some(folio) = Self::head_folio_mut(pages, idx) {
+            folio.readahead = true; // PG_reclaim, see mark_reclaim
+            folio.swapped = sync;
         }
     }
 
@@ -588,15 +591,11 @@ impl MemObject {
     /// it was read from the device instead (a major fault:
     /// `shmem_swapin_folio` counts `PGMAJFAULT`).
     pub(crate) fn shmem_swap_in(pages: &mut HashMap<u64, Slot>, idx: u64) -> bool {
-        let Some(order) = Self::folio_of(pages, idx).map(|f| f.order) else {
+        let Some(folio) = Self::head_folio_mut(pages, idx) else {
             return false;
         };
-        let head = idx & !((1u64 << order) - 1);
-        Self::clear_readahead(pages, head);
-        match pages.get_mut(&head) {
-            Some(Slot::Cached { folio, .. }) => std::mem::take(&mut folio.swapped),
-            _ => false,
-        }
+        folio.readahead = false;
+        std::mem::take(&mut folio.swapped)
     }
 
     /// Reads pages `[first, first + n)` into the cache (MADV_WILLNEED).

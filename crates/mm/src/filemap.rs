@@ -218,12 +218,7 @@ impl AddressSpace {
         };
         // filemap_fault: a miss reads ahead, a hit on a marked folio reads on.
         let lookup = obj.get(&mut pages, idx, &ra)?;
-        ctx.counters.pages_read += lookup.read;
-        ctx.counters.pmd_pages_read += lookup.read_pmd;
-        ctx.fault_retry |= lookup.retry;
-        if major && lookup.read_pmd > 0 {
-            ctx.counters.pmd_major_faults += 1;
-        }
+        Self::count_lookup(ctx, &lookup, major);
         let Some(folio) = MemObject::folio_of(&pages, idx) else {
             return Ok(None);
         };

@@ -37,13 +37,19 @@ impl AddressSpace {
         let mut lookup = obj.get(&mut pages, idx, &ra)?;
         lookup.major |= from_swap;
         drop(pages);
+        Self::count_lookup(ctx, &lookup, lookup.major);
+        Ok(lookup)
+    }
+
+    /// Counts in `ctx` what a page-cache lookup read and whether it met a
+    /// read-ahead mark; `major`: whether the fault waited for its read.
+    pub(crate) fn count_lookup(ctx: &mut ThreadCtx, lookup: &Lookup, major: bool) {
         ctx.counters.pages_read += lookup.read;
         ctx.counters.pmd_pages_read += lookup.read_pmd;
         ctx.fault_retry |= lookup.retry;
-        if lookup.major && lookup.read_pmd > 0 {
+        if major && lookup.read_pmd > 0 {
             ctx.counters.pmd_major_faults += 1;
         }
-        Ok(lookup)
     }
 
     // Linux: mm/memory.c, finish_fault
